@@ -1,0 +1,26 @@
+# Two commands do all set-up on a fresh machine (Python 3.11 + Java 17):
+#   make demo   - build the environment, generate a realistic DLQ and run the pipeline on it
+#   make test   - build the environment and run the whole test suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: venv demo test clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/dlq-pipeline demo --out demo-out
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) demo-out warehouse build dist *.egg-info .pytest_cache .hypothesis
