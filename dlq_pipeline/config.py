@@ -1,0 +1,239 @@
+"""One configuration file for every way of running: TOML, with profiles, validated up front.
+
+A file holds the base settings plus ``[profiles.<name>]`` tables that override them
+(``local``, ``cluster``, ``databricks`` are conventional names, any name works). The
+effective settings are: built-in defaults < file base < selected profile < command-line
+overrides. Every problem is collected and reported at once, naming the file and the key,
+before anything runs. Secrets never live in the file: only the *names* of environment
+variables that hold them (``password_env``), so they stay off command lines and out of logs.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+PROFILE_ENV = "DLQ_PIPELINE_PROFILE"
+
+# section -> key -> (type(s), default, description). The single list of every option;
+# docs/configuration.md is checked against it by the test suite.
+OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
+    "pipeline": {
+        "rules": ((str,), "", "rules table file (runmqdlq syntax)"),
+        "inputs": ((list,), [], "dump files, listings or directories to ingest"),
+        "target": ((str,), "dry-run", "replay target: dry-run | dir:PATH | sim: | mq:QMGR"),
+        "run_id": ((str,), "", "run identifier; generated (UTC timestamp + random) when empty"),
+    },
+    "storage": {
+        "format": ((str,), "parquet", "parquet | delta"),
+        "path": ((str,), "./warehouse", "warehouse root for Parquet, or Delta tables by path"),
+        "catalog": ((str,), "", "Delta catalog (tables by name: catalog.schema.table)"),
+        "schema": ((str,), "", "Delta schema (database) for tables by name"),
+    },
+    "spark": {
+        "master": ((str,), "local[*]", "master for a locally built session (ignored when a session exists)"),
+        "app_name": ((str,), "dlq-pipeline", "Spark application name"),
+        "conf": ((dict,), {}, "extra Spark settings, e.g. {\"spark.sql.shuffle.partitions\" = \"8\"}"),
+    },
+    "ingest": {
+        "split_bytes": ((int,), 64 * 1024 * 1024, "a dump larger than this is split across tasks"),
+        "max_line_length": ((int,), 256 * 1024 * 1024, "longest dump line accepted (bytes)"),
+        "max_message_bytes": ((int,), 104_857_600, "largest message accepted (MQ's maximum, 100 MB)"),
+    },
+    "classify": {
+        "retry_interval": ((int,), -1, "override RETRYINT seconds; -1 = use the rules table's"),
+    },
+    "replay": {
+        "max_connections": ((int,), 4, "most MQ connections open at once (replay partitions)"),
+        "batch_size": ((int,), 200, "puts per syncpoint unit of work"),
+        "rate_limit": ((int, float), 0, "puts per second per connection; 0 = unlimited"),
+        "breaker_threshold": ((int,), 5, "transient failures on one queue before it is left alone for the run"),
+        "depth_check": ((bool,), False, "inquire CURDEPTH/MAXDEPTH and hold back when a queue is nearly full"),
+        "depth_headroom": ((float,), 0.9, "with depth_check: hold back above this fraction of MAXDEPTH"),
+        "reconnect_attempts": ((int,), 3, "reconnects with backoff after a connection failure"),
+    },
+    "drain": {
+        "mode": ((str,), "browse", "browse (non-destructive) | move (destructive get under syncpoint)"),
+        "queue": ((str,), "", "DLQ to drain; default: INPUTQ from the rules table, else the QM's DEADQ"),
+        "qmgr": ((str,), "", "queue manager; default: INPUTQM from the rules table"),
+        "batch_size": ((int,), 200, "messages per unit of work in move mode"),
+    },
+    "report": {
+        "html": ((str,), "", "write the HTML report here"),
+        "redact_payloads": ((bool,), False, "never show message bodies in reports and notebooks"),
+        "top": ((int,), 10, "rows in top-N tables"),
+    },
+    "mq": {
+        "qmgrs": ((dict,), {}, "per queue manager: channel, conn_name, cipher_spec, key_repository, user, password_env"),
+    },
+}
+
+QMGR_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
+    "channel": ((str,), "server-connection channel"),
+    "conn_name": ((str,), "host(port)[,host(port)]"),
+    "cipher_spec": ((str,), "TLS CipherSpec, e.g. ANY_TLS13_OR_HIGHER"),
+    "key_repository": ((str,), "TLS key repository stem (without .kdb)"),
+    "user": ((str,), "user id for connection authentication"),
+    "password_env": ((str,), "name of the environment variable that holds the password"),
+    "key_stash_password_env": ((str,), "name of the environment variable holding the key repository password"),
+}
+SECRET_WORDS = ("password", "passwd", "secret", "token")
+
+
+class ConfigError(Exception):
+    """Every problem with a configuration, reported together."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+@dataclass(frozen=True)
+class Config:
+    """Validated settings: ``config.section["key"]`` style access via ``get``."""
+
+    values: Mapping[str, Mapping[str, Any]]
+    source: str = "<defaults>"
+    profile: str = ""
+
+    def get(self, section: str, key: str) -> Any:
+        return self.values[section][key]
+
+    def section(self, section: str) -> Mapping[str, Any]:
+        return self.values[section]
+
+
+def defaults() -> dict[str, dict[str, Any]]:
+    return {s: {k: copy.deepcopy(spec[1]) for k, spec in keys.items()} for s, keys in OPTIONS.items()}
+
+
+def _did_you_mean(word: str, choices) -> str:
+    near = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean '{near[0]}'?)" if near else ""
+
+
+def _check_section(where: str, section: str, table: Any, problems: list[str]) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        problems.append(f"{where}: [{section}] must be a table")
+        return {}
+    known = OPTIONS[section]
+    clean: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in known:
+            problems.append(f"{where}: unknown key '{section}.{key}'{_did_you_mean(key, known)}")
+            continue
+        types, _, _ = known[key]
+        if isinstance(value, bool) and bool not in types:
+            ok = False
+        else:
+            ok = isinstance(value, types) or (float in types and isinstance(value, int))
+        if not ok:
+            want = " or ".join(t.__name__ for t in types)
+            problems.append(f"{where}: '{section}.{key}' must be {want}, not {type(value).__name__}")
+            continue
+        clean[key] = value
+    return clean
+
+
+def _check_values(where: str, values: dict[str, dict[str, Any]], problems: list[str]) -> None:
+    """Checks that need more than a type: enumerations, ranges, secrets."""
+    fmt = values["storage"]["format"]
+    if fmt not in ("parquet", "delta"):
+        problems.append(f"{where}: 'storage.format' must be parquet or delta, not '{fmt}'")
+    target = values["pipeline"]["target"]
+    if not (target in ("dry-run", "sim:") or target.split(":", 1)[0] in ("dir", "sim", "mq") and ":" in target):
+        problems.append(f"{where}: 'pipeline.target' must be dry-run, dir:PATH, sim:[NAME] or mq:QMGR, not '{target}'")
+    if values["drain"]["mode"] not in ("browse", "move"):
+        problems.append(f"{where}: 'drain.mode' must be browse or move, not '{values['drain']['mode']}'")
+    for section, key, low in [
+        ("replay", "max_connections", 1), ("replay", "batch_size", 1), ("replay", "breaker_threshold", 1),
+        ("replay", "reconnect_attempts", 0), ("drain", "batch_size", 1), ("ingest", "split_bytes", 1024),
+        ("ingest", "max_line_length", 80), ("ingest", "max_message_bytes", 0), ("report", "top", 1),
+        ("replay", "rate_limit", 0),
+    ]:
+        if values[section][key] < low:
+            problems.append(f"{where}: '{section}.{key}' must be at least {low}")
+    if not 0 < values["replay"]["depth_headroom"] <= 1:
+        problems.append(f"{where}: 'replay.depth_headroom' must be in (0, 1]")
+    for name, qm in values["mq"]["qmgrs"].items():
+        if not isinstance(qm, dict):
+            problems.append(f"{where}: 'mq.qmgrs.{name}' must be a table")
+            continue
+        for key, value in qm.items():
+            if key not in QMGR_KEYS:
+                hint = ""
+                if any(w in key.lower() for w in SECRET_WORDS):
+                    hint = " (secrets never go in the file: name an environment variable with 'password_env')"
+                problems.append(f"{where}: unknown key 'mq.qmgrs.{name}.{key}'{hint or _did_you_mean(key, QMGR_KEYS)}")
+            elif not isinstance(value, QMGR_KEYS[key][0]):
+                problems.append(f"{where}: 'mq.qmgrs.{name}.{key}' must be a string")
+
+
+def _merge(values: dict[str, dict[str, Any]], layer: Mapping[str, Mapping[str, Any]]) -> None:
+    for section, table in layer.items():
+        values[section].update(table)
+
+
+def _parse_layer(where: str, doc: Mapping[str, Any], problems: list[str]) -> dict[str, dict[str, Any]]:
+    layer: dict[str, dict[str, Any]] = {}
+    for section, table in doc.items():
+        if section == "profiles":
+            continue
+        if section not in OPTIONS:
+            problems.append(f"{where}: unknown section [{section}]{_did_you_mean(section, OPTIONS)}")
+            continue
+        layer[section] = _check_section(where, section, table, problems)
+    return layer
+
+
+def load_config(
+    path: str | os.PathLike | None = None,
+    *,
+    profile: str | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Config:
+    """Read, merge and validate; raises ConfigError listing every problem."""
+    problems: list[str] = []
+    values = defaults()
+    where = str(path) if path else "<defaults>"
+    profile = profile if profile is not None else os.environ.get(PROFILE_ENV, "")
+    if path is not None:
+        try:
+            doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError([f"{where}: no such configuration file"]) from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError([f"{where}: not valid TOML: {exc}"]) from None
+        _merge(values, _parse_layer(where, doc, problems))
+        profiles = doc.get("profiles", {})
+        if not isinstance(profiles, dict):
+            problems.append(f"{where}: [profiles] must hold tables like [profiles.local]")
+            profiles = {}
+        if profile:
+            if profile not in profiles:
+                problems.append(
+                    f"{where}: no profile '{profile}' (profiles here: {', '.join(sorted(profiles)) or 'none'})"
+                )
+            else:
+                _merge(values, _parse_layer(f"{where} [profiles.{profile}]", profiles[profile], problems))
+    elif profile:
+        problems.append(f"profile '{profile}' selected but no configuration file given")
+    if overrides:
+        _merge(values, _parse_layer("command line", overrides, problems))
+    _check_values(where, values, problems)
+    if problems:
+        raise ConfigError(problems)
+    return Config(values=values, source=where, profile=profile or "")
+
+
+def secret(env_name: str) -> str:
+    """The value of a secret named in the configuration; the message never shows the value."""
+    value = os.environ.get(env_name)
+    if value is None:
+        raise ConfigError([f"environment variable {env_name} (named by the configuration) is not set"])
+    return value

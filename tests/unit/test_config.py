@@ -1,0 +1,96 @@
+import pytest
+
+from dlq_pipeline.config import OPTIONS, ConfigError, defaults, load_config, secret
+
+from ..conftest import REPO
+
+
+def write(tmp_path, text):
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_without_a_file():
+    config = load_config(None)
+    assert config.values == defaults()
+    assert config.get("storage", "format") == "parquet"
+
+
+def test_shipped_example_is_valid_in_every_profile():
+    for profile in ("", "local", "cluster", "databricks"):
+        config = load_config(REPO / "conf" / "dlq-pipeline.toml", profile=profile)
+        assert config.profile == profile
+    databricks = load_config(REPO / "conf" / "dlq-pipeline.toml", profile="databricks")
+    assert databricks.section("storage") == {"format": "delta", "path": "./warehouse", "catalog": "main", "schema": "dlq"}
+    assert databricks.get("mq", "qmgrs")["QM1"]["password_env"] == "DLQ_MQ_PASSWORD"
+
+
+def test_layers_apply_in_order(tmp_path):
+    path = write(tmp_path, '[replay]\nbatch_size = 50\n[profiles.p.replay]\nbatch_size = 70\n')
+    assert load_config(path).get("replay", "batch_size") == 50
+    assert load_config(path, profile="p").get("replay", "batch_size") == 70
+    over = load_config(path, profile="p", overrides={"replay": {"batch_size": 90}})
+    assert over.get("replay", "batch_size") == 90
+
+
+def test_profile_from_environment(tmp_path, monkeypatch):
+    path = write(tmp_path, '[profiles.p.storage]\npath = "/x"\n')
+    monkeypatch.setenv("DLQ_PIPELINE_PROFILE", "p")
+    assert load_config(path).get("storage", "path") == "/x"
+
+
+def test_every_problem_is_reported_at_once(tmp_path):
+    path = write(
+        tmp_path,
+        '[replay]\nbatchsize = 3\nmax_connections = "four"\n'
+        '[storage]\nformat = "orc"\n'
+        '[reprot]\n'
+        '[pipeline]\ntarget = "ftp:x"\n'
+        '[mq.qmgrs.QM1]\npassword = "hunter2"\n',
+    )
+    with pytest.raises(ConfigError) as err:
+        load_config(path, profile="missing")
+    problems = err.value.problems
+    assert problems == [
+        f"{path}: unknown key 'replay.batchsize' (did you mean 'batch_size'?)",
+        f"{path}: 'replay.max_connections' must be int, not str",
+        f"{path}: unknown section [reprot] (did you mean 'report'?)",
+        f"{path}: no profile 'missing' (profiles here: none)",
+        f"{path}: 'storage.format' must be parquet or delta, not 'orc'",
+        f"{path}: 'pipeline.target' must be dry-run, dir:PATH, sim:[NAME] or mq:QMGR, not 'ftp:x'",
+        f"{path}: unknown key 'mq.qmgrs.QM1.password' (secrets never go in the file: "
+        "name an environment variable with 'password_env')",
+    ]
+    assert "hunter2" not in str(err.value)
+
+
+def test_bool_is_not_an_int_and_ranges_are_checked(tmp_path):
+    path = write(tmp_path, "[replay]\nbatch_size = true\nmax_connections = 0\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert err.value.problems == [
+        f"{path}: 'replay.batch_size' must be int, not bool",
+        f"{path}: 'replay.max_connections' must be at least 1",
+    ]
+
+
+def test_bad_toml_and_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(write(tmp_path, "[replay\n"))
+    with pytest.raises(ConfigError, match="no such configuration file"):
+        load_config(tmp_path / "nope.toml")
+
+
+def test_secret_reads_environment_and_never_shows_values(monkeypatch):
+    monkeypatch.setenv("MY_PW", "s3cr3t")
+    assert secret("MY_PW") == "s3cr3t"
+    monkeypatch.delenv("MY_PW")
+    with pytest.raises(ConfigError, match="MY_PW"):
+        secret("MY_PW")
+
+
+def test_every_option_is_documented():
+    doc = (REPO / "docs" / "configuration.md").read_text()
+    missing = [f"{s}.{k}" for s, keys in OPTIONS.items() for k in keys if f"`{s}.{k}`" not in doc]
+    assert missing == []
