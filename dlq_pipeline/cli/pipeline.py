@@ -1,0 +1,293 @@
+"""Pipeline subcommands: ingest, classify, run, report, demo.
+
+Everything is validated (configuration, rules table) before a SparkSession is started or a
+file is touched; problems exit with status 2 and list every error.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from dlq_pipeline import exitcodes
+from dlq_pipeline.config import Config, ConfigError, load_config
+
+
+def _err(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def config_options(command):
+    """--config/--profile/--warehouse/--format, shared by every stage."""
+
+    @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+                  help="Configuration file (TOML, see docs/configuration.md).")
+    @click.option("--profile", default=None, help="Profile in the configuration file (local, cluster, databricks, ...).")
+    @click.option("--warehouse", default=None, help="Warehouse path (overrides storage.path).")
+    @click.option("--format", "storage_format", type=click.Choice(["parquet", "delta"]), default=None,
+                  help="Table format (overrides storage.format).")
+    @functools.wraps(command)
+    def wrapper(*args, config_path, profile, warehouse, storage_format, **kwargs):
+        overrides: dict[str, dict] = {"storage": {}}
+        if warehouse:
+            overrides["storage"]["path"] = warehouse
+        if storage_format:
+            overrides["storage"]["format"] = storage_format
+        for section, values in kwargs.pop("_overrides", {}).items():
+            overrides.setdefault(section, {}).update(values)
+        try:
+            config = load_config(config_path, profile=profile, overrides=overrides)
+        except ConfigError as exc:
+            for problem in exc.problems:
+                _err(f"error: {problem}")
+            sys.exit(exitcodes.USAGE)
+        return command(*args, config=config, **kwargs)
+
+    return wrapper
+
+
+def load_valid_rules(path: str, *, strict: bool = False):
+    """The parsed table, or exit 2 after listing every diagnostic."""
+    from dlq_pipeline.rules.parser import load_rules
+
+    table = load_rules(path)
+    for diagnostic in table.diagnostics:
+        _err(str(diagnostic))
+    if not table.ok or (strict and table.warnings):
+        _err(f"{path}: rules table is invalid ({len(table.errors)} errors); nothing was touched")
+        sys.exit(exitcodes.USAGE)
+    return table
+
+
+def _spark(config: Config):
+    from dlq_pipeline.spark.session import get_spark
+
+    s = config.section("spark")
+    return get_spark({"master": s["master"], "app_name": s["app_name"], "spark_conf": s["conf"],
+                      "format": config.get("storage", "format")})
+
+
+def _echo_json(obj) -> None:
+    click.echo(json.dumps(obj, sort_keys=True, default=str))
+
+
+@click.command("ingest")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@config_options
+def ingest_cmd(paths, as_json, config: Config):
+    """Land dmpmqmsg dumps and amqsbcg listings into the `messages` table.
+
+    \b
+    Directories are searched for files; a large dump is split across tasks on message
+    boundaries. Unreadable records go to `quarantine`; landing the same dump twice adds
+    nothing.
+      dlq-pipeline ingest dumps/ --warehouse ./warehouse
+    """
+    from dlq_pipeline.spark.ingest import ingest
+    from dlq_pipeline.spark.run import new_run_id, storage_from_config, utc_now
+
+    spark = _spark(config)
+    run_id = config.get("pipeline", "run_id") or new_run_id(utc_now())
+    result = ingest(spark, storage_from_config(spark, config), list(paths), run_id=run_id, config=config)
+    doc = {"run_id": run_id, **result.as_dict()}
+    if as_json:
+        _echo_json(doc)
+    else:
+        click.echo(f"landed {result.messages_landed} messages from {result.files} files "
+                   f"({result.duplicates_skipped} already landed, {result.quarantined} quarantined)")
+    sys.exit(exitcodes.ATTENTION if result.quarantined else exitcodes.OK)
+
+
+@click.command("classify")
+@click.option("--rules", "rules_path", required=False, help="Rules table (default: pipeline.rules).")
+@click.option("--json", "as_json", is_flag=True, help="Print counts per action as JSON.")
+@config_options
+def classify_cmd(rules_path, as_json, config: Config):
+    """Decide every pending message with the rules table; append to `decisions`.
+
+    \b
+    Attempt counts come from the ledger, so RETRY counts survive restarts:
+      dlq-pipeline classify --rules my.rules --warehouse ./warehouse
+    """
+    from pyspark.sql import functions as F
+
+    from dlq_pipeline.spark.run import decide, new_run_id, storage_from_config, utc_now
+
+    table = load_valid_rules(rules_path or _required(config, "rules"))
+    spark = _spark(config)
+    now = utc_now()
+    run_id = config.get("pipeline", "run_id") or new_run_id(now)
+    decisions = decide(spark, storage_from_config(spark, config), table, run_id=run_id, now=now,
+                       retry_interval=config.get("classify", "retry_interval"))
+    counts = {r["action"]: r["n"] for r in decisions.groupBy("action").agg(F.count("*").alias("n")).collect()}
+    if as_json:
+        _echo_json({"run_id": run_id, "decisions": counts})
+    else:
+        click.echo(f"run {run_id}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+
+
+def _required(config: Config, key: str) -> str:
+    value = config.get("pipeline", key)
+    if not value:
+        _err(f"error: no {key} given (use --{key} or pipeline.{key} in the configuration)")
+        sys.exit(exitcodes.USAGE)
+    return value
+
+
+@click.command("run")
+@click.option("--input", "inputs", multiple=True, type=click.Path(exists=True),
+              help="Dump file or directory to ingest (repeatable; default: pipeline.inputs).")
+@click.option("--rules", "rules_path", help="Rules table (default: pipeline.rules).")
+@click.option("--target", help="dry-run | dir:PATH | sim:[NAME] | mq:QMGR (default: pipeline.target).")
+@click.option("--run-id", help="Run identifier (default: generated).")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON (last line).")
+@config_options
+def run_cmd(inputs, rules_path, target, run_id, as_json, config: Config):
+    """Ingest, decode, classify, replay and summarise in one run.
+
+    \b
+    Examples:
+      dlq-pipeline run --input dlq.dmp --rules my.rules --warehouse ./warehouse --target dry-run
+      dlq-pipeline run --input dumps/ --rules my.rules --target dir:./replay-out --json
+      dlq-pipeline run --config conf/dlq-pipeline.toml --profile cluster --target mq:QM1
+    \b
+    Exit status: 0 all processed, 3 something needs attention (quarantined records,
+    messages without a header or matching rule, failed or deferred puts), 1 failure,
+    2 bad usage, configuration or rules table (nothing touched).
+    """
+    from dlq_pipeline.spark.run import run_pipeline
+
+    table = load_valid_rules(rules_path or _required(config, "rules"))
+    target = target or config.get("pipeline", "target")
+    _check_target(target)
+    inputs = list(inputs) or list(config.get("pipeline", "inputs"))
+    spark = _spark(config)
+    summary = run_pipeline(spark, config, table, inputs=inputs, target=target,
+                           run_id=run_id or config.get("pipeline", "run_id") or None,
+                           progress=None if as_json else (lambda m: _err(m)))
+    if as_json:
+        _echo_json(summary.as_dict())
+    else:
+        _print_summary(summary)
+    sys.exit(summary.exit_status)
+
+
+def _check_target(target: str) -> None:
+    kind = target.split(":", 1)[0]
+    if target != "dry-run" and (kind not in ("dir", "sim", "mq") or ":" not in target):
+        _err(f"error: bad --target '{target}': use dry-run, dir:PATH, sim:[NAME] or mq:QMGR")
+        sys.exit(exitcodes.USAGE)
+
+
+def _print_summary(summary) -> None:
+    click.echo(f"run {summary.run_id} -> {summary.target}")
+    click.echo(f"  landed {summary.messages_landed} new messages from {summary.files} files "
+               f"({summary.duplicates_skipped} already landed, {summary.quarantined} quarantined)")
+    click.echo(f"  pending {summary.pending}: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.decisions.items())))
+    if summary.ignore_reasons:
+        click.echo("  ignored because: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.ignore_reasons.items())))
+    click.echo("  outcomes: " + (", ".join(f"{k} {v}" for k, v in sorted(summary.outcomes.items())) or "none"))
+    status = {0: "done", 3: "done, needs attention"}.get(summary.exit_status, str(summary.exit_status))
+    click.echo(f"  status: {status}")
+
+
+@click.command("report")
+@click.option("--run-id", help="Run to report on (default: the latest).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write a self-contained HTML page.")
+@config_options
+def report_cmd(run_id, as_json, html_path, config: Config):
+    """Counts by reason, destination, rule, action and outcome; age of what is pending.
+
+    \b
+      dlq-pipeline report --warehouse ./warehouse
+      dlq-pipeline report --warehouse ./warehouse --html dlq-report.html
+      dlq-pipeline report --warehouse ./warehouse --json | jq .overall.by_reason
+    """
+    from dlq_pipeline.spark.run import storage_from_config
+
+    spark = _spark(config)
+    report = _build_and_write_report(storage_from_config(spark, config), config, run_id=run_id,
+                                     html_path=html_path or config.get("report", "html") or None)
+    if as_json:
+        _echo_json(report)
+    else:
+        from dlq_pipeline.report_render import render_text
+
+        click.echo(render_text(report), nl=False)
+        if html_path:
+            click.echo(f"HTML report: {html_path}")
+
+
+def _build_and_write_report(storage, config: Config, *, run_id=None, html_path=None) -> dict:
+    from dlq_pipeline.report_render import render_html
+    from dlq_pipeline.spark.report import build_report
+    from dlq_pipeline.spark.run import utc_now
+
+    report = build_report(storage, now=utc_now(), run_id=run_id, top=config.get("report", "top"))
+    if html_path:
+        Path(html_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(html_path).write_text(render_html(report), encoding="utf-8")
+    return report
+
+
+def default_rules_path() -> Path:
+    """The starter table shipped in the repository's conf/rules."""
+    return Path(__file__).resolve().parents[2] / "conf" / "rules" / "starter.rules"
+
+
+@click.command("demo")
+@click.option("--out", default="demo-out", show_default=True, type=click.Path(file_okay=False),
+              help="Where the generated dumps, the warehouse and the HTML report go.")
+@click.option("--count", default=20000, show_default=True, help="Messages to generate.")
+@click.option("--seed", default=42, show_default=True, help="Generator seed (same seed, same DLQ).")
+@click.option("--files", default=4, show_default=True, help="Dump files to spread the messages over.")
+@click.option("--rules", "rules_path", type=click.Path(exists=True, dir_okay=False),
+              help="Rules table (default: conf/rules/starter.rules).")
+@click.option("--target", default="sim:DEMO", show_default=True,
+              help="Replay target: the simulated queue manager, dry-run or dir:PATH.")
+@click.option("--master", default="local[*]", show_default=True, help="Spark master.")
+def demo_cmd(out, count, seed, files, rules_path, target, master):
+    """Generate a realistic DLQ and run the whole pipeline on it, locally.
+
+    \b
+    Messages from z/OS (EBCDIC, big-endian), AIX and Linux/Windows queue managers, with
+    the common reason codes, are written as dmpmqmsg dumps, landed, decoded, classified
+    with the starter rules table, replayed into a simulated queue manager, and reported.
+    Runs offline; re-running with the same --out changes nothing that should not change.
+    """
+    from dlq_pipeline.generator import write_generated
+    from dlq_pipeline.spark.run import run_pipeline
+    from dlq_pipeline.report_render import render_text
+
+    out_dir = Path(out)
+    rules_path = rules_path or str(default_rules_path())
+    if not Path(rules_path).is_file():
+        _err(f"error: no rules table at {rules_path}; pass --rules FILE")
+        sys.exit(exitcodes.USAGE)
+    table = load_valid_rules(rules_path)
+    _check_target(target)
+    config = load_config(None, overrides={"storage": {"path": str(out_dir / "warehouse")},
+                                          "spark": {"master": master}})
+    _err(f"generating {count} messages (seed {seed}) into {out_dir / 'dumps'}")
+    paths = write_generated(out_dir / "dumps", count, seed, files=files)
+    spark = _spark(config)
+    summary = run_pipeline(spark, config, table, inputs=[str(p) for p in paths], target=target,
+                           progress=lambda m: _err(m))
+    from dlq_pipeline.spark.run import storage_from_config
+
+    html_path = out_dir / "report.html"
+    report = _build_and_write_report(storage_from_config(spark, config), config, run_id=summary.run_id,
+                                     html_path=html_path)
+    click.echo(render_text(report), nl=False)
+    _print_summary(summary)
+    click.echo(f"HTML report: {html_path}")
+    click.echo(f"warehouse:   {out_dir / 'warehouse'}")
+
+
+PIPELINE_COMMANDS = [ingest_cmd, classify_cmd, run_cmd, report_cmd, demo_cmd]

@@ -1,0 +1,172 @@
+"""The main job: ingest -> decode -> classify -> replay -> report, as one run.
+
+Each stage is a function a notebook can call on its own; this module only sequences them,
+times them and produces the run summary that `run --json` prints and that is written next
+to the tables (WAREHOUSE/_runs/<run_id>.json).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import secrets
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from dlq_pipeline import exitcodes
+from dlq_pipeline.config import Config
+from dlq_pipeline.rules.model import RulesTable
+from dlq_pipeline.spark.classify import classify, pending_with_attempts
+from dlq_pipeline.spark.decode import decode_headers
+from dlq_pipeline.spark.storage import Storage
+
+log = logging.getLogger(__name__)
+
+# Outcomes and ignore reasons that mean a person should look (exit status 3).
+ATTENTION_OUTCOMES = ("failed", "deferred")
+ATTENTION_IGNORES = ("no_dlh", "no_match", "retries_exhausted", "truncated")
+
+
+def new_run_id(now: dt.datetime) -> str:
+    return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    target: str
+    started_at: str
+    finished_at: str = ""
+    inputs: list[str] = field(default_factory=list)
+    files: int = 0
+    messages_landed: int = 0
+    duplicates_skipped: int = 0
+    quarantined: int = 0
+    pending: int = 0
+    messages_without_dlh: int = 0
+    decisions: dict[str, int] = field(default_factory=dict)
+    ignore_reasons: dict[str, int] = field(default_factory=dict)
+    outcomes: dict[str, int] = field(default_factory=dict)
+    durations: dict[str, float] = field(default_factory=dict)
+    exit_status: int = exitcodes.OK
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def storage_from_config(spark: SparkSession, config: Config) -> Storage:
+    s = config.section("storage")
+    return Storage(spark, format=s["format"], path=s["path"], catalog=s["catalog"] or None, schema=s["schema"] or None)
+
+
+def attention_status(summary: RunSummary) -> int:
+    needs_look = (
+        summary.quarantined
+        or any(summary.outcomes.get(o) for o in ATTENTION_OUTCOMES)
+        or any(summary.ignore_reasons.get(r) for r in ATTENTION_IGNORES)
+    )
+    return exitcodes.ATTENTION if needs_look else exitcodes.OK
+
+
+def _counts(df: DataFrame, column: str) -> dict[str, int]:
+    return {str(r[column]): int(r["n"]) for r in df.groupBy(column).agg(F.count("*").alias("n")).collect()}
+
+
+class _Stages:
+    """Times each stage and reports progress (stage i/n) to the log and a callback."""
+
+    def __init__(self, summary: RunSummary, total: int, progress: Callable[[str], None] | None):
+        self.summary, self.total, self.progress, self.index = summary, total, progress, 0
+
+    def __call__(self, name: str):
+        stages = self
+
+        class _Timer:
+            def __enter__(self):
+                stages.index += 1
+                message = f"[{stages.index}/{stages.total}] {name}"
+                log.info(message)
+                if stages.progress:
+                    stages.progress(message)
+                self.start = time.monotonic()
+
+            def __exit__(self, *exc):
+                stages.summary.durations[name] = round(time.monotonic() - self.start, 3)
+
+        return _Timer()
+
+
+def decide(
+    spark: SparkSession,
+    storage: Storage,
+    table: RulesTable,
+    *,
+    run_id: str,
+    now: dt.datetime,
+    retry_interval: int | None = None,
+) -> DataFrame:
+    """Classify every pending message in the warehouse and append the decisions."""
+    pending = pending_with_attempts(storage.read("messages"), storage.read("ledger"))
+    decisions = classify(decode_headers(pending), table, run_id=run_id, now=now, retry_interval=retry_interval)
+    storage.append("decisions", decisions)
+    return storage.read("decisions").where(F.col("run_id") == run_id)
+
+
+def run_pipeline(
+    spark: SparkSession,
+    config: Config,
+    table: RulesTable,
+    *,
+    inputs: Sequence[str],
+    target: str,
+    run_id: str | None = None,
+    now: dt.datetime | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> RunSummary:
+    """One whole run. The rules table must already be valid (checked before anything runs)."""
+    from dlq_pipeline.spark.ingest import ingest
+    from dlq_pipeline.spark.replay import replay
+
+    if not table.ok:
+        raise ValueError("run_pipeline needs a valid rules table")
+    now = now or utc_now()
+    run_id = run_id or new_run_id(now)
+    summary = RunSummary(run_id=run_id, target=target, started_at=now.isoformat() + "Z", inputs=list(inputs))
+    stage = _Stages(summary, 4, progress)
+    storage = storage_from_config(spark, config)
+
+    with stage("ingest"):
+        landed = ingest(spark, storage, list(inputs), run_id=run_id, config=config) if inputs else None
+        if landed is not None:
+            summary.files = landed.files
+            summary.messages_landed = landed.messages_landed
+            summary.duplicates_skipped = landed.duplicates_skipped
+            summary.quarantined = landed.quarantined
+
+    with stage("classify"):
+        retry_interval = config.get("classify", "retry_interval")
+        decisions = decide(spark, storage, table, run_id=run_id, now=now, retry_interval=retry_interval).cache()
+        summary.pending = decisions.count()
+        summary.decisions = _counts(decisions, "action")
+        summary.ignore_reasons = _counts(decisions.where(F.col("ignore_reason").isNotNull()), "ignore_reason")
+        summary.messages_without_dlh = summary.ignore_reasons.get("no_dlh", 0)
+
+    with stage("replay"):
+        outcomes = replay(spark, storage, decisions, target=target, config=config, run_id=run_id, now=now)
+        summary.outcomes = dict(sorted(Counter(outcomes).items()))
+        decisions.unpersist()
+
+    with stage("summary"):
+        summary.finished_at = utc_now().isoformat() + "Z"
+        summary.exit_status = attention_status(summary)
+        storage.write_summary(run_id, summary.as_dict())
+    return summary
