@@ -1,0 +1,821 @@
+"""dmpmqmsg / qload dump files (message-formats.md §4): a streaming reader and a writer.
+
+The reader is a line state machine over bytes. It never loads more than one message and
+one line (bounded by ``max_line_length``) at a time, so a dump of any size streams.
+
+**Records.** A message record starts at an ``N`` line, or at an ``A`` line whose previous
+significant line (blank lines, ``*`` comments and the tool's statistics lines do not count)
+is not an ``A`` or ``N`` line, and runs to the next record start. Lines before the first
+record start that are not one (data lines, stray text) form one bad record. Because a
+start is decided by the line itself and the one significant line before it, a reader
+dropped anywhere in the file can find record boundaries by looking back a line: that is
+what makes byte-range splits exact.
+
+**Splits.** ``read_dump(path, start=s, end=e)`` yields exactly the records whose first line
+starts at a byte offset in ``[s, e)``, reading past ``e`` to finish the last one. File-level
+verdicts (``empty_file``, ``missing_header``, ``not_a_message_dump``) are reported once, by
+the split that starts at 0. In a split with ``s > 0`` the ordinal ``index`` and the 1-based
+``line`` are unknown and set to -1 (counting lines before ``s`` would mean reading them);
+the Spark ingest orders records by ``offset``. Everything else is identical to a full read.
+
+**Errors.** A bad record yields one ``RecordError`` located at the record's first line
+(``line``/``offset``), whose ``message`` names the offending line by byte offset and whose
+``snippet`` is the start of that line; reading resumes at the next record start.
+
+Leniencies follow what ``dmpmqmsg -o`` itself loads, and are recorded in
+``DumpedMessage.notes`` rather than hidden: a CHAR value longer than its field is cut to
+the field (``char_field_truncated:<field>``), a byte field given in fewer bytes is completed
+from the MQMD default (``byte_field_padded:<field>``) and one given in more is cut
+(``byte_field_truncated:<field>``); ``T`` lines get a newline appended
+(``text_lines_newline_appended``).
+"""
+
+from __future__ import annotations
+
+import binascii
+import datetime as _dt
+import os
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from itertools import chain
+from typing import BinaryIO, Iterable, Iterator
+
+from dlq_pipeline.model import (
+    MQMD,
+    MQMD_BYTE_LENGTHS,
+    MQMD_CHAR_LENGTHS,
+    DumpedMessage,
+    DumpInfo,
+    RecordError,
+    bytes_to_text,
+    text_to_bytes,
+)
+
+__all__ = [
+    "MAX_LINE_LENGTH",
+    "WRITER_VERSION",
+    "read_dump",
+    "read_dump_info",
+    "plan_splits",
+    "write_dump",
+]
+
+MAX_LINE_LENGTH = 256 * 1024 * 1024
+WRITER_VERSION = "9.4.0.0"
+# The stdout banner before the header is two lines; anything much longer is not a dump.
+HEADER_SEARCH_LINES = 64
+SNIPPET_LENGTH = 80
+NOTE_TEXT_LINES = "text_lines_newline_appended"
+
+_MQLONG_MIN, _MQLONG_MAX = -(2**31), 2**31 - 1
+
+# --- the attribute table (message-formats.md §4, qload's Flds[] order) ---------------------
+
+LONG, CHAR, BYTE, HEXTEXT = "LONG", "CHAR", "BYTE", "HEXTEXT"
+
+
+@dataclass(frozen=True)
+class _Attr:
+    code: str
+    field: str
+    kind: str  # LONG, CHAR (raw text), BYTE (hex -> bytes), HEXTEXT (hex -> str field)
+    length: int
+
+
+_ATTR_LIST = (
+    _Attr("VER", "version", LONG, 4),
+    _Attr("RPT", "report", LONG, 4),
+    _Attr("MST", "msg_type", LONG, 4),
+    _Attr("EXP", "expiry", LONG, 4),
+    _Attr("FDB", "feedback", LONG, 4),
+    _Attr("ENC", "encoding", LONG, 4),
+    _Attr("CCS", "ccsid", LONG, 4),
+    _Attr("FMT", "format", CHAR, 8),
+    _Attr("PRI", "priority", LONG, 4),
+    _Attr("PER", "persistence", LONG, 4),
+    _Attr("MSI", "msg_id", BYTE, 24),
+    _Attr("COI", "correl_id", BYTE, 24),
+    _Attr("BOC", "backout_count", LONG, 4),
+    _Attr("RTQ", "reply_to_q", CHAR, 48),
+    _Attr("RTM", "reply_to_qmgr", CHAR, 48),
+    _Attr("USR", "user_id", CHAR, 12),
+    _Attr("ACC", "accounting_token", BYTE, 32),
+    _Attr("AID", "appl_identity_data", CHAR, 32),
+    _Attr("AIX", "appl_identity_data", HEXTEXT, 32),
+    _Attr("PAT", "put_appl_type", LONG, 4),
+    _Attr("PAN", "put_appl_name", CHAR, 28),
+    _Attr("PTD", "put_date", CHAR, 8),
+    _Attr("PTT", "put_time", CHAR, 8),
+    _Attr("AOD", "appl_origin_data", CHAR, 4),
+    _Attr("AOX", "appl_origin_data", HEXTEXT, 4),
+    _Attr("GRP", "group_id", BYTE, 24),
+    _Attr("MSQ", "msg_seq_number", LONG, 4),
+    _Attr("OFF", "offset", LONG, 4),
+    _Attr("MSF", "msg_flags", LONG, 4),
+    _Attr("ORL", "original_length", LONG, 4),
+)
+ATTRIBUTES = {a.code.encode("ascii"): a for a in _ATTR_LIST}
+# dmpmqmsg writes one of AID/AIX and one of AOD/AOX: 28 lines, one per MQMD field.
+_WRITE_ORDER_HEX = tuple(a for a in _ATTR_LIST if a.code not in ("AID", "AOD"))
+_WRITE_ORDER_CHAR = tuple(a for a in _ATTR_LIST if a.code not in ("AIX", "AOX"))
+_DEFAULT_MD = MQMD()
+
+# --- line kinds ----------------------------------------------------------------------------
+
+K_ATTR, K_NOMD, K_HEX, K_STRING, K_TEXT = "A", "N", "X", "S", "T"
+K_IGNORED, K_OTHER = "#", "?"
+_LETTER_KINDS = {b"A": K_ATTR, b"N": K_NOMD, b"X": K_HEX, b"S": K_STRING, b"T": K_TEXT}
+_DATA_KINDS = (K_HEX, K_STRING, K_TEXT)
+_MD_KINDS = (K_ATTR, K_NOMD)
+
+# dmpmqmsg's own statistics (printed to stderr; present when 2>&1 was captured).
+_STATS_LINE = re.compile(rb"(Read|Written) +- Files:")
+_HEADER_LINE = re.compile(rb"\* (DMPMQMSG|QLOAD) Version:(\S*)(?: Created:(.*))?")
+_QMGR_LINE = re.compile(rb"\* Qmgr +=(.*)")
+_QUEUE_LINE = re.compile(rb"\* Queue +=(.*)")
+# -dT writes "%5d. MsgId:<hex>" and an age line per message instead of the message.
+_AGE_LINE = re.compile(rb"\s*\d+\. MsgId:[0-9A-Fa-f]*\s*$")
+# -ds prints section titles and a statistics table instead of messages.
+_SUMMARY_LINE = re.compile(
+    rb"(Message (Ages|Sizes)|Queue Size Summary|(Youngest|Oldest|Smallest|Biggest|Average)"
+    rb" +Message +:)"
+)
+_X_LINE = re.compile(rb"X *([0-9A-Fa-f]*)")
+_HEX = re.compile(rb"[0-9A-Fa-f]*")
+_LONG_VALUE = re.compile(rb"[ \t]*([+-]?[0-9]+)[ \t]*")
+_QUOTED = re.compile(rb'((?:[^"~]|~["~])*)"')
+_UNESCAPE = re.compile(rb'~(["~])')
+
+
+def _classify(line: bytes, too_long: bool = False) -> str:
+    """The kind of a line from its first characters (a too-long line is never blank)."""
+    first = line[:1]
+    kind = _LETTER_KINDS.get(first)
+    if kind is not None and (len(line) == 1 or line[1] == 0x20):
+        return kind
+    if first == b"*":
+        return K_IGNORED
+    if not too_long and not line.strip():
+        return K_IGNORED
+    if _STATS_LINE.match(line):
+        return K_IGNORED
+    return K_OTHER
+
+
+def _snippet(line: bytes) -> str:
+    return bytes_to_text(line[:SNIPPET_LENGTH])
+
+
+# --- reading lines -------------------------------------------------------------------------
+
+# (offset, 1-based line number or -1, content without CR/LF (only the first bytes of a
+#  too-long line), offset of the next line, too long?)
+_Line = tuple[int, int, bytes, int, bool]
+
+
+def _iter_lines(f: BinaryIO, offset: int, lineno: int, max_len: int) -> Iterator[_Line]:
+    """Lines of ``f`` from its current position (which is ``offset``).
+
+    A line longer than ``max_len`` is skipped in chunks, never held whole.
+    """
+    limit = max_len + 2  # room for CR LF
+    readline = f.readline
+    step = 1 if lineno >= 0 else 0
+    while True:
+        raw = readline(limit)
+        if not raw:
+            return
+        size = len(raw)
+        if raw[-1] == 0x0A or size < limit:  # a whole line (the last may lack its newline)
+            line = raw[:-1] if raw[-1] == 0x0A else raw
+            if line[-1:] == b"\r":
+                line = line[:-1]
+            too_long = len(line) > max_len
+            if too_long:
+                line = line[:SNIPPET_LENGTH]
+        else:
+            too_long = True
+            line = raw[:SNIPPET_LENGTH]
+            while True:
+                more = readline(1 << 20)
+                if not more:
+                    break
+                size += len(more)
+                if more[-1] == 0x0A:
+                    break
+        yield offset, lineno, line, offset + size, too_long
+        offset += size
+        lineno += step
+
+
+def _align(f: BinaryIO, start: int) -> int:
+    """The first line start at or after ``start``."""
+    if start <= 0:
+        return 0
+    f.seek(start - 1)
+    if f.read(1) == b"\n":
+        return start
+    pos = start
+    while True:
+        part = f.readline(1 << 20)
+        if not part:
+            return pos
+        pos += len(part)
+        if part[-1] == 0x0A:
+            return pos
+
+
+def _line_start(f: BinaryIO, end: int, floor: int) -> int:
+    """Offset where the line that ends just before ``end`` (a line start) begins."""
+    pos = end - 1  # skip that line's own newline
+    while pos > floor:
+        low = max(floor, pos - 65536)
+        f.seek(low)
+        newline = f.read(pos - low).rfind(b"\n")
+        if newline >= 0:
+            return low + newline + 1
+        pos = low
+    return floor
+
+
+def _previous_kind(f: BinaryIO, pos: int, floor: int, max_len: int) -> str | None:
+    """Kind of the last significant line before ``pos``, looking no further back than ``floor``."""
+    end = pos
+    while end > floor:
+        begin = _line_start(f, end, floor)
+        f.seek(begin)
+        size = end - begin
+        if size > max_len + 2:
+            kind = _classify(f.read(SNIPPET_LENGTH), True)
+        else:
+            line = f.read(size)
+            if line[-1:] == b"\n":
+                line = line[:-1]
+            if line[-1:] == b"\r":
+                line = line[:-1]
+            too_long = len(line) > max_len
+            kind = _classify(line[:SNIPPET_LENGTH] if too_long else line, too_long)
+        if kind != K_IGNORED:
+            return kind
+        end = begin
+    return None
+
+
+# --- the prologue: banner, header, first significant body line ------------------------------
+
+
+@dataclass
+class _Prologue:
+    info: DumpInfo
+    body_start: int  # offset of the first line after the header (0 when headerless)
+    first: _Line | None  # the first significant body line
+    verdict: RecordError | None = None  # file-level: nothing in this file is a message
+
+
+def _scan_prologue(lines: Iterator[_Line], name: str, *, header_only: bool = False) -> _Prologue:
+    """Skip the banner, read the header, and find the first significant line after it."""
+    info = DumpInfo()
+    body_start: int | None = None
+    first_nonblank: _Line | None = None
+    nonblank = 0
+    for item in lines:
+        offset, lineno, line, next_offset, too_long = item
+        if body_start is None:  # still looking for the header
+            if not too_long and not line.strip():
+                continue
+            if first_nonblank is None:
+                first_nonblank = item
+                if _classify(line, too_long) in _MD_KINDS:  # -dH: written without a header
+                    return _Prologue(info, offset, None if header_only else item)
+            header = None if too_long else _HEADER_LINE.match(line)
+            if header:
+                info = DumpInfo(
+                    tool=header.group(1).decode("ascii"),
+                    version=bytes_to_text(header.group(2)),
+                    created=bytes_to_text((header.group(3) or b"").strip()),
+                )
+                body_start = next_offset
+                continue
+            nonblank += 1
+            if nonblank >= HEADER_SEARCH_LINES:
+                break
+            continue
+        kind = _classify(line, too_long)
+        if kind == K_IGNORED:
+            if line[:1] != b"*":
+                if header_only:
+                    break
+                continue
+            qmgr, queue = _QMGR_LINE.match(line), _QUEUE_LINE.match(line)
+            if qmgr and not info.qmgr:
+                info = _with(info, qmgr=bytes_to_text(qmgr.group(1).strip()))
+            elif queue and not info.queue:
+                info = _with(info, queue=bytes_to_text(queue.group(1).strip()))
+            continue
+        if header_only:
+            break
+        prologue = _Prologue(info, body_start, item)
+        listing = _non_dump_kind(line) if kind == K_OTHER and not too_long else None
+        if listing:
+            prologue.verdict = RecordError(
+                name, lineno, offset, "not_a_message_dump",
+                f"this is dmpmqmsg {listing} output, not a message dump: it holds no "
+                "messages (dump the queue without -dT/-ds to get one)",
+                _snippet(line),
+            )
+        return prologue
+
+    if body_start is not None or header_only:
+        return _Prologue(info, body_start or 0, None)  # header and no messages: an empty queue
+    if first_nonblank is None:
+        return _Prologue(info, 0, None, RecordError(
+            name, 1, 0, "empty_file", "the file is empty: no dmpmqmsg header and no messages"))
+    offset, lineno, line, _, _ = first_nonblank
+    hint = " (it looks like an amqsbcg listing)" if line.startswith(b"AMQSBCG0") else ""
+    return _Prologue(info, 0, None, RecordError(
+        name, lineno, offset, "missing_header",
+        f"no '* DMPMQMSG' or '* QLOAD' header line in the first {HEADER_SEARCH_LINES} "
+        f"non-blank lines{hint}: not a dmpmqmsg dump", _snippet(line)))
+
+
+def _non_dump_kind(line: bytes) -> str | None:
+    if _AGE_LINE.match(line):
+        return "-dT (time on queue)"
+    if _SUMMARY_LINE.match(line):
+        return "-ds (queue summary)"
+    return None
+
+
+def _with(info: DumpInfo, **changes) -> DumpInfo:
+    return replace(info, **changes)
+
+
+# --- one record ----------------------------------------------------------------------------
+
+
+class _Record:
+    """A message being read: attributes and data so far, or the first thing wrong with it."""
+
+    __slots__ = ("offset", "lineno", "head", "fields", "chunks", "notes", "error", "has_data")
+
+    def __init__(self, offset: int, lineno: int, head: bytes):
+        self.offset = offset
+        self.lineno = lineno
+        self.head = head[:SNIPPET_LENGTH]
+        self.fields: dict = {}
+        self.chunks: list[bytes] = []
+        self.notes: list[str] = []
+        self.error: tuple[str, str, bytes] | None = None
+        self.has_data = False
+
+    def fail(self, code: str, offset: int, what: str, line: bytes) -> None:
+        self.error = (code, f"line at byte {offset}: {what}", line)
+
+    def add(self, kind: str, line: bytes, offset: int, too_long: bool, limit: int) -> None:
+        if too_long:
+            self.fail("line_too_long", offset,
+                      f"line is longer than the {limit}-byte limit; the message was skipped",
+                      line)
+        elif kind == K_HEX:
+            digits = _X_LINE.match(line).group(1)
+            if len(digits) & 1:
+                self.fail("odd_length_hex", offset,
+                          f"X line has an odd number of hex digits ({len(digits)})", line)
+                return
+            self.chunks.append(binascii.a2b_hex(digits))
+            self.has_data = True
+        elif kind == K_ATTR:
+            problem = _apply_attribute(line, self.fields, self.notes)
+            if problem:
+                self.fail(problem[0], offset, problem[1], line)
+        elif kind == K_STRING:
+            data = _string_line(line)
+            if isinstance(data, tuple):
+                self.fail(data[0], offset, data[1], line)
+                return
+            self.chunks.append(data)
+            self.has_data = True
+        elif kind == K_TEXT:
+            self.chunks.append(line[2:] + b"\n")
+            self.notes.append(NOTE_TEXT_LINES)
+            self.has_data = True
+        else:
+            self.fail("unexpected_line", offset,
+                      "unexpected line inside a message: expected an A, X, S or T line", line)
+
+    def finish(self, name: str, index: int) -> DumpedMessage | RecordError:
+        if self.error is not None:
+            code, message, line = self.error
+            return RecordError(name, self.lineno, self.offset, code, message, _snippet(line), index)
+        if not self.has_data:
+            return RecordError(
+                name, self.lineno, self.offset, "missing_data",
+                "message attributes without any data line (X, S or T); a zero-length "
+                "message is written as a bare 'X ' line", _snippet(self.head), index)
+        md = MQMD(**self.fields) if self.fields else _DEFAULT_MD
+        return DumpedMessage(
+            md, b"".join(self.chunks), index, self.lineno, self.offset,
+            notes=tuple(dict.fromkeys(self.notes)),
+        )
+
+
+def _apply_attribute(line: bytes, fields: dict, notes: list[str]) -> tuple[str, str] | None:
+    """Set one MQMD field from an ``A CCC value`` line; (code, reason) when it is bad."""
+    if len(line) < 5:
+        return "bad_attribute_line", "attribute line too short: expected 'A CCC value'"
+    attr = ATTRIBUTES.get(line[2:5])
+    if attr is None:
+        return "unknown_attribute", f"unknown attribute code {bytes_to_text(line[2:5])!r}"
+    if len(line) < 7:
+        return None  # no value: the field keeps its default
+    value = line[6:]
+    if attr.kind is LONG:
+        number = _LONG_VALUE.fullmatch(value)
+        if number is None:
+            return "bad_number", f"{attr.code} value {bytes_to_text(value)!r} is not a decimal integer"
+        n = int(number.group(1))
+        if not _MQLONG_MIN <= n <= _MQLONG_MAX:
+            return "number_out_of_range", f"{attr.code} value {n} does not fit a 4-byte MQLONG"
+        fields[attr.field] = n
+    elif attr.kind is CHAR:
+        if len(value) > attr.length:
+            value = value[: attr.length]
+            notes.append(f"char_field_truncated:{attr.field}")
+        fields[attr.field] = bytes_to_text(value)
+    else:
+        digits = value.rstrip(b" \t")
+        if not _HEX.fullmatch(digits) or len(digits) & 1:
+            return "bad_hex", (f"{attr.code} value {bytes_to_text(digits[:80])!r} is not "
+                               "hex digit pairs")
+        raw = binascii.a2b_hex(digits)
+        if len(raw) > attr.length:
+            raw = raw[: attr.length]
+            notes.append(f"byte_field_truncated:{attr.field}")
+        if attr.kind is BYTE:
+            if len(raw) < attr.length:
+                raw += getattr(_DEFAULT_MD, attr.field)[len(raw):]
+                notes.append(f"byte_field_padded:{attr.field}")
+            fields[attr.field] = raw
+        else:
+            fields[attr.field] = bytes_to_text(raw)
+    return None
+
+
+_QUOTED_PREFIX = re.compile(rb'(?:[^"~]|~["~])*')
+
+
+def _string_line(line: bytes) -> bytes | tuple[str, str]:
+    """The bytes of an ``S`` line, or (code, reason)."""
+    rest = line[1:].lstrip(b" ")
+    if rest[:1] != b'"':
+        return rest.rstrip(b" ")
+    body = rest[1:]
+    quoted = _QUOTED.match(body)
+    if quoted is None:
+        stop = _QUOTED_PREFIX.match(body).end()
+        if body[stop:stop + 1] == b"~":
+            return "bad_escape", ("S line has an escape other than ~\" or ~~ "
+                                  f"(at character {stop + 3})")
+        return "unterminated_string", 'S line has no closing "'
+    return _UNESCAPE.sub(rb"\1", quoted.group(1))
+
+
+def _orphan_error(kind: str) -> tuple[str, str]:
+    if kind in _DATA_KINDS:
+        return ("data_without_attributes",
+                "data line before any message attributes: a message starts with an A or N line")
+    return "unexpected_line", "unexpected line: a message starts with an A or N line"
+
+
+# --- the reader ----------------------------------------------------------------------------
+
+
+def _records(
+    lines: Iterable[_Line],
+    name: str,
+    first: _Line | None,
+    end: int | None,
+    numbered: bool,
+    prev_kind: str | None,
+    limit: int,
+) -> Iterator[DumpedMessage | RecordError]:
+    """Group lines into records and yield each as it completes."""
+    record: _Record | None = None
+    index = 0 if numbered else -1
+    first_offset = first[0] if first is not None else -1
+    for offset, lineno, line, _, too_long in lines:
+        kind = _classify(line, too_long)
+        if kind == K_IGNORED:
+            continue
+        starts = kind == K_NOMD or (kind == K_ATTR and prev_kind not in _MD_KINDS)
+        prev_kind = kind
+        if not starts and offset != first_offset:
+            if record is not None and record.error is None:
+                record.add(kind, line, offset, too_long, limit)
+            continue
+        if record is not None:
+            yield record.finish(name, index)
+            if numbered:
+                index += 1
+        if end is not None and offset >= end:
+            return
+        record = _Record(offset, lineno, line)
+        if kind == K_ATTR:
+            record.add(kind, line, offset, too_long, limit)
+        elif kind != K_NOMD:  # the first body line is not a message start
+            code, what = _orphan_error(kind)
+            record.fail(code, offset, what, line)
+        elif too_long:
+            record.add(kind, line, offset, too_long, limit)
+    if record is not None:
+        yield record.finish(name, index)
+
+
+@contextmanager
+def _open_source(source, name: str | None):
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, "rb", buffering=1 << 20) as f:
+            yield f, name if name is not None else os.fspath(source)
+    else:
+        yield source, name if name is not None else str(getattr(source, "name", "<stream>"))
+
+
+def read_dump(
+    source,
+    *,
+    name: str | None = None,
+    start: int = 0,
+    end: int | None = None,
+    max_line_length: int = MAX_LINE_LENGTH,
+) -> Iterator[DumpedMessage | RecordError]:
+    """Messages (and bad records) of a dmpmqmsg/qload dump, streamed in file order.
+
+    ``source`` is a path or a binary file object (seekable when ``start > 0``); ``name`` is
+    the file name errors report. ``start``/``end`` select the records whose first line
+    starts in ``[start, end)`` (see the module docstring for what a split reports).
+    """
+    if max_line_length < 1:
+        raise ValueError("max_line_length must be positive")
+    with _open_source(source, name) as (f, label):
+        if start <= 0:
+            lines = _iter_lines(f, 0, 1, max_line_length)
+            prologue = _scan_prologue(lines, label)
+            if prologue.verdict is not None:
+                yield prologue.verdict
+                return
+            if prologue.first is None:
+                return
+            yield from _records(chain([prologue.first], lines), label, prologue.first, end,
+                                True, None, max_line_length)
+            return
+
+        f.seek(0)
+        prologue = _scan_prologue(_iter_lines(f, 0, -1, max_line_length), label)
+        if prologue.verdict is not None or prologue.first is None:
+            return  # reported by the split that starts at 0
+        first_offset = prologue.first[0]
+        pos = max(_align(f, start), prologue.body_start)
+        if end is not None and pos >= end:
+            return
+        if pos <= first_offset:
+            pos, prev_kind = first_offset, None
+        else:
+            prev_kind = _previous_kind(f, pos, prologue.body_start, max_line_length)
+        f.seek(pos)
+        yield from _records(_iter_lines(f, pos, -1, max_line_length), label, prologue.first,
+                            end, False, prev_kind, max_line_length)
+
+
+def read_dump_info(source) -> DumpInfo:
+    """What the dump header says (tool, version, created, qmgr, queue); empty if none."""
+    with _open_source(source, None) as (f, label):
+        return _scan_prologue(_iter_lines(f, 0, 1, MAX_LINE_LENGTH), label, header_only=True).info
+
+
+def plan_splits(path, target_bytes: int) -> list[tuple[int, int]]:
+    """Byte ranges of about ``target_bytes`` covering the file; ``read_dump`` aligns them."""
+    if target_bytes < 1:
+        raise ValueError("target_bytes must be positive")
+    size = os.path.getsize(path)
+    if size <= target_bytes:
+        return [(0, size)]
+    return [(s, min(s + target_bytes, size)) for s in range(0, size, target_bytes)]
+
+
+# --- the writer ----------------------------------------------------------------------------
+
+DATA_STYLES = ("hex", "text", "lines")
+_PRINTABLE_RUN = re.compile(rb"[\x20-\x7e]*")
+_UNPRINTABLE_RUN = re.compile(rb"[^\x20-\x7e]*")
+_DOTS = bytes(c if 0x20 <= c <= 0x7E else 0x2E for c in range(256))
+
+
+@dataclass(frozen=True)
+class _WriteOptions:
+    hex_width: int = 25
+    ascii_column: bool = False
+    char_context: bool = False
+    data_style: str = "hex"
+
+
+def _format_md(md: MQMD, char_context: bool) -> list[bytes]:
+    """The 28 ``A`` lines of one MQMD, in dmpmqmsg's order; ValueError if one cannot be written."""
+    out = []
+    for attr in _WRITE_ORDER_CHAR if char_context else _WRITE_ORDER_HEX:
+        value = getattr(md, attr.field)
+        code = attr.code.encode("ascii")
+        if attr.kind is LONG:
+            if isinstance(value, bool) or not isinstance(value, int) or not (
+                    _MQLONG_MIN <= value <= _MQLONG_MAX):
+                raise ValueError(f"{attr.field} must be a 4-byte signed integer, not {value!r}")
+            out.append(b"A %s %d\n" % (code, value))
+            continue
+        if attr.kind is BYTE:
+            raw = value
+            if not isinstance(raw, bytes) or len(raw) != attr.length:
+                raise ValueError(f"{attr.field} must be {attr.length} bytes, not {raw!r}")
+        else:
+            raw = _field_bytes(attr, value)
+        if attr.kind is CHAR:
+            if b"\x00" in raw or b"\n" in raw or raw.endswith(b"\r"):
+                raise ValueError(
+                    f"{attr.field} {value!r} cannot be written as a dmpmqmsg text attribute "
+                    "(NUL, newline or a trailing CR)"
+                    + ("; write it as hex (char_context=False)" if attr.code in ("AID", "AOD")
+                       else ""))
+            out.append(b"A %s %s\n" % (code, raw))
+        else:
+            out.append(b"A %s %s\n" % (code, binascii.b2a_hex(raw).upper()))
+    return out
+
+
+def _field_bytes(attr: _Attr, value) -> bytes:
+    if not isinstance(value, str):
+        raise ValueError(f"{attr.field} must be a str, not {value!r}")
+    try:
+        raw = text_to_bytes(value)
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{attr.field} {value!r} is not representable: {exc}") from None
+    if len(raw) > attr.length:
+        raise ValueError(f"{attr.field} {value!r} is longer than its {attr.length} bytes")
+    return raw
+
+
+def _hex_lines(data: bytes, width: int, ascii_column: bool) -> list[bytes]:
+    """``X`` lines as dmpmqmsg writes them (``-da`` adds the ``<...>`` column)."""
+    if not data:
+        return [b"X \n"]
+    out = []
+    for i in range(0, len(data), width):
+        chunk = data[i:i + width]
+        line = b"X " + binascii.b2a_hex(chunk).upper()
+        if ascii_column:
+            line += b"  " * (width + 1 - len(chunk)) + b"<" + chunk.translate(_DOTS) + b">"
+        out.append(line + b"\n")
+    return out
+
+
+def _string_lines(text: bytes, width: int) -> list[bytes]:
+    """``S`` lines of up to 2*width-2 characters, ``"`` and ``~`` escaped with ``~``."""
+    if not text:
+        return [b"S \n"]
+    per_line = max(2 * width - 2, 1)
+    out = []
+    for i in range(0, len(text), per_line):
+        chunk = text[i:i + per_line].replace(b"~", b"~~").replace(b'"', b'~"')
+        out.append(b'S "' + chunk + b'"\n')
+    return out
+
+
+def _printable_mix(data: bytes, opts: _WriteOptions) -> list[bytes]:
+    """``-dp``: runs of printable characters as ``S`` lines, everything else as ``X`` lines."""
+    out: list[bytes] = []
+    pos, size, first = 0, len(data), True
+    while True:
+        stop = _PRINTABLE_RUN.match(data, pos).end()
+        if stop > pos or first:
+            out += _string_lines(data[pos:stop], opts.hex_width)
+        pos = stop
+        if pos >= size:
+            return out
+        stop = _UNPRINTABLE_RUN.match(data, pos).end()
+        out += _hex_lines(data[pos:stop], opts.hex_width, opts.ascii_column)
+        pos = stop
+        if pos >= size:
+            return out
+        first = False
+
+
+def _text_line_mix(data: bytes, opts: _WriteOptions) -> list[bytes]:
+    """``-dt``: printable lines as ``T`` lines (their terminator dropped), the rest as hex.
+
+    Lossy on reading back: every ``T`` line gains ``\\n``, so CR LF, LF CR and CR become
+    LF, a last line without a terminator gains one, an empty body becomes ``\\n``, and text
+    directly followed by an unprintable byte gains a ``\\n`` before it.
+    """
+    out: list[bytes] = []
+    pos, size, first = 0, len(data), True
+    while True:
+        stop = _PRINTABLE_RUN.match(data, pos).end()
+        at_newline = stop < size and data[stop] in (0x0A, 0x0D)
+        if stop > pos or first or at_newline:
+            out.append(b"T " + data[pos:stop] + b"\n")
+        first = False
+        pos = stop
+        if pos >= size:
+            return out
+        if at_newline:
+            pair = 0x0D if data[pos] == 0x0A else 0x0A
+            pos += 1
+            if pos < size and data[pos] == pair:
+                pos += 1
+            if pos >= size:
+                return out
+            continue
+        stop = _UNPRINTABLE_RUN.match(data, pos).end()
+        out += _hex_lines(data[pos:stop], opts.hex_width, opts.ascii_column)
+        pos = stop
+        if pos >= size:
+            return out
+
+
+_DATA_WRITERS = {
+    "hex": lambda data, o: _hex_lines(data, o.hex_width, o.ascii_column),
+    "text": _printable_mix,
+    "lines": _text_line_mix,
+}
+
+
+def _format_message(md: MQMD, data: bytes, opts: _WriteOptions) -> bytes:
+    lines = _format_md(md, opts.char_context)
+    lines += _DATA_WRITERS[opts.data_style](bytes(data), opts)
+    lines.append(b"\n")
+    return b"".join(lines)
+
+
+def _created_text(created) -> str:
+    if created is None:
+        created = _dt.datetime.now()
+    return created.ctime() if isinstance(created, (_dt.datetime, _dt.date)) else str(created)
+
+
+@contextmanager
+def _open_target(target):
+    if isinstance(target, (str, os.PathLike)):
+        with open(target, "wb") as f:
+            yield f
+    else:
+        yield target
+
+
+def write_dump(
+    messages: Iterable[DumpedMessage | tuple[MQMD, bytes]],
+    target,
+    *,
+    qmgr: str | None = None,
+    queue: str | None = None,
+    hex_width: int = 25,
+    ascii_column: bool = False,
+    char_context: bool = False,
+    index_comments: bool = False,
+    data_style: str = "hex",
+    created=None,
+) -> int:
+    """Write a dump that ``dmpmqmsg -o QUEUE -f FILE`` loads (default context mode -CA).
+
+    ``target`` is a path or a binary file object. The layout is dmpmqmsg's: header, the 28
+    ``A`` lines per message (``AIX``/``AOX`` hex, or ``AID``/``AOD`` text with
+    ``char_context`` like ``-dc``), data lines, a blank line. ``data_style`` "hex" writes
+    ``X`` lines (``-dw`` width ``hex_width``, ``-da`` column with ``ascii_column``), "text"
+    mixes ``S`` and ``X`` lines like ``-dp``, "lines" writes ``T`` lines like ``-dt`` (lossy,
+    see ``_text_line_mix``). ``created`` (datetime or text) fixes the header time for
+    reproducible output. An empty character field is written as an empty value, which
+    reads (and loads) back as the field's default. Returns the number of messages written;
+    a field that cannot be written raises ValueError naming the message.
+    """
+    if data_style not in DATA_STYLES:
+        raise ValueError(f"data_style must be one of {DATA_STYLES}, not {data_style!r}")
+    if isinstance(hex_width, bool) or not isinstance(hex_width, int) or hex_width < 1:
+        raise ValueError(f"hex_width must be a positive integer, not {hex_width!r}")
+    opts = _WriteOptions(hex_width, ascii_column, char_context, data_style)
+    header = [f"* DMPMQMSG Version:{WRITER_VERSION} Created:{_created_text(created)}\n"]
+    if qmgr is not None:
+        header.append(f"* Qmgr  = {qmgr}\n")
+    if queue is not None:
+        header.append(f"* Queue = {queue}\n")
+    header.append("\n")
+    count = 0
+    with _open_target(target) as out:
+        out.write(text_to_bytes("".join(header)))
+        for item in messages:
+            md, data = (item.md, item.data) if isinstance(item, DumpedMessage) else item
+            try:
+                text = _format_message(md, data, opts)
+            except ValueError as exc:
+                raise ValueError(f"message {count}: {exc}") from None
+            if index_comments:
+                out.write(b"* Index %d\n" % (count + 1))
+            out.write(text)
+            count += 1
+    return count
