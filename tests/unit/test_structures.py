@@ -140,6 +140,21 @@ def test_unknown_ccsid_decodes_invariant_characters_and_flags_the_row():
     assert (result.dlh.dest_q, result.flags) == ("DLQ.TARGET".ljust(48), ("unknown_ccsid",))
 
 
+@pytest.mark.parametrize("ccsid, raw, text", [
+    (1047, b"\xad\x5f\xbd", "[^]"),  # differ from cp037, where these bytes are Ý ¬ ¨
+    (37, b"\xba\xb0\xbb", "[^]"),
+    (1141, b"\x9f", "€"),  # the euro variant of 273
+    (273, b"\x9f", "¤"),
+    (850, b"\x9a", "Ü"),
+])
+def test_free_text_fields_decode_in_the_exact_ccsid(ccsid, raw, text):
+    ebcdic = ccsid not in (850,)
+    name = raw + inv(" " * (28 - len(raw)), ebcdic)
+    header = dlh_raw(">", ebcdic, put_appl_name=name)
+    assert decode_dlh(header, 785, ccsid).dlh.put_appl_name == text + " " * (28 - len(raw))
+    assert decode_dlh_batch([header], [785], [ccsid])["dlh_put_appl_name"] == [text + " " * (28 - len(raw))]
+
+
 def test_real_dmpmqmsg_message_without_dlh(real_fixtures):
     lines = (real_fixtures / "mq10-dmpmqmsg-stdout.dmp").read_text().splitlines()
     data = bytes.fromhex("".join(line[2:] for line in lines if line.startswith("X ")))
@@ -451,6 +466,12 @@ def test_mqmd_round_trip(order_enc, charset, version, body, sniff):
     assert md.version == version
     assert encode_mqmd(md, encoding, ccsid) == raw
     assert decode_mqmd(encode_mqmd(md, encoding, ccsid), encoding, ccsid) == md
+
+
+def test_mqmd_without_encoding_or_ccsid_uses_version_and_the_strucid_family():
+    md = MQMD(version=2, reply_to_q="REPLY.Q".ljust(48), user_id="mqm".ljust(12), put_appl_name="amqsput".ljust(28))
+    assert decode_mqmd(encode_mqmd(md, 785, 500)) == md
+    assert decode_mqmd(encode_mqmd(md, 546, 819) + b"data") == md
 
 
 @settings(max_examples=300, deadline=None)
