@@ -350,18 +350,21 @@ def _rebuild_dlh(printed: dict, md: MQMD) -> bytes:
 # --- the reader ----------------------------------------------------------------------------
 
 
-def read_amqsbcg(source, *, name: str | None = None) -> Iterator[DumpedMessage | RecordError]:
+def read_amqsbcg(
+    source, *, name: str | None = None, max_line_length: int = MAX_LINE_LENGTH
+) -> Iterator[DumpedMessage | RecordError]:
     """Messages (and bad records) of an amqsbcg listing, in order.
 
     ``source`` is a path or a binary file object; ``name`` is what errors report as the
     file. ``index`` is the 0-based ordinal of the record; ``line``/``offset`` locate its
     `` MQGET of message number`` line (or its descriptor line when that is missing). A
-    failed MQGET printed in the listing yields a ``listing_get_failed`` error.
+    failed MQGET printed in the listing yields a ``listing_get_failed`` error; a line longer
+    than ``max_line_length`` makes its message a ``line_too_long`` error.
     """
     with _open_source(source, name) as (f, label):
         index = 0
         current: _Listing | None = None
-        for offset, lineno, line, _, too_long in _iter_lines(f, 0, 1, MAX_LINE_LENGTH):
+        for offset, lineno, line, _, too_long in _iter_lines(f, 0, 1, max_line_length):
             if current is not None:
                 if _continues(current, line, too_long):
                     continue

@@ -466,3 +466,17 @@ def test_listing_without_messages_and_descriptor_without_mqget_line():
     content = listing([Browsed(PLAIN_MD, b"abc")]).replace(b" MQGET of message number 1,", b"")
     [message] = read_listing(content)
     assert message.data == b"abc" and message.offset == content.index(b"****Message descriptor")
+
+
+@settings(max_examples=250, deadline=None)
+@given(st.data())
+def test_damaged_listings_never_raise(data):
+    base = (FIXTURES / data.draw(st.sampled_from(["amqsbcg-old.txt", "amqsbcg-94.txt"]))).read_bytes()
+    content = bytearray(base)
+    for _ in range(data.draw(st.integers(1, 6))):
+        at = data.draw(st.integers(0, len(content) - 1))
+        content[at:at + data.draw(st.integers(0, 40))] = data.draw(
+            st.binary(max_size=6) | st.sampled_from([b"\n", b"'", b" : ", b"X'", b"****"]))
+    records = read_listing(bytes(content))
+    assert all(isinstance(r, (DumpedMessage, RecordError)) for r in records)
+    assert [r.index for r in records] == list(range(len(records)))

@@ -647,3 +647,31 @@ def test_lookback_over_a_long_comment_run(tmp_path):
     assert [(r.md.priority, r.data) for r in pieces] == [(2, b"\x01")]
     [first] = list(read_dump(path, end=start))
     assert (first.md.priority, first.md.ccsid, first.md.persistence) == (1, 5, 1)
+
+
+def corrupted(base: bytes):
+    """``base`` with a few bytes replaced, inserted or deleted (newlines included)."""
+    edit = st.tuples(st.integers(0, max(len(base) - 1, 0)), st.integers(0, 3),
+                     st.binary(max_size=4) | st.sampled_from([b"\n", b"\r\n", b"A ", b"N\n", b"X 4"]))
+
+    def apply(edits):
+        data = bytearray(base)
+        for at, cut, new in edits:
+            data[at:at + cut] = new
+        return bytes(data)
+
+    return st.lists(edit, min_size=1, max_size=5).map(apply)
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.binary(max_size=300) | corrupted(
+    (FIXTURES / "dmpmqmsg-options.dmp").read_bytes()))
+def test_damaged_files_never_raise_and_still_split_exactly(tmp_path_factory, data, content):
+    path = tmp_path_factory.mktemp("fuzz") / "d.dmp"
+    path.write_bytes(content)
+    full = list(read_dump(path, max_line_length=200))
+    assert all(isinstance(r, (DumpedMessage, RecordError)) for r in full)
+    cut = data.draw(st.integers(1, max(len(content), 1)))
+    pieces = list(read_dump(path, end=cut, max_line_length=200)) + list(
+        read_dump(path, start=cut, max_line_length=200))
+    assert [comparable(r) for r in pieces] == [comparable(r) for r in full]

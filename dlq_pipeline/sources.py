@@ -1,0 +1,112 @@
+"""Which reader a file needs, decided from its first few kilobytes.
+
+A dmpmqmsg/qload dump is recognised by its ``* DMPMQMSG`` / ``* QLOAD`` header (after an
+optional stdout banner) or, for a ``-dH`` dump written without a header, by an ``A`` or ``N``
+line as its first non-blank line. An amqsbcg listing is recognised by ``AMQSBCG0 - starts
+here``, or, when the start was trimmed off, by an `` MQGET of message number`` or
+``****Message descriptor****`` line. dmpmqmsg ``-dT``/``-ds`` output has the dmpmqmsg header,
+so it goes to the dump reader, which rejects it with ``not_a_message_dump``.
+
+Anything else is not read: ``read_source`` yields one ``RecordError`` instead of raising, so
+one stray file never stops an ingest. An empty or whitespace-only file is ``empty_file``
+(nothing in it could be a message; a dump of an empty queue still has its header). A file
+with NUL bytes near its start is binary and ``unknown_format``, as is text of any other kind.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator, Literal
+
+from dlq_pipeline.amqsbcg import read_amqsbcg
+from dlq_pipeline.dumpfile import (
+    HEADER_SEARCH_LINES,
+    MAX_LINE_LENGTH,
+    SNIPPET_LENGTH,
+    _classify,
+    _MD_KINDS,
+    read_dump,
+)
+from dlq_pipeline.model import DumpedMessage, RecordError, bytes_to_text
+
+__all__ = ["SNIFF_BYTES", "sniff", "read_source"]
+
+SNIFF_BYTES = 8192
+_LISTING_MARKS = (b"AMQSBCG0", b"MQGET of message number", b"****Message descriptor****")
+
+Kind = Literal["dmpmqmsg", "amqsbcg"]
+
+
+def sniff(path) -> Kind | None:
+    """"dmpmqmsg", "amqsbcg" or None, from the first ``SNIFF_BYTES`` of the file."""
+    with open(path, "rb") as f:
+        return _sniff_head(f.read(SNIFF_BYTES))
+
+
+def _sniff_head(head: bytes) -> Kind | None:
+    if b"\x00" in head:
+        return None
+    first = True
+    for line in head.split(b"\n")[:HEADER_SEARCH_LINES]:
+        line = line.rstrip(b"\r")
+        text = line.strip()
+        if not text:
+            continue
+        if line.startswith((b"* DMPMQMSG", b"* QLOAD")):
+            return "dmpmqmsg"
+        if text.startswith(_LISTING_MARKS):
+            return "amqsbcg"
+        if first and _classify(line) in _MD_KINDS:
+            return "dmpmqmsg"
+        first = False
+    return None
+
+
+def read_source(
+    path,
+    *,
+    name: str | None = None,
+    start: int = 0,
+    end: int | None = None,
+    max_line_length: int = MAX_LINE_LENGTH,
+) -> Iterator[DumpedMessage | RecordError]:
+    """Read ``path`` with the reader its content needs (see the module docstring).
+
+    ``start``/``end`` split a dump as ``read_dump`` does. A listing cannot be split: the
+    split that starts at 0 reads all of it and the others yield nothing; likewise the
+    error for a file of unknown kind comes only from the split that starts at 0.
+    """
+    label = name if name is not None else os.fspath(path)
+    kind = sniff(path)
+    if kind == "dmpmqmsg":
+        yield from read_dump(path, name=label, start=start, end=end,
+                             max_line_length=max_line_length)
+        return
+    if start > 0:
+        return
+    if kind == "amqsbcg":
+        yield from read_amqsbcg(path, name=label, max_line_length=max_line_length)
+        return
+    yield _unknown(path, label)
+
+
+def _unknown(path, label: str) -> RecordError:
+    with open(path, "rb") as f:
+        head = f.read(SNIFF_BYTES)
+    if not head.strip():
+        return RecordError(label, 1, 0, "empty_file",
+                           "the file is empty: neither a dmpmqmsg dump nor an amqsbcg listing")
+    if b"\x00" in head:
+        return RecordError(label, 1, 0, "unknown_format",
+                           "binary data (NUL bytes near the start): neither a dmpmqmsg dump "
+                           "nor an amqsbcg listing", head[:32].hex(" "))
+    offset = 0
+    for number, line in enumerate(head.split(b"\n"), 1):
+        if line.strip():
+            break
+        offset += len(line) + 1
+    return RecordError(
+        label, number, offset, "unknown_format",
+        "no '* DMPMQMSG'/'* QLOAD' header and no 'AMQSBCG0' banner near the start: "
+        "neither a dmpmqmsg dump nor an amqsbcg listing",
+        bytes_to_text(line.rstrip(b"\r")[:SNIPPET_LENGTH]))
