@@ -147,14 +147,20 @@ def tokenize(entry: Entry) -> tuple[list[Item], list[Problem]]:
             index = _skip(text, index, SEPARATORS)
             separated = True
             continue
+        if char == "*":
+            problem(index, "unexpected_text",
+                    "'*' does not start a keyword: there are no inline comments; a comment"
+                    " is a line of its own starting with '*'")
+            break
+        if char in "()'":
+            problem(index, "unexpected_text", f"unexpected {char!r}: expected a keyword")
+            index = _skip_junk(text, index)
+            separated = False
+            continue
         if not separated:
             problem(index, "missing_separator",
                     "items must be separated by a blank or a comma")
         separated = False
-        if char in "()'":
-            problem(index, "unexpected_text", f"unexpected {char!r}: expected a keyword")
-            index = _skip_junk(text, index)
-            continue
         end = _find_any(text, index, SEPARATORS + "()'")
         keyword, keyword_at = text[index:end], entry.position(index)
         after = _skip(text, end, BLANKS)
@@ -205,7 +211,7 @@ def _value(entry: Entry, open_paren: int) -> tuple[tuple, int, list[Problem]]:
             resume = len(text) if resume < 0 else resume + 1
             return (value, True, entry.position(start), True), resume, problems
         problem(open_paren, "unclosed_paren", "this '(' is never closed")
-        return (value, True, entry.position(start), True), after, problems
+        return (value, True, entry.position(start), True), close + 1, problems
 
     stop = _find_any(text, start, "()'")
     raw = text[start:stop].rstrip(BLANKS)
@@ -214,12 +220,12 @@ def _value(entry: Entry, open_paren: int) -> tuple[tuple, int, list[Problem]]:
         bad = _find_any(raw, 0, SEPARATORS)
         if bad < len(raw):
             what = "a comma" if raw[bad] == "," else "a blank"
-            problem(start + bad, "bad_value",
+            problem(start, "bad_value",
                     f"unquoted value {raw!r} contains {what}: quote it ('{raw}')")
             return (raw, False, value_at, True), stop + 1, problems
         return (raw, False, value_at, False), stop + 1, problems
     if stop < len(text) and text[stop] == "'":
-        problem(stop, "bad_value",
+        problem(start, "bad_value",
                 "a quote inside an unquoted value: quote the whole value and double"
                 " the inner quote ('O''BRIEN')")
         resume = text.find(")", stop)

@@ -135,7 +135,7 @@ def parse_rules(text: str, path: str = "<string>") -> RulesTable:
                 control = parsed_control
             continue
         rule_entries += 1
-        rule = _rule(entry, items, len(rules), report)
+        rule = _rule(entry, items, len(rules), report, lexically_sound=not problems)
         last_rule_valid = rule is not None and report.error_count() == errors_before
         if last_rule_valid:
             rules.append(rule)
@@ -211,9 +211,6 @@ def _keywords(items: list[Item], allowed: tuple[str, ...], report: _Report,
 def _unknown_keyword_message(written: str, allowed: tuple[str, ...]) -> str:
     """Suggest the nearest keyword valid in this entry (so RETRIES gives RETRY in a rule,
     not RETRYINT), else the nearest of all."""
-    if written.startswith("*"):
-        return (f"{written!r} is not a keyword: there are no inline comments; a comment is"
-                " a line of its own starting with '*'")
     guess = (difflib.get_close_matches(fold(written), allowed, n=1, cutoff=0.6)
              or difflib.get_close_matches(fold(written), ALL_KEYWORDS, n=1, cutoff=0.6))
     hint = f" (did you mean {guess[0]}?)" if guess else ""
@@ -234,8 +231,12 @@ def _control(entry: Entry, items: list[Item], report: _Report) -> ControlData:
     )
 
 
-def _rule(entry: Entry, items: list[Item], index: int, report: _Report) -> Rule | None:
-    """A Rule, or None when the entry cannot make one (its errors are reported)."""
+def _rule(entry: Entry, items: list[Item], index: int, report: _Report,
+          lexically_sound: bool = True) -> Rule | None:
+    """A Rule, or None when the entry cannot make one (its errors are reported).
+
+    ``missing_action`` is not reported for an entry with lexical errors: an unclosed quote
+    or parenthesis may have swallowed the ACTION, and the error already points there."""
     written = {fold(item.keyword): item for item in reversed(items)}
     only_control = all(k in CONTROL_KEYWORDS for k in written if k in ALL_KEYWORDS)
     misplaced = ("{} is control data: it may appear only in the first entry, on its own"
@@ -246,7 +247,7 @@ def _rule(entry: Entry, items: list[Item], index: int, report: _Report) -> Rule 
         values[keyword] = _rule_value(keyword, item, report)
 
     if "ACTION" not in written:
-        if not (only_control and any(k in CONTROL_KEYWORDS for k in written)):
+        if lexically_sound and not (only_control and any(k in CONTROL_KEYWORDS for k in written)):
             report.error(entry.position(0), "missing_action",
                          "this rule has no ACTION: write ACTION(DISCARD|IGNORE|RETRY|FWD)")
         return None
@@ -370,20 +371,20 @@ def _pattern_number(keyword: str, item: Item, report: _Report) -> int | str | No
     families = SYMBOL_FAMILIES[keyword]
     found = constants.lookup(text)
     if found is None:
-        suggestions = constants.suggest(text, families)
-        hint = f" (did you mean {' or '.join(suggestions)}?)" if suggestions else ""
+        suggestions = constants.suggest(text, families, limit=1)
+        hint = f" (did you mean {suggestions[0]}?)" if suggestions else ""
         report.error(item.value_at, "unknown_symbol", f"unknown symbolic name {text}{hint}")
         return None
     family, value = found
     if not isinstance(value, int):
         report.error(item.value_at, "bad_number",
-                     f"{keyword} takes a number; {text} is a {family}_ constant ({value!r})")
+                     f"{keyword} takes a number; {text} is not a numeric constant ({value!r})")
         return None
     if family not in families:
         expected = " or ".join(f"{f}_" for f in families)
         report.warning(item.value_at, "symbol_family_mismatch",
-                       f"{keyword} normally takes {expected} names; {text} is a {family}_"
-                       f" constant (value {value})")
+                       f"{keyword} normally takes {expected} names; {text} (value {value})"
+                       f" belongs to {family}_")
     return value
 
 
@@ -423,7 +424,7 @@ def _choice(keyword: str, item: Item, report: _Report) -> str | None:
         report.error(item.value_at, "wildcard_not_allowed",
                      f"wildcards are not allowed in {keyword}")
         return None
-    guess = difflib.get_close_matches(value, choices, n=1, cutoff=0.5)
+    guess = difflib.get_close_matches(value, choices, n=1, cutoff=0.6)
     hint = f" (did you mean {guess[0]}?)" if guess else ""
     report.error(item.value_at, "bad_choice",
                  f"{keyword} takes {', '.join(choices)}, not {item.value!r}{hint}")
@@ -448,7 +449,7 @@ def _queue_name(keyword: str, item: Item, report: _Report) -> str | None:
                 why = f"{value} is not one of {', '.join(SUBSTITUTIONS)}"
             message = f"{keyword} takes a name, {' or '.join(tokens)}; {why}"
         else:
-            message = f"{keyword} takes a queue name: & substitutions are only for FWDQ and FWDQM"
+            message = f"{keyword} takes a name: & substitutions are only for FWDQ and FWDQM"
         report.error(item.value_at, "bad_substitution", message)
         return None
     if _has_wildcard(value):
