@@ -1,0 +1,647 @@
+"""The simulated queue manager: MQ's behaviour where replay and drain depend on it.
+
+State lives in one SQLite database per simulated queue manager (WAL mode, busy timeout), so
+Spark's Python workers in other processes see the same queues, and a ``kill -9`` loses
+exactly what MQ would lose: a unit of work *is* a SQLite transaction, so uncommitted puts
+and gets vanish with the process, as MQ backs them out when a connection breaks. The path
+``":memory:"`` gives a private temporary database (same behaviour, deleted on `close`).
+
+What it models (see docs/replay.md for the full list and the simplifications):
+
+- FIFO per queue (MQ's priority order is not modelled), browse cursors, destructive get by
+  MsgId/CorrelId, syncpoint units of work; backout of a get restores the message and adds
+  one to its BackoutCount; `disconnect` commits like MQDISC, a broken connection backs out;
+- MAXDEPTH -> 2053, MAXMSGL -> 2030 (queue) / 2031 (queue manager), put inhibited -> 2051,
+  get inhibited -> 2016, unknown queue -> 2085, unknown queue manager -> 2087, missing
+  authority -> 2035 (checked at open, incl. ``setall`` for set-all-context and ``altusr``
+  for alternate-user puts), 2033 at the end of a queue, 2080 when the buffer is too small;
+- a put naming another queue manager lands in a *remote view* (queues stored under that
+  queue manager's name in the same database) when the name is configured in
+  ``remote_qmgrs``, else fails 2087;
+- queues are auto-defined (MAXDEPTH 5000, MAXMSGL 4 MB, everyone authorised) the first time
+  something is put to them, unless ``auto_define`` is false or the queue is configured with
+  ``exists: false``; browse, get and inquire never auto-define;
+- faults on demand: a reason code (or only a delay) for an operation, optionally only for one
+  queue, after N matching operations, at most K times, with probability p (seeded RNG);
+  connection reasons (2009, 2059, 2161, 2162) break the connection; a ``committed`` commit
+  fault commits and then reports the failure (MQ's in-doubt window).
+
+The `put_log` table is the append-only record of every committed put, each descriptor as the
+caller passed it: the truth that replay tests compare the ledger against.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+import shutil
+import sqlite3
+import tempfile
+import time
+import uuid
+from contextlib import closing
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from dlq_pipeline.model import MQMD, MQMD_BYTE_LENGTHS
+from dlq_pipeline.mq import reasons
+from dlq_pipeline.mq.interface import DEFAULT_BUFFER, Message, MQError, PutHandle, read_whole
+
+DEFAULT_MAXDEPTH = 5000
+DEFAULT_MAXMSGL = 4 * 1024 * 1024
+DEFAULT_USER = "dlqpipe"
+PERMISSIONS = ("put", "get", "browse", "inq", "setall", "altusr")
+OPERATIONS = ("connect", "open", "put", "commit", "backout", "get", "browse", "inquire")
+MQRC_GET_INHIBITED = 2016
+MQMI_NONE = b"\x00" * 24
+MQAT_UNIX = 6
+_SIM_APPL_NAME = "dlq_pipeline.mq.sim"
+
+_CONFIG_KEYS = {"auto_define", "maxdepth", "maxmsgl", "qmgr_maxmsgl", "remote_qmgrs", "queues", "faults", "seed"}
+_QUEUE_KEYS = {"maxdepth", "maxmsgl", "put_inhibited", "get_inhibited", "authority", "exists"}
+_FAULT_KEYS = {"op", "reason", "queue", "after", "times", "probability", "delay", "committed"}
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS queues (
+    qmgr TEXT NOT NULL, name TEXT NOT NULL, maxdepth INTEGER NOT NULL, maxmsgl INTEGER NOT NULL,
+    put_inhibited INTEGER NOT NULL, get_inhibited INTEGER NOT NULL, authority TEXT,
+    PRIMARY KEY (qmgr, name));
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, qmgr TEXT NOT NULL, queue TEXT NOT NULL,
+    md TEXT NOT NULL, data BLOB NOT NULL, msg_id BLOB NOT NULL, correl_id BLOB NOT NULL,
+    backout_count INTEGER NOT NULL DEFAULT 0,
+    state INTEGER NOT NULL);  -- 0 available, 1 put in an open unit of work, 2 got in one
+CREATE INDEX IF NOT EXISTS messages_by_queue ON messages (qmgr, queue, state, id);
+CREATE TABLE IF NOT EXISTS put_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, qmgr TEXT NOT NULL, queue TEXT NOT NULL,
+    md TEXT NOT NULL, data BLOB NOT NULL, user TEXT NOT NULL, connection TEXT NOT NULL,
+    committed INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS get_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, qmgr TEXT NOT NULL, queue TEXT NOT NULL,
+    md TEXT NOT NULL, data BLOB NOT NULL, connection TEXT NOT NULL);
+"""
+_FAULT_SCHEMA = "CREATE TABLE IF NOT EXISTS counts (fault INTEGER PRIMARY KEY, seen INTEGER NOT NULL, fired INTEGER NOT NULL)"
+
+
+# --- configuration -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDef:
+    maxdepth: int = DEFAULT_MAXDEPTH
+    maxmsgl: int = DEFAULT_MAXMSGL
+    put_inhibited: bool = False
+    get_inhibited: bool = False
+    authority: dict | None = None  # user (or "*") -> permissions; None = everyone, everything
+
+    def allows(self, user: str, permission: str) -> bool:
+        if self.authority is None:
+            return True
+        granted = set(self.authority.get(user.strip(), ())) | set(self.authority.get("*", ()))
+        return permission in granted
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """Fail (``reason``) or slow down (``delay`` seconds) an operation on demand."""
+
+    op: str = "put"
+    reason: int = 0
+    queue: str | None = None
+    after: int = 0
+    times: int | None = None
+    probability: float = 1.0
+    delay: float = 0.0
+    committed: bool = False
+
+
+def normalize_config(config: Mapping | None) -> dict:
+    """The validated configuration with defaults filled in; ValueError lists every problem.
+
+    Keys: ``auto_define`` (True), ``maxdepth``/``maxmsgl`` for auto-defined queues,
+    ``qmgr_maxmsgl`` (4 MB), ``remote_qmgrs`` (names whose puts land in a remote view),
+    ``queues`` (name or ``"QMGR:NAME"`` -> maxdepth, maxmsgl, put_inhibited, get_inhibited,
+    authority {user: [put, get, browse, inq, setall, altusr]}, exists), ``faults`` (list of
+    `Fault` fields), ``seed`` (for fault probabilities).
+    """
+    config = dict(config or {})
+    problems = [f"unknown sim setting '{k}'" for k in config if k not in _CONFIG_KEYS]
+    out = {
+        "auto_define": bool(config.get("auto_define", True)),
+        "maxdepth": int(config.get("maxdepth", DEFAULT_MAXDEPTH)),
+        "maxmsgl": int(config.get("maxmsgl", DEFAULT_MAXMSGL)),
+        "qmgr_maxmsgl": int(config.get("qmgr_maxmsgl", DEFAULT_MAXMSGL)),
+        "remote_qmgrs": sorted(str(q) for q in config.get("remote_qmgrs", ())),
+        "seed": int(config.get("seed", 0)),
+        "queues": {},
+        "faults": [],
+    }
+    for name, spec in dict(config.get("queues", {})).items():
+        spec = dict(spec or {})
+        problems += [f"queue {name}: unknown setting '{k}'" for k in spec if k not in _QUEUE_KEYS]
+        authority = spec.get("authority")
+        if authority is not None:
+            for user, perms in authority.items():
+                problems += [f"queue {name}: unknown permission '{p}' for {user}" for p in perms if p not in PERMISSIONS]
+            authority = {str(u): sorted(set(p)) for u, p in authority.items()}
+        out["queues"][str(name)] = {
+            "maxdepth": int(spec.get("maxdepth", out["maxdepth"])),
+            "maxmsgl": int(spec.get("maxmsgl", out["maxmsgl"])),
+            "put_inhibited": bool(spec.get("put_inhibited", False)),
+            "get_inhibited": bool(spec.get("get_inhibited", False)),
+            "authority": authority,
+            "exists": bool(spec.get("exists", True)),
+        }
+    for i, spec in enumerate(config.get("faults", ())):
+        spec = dict(spec)
+        problems += [f"fault {i}: unknown setting '{k}'" for k in spec if k not in _FAULT_KEYS]
+        fault = {
+            "op": str(spec.get("op", "put")), "reason": int(spec.get("reason", 0) or 0),
+            "queue": spec.get("queue"), "after": int(spec.get("after", 0)),
+            "times": None if spec.get("times") is None else int(spec["times"]),
+            "probability": float(spec.get("probability", 1.0)), "delay": float(spec.get("delay", 0.0)),
+            "committed": bool(spec.get("committed", False)),
+        }
+        if fault["op"] not in OPERATIONS:
+            problems.append(f"fault {i}: op must be one of {', '.join(OPERATIONS)}, not '{fault['op']}'")
+        if not fault["reason"] and not fault["delay"]:
+            problems.append(f"fault {i}: needs a reason code, a delay, or both")
+        if not 0.0 <= fault["probability"] <= 1.0:
+            problems.append(f"fault {i}: probability must be in [0, 1]")
+        out["faults"].append(fault)
+    if problems:
+        raise ValueError("invalid simulated queue manager configuration: " + "; ".join(problems))
+    return out
+
+
+def _split_queue_key(key: str, local: str) -> tuple[str, str]:
+    qmgr, sep, name = key.rpartition(":")
+    return (qmgr, name) if sep else (local, key)
+
+
+# --- MQMD <-> JSON (the database keeps descriptors as JSON: readable, lossless) ------------
+
+_BYTE_FIELDS = frozenset(MQMD_BYTE_LENGTHS)
+
+
+def md_to_json(md: MQMD) -> str:
+    values = {}
+    for f in fields(MQMD):
+        value = getattr(md, f.name)
+        values[f.name] = value.hex() if f.name in _BYTE_FIELDS else value
+    return json.dumps(values, ensure_ascii=True, sort_keys=True)
+
+
+def md_from_json(text: str) -> MQMD:
+    values = json.loads(text)
+    return MQMD(**{k: bytes.fromhex(v) if k in _BYTE_FIELDS else v for k, v in values.items()})
+
+
+@dataclass(frozen=True, slots=True)
+class PutRecord:
+    """One committed put, as the caller passed it (``md`` before the queue manager filled in
+    anything), with where it went and who put it."""
+
+    seq: int
+    qmgr: str
+    queue: str
+    md: MQMD
+    data: bytes
+    user: str
+    connection: str
+
+
+# --- the queue manager ---------------------------------------------------------------------
+
+
+class SimQueueManager:
+    """One simulated queue manager backed by the SQLite file at ``path``.
+
+    ``config`` (see `normalize_config`), when given, replaces the stored configuration;
+    otherwise the one stored in the database (or the defaults) applies, so every process
+    that opens the file sees the same queues and faults.
+    """
+
+    def __init__(self, path: str | os.PathLike, name: str = "SIM", config: Mapping | None = None,
+                 *, busy_timeout: float = 120.0):
+        self.name = name
+        self.busy_timeout = busy_timeout
+        self._tempdir = None
+        if str(path) == ":memory:":
+            self._tempdir = tempfile.mkdtemp(prefix="dlq-sim-")
+            path = Path(self._tempdir) / f"{name}.sqlite"
+            self._durable = False
+        else:
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._durable = True
+        self.path = Path(path)
+        self.faults_path = self.path.with_name(self.path.name + ".faults")
+        with closing(self._open()) as db:
+            db.executescript(_SCHEMA)
+            with closing(sqlite3.connect(self.faults_path, timeout=busy_timeout)) as fdb:
+                fdb.execute(_FAULT_SCHEMA)
+                fdb.commit()
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('name', ?)", (name,))
+            stored = db.execute("SELECT value FROM meta WHERE key='name'").fetchone()
+            if stored[0] != name:
+                raise ValueError(f"{self.path} holds simulated queue manager {stored[0]}, not {name}")
+        if config is not None:
+            self.configure(config)
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=" + ("NORMAL" if self._durable else "OFF"))
+        db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+        return db
+
+    # configuration
+
+    def configure(self, config: Mapping) -> dict:
+        """Store ``config`` (replacing the previous one), define its queues, reset fault counts."""
+        normal = normalize_config(config)
+        with closing(self._open()) as db:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('config', ?)", (json.dumps(normal),))
+            for key, spec in normal["queues"].items():
+                qmgr, name = _split_queue_key(key, self.name)
+                if not spec["exists"]:
+                    db.execute("DELETE FROM queues WHERE qmgr=? AND name=?", (qmgr, name))
+                    continue
+                db.execute(
+                    "INSERT OR REPLACE INTO queues VALUES (?,?,?,?,?,?,?)",
+                    (qmgr, name, spec["maxdepth"], spec["maxmsgl"], int(spec["put_inhibited"]),
+                     int(spec["get_inhibited"]), None if spec["authority"] is None else json.dumps(spec["authority"])),
+                )
+            db.execute("COMMIT")
+        with closing(sqlite3.connect(self.faults_path, timeout=self.busy_timeout)) as fdb:
+            fdb.execute("DELETE FROM counts")
+            fdb.commit()
+        return normal
+
+    def config(self) -> dict:
+        with closing(self._open()) as db:
+            row = db.execute("SELECT value FROM meta WHERE key='config'").fetchone()
+        return json.loads(row[0]) if row else normalize_config({})
+
+    # connections
+
+    def connect(self, user: str = DEFAULT_USER) -> "SimConnection":
+        """A new connection (MQCONNX) as ``user``; may fail with an injected ``connect`` fault."""
+        return SimConnection(self, user)
+
+    # inspection (tests, demo, rehearsals)
+
+    def put_log(self, queue: str | None = None, qmgr: str | None = None) -> list[PutRecord]:
+        """Every committed put, in commit order."""
+        sql, args = "SELECT seq, qmgr, queue, md, data, user, connection FROM put_log WHERE committed=1", []
+        if queue is not None:
+            sql, args = sql + " AND queue=?", args + [queue]
+        if qmgr is not None:
+            sql, args = sql + " AND qmgr=?", args + [qmgr]
+        with closing(self._open()) as db:
+            rows = db.execute(sql + " ORDER BY seq", args).fetchall()
+        return [PutRecord(r[0], r[1], r[2], md_from_json(r[3]), bytes(r[4]), r[5], r[6]) for r in rows]
+
+    def messages(self, queue: str, qmgr: str | None = None) -> list[Message]:
+        """The committed messages on a queue, first to last, as a get would return them."""
+        with closing(self._open()) as db:
+            rows = db.execute(
+                "SELECT md, data, backout_count FROM messages WHERE qmgr=? AND queue=? AND state=0 ORDER BY id",
+                (qmgr or self.name, queue)).fetchall()
+        return [Message(_as_got(md_from_json(r[0]), r[2]), bytes(r[1])) for r in rows]
+
+    def define(self, queue: str, qmgr: str | None = None, **settings) -> None:
+        """Define (or redefine) one queue now, keeping the rest of the configuration."""
+        config = self.config()
+        key = queue if qmgr in (None, "", self.name) else f"{qmgr}:{queue}"
+        config["queues"][key] = {**config["queues"].get(key, {}), **settings}
+        self.configure(config)
+
+    def close(self) -> None:
+        """Delete a ``":memory:"`` database; a file database stays for the next process."""
+        if self._tempdir:
+            shutil.rmtree(self._tempdir, ignore_errors=True)
+            self._tempdir = None
+
+
+def _as_got(md: MQMD, backout_count: int) -> MQMD:
+    """The descriptor a version-2 MQGET returns for a stored message."""
+    return md.replace(version=2, backout_count=backout_count)
+
+
+def _now_gmt() -> tuple[str, str]:
+    now = dt.datetime.now(dt.timezone.utc)
+    return now.strftime("%Y%m%d"), now.strftime("%H%M%S") + f"{now.microsecond // 10000:02d}"
+
+
+class _FaultCounter:
+    """Fault counts shared by every connection and process (a side database, so that counts
+    survive the backout of the unit of work in which a fault fired)."""
+
+    def __init__(self, path: Path, timeout: float):
+        self.path, self.timeout = path, timeout
+
+    def bump(self, fault: int, fired: bool) -> tuple[int, int]:
+        with closing(sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)) as db:
+            db.execute("BEGIN IMMEDIATE")
+            row = db.execute("SELECT seen, fired FROM counts WHERE fault=?", (fault,)).fetchone() or (0, 0)
+            seen, count = (row[0], row[1] + 1) if fired else (row[0] + 1, row[1])
+            db.execute("INSERT OR REPLACE INTO counts VALUES (?,?,?)", (fault, seen, count))
+            db.execute("COMMIT")
+        return seen, count
+
+
+class SimConnection:
+    """A connection to a `SimQueueManager`; implements `dlq_pipeline.mq.interface.Connection`."""
+
+    dry_run = False
+
+    def __init__(self, qm: SimQueueManager, user: str):
+        self._qm = qm
+        self.qmgr_name = qm.name
+        self.user = user
+        self.id = uuid.uuid4().hex[:12]
+        self._db: sqlite3.Connection | None = None
+        self._config = qm.config()
+        self._faults = [Fault(**f) for f in self._config["faults"]]
+        self._counter = _FaultCounter(qm.faults_path, qm.busy_timeout)
+        self._rng = random.Random(self._config["seed"])
+        self._in_uow = False
+        self._got: list[int] = []
+        self._cursors: dict[str, int] = {}
+        self._broken: int | None = None
+        self._fault("connect", None)
+        self._db = qm._open()
+
+    # plumbing
+
+    def _usable(self) -> sqlite3.Connection:
+        if self._broken is not None:
+            raise MQError(reasons.MQRC_CONNECTION_BROKEN, "the connection was broken earlier")
+        if self._db is None:
+            raise MQError(reasons.MQRC_CONNECTION_BROKEN, "not connected")
+        return self._db
+
+    def _fault(self, op: str, queue: str | None) -> None:
+        for index, fault in enumerate(self._faults):
+            if fault.op != op or (fault.queue is not None and fault.queue != queue):
+                continue
+            seen, fired = self._counter.bump(index, fired=False)
+            if seen <= fault.after or (fault.times is not None and fired >= fault.times):
+                continue
+            if fault.probability < 1.0 and self._rng.random() >= fault.probability:
+                continue
+            self._counter.bump(index, fired=True)
+            if fault.delay:
+                time.sleep(fault.delay)
+            if not fault.reason:
+                continue
+            text = f"injected fault on {op}" + (f" for {queue}" if queue else "")
+            if op == "commit" and fault.committed and self._db is not None:
+                self._finish_commit()
+                self._break(fault.reason)
+                raise MQError(fault.reason, text + " (after the commit completed)")
+            if reasons.is_connection_failure(fault.reason):
+                self._break(fault.reason)
+            elif op == "commit":
+                self._rollback()
+            raise MQError(fault.reason, text)
+
+    def _break(self, reason: int) -> None:
+        """The connection is gone: MQ backs out the unit of work."""
+        if self._db is not None:
+            self._rollback()
+            self._db.close()
+            self._db = None
+        self._broken = reason
+
+    def _begin(self, db: sqlite3.Connection) -> None:
+        if not self._in_uow:
+            db.execute("BEGIN IMMEDIATE")
+            self._in_uow = True
+
+    def _rollback(self) -> None:
+        db = self._db
+        if db is None or not self._in_uow:
+            return
+        db.execute("ROLLBACK")
+        self._in_uow = False
+        got, self._got = self._got, []
+        if got:
+            db.execute("BEGIN IMMEDIATE")
+            db.executemany("UPDATE messages SET backout_count = backout_count + 1 WHERE id=?", [(i,) for i in got])
+            db.execute("COMMIT")
+
+    def _finish_commit(self) -> None:
+        db = self._db
+        if db is None or not self._in_uow:
+            return
+        db.execute(
+            "INSERT INTO get_log (qmgr, queue, md, data, connection) "
+            "SELECT qmgr, queue, md, data, ? FROM messages WHERE state=2", (self.id,))
+        db.execute("DELETE FROM messages WHERE state=2")
+        db.execute("UPDATE messages SET state=0 WHERE state=1")
+        db.execute("UPDATE put_log SET committed=1 WHERE committed=0")
+        db.execute("COMMIT")
+        self._in_uow = False
+        self._got = []
+
+    def _run(self, syncpoint: bool, work):
+        """Run ``work(db)`` in the unit of work (syncpoint) or in its own transaction."""
+        db = self._usable()
+        if syncpoint:
+            self._begin(db)
+            return work(db)
+        if self._in_uow:
+            raise ValueError("sim: a no-syncpoint call inside an open unit of work is not simulated; commit first")
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            result = work(db)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return result
+
+    def _resolve_qmgr(self, qmgr: str) -> str:
+        qmgr = (qmgr or "").rstrip(" ")
+        if qmgr in ("", self.qmgr_name):
+            return self.qmgr_name
+        if qmgr in self._config["remote_qmgrs"]:
+            return qmgr
+        raise MQError(reasons.MQRC_UNKNOWN_REMOTE_Q_MGR, f"queue manager {qmgr!r} is not known to {self.qmgr_name}")
+
+    def _queue(self, db: sqlite3.Connection, qmgr: str, queue: str, *, define: bool) -> QueueDef:
+        row = db.execute(
+            "SELECT maxdepth, maxmsgl, put_inhibited, get_inhibited, authority FROM queues WHERE qmgr=? AND name=?",
+            (qmgr, queue)).fetchone()
+        if row is not None:
+            return QueueDef(row[0], row[1], bool(row[2]), bool(row[3]), json.loads(row[4]) if row[4] else None)
+        key = queue if qmgr == self.qmgr_name else f"{qmgr}:{queue}"
+        configured = self._config["queues"].get(key)
+        if not define or not self._config["auto_define"] or (configured and not configured["exists"]) or not queue:
+            raise MQError(reasons.MQRC_UNKNOWN_OBJECT_NAME, f"queue {queue!r} is not defined on {qmgr}")
+        qdef = QueueDef(self._config["maxdepth"], self._config["maxmsgl"])
+        db.execute("INSERT OR IGNORE INTO queues VALUES (?,?,?,?,0,0,NULL)", (qmgr, queue, qdef.maxdepth, qdef.maxmsgl))
+        return qdef
+
+    def _check(self, qdef: QueueDef, queue: str, permission: str, user: str | None = None) -> None:
+        who = (user or self.user).strip()
+        if not qdef.allows(who, permission):
+            raise MQError(reasons.MQRC_NOT_AUTHORIZED, f"{who} has no {permission} authority on {queue}")
+
+    # the interface
+
+    def disconnect(self) -> None:
+        """MQDISC: commits an open unit of work, as MQ does for a normal disconnect."""
+        if self._db is None:
+            return
+        if self._in_uow:
+            self._finish_commit()
+        self._db.close()
+        self._db = None
+
+    def open_for_put(self, q: str, qmgr: str = "", *, set_all_context: bool = True,
+                     alternate_user: str | None = None) -> PutHandle:
+        self._usable()
+        self._fault("open", q)
+        target = self._resolve_qmgr(qmgr)
+        qdef = self._run(self._in_uow, lambda d: self._queue(d, target, q, define=True))
+        if alternate_user is not None:
+            self._check(qdef, q, "altusr")
+        self._check(qdef, q, "put", alternate_user)
+        if set_all_context:
+            self._check(qdef, q, "setall", alternate_user)
+        return PutHandle(q, (qmgr or "").rstrip(" "), set_all_context, alternate_user, token=target)
+
+    def put(self, handle: PutHandle, md: MQMD, data: bytes, *, syncpoint: bool = True) -> None:
+        self._usable()
+        self._fault("put", handle.queue)
+        data = bytes(data)
+        stored = md
+        if md.msg_id == MQMI_NONE:
+            stored = stored.replace(msg_id=b"SIM " + uuid.uuid4().bytes + b"\x00" * 4)
+        if not handle.set_all_context:
+            date, time_ = _now_gmt()
+            stored = stored.replace(
+                user_id=self.user[:12].ljust(12), accounting_token=b"\x00" * 32, appl_identity_data=" " * 32,
+                put_appl_type=MQAT_UNIX, put_appl_name=_SIM_APPL_NAME.ljust(28), put_date=date, put_time=time_,
+                appl_origin_data=" " * 4)
+        stored = stored.replace(backout_count=0)
+
+        def work(db):
+            qdef = self._queue(db, handle.token, handle.queue, define=True)
+            if qdef.put_inhibited:
+                raise MQError(reasons.MQRC_PUT_INHIBITED, f"puts to {handle.queue} are inhibited")
+            if len(data) > self._config["qmgr_maxmsgl"]:
+                raise MQError(reasons.MQRC_MSG_TOO_BIG_FOR_Q_MGR, f"{len(data)} bytes exceed the queue manager's MAXMSGL")
+            if len(data) > qdef.maxmsgl:
+                raise MQError(reasons.MQRC_MSG_TOO_BIG_FOR_Q, f"{len(data)} bytes exceed MAXMSGL of {handle.queue}")
+            depth = db.execute("SELECT COUNT(*) FROM messages WHERE qmgr=? AND queue=?",
+                               (handle.token, handle.queue)).fetchone()[0]
+            if depth >= qdef.maxdepth:
+                raise MQError(reasons.MQRC_Q_FULL, f"{handle.queue} holds {depth} messages (MAXDEPTH {qdef.maxdepth})")
+            state = 1 if syncpoint else 0
+            db.execute("INSERT INTO messages (qmgr, queue, md, data, msg_id, correl_id, state) VALUES (?,?,?,?,?,?,?)",
+                       (handle.token, handle.queue, md_to_json(stored), data, stored.msg_id, stored.correl_id, state))
+            db.execute("INSERT INTO put_log (qmgr, queue, md, data, user, connection, committed) VALUES (?,?,?,?,?,?,?)",
+                       (handle.token, handle.queue, md_to_json(md), data,
+                        (handle.alternate_user or self.user).strip(), self.id, 1 - state))
+
+        self._run(syncpoint, work)
+
+    def commit(self) -> None:
+        self._usable()
+        self._fault("commit", None)
+        self._finish_commit()
+
+    def backout(self) -> None:
+        self._usable()
+        self._fault("backout", None)
+        self._rollback()
+
+    def mqget(self, q: str, *, max_length: int, browse: str | None = None, msg_id: bytes | None = None,
+              correl_id: bytes | None = None, syncpoint: bool = True) -> Message:
+        """One MQGET, faithfully: ``browse`` "first"/"next" moves this connection's browse
+        cursor on ``q``; otherwise destructive. 2033 when nothing matches; 2080 (with the real
+        length in ``data_length``) when the data exceeds ``max_length``, cursor and message
+        left where they were."""
+        db = self._usable()
+        self._fault("browse" if browse else "get", q)
+        qdef = self._queue(db, self.qmgr_name, q, define=False)
+        self._check(qdef, q, "browse" if browse else "get")
+        if qdef.get_inhibited:
+            raise MQError(MQRC_GET_INHIBITED, f"gets from {q} are inhibited")
+        sql = "SELECT id, md, data, backout_count FROM messages WHERE qmgr=? AND queue=? AND state=0"
+        args: list = [self.qmgr_name, q]
+        if browse:
+            after = 0 if browse == "first" else self._cursors.get(q, 0)
+            sql, args = sql + " AND id>?", args + [after]
+        if msg_id is not None:
+            sql, args = sql + " AND msg_id=?", args + [bytes(msg_id)]
+        if correl_id is not None:
+            sql, args = sql + " AND correl_id=?", args + [bytes(correl_id)]
+        sql += " ORDER BY id LIMIT 1"
+
+        def select(d) -> tuple[int, Message]:
+            row = d.execute(sql, args).fetchone()
+            if row is None:
+                raise MQError(reasons.MQRC_NO_MSG_AVAILABLE, f"no message on {q}")
+            data = bytes(row[2])
+            if len(data) > max_length:
+                raise MQError(reasons.MQRC_TRUNCATED_MSG_FAILED, f"{len(data)} bytes do not fit {max_length}",
+                              data_length=len(data))
+            return row[0], Message(_as_got(md_from_json(row[1]), row[3]), data)
+
+        if browse:
+            ident, message = select(db)
+            self._cursors[q] = ident
+            return message
+
+        def work(d) -> tuple[int, Message]:
+            ident, message = select(d)
+            d.execute("UPDATE messages SET state=2 WHERE id=?", (ident,))
+            if not syncpoint:
+                d.execute("INSERT INTO get_log (qmgr, queue, md, data, connection) "
+                          "SELECT qmgr, queue, md, data, ? FROM messages WHERE id=?", (self.id, ident))
+                d.execute("DELETE FROM messages WHERE id=?", (ident,))
+            return ident, message
+
+        ident, message = self._run(syncpoint, work)
+        if syncpoint:
+            self._got.append(ident)
+        return message
+
+    def browse(self, q: str, *, buffer_size: int = DEFAULT_BUFFER) -> Iterator[Message]:
+        """Browse first, then next, until 2033; every message whole (the buffer grows on 2080)."""
+        mode = "first"
+        while True:
+            try:
+                message = read_whole(lambda n: self.mqget(q, max_length=n, browse=mode), buffer_size)
+            except MQError as exc:
+                if exc.reason == reasons.MQRC_NO_MSG_AVAILABLE:
+                    return
+                raise
+            mode = "next"
+            yield message
+
+    def get(self, q: str, *, msg_id: bytes | None = None, correl_id: bytes | None = None,
+            syncpoint: bool = True, buffer_size: int = DEFAULT_BUFFER) -> Message:
+        return read_whole(lambda n: self.mqget(q, max_length=n, msg_id=msg_id, correl_id=correl_id,
+                                               syncpoint=syncpoint), buffer_size)
+
+    def inquire_depth(self, q: str, qmgr: str = "") -> tuple[int, int]:
+        """(CURDEPTH, MAXDEPTH) as this connection sees them (its own open unit of work included)."""
+        db = self._usable()
+        self._fault("inquire", q)
+        target = self._resolve_qmgr(qmgr)
+        qdef = self._queue(db, target, q, define=False)
+        self._check(qdef, q, "inq")
+        depth = db.execute("SELECT COUNT(*) FROM messages WHERE qmgr=? AND queue=?", (target, q)).fetchone()[0]
+        return depth, qdef.maxdepth

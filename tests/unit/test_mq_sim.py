@@ -1,0 +1,362 @@
+"""The simulated queue manager behaves like MQ where replay and drain depend on it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from dlq_pipeline.model import MQMD
+from dlq_pipeline.mq import reasons
+from dlq_pipeline.mq.interface import MQError, read_whole, Message
+from dlq_pipeline.mq.sim import SimQueueManager, normalize_config
+
+
+def md(n: int, **changes) -> MQMD:
+    base = MQMD(
+        version=2, msg_id=b"MSG" + n.to_bytes(4, "big") + b"\x01" * 17, correl_id=b"COR" + n.to_bytes(4, "big") + b"\x02" * 17,
+        format="MQSTR   ", encoding=273, ccsid=500, persistence=1, priority=4,
+        user_id="ALICE       ", put_appl_name="orders.exe".ljust(28), put_date="20260105", put_time="10111213",
+        appl_identity_data="ident".ljust(32), appl_origin_data="ORIG", accounting_token=b"\x16" + b"\x07" * 31,
+    )
+    return base.replace(**changes)
+
+
+@pytest.fixture
+def qm():
+    q = SimQueueManager(":memory:", "QM1")
+    yield q
+    q.close()
+
+
+def put(conn, queue, n, data=None, **open_kw):
+    handle = conn.open_for_put(queue, **open_kw)
+    conn.put(handle, md(n), data if data is not None else b"body-%d" % n)
+
+
+def test_fifo_browse_and_destructive_get(qm):
+    c = qm.connect()
+    for n in range(3):
+        put(c, "Q1", n)
+    c.commit()
+    browsed = list(c.browse("Q1"))
+    assert [m.data for m in browsed] == [b"body-0", b"body-1", b"body-2"]
+    assert [m.data for m in c.browse("Q1")] == [b"body-0", b"body-1", b"body-2"]  # browse removes nothing
+    first = c.get("Q1")
+    assert first.data == b"body-0" and first.md.msg_id == md(0).msg_id
+    c.commit()
+    assert [m.data for m in qm.messages("Q1")] == [b"body-1", b"body-2"]
+    with pytest.raises(MQError) as end:
+        c.get("Q1", msg_id=md(0).msg_id)
+    assert end.value.reason == reasons.MQRC_NO_MSG_AVAILABLE
+
+
+def test_get_matches_msg_id_and_correl_id(qm):
+    c = qm.connect()
+    for n in range(3):
+        put(c, "Q1", n)
+    c.commit()
+    got = c.get("Q1", msg_id=md(2).msg_id, correl_id=md(2).correl_id)
+    assert got.data == b"body-2"
+    with pytest.raises(MQError) as nomatch:
+        c.get("Q1", msg_id=md(1).msg_id, correl_id=md(0).correl_id)
+    assert nomatch.value.reason == 2033
+    c.commit()
+    assert [m.data for m in qm.messages("Q1")] == [b"body-0", b"body-1"]
+
+
+def test_messages_keep_the_descriptor_and_bytes_as_put(qm):
+    c = qm.connect()
+    data = bytes(range(256)) * 3
+    put(c, "Q1", 7, data)
+    c.commit()
+    (stored,) = qm.messages("Q1")
+    assert stored.data == data
+    assert stored.md == md(7)  # version 2, BackoutCount 0: everything else as put
+    (record,) = qm.put_log()
+    assert (record.queue, record.qmgr, record.md, record.data, record.user) == ("Q1", "QM1", md(7), data, "dlqpipe")
+
+
+def test_units_of_work_are_invisible_until_commit_and_undone_by_backout(qm):
+    writer, reader = qm.connect(), qm.connect()
+    put(writer, "Q1", 1)
+    assert list(writer.browse("Q1")) == []  # not even to its own connection
+    assert qm.messages("Q1") == [] and qm.put_log() == []
+    writer.backout()
+    assert reader.inquire_depth("Q1") == (0, 5000)
+    put(writer, "Q1", 2)
+    writer.commit()
+    assert [m.data for m in reader.browse("Q1")] == [b"body-2"]
+    assert [r.md.msg_id for r in qm.put_log()] == [md(2).msg_id]
+
+
+def test_backout_of_a_get_restores_the_message_and_counts_it(qm):
+    c = qm.connect()
+    put(c, "Q1", 1)
+    c.commit()
+    got = c.get("Q1")
+    assert got.md.backout_count == 0
+    with pytest.raises(MQError) as gone:
+        c.get("Q1")  # got in the open unit of work: not available again
+    assert gone.value.reason == 2033
+    c.backout()
+    again = c.get("Q1")
+    assert again.md.backout_count == 1 and again.data == b"body-1"
+    c.backout()
+    assert qm.messages("Q1")[0].md.backout_count == 2
+
+
+def test_disconnect_commits_like_mqdisc(qm):
+    c = qm.connect()
+    put(c, "Q1", 1)
+    c.disconnect()
+    assert [m.data for m in qm.messages("Q1")] == [b"body-1"]
+
+
+def test_maxdepth_maxmsgl_and_inhibit(qm):
+    qm.configure({"queues": {"SMALL": {"maxdepth": 2, "maxmsgl": 10}, "SHUT": {"put_inhibited": True, "get_inhibited": True}},
+                  "qmgr_maxmsgl": 20})
+    c = qm.connect()
+    put(c, "SMALL", 1, b"x")
+    put(c, "SMALL", 2, b"y")  # uncommitted puts count towards CURDEPTH, as in MQ
+    for queue, data, reason in [("SMALL", b"z", 2053), ("SMALL", b"z" * 11, 2030), ("BIG", b"z" * 21, 2031),
+                                ("SHUT", b"z", 2051)]:
+        with pytest.raises(MQError) as err:
+            put(c, queue, 3, data)
+        assert err.value.reason == reason
+    c.commit()  # the failed puts did not spoil the unit of work
+    assert [m.data for m in qm.messages("SMALL")] == [b"x", b"y"]
+    with pytest.raises(MQError) as err:
+        c.get("SHUT")
+    assert err.value.reason == 2016
+    assert c.inquire_depth("SMALL") == (2, 2)
+
+
+def test_unknown_queues_and_queue_managers(qm):
+    qm.configure({"queues": {"GONE": {"exists": False}}, "remote_qmgrs": ["QM2"]})
+    c = qm.connect()
+    for call in (lambda: c.open_for_put("GONE"), lambda: c.get("NEVER.PUT"), lambda: list(c.browse("NEVER.PUT")),
+                 lambda: c.inquire_depth("NEVER.PUT")):
+        with pytest.raises(MQError) as err:
+            call()
+        assert err.value.reason == 2085
+    put(c, "AUTO", 1)  # auto-defined on first put
+    with pytest.raises(MQError) as err:
+        c.open_for_put("Q", "QM9")
+    assert err.value.reason == 2087
+    h = c.open_for_put("REMOTE.Q", "QM2")
+    c.put(h, md(5), b"far")
+    own = c.open_for_put("LOCAL.Q", "QM1")  # its own name is local
+    c.put(own, md(6), b"near")
+    c.commit()
+    assert [m.data for m in qm.messages("REMOTE.Q", "QM2")] == [b"far"]
+    assert qm.messages("REMOTE.Q") == []
+    assert [(r.qmgr, r.queue) for r in qm.put_log()] == [("QM1", "AUTO"), ("QM2", "REMOTE.Q"), ("QM1", "LOCAL.Q")]
+
+    qm.configure({"auto_define": False})
+    with pytest.raises(MQError) as err:
+        qm.connect().open_for_put("ANOTHER")
+    assert err.value.reason == 2085
+
+
+def test_authority_is_checked_at_open(qm):
+    qm.configure({"queues": {
+        "NOSET": {"authority": {"dlqpipe": ["put"]}},
+        "CTX": {"authority": {"dlqpipe": ["altusr"], "ALICE": ["put", "setall"]}},
+        "NOALT": {"authority": {"*": ["put", "setall"]}},
+        "NOPUT": {"authority": {"*": ["browse"]}},
+    }})
+    c = qm.connect()
+    cases = [("NOSET", {}), ("NOALT", {"alternate_user": "ALICE"}), ("NOPUT", {"set_all_context": False}),
+             ("CTX", {"alternate_user": "BOB"}), ("CTX", {})]
+    for queue, kw in cases:
+        with pytest.raises(MQError) as err:
+            c.open_for_put(queue, **kw)
+        assert err.value.reason == reasons.MQRC_NOT_AUTHORIZED, (queue, kw)
+    c.open_for_put("NOSET", set_all_context=False)  # default context needs no setall
+    put(c, "CTX", 1, alternate_user="ALICE")
+    c.commit()
+    assert [(r.queue, r.user) for r in qm.put_log()] == [("CTX", "ALICE")]
+
+
+def test_default_context_and_generated_msg_id(qm):
+    c = qm.connect(user="batch")
+    h = c.open_for_put("Q1", set_all_context=False)
+    c.put(h, md(1, msg_id=b"\x00" * 24), b"d")
+    c.commit()
+    (stored,) = qm.messages("Q1")
+    assert stored.md.msg_id != b"\x00" * 24 and len(stored.md.msg_id) == 24
+    assert stored.md.user_id == "batch       " and stored.md.put_appl_name.startswith("dlq_pipeline.mq.sim")
+    assert stored.md.correl_id == md(1).correl_id and stored.md.format == "MQSTR   "
+    assert qm.put_log()[0].md == md(1, msg_id=b"\x00" * 24)  # the log keeps what was passed
+
+
+def test_truncation_is_refused_and_browse_grows_the_buffer(qm):
+    c = qm.connect()
+    bodies = [b"a" * 10, b"b" * 5000, b"c" * 3]
+    for n, body in enumerate(bodies):
+        put(c, "Q1", n, body)
+    c.commit()
+    with pytest.raises(MQError) as err:
+        c.mqget("Q1", max_length=9, browse="first")
+    assert err.value.reason == 2080 and err.value.data_length == 10
+    assert c.mqget("Q1", max_length=10, browse="first").data == bodies[0]
+    with pytest.raises(MQError) as err:
+        c.mqget("Q1", max_length=100, browse="next")
+    assert err.value.data_length == 5000
+    assert c.mqget("Q1", max_length=5000, browse="next").data == bodies[1]  # the cursor did not move
+    assert [m.data for m in c.browse("Q1", buffer_size=4)] == bodies
+    assert c.get("Q1", buffer_size=1).data == bodies[0]
+
+
+def test_read_whole_grows_to_the_reported_length_and_passes_other_errors():
+    calls = []
+
+    def attempt(length):
+        calls.append(length)
+        if length < 70000:
+            raise MQError(2080, data_length=70000 if len(calls) == 1 else None)
+        return Message(MQMD(), b"x")
+
+    assert read_whole(attempt, 100).data == b"x"
+    assert calls == [100, 70000]
+    calls.clear()
+
+    def unreported(length):
+        calls.append(length)
+        if length < 800:
+            raise MQError(2080)
+        return Message(MQMD(), b"y")
+
+    read_whole(unreported, 100)
+    assert calls == [100, 200, 400, 800]
+    with pytest.raises(MQError) as err:
+        read_whole(lambda n: (_ for _ in ()).throw(MQError(2033)))
+    assert err.value.reason == 2033
+
+
+def test_connection_broken_backs_out_and_stays_broken(qm):
+    qm.configure({"faults": [{"op": "put", "reason": 2009, "after": 2, "times": 1}]})
+    c = qm.connect()
+    put(c, "Q1", 1)
+    put(c, "Q1", 2)
+    with pytest.raises(MQError) as err:
+        put(c, "Q1", 3)
+    assert err.value.reason == 2009 and err.value.connection_failure
+    with pytest.raises(MQError) as err:
+        c.commit()
+    assert err.value.reason == 2009
+    assert qm.messages("Q1") == [] and qm.put_log() == []
+    fresh = qm.connect()  # the fault fired its one time, counted across connections
+    put(fresh, "Q1", 4)
+    fresh.commit()
+    assert [m.data for m in qm.messages("Q1")] == [b"body-4"]
+
+
+def test_faults_by_queue_probability_delay_and_commit(qm):
+    qm.configure({"seed": 7, "faults": [
+        {"op": "put", "queue": "FLAKY", "reason": 2053, "probability": 0.5},
+        {"op": "put", "queue": "SLOW", "delay": 0.05},
+        {"op": "commit", "reason": 2003, "after": 1, "times": 1},
+    ]})
+    c = qm.connect()
+    outcomes = []
+    for n in range(40):
+        try:
+            put(c, "FLAKY", n)
+            outcomes.append(True)
+        except MQError as exc:
+            assert exc.reason == 2053
+            outcomes.append(False)
+    assert 5 < outcomes.count(False) < 35
+    c.backout()
+    qm.configure(qm.config())  # resets the shared fault counts
+    again = qm.connect()  # the same seed gives the same sequence on a new connection
+    repeat = []
+    for n in range(40):
+        try:
+            put(again, "FLAKY", n)
+            repeat.append(True)
+        except MQError:
+            repeat.append(False)
+    assert repeat == outcomes
+    again.backout()
+
+    started = time.monotonic()
+    put(c, "SLOW", 1)
+    assert time.monotonic() - started >= 0.05
+    c.commit()  # the first commit passes (after=1)
+    put(c, "SLOW", 2)
+    with pytest.raises(MQError) as err:
+        c.commit()
+    assert err.value.reason == 2003
+    assert [m.data for m in qm.messages("SLOW")] == [b"body-1"]  # the failed commit backed out
+
+
+def test_in_doubt_commit_commits_then_reports_a_broken_connection(qm):
+    qm.configure({"faults": [{"op": "commit", "reason": 2009, "committed": True, "times": 1}]})
+    c = qm.connect()
+    put(c, "Q1", 1)
+    with pytest.raises(MQError) as err:
+        c.commit()
+    assert err.value.reason == 2009
+    assert [m.data for m in qm.messages("Q1")] == [b"body-1"]
+
+
+def test_connect_fault(qm):
+    qm.configure({"faults": [{"op": "connect", "reason": 2059, "times": 1}]})
+    with pytest.raises(MQError) as err:
+        qm.connect()
+    assert err.value.reason == 2059
+    qm.connect().disconnect()
+
+
+def test_configuration_is_validated():
+    with pytest.raises(ValueError) as err:
+        normalize_config({"queus": {}, "queues": {"Q": {"maxdeph": 1, "authority": {"u": ["fly"]}}},
+                          "faults": [{"op": "jump"}, {"reason": 2053, "probability": 2}]})
+    text = str(err.value)
+    for fragment in ("'queus'", "'maxdeph'", "'fly'", "op must be one of", "needs a reason code", "probability"):
+        assert fragment in text
+
+
+SCRIPT = textwrap.dedent("""
+    import sys, time
+    from dlq_pipeline.model import MQMD
+    from dlq_pipeline.mq.sim import SimQueueManager
+    qm = SimQueueManager(sys.argv[1], "QM1")
+    c = qm.connect()
+    h = c.open_for_put("Q1")
+    c.put(h, MQMD(msg_id=b"A" * 24), b"committed")
+    c.commit()
+    c.put(h, MQMD(msg_id=b"B" * 24), b"in flight")
+    print("ready", flush=True)
+    time.sleep(60)
+""")
+
+
+def test_state_is_shared_between_processes_and_kill_9_backs_out(tmp_path):
+    path = tmp_path / "QM1.sqlite"
+    qm = SimQueueManager(path, "QM1", busy_timeout=10)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    child = subprocess.Popen([sys.executable, "-c", SCRIPT, str(path)], stdout=subprocess.PIPE, env=env)
+    try:
+        assert child.stdout.readline().strip() == b"ready"
+        assert [m.data for m in qm.messages("Q1")] == [b"committed"]
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    c = qm.connect()  # the dead process's write lock is gone with it
+    c.put(c.open_for_put("Q1"), MQMD(msg_id=b"C" * 24), b"after")
+    c.commit()
+    assert [m.data for m in qm.messages("Q1")] == [b"committed", b"after"]
+    assert [r.data for r in SimQueueManager(path, "QM1").put_log()] == [b"committed", b"after"]
+    with pytest.raises(ValueError):
+        SimQueueManager(path, "OTHER")
