@@ -1,0 +1,51 @@
+"""What is put for a RETRY or FWD: rules-table.md §8 "What is put", and nothing more.
+
+- FWD with HEADER(YES): the message exactly as it is on the DLQ, MQDLH included; the MQMD
+  keeps Format ``MQDEAD``.
+- RETRY, and FWD with HEADER(NO): the first 172 bytes (the MQDLH) are removed and the MQMD's
+  Format, Encoding and CodedCharSetId are restored from the MQDLH's, which describe the data
+  that follows it. Format keeps its 8 characters (blank padded).
+
+Every other MQMD field is the original one (MsgId, CorrelId, identity and origin context,
+Persistence, Priority, Expiry, Report, reply-to, group and segment fields). The data after the
+MQDLH is never touched.
+
+One refinement: an MQDLH CodedCharSetId of MQCCSI_INHERIT (-2) means "the same character set
+as this header", i.e. the MQMD's CodedCharSetId; the queue manager itself replaces -2 with
+that value when the message is put, so the restored MQMD carries the real CCSID.
+"""
+
+from __future__ import annotations
+
+from dlq_pipeline.model import MQMD
+from dlq_pipeline.structures import DLH_LENGTH, decode_dlh
+
+MQCCSI_INHERIT = -2
+PUT_ACTIONS = ("RETRY", "FWD")
+
+
+class RebuildError(ValueError):
+    """The message cannot be put as the rules say (no usable MQDLH to strip)."""
+
+
+def keeps_header(decision) -> bool:
+    """True when the message goes out with its MQDLH: FWD with HEADER(YES) (the default)."""
+    return decision.action == "FWD" and decision.header is not False
+
+
+def rebuild(md: MQMD, data: bytes, decision) -> tuple[MQMD, bytes]:
+    """The (MQMD, data) to put for ``decision`` (anything with ``action`` and ``header``:
+    a `Decision` or a replay work item). Raises RebuildError when an MQDLH must be removed
+    but the data does not start with a usable one, and ValueError for DISCARD/IGNORE."""
+    if decision.action not in PUT_ACTIONS:
+        raise ValueError(f"{decision.action} puts nothing")
+    data = bytes(data)
+    if keeps_header(decision):
+        return md, data
+    result = decode_dlh(data, md.encoding, md.ccsid, md.format)
+    if not result.has_dlh:
+        raise RebuildError(f"cannot remove the MQDLH: the data has no usable MQDLH ({result.problem})")
+    dlh = result.dlh
+    ccsid = md.ccsid if dlh.ccsid == MQCCSI_INHERIT else dlh.ccsid
+    restored = md.replace(format=dlh.format.ljust(8)[:8], encoding=dlh.encoding, ccsid=ccsid)
+    return restored, data[DLH_LENGTH:]
