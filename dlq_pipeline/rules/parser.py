@@ -123,9 +123,9 @@ def parse_rules(text: str, path: str = "<string>") -> RulesTable:
     last_rule_valid = False
     rule_entries = 0
     for number, entry in enumerate(entries):
-        items, problems = tokenize(entry)
+        items, lexical = tokenize(entry)
         errors_before = report.error_count()
-        for problem in problems:
+        for problem in lexical:
             report.add(problem.position, problem.severity, problem.code, problem.message)
         if not items:
             continue
@@ -135,7 +135,7 @@ def parse_rules(text: str, path: str = "<string>") -> RulesTable:
                 control = parsed_control
             continue
         rule_entries += 1
-        rule = _rule(entry, items, len(rules), report, lexically_sound=not problems)
+        rule = _rule(entry, items, len(rules), report, lexically_sound=not lexical)
         last_rule_valid = rule is not None and report.error_count() == errors_before
         if last_rule_valid:
             rules.append(rule)
