@@ -34,7 +34,7 @@ import struct
 from typing import Iterator
 
 from dlq_pipeline import codepages
-from dlq_pipeline.dumpfile import MAX_LINE_LENGTH, SNIPPET_LENGTH, _iter_lines, _open_source
+from dlq_pipeline.dumpfile import MAX_LINE_LENGTH, SNIPPET_LENGTH, _Lines, _open_source
 from dlq_pipeline.model import (
     MQMD,
     MQMD_BYTE_LENGTHS,
@@ -364,7 +364,7 @@ def read_amqsbcg(
     with _open_source(source, name) as (f, label):
         index = 0
         current: _Listing | None = None
-        for offset, lineno, line, _, too_long in _iter_lines(f, 0, 1, max_line_length):
+        for offset, lineno, line, _, too_long in _Lines(f, 0, 1, max_line_length):
             if current is not None:
                 if _continues(current, line, too_long):
                     continue

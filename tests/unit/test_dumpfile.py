@@ -7,6 +7,7 @@ import datetime as dt
 import io
 import json
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -14,6 +15,8 @@ from hypothesis import strategies as st
 
 from dlq_pipeline.dumpfile import (
     DATA_STYLES,
+    MAX_LINE_LENGTH,
+    _Lines,
     plan_splits,
     read_dump,
     read_dump_info,
@@ -319,11 +322,11 @@ def test_too_long_line_is_skipped_not_loaded():
 def test_reader_streams(tmp_path):
     """The first message is available before the rest of a large file has been read."""
     path = tmp_path / "big.dmp"
-    write_dump(((MQMD(), bytes(1000)) for _ in range(3000)), path, created=CREATED)
+    write_dump(((MQMD(), bytes(1000)) for _ in range(8000)), path, created=CREATED)
     with open(path, "rb") as f:
         first = next(read_dump(f))
         assert first.data == bytes(1000)
-        assert f.tell() < path.stat().st_size // 10
+        assert f.tell() <= 2 * _Lines.BLOCK < path.stat().st_size // 8
 
 
 # --- not message dumps -----------------------------------------------------------------------
@@ -550,7 +553,9 @@ def dump_files(draw):
         if choice == 0:
             parts.append(draw(st.sampled_from(BAD_RECORDS)))
         else:
-            md = MQMD(priority=draw(st.integers(0, 9)), put_appl_name=draw(char_value(28)))
+            md = MQMD(priority=draw(st.integers(0, 9)),
+                      put_appl_name=draw(st.just("") | char_value(28)),
+                      appl_origin_data=draw(st.just("") | char_value(4, allow_any=True)))
             text = dump_bytes([(md, draw(st.binary(max_size=40)))],
                               data_style=draw(st.sampled_from(["hex", "text", "lines"])),
                               hex_width=draw(st.integers(2, 12)))
@@ -675,3 +680,17 @@ def test_damaged_files_never_raise_and_still_split_exactly(tmp_path_factory, dat
     pieces = list(read_dump(path, end=cut, max_line_length=200)) + list(
         read_dump(path, start=cut, max_line_length=200))
     assert [comparable(r) for r in pieces] == [comparable(r) for r in full]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dump_files() | corrupted((FIXTURES / "dmpmqmsg-options.dmp").read_bytes())
+       | corrupted(dump_bytes([(MQMD(priority=p), bytes(range(p * 20))) for p in range(5)])),
+       st.sampled_from([40, 120, MAX_LINE_LENGTH]))
+def test_fast_paths_read_exactly_like_the_line_by_line_path(content, limit):
+    """Runs of X lines, of quoted S lines and the usual 28-line MQMD block have fast paths; with them switched
+    off the reader must give identical records, positions and errors."""
+    fast = read_bytes(content, max_line_length=limit)
+    with patch.object(_Lines, "data_run", lambda self: None), \
+            patch.object(_Lines, "md_run", lambda self: None):
+        slow = read_bytes(content, max_line_length=limit)
+    assert fast == slow
