@@ -42,8 +42,6 @@ from typing import BinaryIO, Iterable, Iterator
 
 from dlq_pipeline.model import (
     MQMD,
-    MQMD_BYTE_LENGTHS,
-    MQMD_CHAR_LENGTHS,
     DumpedMessage,
     DumpInfo,
     RecordError,
@@ -476,9 +474,9 @@ def _scan_prologue(lines: Iterator[_Line], name: str, *, header_only: bool = Fal
                 continue
             qmgr, queue = _QMGR_LINE.match(line), _QUEUE_LINE.match(line)
             if qmgr and not info.qmgr:
-                info = _with(info, qmgr=bytes_to_text(qmgr.group(1).strip()))
+                info = replace(info, qmgr=bytes_to_text(qmgr.group(1).strip()))
             elif queue and not info.queue:
-                info = _with(info, queue=bytes_to_text(queue.group(1).strip()))
+                info = replace(info, queue=bytes_to_text(queue.group(1).strip()))
             continue
         if header_only:
             break
@@ -512,10 +510,6 @@ def _non_dump_kind(line: bytes) -> str | None:
     if _SUMMARY_LINE.match(line):
         return "-ds (queue summary)"
     return None
-
-
-def _with(info: DumpInfo, **changes) -> DumpInfo:
-    return replace(info, **changes)
 
 
 # --- one record ----------------------------------------------------------------------------
