@@ -1,0 +1,320 @@
+"""Table schemas, loaded from ``schemas/*.json``: the single source of truth.
+
+Each file holds Spark's JSON schema (``schema``) plus ``table``, ``key`` and ``description``.
+A field's ``type`` may be Spark's JSON form or a DDL type string (``array<string>``).
+
+Where the files are found, first match wins:
+
+1. ``$DLQ_PIPELINE_SCHEMAS`` (a directory), for a deployment that keeps them elsewhere;
+2. package data ``dlq_pipeline/data/schema-<table>.json``: in the repository these are
+   symlinks to ``schemas/<table>.json`` (so there is still one copy), and setuptools puts the
+   files' contents in the wheel (``data/*`` is package data), so an installed wheel works
+   without the source tree;
+3. ``schemas/`` beside the package, i.e. the source tree (editable installs, tests).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+SCHEMAS_ENV = "DLQ_PIPELINE_SCHEMAS"
+TABLES = ("messages", "decisions", "ledger", "quarantine", "decoded")
+STORED_TABLES = ("messages", "decisions", "ledger", "quarantine")
+
+_SOURCE_TREE = Path(__file__).resolve().parents[2] / "schemas"
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+class SchemaError(ValueError):
+    """A table or column that the schemas do not know, or a schema file that is wrong."""
+
+
+# --- locating and loading ----------------------------------------------------------------
+
+
+def _read_text(name: str) -> tuple[str, str]:
+    """(text, where) of ``<name>.json``."""
+    if not _NAME.fullmatch(name):
+        raise SchemaError(f"not a table name: {name!r}")
+    override = os.environ.get(SCHEMAS_ENV)
+    if override:
+        path = Path(override) / f"{name}.json"
+        if not path.is_file():
+            raise SchemaError(f"no schema for table {name!r} in ${SCHEMAS_ENV} ({override})")
+        return path.read_text(encoding="utf-8"), str(path)
+    packaged = resources.files("dlq_pipeline").joinpath("data", f"schema-{name}.json")
+    if packaged.is_file():
+        return packaged.read_text(encoding="utf-8"), str(packaged)
+    path = _SOURCE_TREE / f"{name}.json"
+    if path.is_file():
+        return path.read_text(encoding="utf-8"), str(path)
+    raise SchemaError(f"no schema for table {name!r} (known tables: {', '.join(TABLES)})")
+
+
+@lru_cache(maxsize=None)
+def table_document(name: str) -> dict[str, Any]:
+    """The parsed schema file of ``name`` (``table``, ``description``, ``key``, ``schema``)."""
+    text, where = _read_text(name)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"{where}: not JSON: {exc}") from None
+    for field in ("schema", "key", "description"):
+        if field not in doc:
+            raise SchemaError(f"{where}: no {field!r}")
+    return doc
+
+
+@lru_cache(maxsize=None)
+def table_schema(name: str) -> StructType:
+    """The Spark schema of table ``name``: types, nullability and column comments."""
+    doc = table_document(name)
+    try:
+        return _struct(doc["schema"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SchemaError(f"schema of {name!r}: {exc}") from None
+
+
+def table_key(name: str) -> list[str]:
+    """The columns that identify a row of ``name`` (empty for the append-only ledger)."""
+    return list(table_document(name)["key"])
+
+
+def table_description(name: str) -> str:
+    return table_document(name)["description"]
+
+
+# --- JSON and DDL type parsing (pure Python: no JVM needed) ----------------------------------
+
+_ATOMIC: dict[str, DataType] = {
+    "string": StringType(),
+    "binary": BinaryType(),
+    "boolean": BooleanType(),
+    "byte": ByteType(),
+    "tinyint": ByteType(),
+    "short": ShortType(),
+    "smallint": ShortType(),
+    "integer": IntegerType(),
+    "int": IntegerType(),
+    "long": LongType(),
+    "bigint": LongType(),
+    "float": FloatType(),
+    "double": DoubleType(),
+    "date": DateType(),
+    "timestamp": TimestampType(),
+    "timestamp_ntz": TimestampNTZType(),
+}
+_DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)")
+
+
+def _struct(doc: dict) -> StructType:
+    if doc.get("type") != "struct":
+        raise ValueError("the top level must be a struct")
+    return StructType([_field(f) for f in doc["fields"]])
+
+
+def _field(doc: dict) -> StructField:
+    return StructField(doc["name"], _type(doc["type"]), bool(doc.get("nullable", True)), doc.get("metadata") or {})
+
+
+def _type(doc: Any) -> DataType:
+    if isinstance(doc, dict):
+        kind = doc.get("type")
+        if kind == "struct":
+            return _struct(doc)
+        if kind == "array":
+            return ArrayType(_type(doc["elementType"]), bool(doc.get("containsNull", True)))
+        if kind == "map":
+            return MapType(_type(doc["keyType"]), _type(doc["valueType"]), bool(doc.get("valueContainsNull", True)))
+        raise ValueError(f"unknown type {doc!r}")
+    if isinstance(doc, str):
+        parsed, rest = _ddl(doc.strip())
+        if rest.strip():
+            raise ValueError(f"cannot parse type {doc!r}")
+        return parsed
+    raise ValueError(f"unknown type {doc!r}")
+
+
+def _ddl(text: str) -> tuple[DataType, str]:
+    """Parse one DDL type from the start of ``text``; (type, rest)."""
+    lower = text.lower()
+    for prefix in ("array<", "map<", "struct<"):
+        if lower.startswith(prefix):
+            rest = text[len(prefix):]
+            if prefix == "array<":
+                element, rest = _ddl(rest.lstrip())
+                return ArrayType(element, True), _expect(rest, ">")
+            if prefix == "map<":
+                key, rest = _ddl(rest.lstrip())
+                value, rest = _ddl(_expect(rest, ",").lstrip())
+                return MapType(key, value, True), _expect(rest, ">")
+            fields = []
+            while True:
+                rest = rest.lstrip()
+                if rest.startswith(">"):
+                    return StructType(fields), rest[1:]
+                name, _, rest = rest.partition(":")
+                kind, rest = _ddl(rest.lstrip())
+                fields.append(StructField(name.strip().strip("`"), kind, True))
+                rest = rest.lstrip()
+                if rest.startswith(","):
+                    rest = rest[1:]
+    decimal = _DECIMAL.match(lower)
+    if decimal:
+        return DecimalType(int(decimal.group(1)), int(decimal.group(2))), text[decimal.end():]
+    word = re.match(r"[a-z_]+", lower)
+    if word and word.group(0) in _ATOMIC:
+        return _ATOMIC[word.group(0)], text[word.end():]
+    raise ValueError(f"cannot parse type {text!r}")
+
+
+def _expect(rest: str, token: str) -> str:
+    rest = rest.lstrip()
+    if not rest.startswith(token):
+        raise ValueError(f"expected {token!r} at {rest[:20]!r}")
+    return rest[len(token):]
+
+
+# --- conforming a DataFrame to a table ------------------------------------------------------
+
+
+def _zero(kind: DataType) -> Column | None:
+    """A non-null literal of ``kind`` (only ever reached as coalesce's last, unreachable, arm)."""
+    if isinstance(kind, StringType):
+        return F.lit("")
+    if isinstance(kind, BinaryType):
+        return F.lit("").cast("binary")
+    if isinstance(kind, BooleanType):
+        return F.lit(False)
+    if isinstance(kind, (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType)):
+        return F.lit(0).cast(kind)
+    if isinstance(kind, TimestampType):
+        return F.lit(_dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc))
+    if isinstance(kind, TimestampNTZType):
+        return F.lit(_dt.datetime(1970, 1, 1)).cast(kind)
+    if isinstance(kind, DateType):
+        return F.lit(_dt.date(1970, 1, 1))
+    if isinstance(kind, ArrayType):
+        return F.array().cast(kind)
+    if isinstance(kind, MapType):
+        return F.create_map().cast(kind)
+    return None
+
+
+def _not_null(expr: Column, field: StructField, table: str) -> Column:
+    """``expr``, declared non-nullable: a null fails the query (never silently replaced).
+
+    coalesce(x, raise_error(..), zero) is non-nullable because its last arm is; that arm is
+    never evaluated, because raise_error throws first.
+    """
+    zero = _zero(field.dataType)
+    if zero is None:
+        return expr
+    message = f"{table}.{field.name} is null, but the table schema says it never is"
+    return F.coalesce(expr, F.raise_error(F.lit(message)).cast(field.dataType), zero)
+
+
+def conform(df: DataFrame, name: str) -> DataFrame:
+    """``df`` as table ``name``: exactly its columns, in schema order, cast to its types, with
+    its nullability and column comments. Extra columns are dropped; a missing column is an
+    error naming it. The result's schema equals ``table_schema(name)``."""
+    schema = table_schema(name)
+    have = {f.name: f for f in df.schema.fields}
+    missing = [f.name for f in schema.fields if f.name not in have]
+    if missing:
+        raise SchemaError(
+            f"cannot conform to table {name!r}: missing column(s) {', '.join(missing)} "
+            f"(the DataFrame has {', '.join(df.columns) or 'no columns'})"
+        )
+    exprs = []
+    for field in schema.fields:
+        col = F.col(f"`{field.name}`")
+        if have[field.name].dataType != field.dataType:
+            col = col.cast(field.dataType)
+        exprs.append(col)
+    shaped = df.select(*exprs)
+    final = []
+    for field, got in zip(schema.fields, shaped.schema.fields):
+        col = F.col(f"`{field.name}`")
+        if not field.nullable and got.nullable:
+            col = _not_null(col, field, name)
+        elif field.nullable and not got.nullable:
+            col = F.when(col.isNotNull(), col)  # declared nullable: say so (CASE without ELSE)
+        final.append(col.alias(field.name, metadata=field.metadata))
+    return shaped.select(*final)
+
+
+def same_schema(a: StructType, b: StructType) -> bool:
+    """Equal names, types, nullability and metadata, in order."""
+    return a.jsonValue() == b.jsonValue()
+
+
+# --- documentation ----------------------------------------------------------------------------
+
+
+def _type_text(kind: DataType) -> str:
+    return kind.simpleString()
+
+
+def render_tables_md() -> str:
+    """docs/tables.md, generated from the schema files (a test keeps the page in step)."""
+    lines = [
+        "# Tables",
+        "",
+        "<!-- Generated from schemas/*.json by dlq_pipeline.spark.schemas.render_tables_md();",
+        "     tests/spark/test_storage.py fails when this page and the schemas disagree. -->",
+        "",
+        "The schemas in `schemas/*.json` are the single source of truth: the code loads them",
+        "(`dlq_pipeline.spark.schemas`), every stored table is written through `conform`, and",
+        "the tests compare what was written with them. `messages`, `decisions`, `ledger` and",
+        "`quarantine` are stored (Parquet dataset directories `WAREHOUSE/<table>`, or Delta",
+        "tables by path or by catalog name); `decoded` lists the columns the decode stage adds",
+        "to `messages` in memory. Each run also writes `WAREHOUSE/_runs/<run_id>.json`.",
+        "",
+        "Keys: `messages` and `quarantine` are landed with `Storage.merge_new` (insert only rows",
+        "whose key is not there yet), so landing the same input twice adds nothing. The",
+        "`ledger` has no key: it is append-only.",
+        "",
+    ]
+    for name in TABLES:
+        doc = table_document(name)
+        schema = table_schema(name)
+        key = ", ".join(f"`{k}`" for k in doc["key"]) or "none (append-only)"
+        lines += [f"## {name}", "", doc["description"], "", f"Key: {key}", "",
+                  "| column | type | null | meaning |", "|---|---|---|---|"]
+        for field in schema.fields:
+            comment = (field.metadata or {}).get("comment", "").replace("|", "\\|")
+            null = "yes" if field.nullable else "no"
+            lines.append(f"| `{field.name}` | {_type_text(field.dataType)} | {null} | {comment} |")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,186 @@
+"""The one place that obtains a SparkSession.
+
+Library code never builds or stops a session anywhere else: on Databricks and in notebooks
+the session already exists and belongs to the caller, so ``get_spark`` reuses it; only when
+there is none (CLI, spark-submit in client mode, tests) does it build a local one with the
+defaults below.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import logging
+import os
+import sys
+from typing import Any, Mapping
+
+from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+DELTA_FIX = (
+    "install Delta Lake for Spark 4 (pip install 'dlq-pipeline[delta]' and let get_spark add "
+    "the io.delta:delta-spark package, or start Spark with --packages io.delta:delta-spark_2.13:<version>),"
+    " run on Databricks, or use storage.format = \"parquet\""
+)
+
+# Settings every locally built session gets; `spark_conf` entries override them.
+BASE_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",  # no progress-bar noise on the console
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.pyspark.fallback.enabled": "true",
+    "spark.sql.shuffle.partitions": "4",  # tables here are small per run; AQE coalesces anyway
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",  # MQ PutDate/PutTime and all our timestamps are GMT
+    # Classify compiles a rules table into one long ordered CASE WHEN chain per decision
+    # column. Spark already splits generated expression code into methods of about
+    # methodSplitThreshold (1024) source characters, and we keep that default. But a
+    # whole-stage-codegen method can still exceed 8000 bytes of bytecode, which HotSpot
+    # refuses to JIT (-XX:+DontCompileHugeMethods, the default): it would then run in the
+    # bytecode interpreter for the whole job. With hugeMethodLimit at 8000 Spark drops only
+    # that subtree out of whole-stage codegen (expressions stay compiled, in split methods),
+    # which is what Spark's tuning guide recommends on HotSpot. Codegen fallback stays on,
+    # so a chain too large to compile at all is interpreted instead of failing the job.
+    "spark.sql.codegen.hugeMethodLimit": "8000",
+    "spark.sql.codegen.fallback": "true",
+}
+LOG_LEVEL = "WARN"
+
+
+def _settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
+    s = dict(settings or {})
+    unknown = set(s) - {"master", "app_name", "spark_conf", "format", "log_level"}
+    if unknown:
+        raise ValueError(f"get_spark: unknown settings {sorted(unknown)}")
+    return s
+
+
+def _delta_jars_present(conf: Mapping[str, str]) -> bool:
+    """Delta classes will be on the classpath without any download."""
+    if os.environ.get("DATABRICKS_RUNTIME_VERSION"):
+        return True
+    listed = " ".join(conf.get(k, "") for k in ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath"))
+    if "delta-spark" in listed or "io.delta" in listed:
+        return True
+    spark_home = os.environ.get("SPARK_HOME") or os.path.dirname(importlib.util.find_spec("pyspark").origin)
+    return bool(glob.glob(os.path.join(spark_home, "jars", "delta-spark_*.jar")))
+
+
+def _delta_package() -> str | None:
+    """The Maven package delta-spark's pip package would fetch, when that package is installed.
+
+    Asks delta-spark itself (its artifact naming changes between releases) by letting it
+    configure a throwaway builder; building a Builder starts nothing.
+    """
+    if importlib.util.find_spec("delta") is None:
+        return None
+    try:  # pragma: no cover - delta-spark is not installed in the test environment
+        from delta import configure_spark_with_delta_pip
+
+        builder = configure_spark_with_delta_pip(SparkSession.Builder())
+        return builder._options.get("spark.jars.packages")
+    except Exception:  # noqa: BLE001 - any problem means: no package
+        return None
+
+
+def session_conf(settings: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The Spark settings ``get_spark`` uses for a new local session (pure; for tests and docs).
+
+    Delta's SQL extension and catalog are added only when ``format`` is ``delta`` *and* Delta
+    can be on the classpath (jars present, or the delta-spark pip package names the Maven
+    package to fetch): naming a catalog class that does not exist would break every query,
+    Parquet ones included.
+    """
+    s = _settings(settings)
+    conf = dict(BASE_CONF)
+    conf["spark.master"] = s.get("master") or "local[*]"
+    conf["spark.app.name"] = s.get("app_name") or "dlq-pipeline"
+    user = {str(k): str(v) for k, v in (s.get("spark_conf") or {}).items()}
+    conf.update(user)
+    if s.get("format") == "delta":
+        if not _delta_jars_present(conf):
+            package = _delta_package()
+            if package:
+                packages = [p for p in conf.get("spark.jars.packages", "").split(",") if p]
+                conf["spark.jars.packages"] = ",".join([*packages, package])
+        if _delta_jars_present(conf):
+            extensions = [e for e in conf.get("spark.sql.extensions", "").split(",") if e]
+            if DELTA_EXTENSION not in extensions:
+                conf["spark.sql.extensions"] = ",".join([*extensions, DELTA_EXTENSION])
+            conf.setdefault("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+    return conf
+
+
+def _python_env() -> None:
+    """Workers must run this interpreter (pandas/Arrow UDFs fail on a bare `python3` otherwise)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+def _build(conf: Mapping[str, str]) -> SparkSession:
+    builder = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def _quiet(spark: SparkSession, level: str) -> None:
+    try:
+        spark.sparkContext.setLogLevel(level)
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext: nothing to quieten
+        pass
+
+
+def get_spark(settings: Mapping[str, Any] | None = None) -> SparkSession:
+    """The active SparkSession, or a new local one.
+
+    ``settings``: ``master`` (default ``local[*]``), ``app_name``, ``spark_conf`` (extra Spark
+    settings, overriding the defaults), ``format`` (``"delta"`` adds Delta's extension and
+    catalog when Delta is available), ``log_level`` (default WARN).
+
+    An existing session (Databricks, a notebook, spark-submit) is returned as it is, apart
+    from ``spark_conf`` entries that can be changed at runtime: it belongs to the caller.
+    """
+    s = _settings(settings)
+    _python_env()
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        for key, value in (s.get("spark_conf") or {}).items():
+            try:
+                if active.conf.isModifiable(str(key)):
+                    active.conf.set(str(key), str(value))
+            except Exception:  # noqa: BLE001 - static or unknown settings stay as they are
+                log.debug("cannot set %s on the active session", key)
+        return active
+
+    conf = session_conf(s)
+    try:
+        spark = _build(conf)
+    except Exception:
+        if "spark.jars.packages" not in conf or (s.get("spark_conf") or {}).get("spark.jars.packages"):
+            raise
+        # Fetching Delta from Maven failed (offline?): start without it; Storage(format="delta")
+        # then says what to install. Delta's absence must not stop anything else.
+        log.warning("could not start Spark with Delta Lake (%s); starting without it", conf["spark.jars.packages"])
+        conf = {k: v for k, v in conf.items() if k not in ("spark.jars.packages", "spark.sql.extensions",
+                                                           "spark.sql.catalog.spark_catalog")}
+        spark = _build(conf)
+    _quiet(spark, s.get("log_level") or LOG_LEVEL)
+    return spark
+
+
+def delta_available(spark: SparkSession) -> bool:
+    """Whether Delta Lake's classes are on this session's classpath."""
+    if os.environ.get("DATABRICKS_RUNTIME_VERSION"):
+        return True
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None:  # Spark Connect: the server decides; let Delta's own error speak
+        return True
+    try:
+        return bool(jvm.org.apache.spark.util.Utils.classIsLoadable("org.apache.spark.sql.delta.DeltaLog"))
+    except Exception:  # noqa: BLE001
+        return False

@@ -1,0 +1,275 @@
+"""Schemas from schemas/*.json, conform, and Storage (Parquet here; Delta where the jars exist)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from pyspark.sql import Row
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType, _parse_datatype_string
+
+from dlq_pipeline.spark import schemas
+from dlq_pipeline.spark.schemas import (
+    SchemaError,
+    conform,
+    render_tables_md,
+    table_key,
+    table_schema,
+)
+from dlq_pipeline.spark.storage import Storage, StorageError
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA_DIR = REPO / "schemas"
+T0 = dt.datetime(2026, 9, 22, 2, 34, 33)
+
+
+def json_schema(table: str) -> dict:
+    return json.loads((SCHEMA_DIR / f"{table}.json").read_text())
+
+
+def expected_struct(table: str) -> StructType:
+    """The schema file read with Spark's own parsers (JSON schema; DDL for type strings)."""
+    doc = json_schema(table)["schema"]
+    fields = []
+    for f in doc["fields"]:
+        kind = f["type"]
+        if isinstance(kind, str) and kind not in ("string", "integer", "long", "binary", "boolean", "timestamp"):
+            kind = _parse_datatype_string(kind).jsonValue()
+        fields.append({**f, "type": kind})
+    return StructType.fromJson({"type": "struct", "fields": fields})
+
+
+def assert_same_rows(actual, expected):
+    """Same schema and the same multiset of rows."""
+    assert actual.schema == expected.schema
+    assert actual.count() == expected.count()
+    assert actual.exceptAll(expected).count() == 0
+    assert expected.exceptAll(actual).count() == 0
+
+
+# --- schemas ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("table", schemas.TABLES)
+def test_table_schema_is_the_json_file(spark, table):
+    assert table_schema(table) == expected_struct(table)
+    assert table_key(table) == json_schema(table)["key"]
+
+
+def test_every_schema_file_is_known_and_packaged():
+    files = {p.stem for p in SCHEMA_DIR.glob("*.json")}
+    assert files == set(schemas.TABLES)
+    for table in files:  # the package-data links (what the wheel ships) point at the same files
+        packaged = REPO / "dlq_pipeline" / "data" / f"schema-{table}.json"
+        assert packaged.read_bytes() == (SCHEMA_DIR / f"{table}.json").read_bytes()
+
+
+def test_unknown_table_is_a_clear_error():
+    with pytest.raises(SchemaError, match="no schema for table 'nope'"):
+        table_schema("nope")
+    with pytest.raises(SchemaError, match="not a table name"):
+        table_schema("../messages")
+
+
+def test_schema_directory_override(tmp_path, monkeypatch):
+    doc = {"table": "t", "description": "d", "key": ["a"],
+           "schema": {"type": "struct", "fields": [
+               {"name": "a", "type": "map<string,array<long>>", "nullable": False, "metadata": {}},
+               {"name": "b", "type": "decimal(10, 2)", "nullable": True, "metadata": {}},
+               {"name": "c", "type": "struct<x:int,y:string>", "nullable": True, "metadata": {}}]}}
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    monkeypatch.setenv(schemas.SCHEMAS_ENV, str(tmp_path))
+    schemas.table_document.cache_clear()
+    schemas.table_schema.cache_clear()
+    try:
+        got = table_schema("t")
+        assert [f.dataType.simpleString() for f in got.fields] == [
+            "map<string,array<bigint>>", "decimal(10,2)", "struct<x:int,y:string>"]
+        assert table_key("t") == ["a"]
+    finally:
+        monkeypatch.delenv(schemas.SCHEMAS_ENV)
+        schemas.table_document.cache_clear()
+        schemas.table_schema.cache_clear()
+
+
+def test_docs_tables_md_is_generated_from_the_schemas():
+    page = (REPO / "docs" / "tables.md").read_text()
+    assert page == render_tables_md() + "\n", "regenerate docs/tables.md with schemas.render_tables_md()"
+
+
+LEDGER_SHUFFLED = (
+    "finished_at timestamp, outcome string, message_key string, run_id string, action string, "
+    "started_at timestamp, rule_line long, extra string, attempt long, target_q string, "
+    "target_qmgr string, reason_code long, error_text string, partition_id long, batch_id int"
+)
+
+
+def _ledger_rows(spark, rows):
+    """Ledger rows in another column order, with wider types and an extra column."""
+    return spark.createDataFrame([(*r, None, None, None, None, None, None, None) for r in rows], LEDGER_SHUFFLED)
+
+
+def test_conform_orders_casts_drops_and_restores_the_declared_schema(spark):
+    df = _ledger_rows(spark, [(T0, "delivered", "k1", "r1", "RETRY", T0, 7, "dropped")])
+    out = conform(df, "ledger")
+    assert out.schema == expected_struct("ledger")  # order, types, nullability, comments
+    assert out.collect() == [Row(
+        run_id="r1", message_key="k1", action="RETRY", rule_line=7, attempt=None, target_q=None,
+        target_qmgr=None, outcome="delivered", reason_code=None, error_text=None, started_at=T0,
+        finished_at=T0, partition_id=None, batch_id=None,
+    )]
+
+
+def test_conform_missing_column_names_it(spark):
+    df = spark.createDataFrame([("r1",)], "run_id string")
+    with pytest.raises(SchemaError, match=r"missing column\(s\) message_key, action"):
+        conform(df, "ledger")
+
+
+def test_conform_refuses_nulls_in_non_nullable_columns(spark):
+    df = spark.createDataFrame(
+        [("r1", None, "a", "x", "ok", T0, T0)],
+        "run_id string, message_key string, action string, target_q string, outcome string, "
+        "started_at timestamp, finished_at timestamp",
+    )
+    full = df.select("*", *[F.lit(None).cast(f.dataType).alias(f.name) for f in table_schema("ledger").fields
+                            if f.name not in df.columns])
+    out = conform(full, "ledger")
+    assert out.schema == table_schema("ledger")
+    with pytest.raises(Exception, match="ledger.message_key is null"):
+        out.collect()
+
+
+# --- storage --------------------------------------------------------------------------------
+
+
+def quarantine_df(spark, rows):
+    return conform(spark.createDataFrame(rows, table_schema("quarantine")), "quarantine")
+
+
+def q(file, offset, code, run="r1", line=1):
+    return Row(run_id=run, source_file=file, source_line=line, source_offset=offset, source_index=0,
+               error_code=code, error_text="bad", snippet="X 1", quarantined_at=T0)
+
+
+@pytest.fixture
+def warehouse(tmp_path):
+    return tmp_path / "wh" / "house"
+
+
+def test_read_of_an_absent_table_is_empty_with_the_schema(spark, warehouse):
+    storage = Storage(spark, path=str(warehouse))
+    for table in schemas.STORED_TABLES:
+        df = storage.read(table)
+        assert df.schema == expected_struct(table)
+        assert df.count() == 0
+        assert not storage.exists(table)
+    assert not warehouse.exists()  # reading creates nothing
+
+
+def test_append_and_read_round_trip_every_stored_table(spark, warehouse):
+    storage = Storage(spark, path=str(warehouse))
+    rows = {
+        "quarantine": quarantine_df(spark, [q("/d/a.dmp", 10, "odd_length_hex"), q("/d/a.dmp", None, "empty_file")]),
+        "ledger": conform(_ledger_rows(spark, [(T0, "delivered", "k1", "r1", "RETRY", T0, 7, "-"),
+                                               (T0, "failed", "k2", "r1", "FWD", T0, None, "-")]), "ledger"),
+        "decisions": conform(spark.createDataFrame(
+            [("r1", "k1", "/d/a.dmp", 0, "RETRY", 3, 0, None, None, True, None, None, 1, None, T0)],
+            table_schema("decisions")), "decisions"),
+    }
+    for table, df in rows.items():
+        storage.append(table, df)
+        assert storage.exists(table)
+        back = storage.read(table)
+        assert back.schema == expected_struct(table)
+        assert_same_rows(back, df)
+    storage.append("ledger", rows["ledger"])
+    assert storage.read("ledger").count() == 4  # append is an append
+
+
+def test_merge_new_inserts_only_new_keys_and_is_idempotent(spark, warehouse):
+    storage = Storage(spark, path=str(warehouse))
+    first = quarantine_df(spark, [q("/d/a.dmp", 10, "odd_length_hex"), q("/d/a.dmp", 10, "unknown_attribute"),
+                                  q("/d/a.dmp", None, "empty_file")])
+    assert storage.merge_new("quarantine", first) == 3
+    assert_same_rows(storage.read("quarantine"), first)
+
+    again = quarantine_df(spark, [q("/d/a.dmp", 10, "odd_length_hex", run="r2"), q("/d/a.dmp", None, "empty_file", run="r2"),
+                                  q("/d/b.dmp", 10, "odd_length_hex", run="r2"),
+                                  q("/d/b.dmp", 10, "odd_length_hex", run="r2")])  # repeated within the input
+    files_before = sorted(os.listdir(warehouse / "quarantine"))
+    assert storage.merge_new("quarantine", again) == 1  # null offsets match null-safely
+    expected = first.unionByName(quarantine_df(spark, [q("/d/b.dmp", 10, "odd_length_hex", run="r2")]))
+    assert_same_rows(storage.read("quarantine"), expected)
+
+    files_before = sorted(os.listdir(warehouse / "quarantine"))
+    assert storage.merge_new("quarantine", again) == 0
+    assert sorted(os.listdir(warehouse / "quarantine")) == files_before  # no empty files either
+    assert_same_rows(storage.read("quarantine"), expected)
+
+
+def test_merge_new_with_an_explicit_key(spark, warehouse):
+    storage = Storage(spark, path=str(warehouse))
+    storage.merge_new("quarantine", quarantine_df(spark, [q("/d/a.dmp", 10, "odd_length_hex")]), key=["source_file"])
+    added = storage.merge_new("quarantine", quarantine_df(spark, [q("/d/a.dmp", 99, "bad_hex"), q("/d/c.dmp", 1, "x")]),
+                              key=["source_file"])
+    assert added == 1
+    assert sorted(r.source_file for r in storage.read("quarantine").collect()) == ["/d/a.dmp", "/d/c.dmp"]
+
+
+def test_merge_new_refuses_the_append_only_ledger(spark, warehouse):
+    with pytest.raises(StorageError, match="append-only"):
+        Storage(spark, path=str(warehouse)).merge_new("ledger", spark.createDataFrame([], table_schema("ledger")))
+
+
+def test_warehouse_is_owner_only_and_summaries_are_json(spark, warehouse):
+    storage = Storage(spark, path=str(warehouse))
+    storage.append("quarantine", quarantine_df(spark, [q("/d/a.dmp", 1, "x")]))
+    for directory in (warehouse.parent, warehouse, warehouse / "quarantine"):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+    path = storage.write_summary("20260922T023433Z-abc123", {"run_id": "x", "when": T0, "counts": {"a": 1}})
+    assert path == f"{warehouse}/_runs/20260922T023433Z-abc123.json"
+    assert stat.S_IMODE((warehouse / "_runs").stat().st_mode) == 0o700
+    assert stat.S_IMODE(Path(path).stat().st_mode) == 0o600
+    assert json.loads(Path(path).read_text()) == {"run_id": "x", "when": "2026-09-22 02:34:33", "counts": {"a": 1}}
+    storage.write_summary("20260922T023433Z-abc123", {"run_id": "y"})  # rewritten in place
+    assert json.loads(Path(path).read_text()) == {"run_id": "y"}
+    assert os.listdir(warehouse / "_runs") == ["20260922T023433Z-abc123.json"]
+
+
+def test_existing_warehouse_permissions_are_left_alone(spark, tmp_path):
+    existing = tmp_path / "shared"
+    existing.mkdir(mode=0o755)
+    os.chmod(existing, 0o755)
+    Storage(spark, path=str(existing)).write_summary("r1", {})
+    assert stat.S_IMODE(existing.stat().st_mode) == 0o755
+    assert stat.S_IMODE((existing / "_runs").stat().st_mode) == 0o700
+
+
+def test_bad_run_ids_cannot_escape_the_runs_directory(spark, warehouse):
+    storage = Storage(spark, path=str(warehouse))
+    for bad in ("../x", "a/b", "", ".hidden"):
+        with pytest.raises(StorageError, match="cannot name a file"):
+            storage.write_summary(bad, {})
+
+
+def test_configuration_errors(spark, warehouse, monkeypatch):
+    monkeypatch.delenv("DATABRICKS_RUNTIME_VERSION", raising=False)
+    with pytest.raises(StorageError, match="needs Delta Lake on the Spark classpath.*pip install"):
+        Storage(spark, format="delta", path=str(warehouse))
+    with pytest.raises(StorageError, match="must be one of parquet, delta"):
+        Storage(spark, format="orc", path=str(warehouse))
+    with pytest.raises(StorageError, match="Delta tables"):
+        Storage(spark, format="parquet", catalog="main", schema="dlq")
+
+
+def test_table_locations(spark, warehouse):
+    storage = Storage(spark, path=str(warehouse) + "/")
+    assert storage.location("messages") == f"{warehouse}/messages"
+    with pytest.raises(StorageError):
+        storage.location("../etc")
