@@ -1,0 +1,555 @@
+"""The replay writer: one partition's work items -> MQ puts -> ledger rows. No Spark here.
+
+`replay_partition` opens one connection (lazily, on the first message to put), puts in
+syncpoint batches of ``batch_size`` and commits each batch, and yields one ledger row per
+work item (schemas/ledger.json). What it decides, in order, for each item:
+
+- DISCARD -> ``discarded``, IGNORE -> ``ignored`` (no MQ call; removing a message from a
+  live DLQ is settle's job);
+- a truncated message -> ``ignored`` with a note: it is never put, and as no put was tried it
+  does not count against the rule's RETRY;
+- ``not_before`` later than the run's time (RETRYINT) -> ``deferred``;
+- dry-run target -> ``dry_run`` (with "would fail: ..." when it would);
+- no message data, a blank resolved target queue, or no MQDLH to strip -> ``failed``, no MQ call;
+- no connection (reconnects used up), the queue's circuit breaker open, or the queue above
+  its depth headroom -> ``deferred``;
+- otherwise put: committed -> ``delivered`` (reason 0); refused by MQ -> ``failed`` with the
+  reason code.
+
+**A failed put backs out its own batch only.** The message whose put failed is recorded
+``failed``; the other messages of the batch were never committed, so they are put again
+at once in a fresh batch (nothing is lost, nothing committed twice). Failures at MQOPEN need
+no backout (an open is not part of a unit of work). A commit refused without a connection
+failure (e.g. 2003 backed out) records the batch ``failed``.
+
+**Connection failures** (2009, 2059, 2161, 2162) back out the unit of work on the queue
+manager's side; the writer reconnects with exponential backoff (``backoff_initial`` doubling
+to ``backoff_max``), at most ``reconnect_attempts`` times in a row without a committed batch
+in between, and puts the whole batch again. When it gives up, the rest is ``deferred``.
+
+**Circuit breaker per queue**: ``breaker_threshold`` consecutive transient failures on a
+queue (e.g. 2053 Q_FULL) open it for the rest of the run; its remaining messages are
+``deferred``, so a full queue gets at most ``breaker_threshold`` attempts per run (seed 004).
+Permanent failures record ``failed`` and leave breakers and other queues alone.
+
+**No double sends**: after each commit the `Checkpoint` appends the rows settled so far; a
+retried Spark task re-emits those rows and skips their messages. One window remains, as
+in MQ itself: if the connection breaks *during* MQCMIT (or the process dies between the
+commit and the checkpoint write), the outcome is unknown and the batch is sent again:
+at-least-once for that one batch.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from dlq_pipeline.model import MQMD
+from dlq_pipeline.mq import reasons
+from dlq_pipeline.mq.interface import Connection, MQError, PutHandle
+from dlq_pipeline.replay.rebuild import PUT_ACTIONS, RebuildError, rebuild
+
+log = logging.getLogger(__name__)
+
+LEDGER_COLUMNS = ("run_id", "message_key", "action", "rule_line", "attempt", "target_q", "target_qmgr", "outcome",
+                  "reason_code", "error_text", "started_at", "finished_at", "partition_id", "batch_id")
+OUTCOMES = ("delivered", "discarded", "ignored", "failed", "deferred", "dry_run")
+# Failing to connect for these reasons will not get better by trying again (and repeated bad
+# passwords can lock an account): give up at once.
+CONNECT_FATAL = frozenset({reasons.MQRC_NOT_AUTHORIZED, 2063})  # 2063 MQRC_SECURITY_ERROR
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItem:
+    """One message and what the rules decided for it (names as in the decisions table).
+    ``md``/``data`` may be None for DISCARD/IGNORE, which need no message."""
+
+    message_key: str
+    action: str
+    md: MQMD | None = None
+    data: bytes | None = None
+    truncated: bool = False
+    rule_line: int | None = None
+    attempt: int | None = None
+    target_q: str | None = None
+    target_qmgr: str | None = None
+    header: bool | None = None
+    putaut: str | None = None
+    not_before: dt.datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaySettings:
+    """The [replay] options the writer uses, plus the reconnect backoff (seconds)."""
+
+    batch_size: int = 200
+    rate_limit: float = 0.0
+    breaker_threshold: int = 5
+    depth_check: bool = False
+    depth_headroom: float = 0.9
+    reconnect_attempts: int = 3
+    backoff_initial: float = 1.0
+    backoff_max: float = 30.0
+
+    @classmethod
+    def from_config(cls, config) -> "ReplaySettings":
+        r = config.section("replay")
+        return cls(batch_size=r["batch_size"], rate_limit=float(r["rate_limit"]),
+                   breaker_threshold=r["breaker_threshold"], depth_check=r["depth_check"],
+                   depth_headroom=float(r["depth_headroom"]), reconnect_attempts=r["reconnect_attempts"])
+
+
+def utc_from_epoch(seconds: float) -> dt.datetime:
+    """Naive UTC, the convention of every timestamp the pipeline writes."""
+    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).replace(tzinfo=None)
+
+
+class TokenBucket:
+    """``rate`` operations per second, at most ``burst`` at once; 0 = unlimited. The clock and
+    sleep are injectable so tests run on a fake clock."""
+
+    def __init__(self, rate: float, clock: Callable[[], float], sleep: Callable[[float], None], burst: float = 1.0):
+        self.rate, self.clock, self.sleep = float(rate), clock, sleep
+        self.capacity = max(float(burst), 1.0)
+        self.tokens = self.capacity
+        self.stamp = clock()
+
+    def take(self) -> None:
+        if self.rate <= 0:
+            return
+        while True:
+            now = self.clock()
+            self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
+            self.stamp = now
+            wait = (1.0 - self.tokens) / self.rate
+            if wait <= 1e-6:  # epoch-second float clocks round: never wait for a rounding error
+                self.tokens = max(self.tokens - 1.0, 0.0)
+                return
+            self.sleep(wait)
+
+
+# --- checkpoint ----------------------------------------------------------------------------
+
+_TIME_COLUMNS = ("started_at", "finished_at")
+
+
+@dataclass
+class CheckpointState:
+    rows: dict[str, list[dict]] = field(default_factory=dict)
+    next_batch: int = 0
+    breakers: list = field(default_factory=list)
+
+
+class Checkpoint:
+    """A partition's progress: one JSON line appended (and fsynced) after every committed
+    batch, holding the ledger rows settled since the previous line, the next batch id and the
+    circuit breakers. A line torn by a crash is ignored: its batch is the at-least-once window.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    @classmethod
+    def for_partition(cls, root: str | os.PathLike, run_id: str, partition_id: int) -> "Checkpoint":
+        if not run_id or "/" in run_id or "\\" in run_id or run_id.startswith("."):
+            raise ValueError(f"run id {run_id!r} cannot name a checkpoint directory")
+        return cls(Path(root) / run_id / f"partition-{partition_id:05d}.jsonl")
+
+    def load(self) -> CheckpointState:
+        state = CheckpointState()
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return state
+        for line in raw.split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                log.warning("%s: ignoring a torn checkpoint line", self.path)
+                continue
+            for row in record["rows"]:
+                for column in _TIME_COLUMNS:
+                    if row.get(column) is not None:
+                        row[column] = dt.datetime.fromisoformat(row[column])
+                state.rows.setdefault(row["message_key"], []).append(row)
+            state.next_batch = record["next_batch"]
+            state.breakers = record["breakers"]
+        return state
+
+    def record(self, rows: list[dict], *, next_batch: int, breakers: list) -> None:
+        def plain(row):
+            return {k: (v.isoformat() if isinstance(v, dt.datetime) else v) for k, v in row.items()}
+
+        line = json.dumps({"next_batch": next_batch, "breakers": breakers, "rows": [plain(r) for r in rows]},
+                          separators=(",", ":")).encode() + b"\n"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+# --- the writer ----------------------------------------------------------------------------
+
+
+@dataclass
+class _Pending:
+    item: WorkItem
+    md: MQMD
+    data: bytes
+    started_at: dt.datetime | None = None
+
+
+class _AtOpen(Exception):
+    def __init__(self, error: MQError):
+        self.error = error
+
+
+@dataclass
+class _Breaker:
+    failures: int = 0
+    open: bool = False
+    reason: int | None = None
+
+
+class _Writer:
+    def __init__(self, connect, settings: ReplaySettings, run_id, partition_id, checkpoint, clock, sleep, now,
+                 on_commit):
+        self.connect_fn, self.settings = connect, settings
+        self.run_id, self.partition_id = run_id, partition_id
+        self.checkpoint, self.clock, self.sleep, self.on_commit = checkpoint, clock, sleep, on_commit
+        self.now = now
+        self.conn: Connection | None = None
+        self.handles: dict[tuple, PutHandle] = {}
+        self.breakers: dict[tuple[str, str], _Breaker] = {}
+        self.depths: dict[tuple[str, str], list[int] | None] = {}
+        self.batch: list[_Pending] = []
+        self.batch_id = 0
+        self.losses = 0  # connection losses in a row without a committed batch
+        self.gave_up: MQError | None = None
+        self.unrecorded: list[dict] = []
+        self.bucket = TokenBucket(settings.rate_limit, clock, sleep)
+
+    # rows
+
+    def row(self, item: WorkItem, outcome: str, *, reason: int | None = None, text: str | None = None,
+            started: dt.datetime | None = None, batch_id: int | None = None) -> dict:
+        finished = utc_from_epoch(self.clock())
+        puts = item.action in PUT_ACTIONS
+        row = {
+            "run_id": self.run_id, "message_key": item.message_key, "action": item.action,
+            "rule_line": item.rule_line, "attempt": item.attempt,
+            "target_q": item.target_q if puts else None, "target_qmgr": item.target_qmgr if puts else None,
+            "outcome": outcome, "reason_code": reason, "error_text": text,
+            "started_at": started or finished, "finished_at": finished,
+            "partition_id": self.partition_id, "batch_id": batch_id,
+        }
+        self.unrecorded.append(row)
+        return row
+
+    def failed(self, p: _Pending, exc: MQError) -> dict:
+        return self.row(p.item, "failed", reason=exc.reason, text=str(exc), started=p.started_at,
+                        batch_id=self.batch_id)
+
+    # connection
+
+    def ensure_connected(self) -> Connection | None:
+        if self.conn is None and self.gave_up is None:
+            try:
+                self.conn = self.connect_fn()
+            except MQError as exc:
+                self.recover(exc, first=True)
+        return self.conn
+
+    def drop(self) -> None:
+        conn, self.conn = self.conn, None
+        self.handles.clear()
+        self.depths.clear()
+        if conn is not None:
+            try:
+                conn.disconnect()
+            except MQError:
+                pass
+
+    def recover(self, exc: MQError, *, first: bool = False) -> None:
+        """Reconnect with exponential backoff; set ``gave_up`` when that is not possible."""
+        if not first:
+            self.drop()
+        last = exc
+        while True:
+            if last.reason in CONNECT_FATAL or self.losses >= self.settings.reconnect_attempts:
+                self.gave_up = last
+                log.warning("partition %s: giving up on the queue manager: %s", self.partition_id, last)
+                return
+            self.losses += 1
+            delay = min(self.settings.backoff_max, self.settings.backoff_initial * 2 ** (self.losses - 1))
+            log.warning("partition %s: %s; reconnecting in %.1fs (%d/%d)", self.partition_id, last, delay,
+                        self.losses, self.settings.reconnect_attempts)
+            self.sleep(delay)
+            try:
+                self.conn = self.connect_fn()
+                return
+            except MQError as again:
+                last = again
+
+    # breakers and depth
+
+    @staticmethod
+    def queue_key(item: WorkItem) -> tuple[str, str]:
+        return ((item.target_qmgr or "").rstrip(" "), (item.target_q or "").rstrip(" "))
+
+    def hold(self, p: _Pending) -> str | None:
+        """Why ``p`` must not be sent now, or None."""
+        if self.gave_up is not None:
+            return f"no connection to the queue manager ({self.gave_up}); not attempted"
+        key = self.queue_key(p.item)
+        breaker = self.breakers.get(key)
+        if breaker is not None and breaker.open:
+            return (f"circuit breaker open for {key[1]} after {breaker.failures} consecutive transient failures "
+                    f"(last {reasons.describe(breaker.reason)}); not attempted")
+        if self.settings.depth_check:
+            if key not in self.depths:
+                try:
+                    self.depths[key] = list(self.conn.inquire_depth(key[1], key[0]))
+                except MQError as exc:
+                    if exc.connection_failure:
+                        raise
+                    self.depths[key] = None  # cannot inquire (remote queue, no inq authority): unknown
+            depth = self.depths[key]
+            if depth is not None and depth[1] > 0 and depth[0] + 1 > self.settings.depth_headroom * depth[1]:
+                return (f"{key[1]} holds {depth[0]} of MAXDEPTH {depth[1]}, above the "
+                        f"{self.settings.depth_headroom:.0%} headroom; not attempted")
+        return None
+
+    def note(self, p: _Pending, exc: MQError | None) -> None:
+        key = self.queue_key(p.item)
+        breaker = self.breakers.setdefault(key, _Breaker())
+        if exc is None:
+            breaker.failures, breaker.reason = 0, None
+            if self.depths.get(key) is not None:
+                self.depths[key][0] += 1
+        elif exc.transient:
+            breaker.failures += 1
+            breaker.reason = exc.reason
+            if breaker.failures >= self.settings.breaker_threshold:
+                breaker.open = True
+                log.warning("circuit breaker opened for %s (%s)", key[1], reasons.describe(exc.reason))
+
+    def breaker_state(self) -> list:
+        return [[q, n, b.failures, b.open, b.reason] for (q, n), b in sorted(self.breakers.items())]
+
+    def restore(self, state) -> None:
+        self.batch_id = state.next_batch
+        for qmgr, queue, failures, opened, reason in state.breakers:
+            self.breakers[(qmgr, queue)] = _Breaker(failures, opened, reason)
+
+    # putting
+
+    def put_one(self, p: _Pending) -> None:
+        """Open (once per queue and user) and put under syncpoint; MQOPEN failures come out
+        wrapped in `_AtOpen` because they need no backout."""
+        item = p.item
+        alternate = p.md.user_id.rstrip(" ") if (item.putaut or "DEF").upper() == "CTX" else None
+        key = (item.target_q, item.target_qmgr or "", alternate)
+        handle = self.handles.get(key)
+        if handle is None:
+            try:
+                handle = self.conn.open_for_put(item.target_q.rstrip(" "), (item.target_qmgr or "").rstrip(" "),
+                                                set_all_context=True, alternate_user=alternate)
+            except MQError as exc:
+                raise _AtOpen(exc) from None
+            self.handles[key] = handle
+        self.bucket.take()
+        p.started_at = utc_from_epoch(self.clock())
+        self.conn.put(handle, p.md, p.data, syncpoint=True)
+
+    def send(self, pendings: Iterable[_Pending]) -> list[dict]:
+        """Put ``pendings`` (and whatever a backout sends back), committing full batches."""
+        rows: list[dict] = []
+        todo = deque(pendings)
+        while todo:
+            p = todo.popleft()
+            at_open = False
+            try:
+                self.ensure_connected()
+                why = self.hold(p)
+                if why is not None:
+                    rows.append(self.row(p.item, "deferred", text=why))
+                    continue
+                try:
+                    self.put_one(p)
+                except _AtOpen as wrapped:
+                    at_open = True
+                    raise wrapped.error from None
+            except MQError as exc:
+                if exc.connection_failure:  # the queue manager backed the batch out
+                    todo.extendleft(reversed(self.batch + [p]))
+                    self.batch = []
+                    self.recover(exc)
+                    continue
+                rows.append(self.failed(p, exc))
+                self.note(p, exc)
+                if not at_open:
+                    self.backout_batch(todo)
+                continue
+            self.note(p, None)
+            self.batch.append(p)
+            if len(self.batch) >= self.settings.batch_size:
+                rows += self.commit(todo)
+        return rows
+
+    def backout_batch(self, todo: deque) -> None:
+        """Back out the open batch after a failed put; its other messages go back to the front
+        of ``todo`` to be put again in a fresh batch."""
+        others, self.batch = self.batch, []
+        todo.extendleft(reversed(others))
+        try:
+            self.conn.backout()
+        except MQError as exc:
+            if not exc.connection_failure:
+                raise
+            self.recover(exc)
+
+    def commit(self, todo: deque) -> list[dict]:
+        if not self.batch:
+            return []
+        try:
+            self.conn.commit()
+        except MQError as exc:
+            if exc.connection_failure:  # in doubt: send again (the documented at-least-once window)
+                todo.extendleft(reversed(self.batch))
+                self.batch = []
+                self.recover(exc)
+                return []
+            batch, self.batch = self.batch, []
+            rows = [self.failed(p, exc) for p in batch]
+            self.batch_id += 1
+            return rows
+        batch, self.batch = self.batch, []
+        rows = [self.row(p.item, "delivered", reason=0, started=p.started_at, batch_id=self.batch_id)
+                for p in batch]
+        self.batch_id += 1
+        self.losses = 0
+        self.depths.clear()
+        self.save()
+        if self.on_commit is not None:
+            self.on_commit(self.batch_id)
+        return rows
+
+    def save(self) -> None:
+        if self.checkpoint is not None:
+            self.checkpoint.record(self.unrecorded, next_batch=self.batch_id, breakers=self.breaker_state())
+        self.unrecorded = []
+
+    # one item
+
+    def prepare(self, item: WorkItem) -> dict | _Pending:
+        """The row an item gets without being put, or what to put."""
+        if item.action == "DISCARD":
+            return self.row(item, "discarded")
+        if item.action == "IGNORE":
+            return self.row(item, "ignored")
+        if item.action not in PUT_ACTIONS:
+            return self.row(item, "failed", text=f"unknown action {item.action!r}")
+        if item.truncated:
+            return self.row(item, "ignored", text="truncated message: never replayed")
+        if item.not_before is not None and item.not_before > self.now:
+            return self.row(item, "deferred", text=f"RETRYINT: not before {item.not_before.isoformat()}")
+        problem, built = None, None
+        if item.md is None or item.data is None:
+            problem = "the message is not in the messages table"
+        elif not (item.target_q or "").strip(" "):
+            problem = "the resolved target queue is blank (e.g. &REPLYQ of a message without ReplyToQ)"
+        else:
+            try:
+                built = rebuild(item.md, item.data, item)
+            except RebuildError as exc:
+                problem = str(exc)
+        conn = self.ensure_connected()
+        if conn is not None and conn.dry_run:
+            return self.row(item, "dry_run", text=f"would fail: {problem}" if problem else None)
+        if problem:
+            return self.row(item, "failed", text=problem)
+        return _Pending(item, built[0], built[1])
+
+    def flush(self) -> list[dict]:
+        """Commit the last, partial batch; one lost at its commit is sent again."""
+        rows: list[dict] = []
+        while self.batch:
+            todo: deque = deque()
+            rows += self.commit(todo)
+            if todo:
+                rows += self.send(todo)
+        return rows
+
+    def close(self, ok: bool) -> None:
+        conn, self.conn = self.conn, None
+        if conn is None:
+            return
+        try:
+            if not ok:
+                conn.backout()
+        except MQError:
+            pass
+        try:
+            conn.disconnect()
+        except MQError:
+            pass
+
+
+def replay_partition(
+    items: Iterable[WorkItem],
+    connect: Callable[[], Connection],
+    settings: ReplaySettings,
+    *,
+    run_id: str,
+    partition_id: int,
+    checkpoint: Checkpoint | None = None,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    now: dt.datetime | None = None,
+    on_commit: Callable[[int], None] | None = None,
+) -> Iterator[dict]:
+    """Replay one partition; yield one ledger row per item (see the module doc).
+
+    ``now`` (naive UTC) is the run's time for ``not_before``; default: the clock. ``on_commit``
+    is called with the number of batches committed so far, after each checkpoint write (tests
+    and rehearsals use it to inject crashes).
+    """
+    writer = _Writer(connect, settings, run_id, partition_id, checkpoint, clock, sleep,
+                     now or utc_from_epoch(clock()), on_commit)
+    done = checkpoint.load() if checkpoint is not None else CheckpointState()
+    writer.restore(done)
+    seen: set[str] = set()
+    ok = False
+    try:
+        for item in items:
+            if item.message_key in seen:
+                log.warning("partition %s: message %s appears twice; the second is skipped",
+                            partition_id, item.message_key)
+                continue
+            seen.add(item.message_key)
+            if item.message_key in done.rows:
+                yield from done.rows[item.message_key]
+                continue
+            prepared = writer.prepare(item)
+            if isinstance(prepared, dict):
+                yield prepared
+            else:
+                yield from writer.send([prepared])
+        yield from writer.flush()
+        writer.save()
+        ok = True
+    finally:
+        writer.close(ok)
