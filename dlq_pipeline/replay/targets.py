@@ -1,0 +1,323 @@
+"""Replay targets: where replayed messages go. Every target hands the writer the same
+`Connection` interface, through `Target.partition` (one connector per Spark partition).
+
+| spec | target | checkpoints |
+|---|---|---|
+| ``dry-run`` | nothing is put; every RETRY/FWD is recorded ``dry_run`` | no (no side effects) |
+| ``dir:PATH`` | dmpmqmsg files ``PATH/<run>/<qmgr>/<queue>.dmp`` that ``dmpmqmsg -o QUEUE -f FILE`` loads | no: each partition's files appear atomically when it ends, so a retried task rewrites them whole |
+| ``sim:NAME`` | the simulated queue manager in ``WAREHOUSE/_sim/NAME.sqlite`` (``sim:`` = ``SIM``) | yes |
+| ``mq:QMGR`` | a real queue manager, client settings from ``[mq.qmgrs.QMGR]`` | yes |
+
+File names come from queue names, and ``&REPLYQ`` takes those from message content, so
+`safe_file_name` turns any name into one safe path component (see its doc).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import pickle
+import re
+import shutil
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Mapping
+
+from dlq_pipeline.dumpfile import write_dump
+from dlq_pipeline.model import MQMD, text_to_bytes
+from dlq_pipeline.mq import reasons
+from dlq_pipeline.mq.interface import Connection, Message, MQError, PutHandle
+
+KINDS = ("dry-run", "dir", "sim", "mq")
+DEFAULT_SIM_NAME = "SIM"
+LOCAL_QMGR_DIR = "@local"  # directory for a blank target queue manager (no name can map to it)
+MAX_NAME_LENGTH = 120
+MQRC_MD_ERROR = 2026
+_MQ_NAME = re.compile(r"[A-Za-z0-9._%]{1,48}")
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_KEEP = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%")
+_DEVICES = frozenset({"CON", "PRN", "AUX", "NUL", "CLOCK$", "CONIN$", "CONOUT$"}
+                     | {f"COM{i}" for i in range(10)} | {f"LPT{i}" for i in range(10)})
+
+
+class TargetError(ValueError):
+    """A target spec or its configuration is unusable; the message says how to fix it."""
+
+
+def check_run_id(run_id: str) -> str:
+    """Run ids name directories (checkpoints, dump output): letters, digits, ``. _ -``."""
+    if not RUN_ID.fullmatch(run_id or ""):
+        raise TargetError(f"run id {run_id!r} cannot name a directory (letters, digits, '.', '_', '-')")
+    return run_id
+
+
+def safe_file_name(name: str, max_length: int = MAX_NAME_LENGTH) -> str:
+    """One safe path component for an MQ object name, distinct for distinct names.
+
+    Trailing blanks are insignificant in MQ names and dropped. A name made only of upper-case
+    letters, digits and ``. _ %`` that does not start or end with ``.`` and is not a Windows
+    device name (CON, NUL, COM1, ...) is used as it is. Otherwise every byte outside that set
+    (lower case included, so names differing in case stay distinct on case-insensitive file
+    systems), a leading or trailing ``.``, and the first letter of a device name are written
+    ``-XX`` (hex); ``-`` never appears otherwise, so the mapping cannot collide. A result
+    longer than ``max_length`` is cut and ends ``~`` + 16 hex digits of the name's SHA-256. (A
+    name holding a lone surrogate no dump byte maps to is encoded with ``surrogatepass`` and
+    starts with ``~``.)
+    The result has no separators, is never ``.``/``..``, never empty, never hidden.
+    """
+    prefix = ""
+    try:
+        raw = text_to_bytes(name.rstrip(" "))
+    except UnicodeEncodeError:  # a lone surrogate that no dump byte maps to: marked, so still distinct
+        raw, prefix = name.rstrip(" ").encode("utf-8", "surrogatepass"), "~"
+    if not raw:
+        return "-"
+    base = raw.split(b".", 1)[0].decode("ascii", "replace").upper()
+    device = base in _DEVICES
+    out = []
+    for i, byte in enumerate(raw):
+        edge_dot = byte == 0x2E and (i == 0 or i == len(raw) - 1)
+        if byte in _KEEP and not edge_dot and not (device and i == 0):
+            out.append(chr(byte))
+        else:
+            out.append(f"-{byte:02X}")
+    result = prefix + "".join(out)
+    if len(result) > max_length:
+        digest = hashlib.sha256(raw).hexdigest()[:16].upper()
+        result = result[: max_length - 17] + "~" + digest
+    return result
+
+
+def _header_text(name: str) -> str | None:
+    """A name fit for the dump's ``* Queue =`` comment line, or None (it is only a comment)."""
+    name = name.rstrip(" ")
+    return name if name and name.isascii() and name.isprintable() else None
+
+
+# --- dry run -------------------------------------------------------------------------------
+
+
+class DryRunConnection:
+    """Accepts nothing: the writer records ``dry_run`` and never calls put."""
+
+    dry_run = True
+    qmgr_name = ""
+
+    def disconnect(self) -> None:
+        pass
+
+    def open_for_put(self, q, qmgr="", *, set_all_context=True, alternate_user=None) -> PutHandle:
+        return PutHandle(q, qmgr or "", set_all_context, alternate_user)
+
+    def put(self, handle, md, data, *, syncpoint=True) -> None:
+        raise RuntimeError("dry run: nothing is put")
+
+    def commit(self) -> None:
+        pass
+
+    def backout(self) -> None:
+        pass
+
+    def browse(self, q, *, buffer_size=0) -> Iterator[Message]:
+        return iter(())
+
+    def get(self, q, **kw) -> Message:
+        raise MQError(reasons.MQRC_NO_MSG_AVAILABLE, "dry run")
+
+    def inquire_depth(self, q, qmgr="") -> tuple[int, int]:
+        return 0, 0
+
+
+# --- dmpmqmsg directory --------------------------------------------------------------------
+
+
+class DumpSink:
+    """One partition's output under ``root``: committed messages are staged per target queue
+    manager and queue, and `finish` writes each file atomically (temporary name + rename)."""
+
+    def __init__(self, root: Path, partition_id: int):
+        self.root = root
+        self.staging = root / f".staging-p{partition_id:05d}-{uuid.uuid4().hex[:8]}"
+        for stale in root.glob(f".staging-p{partition_id:05d}-*"):  # left by a failed attempt
+            shutil.rmtree(stale, ignore_errors=True)
+        self.staging.mkdir(parents=True)
+        self.files: dict[tuple[str, str], Path] = {}
+
+    def path_for(self, qmgr: str, queue: str) -> Path:
+        qdir = safe_file_name(qmgr) if qmgr.strip(" ") else LOCAL_QMGR_DIR
+        return self.root / qdir / f"{safe_file_name(queue)}.dmp"
+
+    def accept(self, messages: list[tuple[str, str, MQMD, bytes]]) -> None:
+        for qmgr, queue, md, data in messages:
+            key = (qmgr, queue)
+            if key not in self.files:
+                self.files[key] = self.staging / f"{len(self.files):06d}.pickle"
+            with open(self.files[key], "ab") as f:
+                pickle.dump((md, data), f, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def finish(self) -> list[Path]:
+        written = []
+        taken: dict[Path, tuple[str, str]] = {}
+        for (qmgr, queue), staged in sorted(self.files.items()):
+            final = self.path_for(qmgr, queue)
+            if final in taken:  # only a cut name's digest could collide; keep both, visibly
+                final = final.with_name(final.stem + f"~{len(taken)}" + final.suffix)
+            taken[final] = (qmgr, queue)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            temporary = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
+            write_dump(_staged(staged), temporary, qmgr=_header_text(qmgr), queue=_header_text(queue))
+            os.replace(temporary, final)
+            written.append(final)
+        shutil.rmtree(self.staging, ignore_errors=True)
+        return written
+
+    def discard(self) -> None:
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def _staged(path: Path) -> Iterator[tuple[MQMD, bytes]]:
+    with open(path, "rb") as f:
+        while True:
+            try:
+                yield pickle.load(f)
+            except EOFError:
+                return
+
+
+class DirConnection:
+    """Puts become dmpmqmsg records; a unit of work is what `commit` hands to the sink."""
+
+    dry_run = False
+    qmgr_name = ""
+
+    def __init__(self, sink: DumpSink):
+        self._sink = sink
+        self._uow: list[tuple[str, str, MQMD, bytes]] = []
+
+    def disconnect(self) -> None:
+        self._uow = []
+
+    def open_for_put(self, q, qmgr="", *, set_all_context=True, alternate_user=None) -> PutHandle:
+        return PutHandle(q, (qmgr or "").rstrip(" "), set_all_context, alternate_user)
+
+    def put(self, handle: PutHandle, md: MQMD, data: bytes, *, syncpoint: bool = True) -> None:
+        try:  # refuse here, per message, what the file format cannot hold
+            write_dump([(md, bytes(data))], io.BytesIO())
+        except ValueError as exc:
+            raise MQError(MQRC_MD_ERROR, f"cannot be written as a dmpmqmsg record: {exc}") from None
+        self._uow.append((handle.qmgr, handle.queue, md, bytes(data)))
+        if not syncpoint:
+            self.commit()
+
+    def commit(self) -> None:
+        uow, self._uow = self._uow, []
+        self._sink.accept(uow)
+
+    def backout(self) -> None:
+        self._uow = []
+
+    def browse(self, q, *, buffer_size=0) -> Iterator[Message]:
+        return iter(())
+
+    def get(self, q, **kw) -> Message:
+        raise MQError(reasons.MQRC_NO_MSG_AVAILABLE, "a dump directory cannot be read as a queue")
+
+    def inquire_depth(self, q, qmgr="") -> tuple[int, int]:
+        return 0, 0  # MAXDEPTH 0: no limit to hold back for
+
+
+# --- the targets ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """A parsed target; picklable, so Spark ships it to the executors."""
+
+    spec: str
+    kind: str
+    location: str = ""  # dir: the directory; sim: the database file; mq: the queue manager name
+    name: str = ""  # sim: the queue manager name
+    settings: Mapping[str, str] = field(default_factory=dict)  # mq: [mq.qmgrs.QMGR]
+
+    @property
+    def resumable(self) -> bool:
+        """True when a retried task must skip what an earlier attempt committed (checkpoints)."""
+        return self.kind in ("sim", "mq")
+
+    @property
+    def dry_run(self) -> bool:
+        return self.kind == "dry-run"
+
+    def preflight(self) -> None:
+        """Driver-side checks before any task starts: the MQ client and secrets are there."""
+        if self.kind != "mq":
+            return
+        from dlq_pipeline.config import secret
+        from dlq_pipeline.mq.client import client_settings, load_library
+
+        load_library()
+        try:
+            s = client_settings(self.location, self.settings)
+        except ValueError as exc:
+            raise TargetError(str(exc)) from None
+        for env in (s.password_env, s.key_stash_password_env):
+            if env:
+                secret(env)
+
+    @contextmanager
+    def partition(self, run_id: str, partition_id: int) -> Iterator[Callable[[], Connection]]:
+        """The connector one partition uses; for ``dir:`` the files are written when the
+        block ends normally (nothing is written if it raises)."""
+        if self.kind == "dry-run":
+            yield DryRunConnection
+        elif self.kind == "dir":
+            sink = DumpSink(Path(self.location) / check_run_id(run_id), partition_id)
+            try:
+                yield lambda: DirConnection(sink)
+            except BaseException:
+                sink.discard()
+                raise
+            sink.finish()
+        elif self.kind == "sim":
+            from dlq_pipeline.mq.sim import SimQueueManager
+
+            qm = SimQueueManager(self.location, self.name)
+            yield qm.connect
+        else:
+            from dlq_pipeline.mq.client import ClientConnection
+
+            yield lambda: ClientConnection(self.location, self.settings)
+
+
+def parse_target(spec: str) -> tuple[str, str]:
+    """(kind, argument) of ``dry-run``, ``dir:PATH``, ``sim:[NAME]`` or ``mq:QMGR``."""
+    if spec == "dry-run":
+        return "dry-run", ""
+    kind, sep, arg = spec.partition(":")
+    if not sep or kind not in KINDS[1:]:
+        raise TargetError(f"target must be dry-run, dir:PATH, sim:[NAME] or mq:QMGR, not {spec!r}")
+    if kind == "sim":
+        arg = arg or DEFAULT_SIM_NAME
+    if not arg:
+        raise TargetError(f"target {spec!r} needs a {'directory' if kind == 'dir' else 'queue manager name'}")
+    if kind in ("sim", "mq") and (not _MQ_NAME.fullmatch(arg) or arg.startswith(".")):
+        raise TargetError(f"{arg!r} is not a valid queue manager name (A-Z a-z 0-9 . _ %, at most 48)")
+    return kind, arg
+
+
+def open_target(spec: str, *, warehouse: str | os.PathLike, config=None) -> Target:
+    """The `Target` for ``spec``; ``warehouse`` holds ``_sim/``; ``config`` gives ``[mq]``."""
+    kind, arg = parse_target(spec)
+    if kind == "dry-run":
+        return Target(spec, kind)
+    if kind == "dir":
+        return Target(spec, kind, location=str(Path(arg).absolute()))
+    if kind == "sim":
+        return Target(spec, kind, location=str(Path(warehouse).absolute() / "_sim" / f"{arg}.sqlite"), name=arg)
+    qmgrs = config.get("mq", "qmgrs") if config is not None else {}
+    if arg not in qmgrs:
+        raise TargetError(f"target mq:{arg} needs a [mq.qmgrs.{arg}] table (channel, conn_name, ...) in the configuration")
+    return Target(spec, kind, location=arg, settings=dict(qmgrs[arg]))
