@@ -1,0 +1,184 @@
+"""Replay stage: the run's decisions + the messages -> puts per partition -> ledger rows.
+
+Decisions are joined with the `messages` table, repartitioned by target queue manager into
+at most ``replay.max_connections`` partitions (so never more MQ connections than allowed),
+ordered within a partition as they were on the DLQ, and each partition runs
+`dlq_pipeline.replay.writer.replay_partition` with its own connection. All of it happens in
+ONE Spark action, the append of the ledger rows; counts per outcome are observed during that
+same action, so no partition ever runs twice on purpose.
+
+A retried task (or an accidental second evaluation) resumes from the partition's checkpoint
+under ``WAREHOUSE/_checkpoints/<run_id>/`` and re-emits the rows of what was already
+committed instead of putting it again. When the ledger append has succeeded the run's
+checkpoints are deleted. Checkpoints still present when a replay starts belong to a run
+that died after putting (``kill -9``): their rows are appended to the ledger first and
+their delivered messages are left out of this run, so a rerun never puts them again.
+This assumes one run at a time per warehouse.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import shutil
+from pathlib import Path
+from typing import Callable
+from urllib.parse import urlparse
+
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+from dlq_pipeline.config import Config
+from dlq_pipeline.model import MQMD, MQMD_FIELDS
+from dlq_pipeline.replay.targets import Target, TargetError, check_run_id, open_target
+from dlq_pipeline.replay.writer import (LEDGER_COLUMNS, OUTCOMES, Checkpoint, ReplaySettings, WorkItem,
+                                        replay_partition)
+from dlq_pipeline.spark.schemas import table_schema
+from dlq_pipeline.spark.storage import Storage
+
+log = logging.getLogger(__name__)
+
+CHECKPOINTS_DIR = "_checkpoints"
+ENDED_OUTCOMES = ("delivered", "discarded")
+PUT_ACTIONS = ("RETRY", "FWD")
+# messages columns holding the MQMD (MQMD.Version is md_version there)
+MD_COLUMNS = {name: ("md_version" if name == "version" else name) for name in MQMD_FIELDS}
+DECISION_COLUMNS = ("message_key", "action", "rule_line", "attempt", "target_q", "target_qmgr", "header",
+                    "putaut", "not_before", "source_file", "source_index")
+
+
+def local_warehouse(path: str) -> Path:
+    """The warehouse as a path every process can open (``dbfs:/x`` is ``/dbfs/x``); replay's
+    checkpoints and the simulated queue managers need one. TargetError for other URIs."""
+    parsed = urlparse(path)
+    if parsed.scheme in ("", "file") and not parsed.netloc:
+        return Path(parsed.path if parsed.scheme == "file" else path).absolute()
+    if parsed.scheme == "dbfs":
+        return Path("/dbfs") / parsed.path.lstrip("/")
+    if len(parsed.scheme) == 1:  # a Windows drive letter
+        return Path(path).absolute()
+    raise TargetError(f"replay keeps checkpoints next to the tables and needs storage.path to be a file system "
+                      f"path every executor can open (local, NFS, /dbfs), not {path!r}")
+
+
+def row_to_item(row) -> WorkItem:
+    """A joined decision + message row as the writer's work item (MQMD defaults for nulls)."""
+    md = None
+    if row["has_message"]:
+        defaults = MQMD()
+        values = {}
+        for name, column in MD_COLUMNS.items():
+            value = row[column]
+            if value is None:
+                value = getattr(defaults, name)
+            elif isinstance(value, bytearray):
+                value = bytes(value)
+            values[name] = value
+        md = MQMD(**values)
+    data = row["data"]
+    return WorkItem(
+        message_key=row["message_key"], action=row["action"], md=md,
+        data=bytes(data) if data is not None else None, truncated=bool(row["truncated"]),
+        rule_line=row["rule_line"], attempt=row["attempt"], target_q=row["target_q"],
+        target_qmgr=row["target_qmgr"], header=row["header"], putaut=row["putaut"], not_before=row["not_before"],
+    )
+
+
+def _partition_function(target: Target, settings: ReplaySettings, run_id: str, now: dt.datetime,
+                        checkpoint_root: str | None, task_hook: Callable[[int, int], None] | None):
+    """What each task runs; everything it closes over is picklable."""
+
+    def run(index: int, rows):
+        checkpoint = Checkpoint.for_partition(checkpoint_root, run_id, index) if checkpoint_root else None
+        on_commit = (lambda batches: task_hook(index, batches)) if task_hook is not None else None
+        items = (row_to_item(r) for r in rows)
+        with target.partition(run_id, index) as connect:
+            for row in replay_partition(items, connect, settings, run_id=run_id, partition_id=index,
+                                        checkpoint=checkpoint, now=now, on_commit=on_commit):
+                yield tuple(row[c] for c in LEDGER_COLUMNS)
+
+    return run
+
+
+def recover_checkpoints(spark: SparkSession, storage: Storage, root: Path) -> set[str]:
+    """Append to the ledger the checkpointed rows of runs that died before their ledger
+    append, delete those checkpoints, and return the keys whose processing those rows ended."""
+    if not root.is_dir():
+        return set()
+    runs = [d for d in sorted(root.iterdir()) if d.is_dir()]
+    if not runs:
+        return set()
+    names = [d.name for d in runs]
+    appended = {r["run_id"] for r in storage.read("ledger").where(F.col("run_id").isin(names))
+                .select("run_id").distinct().collect()}
+    rows = []
+    for run_dir in runs:
+        if run_dir.name not in appended:
+            for path in sorted(run_dir.glob("partition-*.jsonl")):
+                for key_rows in Checkpoint(path).load().rows.values():
+                    rows.extend(key_rows)
+    if rows:
+        log.warning("recovering %d ledger rows from the checkpoints of runs that did not finish: %s",
+                    len(rows), ", ".join(sorted(set(names) - appended)))
+        frame = spark.createDataFrame([tuple(r[c] for c in LEDGER_COLUMNS) for r in rows], table_schema("ledger"))
+        storage.append("ledger", frame)
+    for run_dir in runs:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return {r["message_key"] for r in rows if r["outcome"] in ENDED_OUTCOMES}
+
+
+def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: set[str]) -> DataFrame:
+    """Decisions joined with their messages, one partition per target queue manager (hashed
+    into ``partitions``), in DLQ order within each."""
+    md_cols = [F.col(f"m.{c}").alias(c) for c in MD_COLUMNS.values()]
+    messages = storage.read("messages").alias("m")
+    needs_data = F.col("d.action").isin(*PUT_ACTIONS)
+    joined = decisions.select(*DECISION_COLUMNS).alias("d").join(
+        messages, F.col("d.message_key") == F.col("m.message_key"), "left"
+    ).select(
+        *[F.col(f"d.{c}").alias(c) for c in DECISION_COLUMNS],
+        *md_cols,
+        F.when(needs_data, F.col("m.data")).alias("data"),  # IGNORE/DISCARD never ship their bodies
+        F.coalesce(F.col("m.truncated"), F.lit(False)).alias("truncated"),
+        F.col("m.message_key").isNotNull().alias("has_message"),
+    )
+    if skip:
+        ended = storage.spark.createDataFrame([(k,) for k in sorted(skip)], "message_key string")
+        joined = joined.join(ended, "message_key", "left_anti")
+    return joined.repartition(partitions, F.coalesce(F.col("target_qmgr"), F.lit(""))).sortWithinPartitions(
+        "source_file", "source_index", "message_key")
+
+
+def replay(
+    spark: SparkSession,
+    storage: Storage,
+    decisions: DataFrame,
+    *,
+    target: str,
+    config: Config,
+    run_id: str,
+    now: dt.datetime,
+    task_hook: Callable[[int, int], None] | None = None,
+) -> dict[str, int]:
+    """Replay the run's decisions to ``target``; append one ledger row per decision; return
+    the number of rows per outcome. ``task_hook(partition_id, batches_committed)`` runs in the
+    task after each committed batch (rehearsals and tests inject task failures with it)."""
+    check_run_id(run_id)
+    warehouse = local_warehouse(config.get("storage", "path"))
+    chosen = open_target(target, warehouse=warehouse, config=config)
+    chosen.preflight()
+    settings = ReplaySettings.from_config(config)
+    root = warehouse / CHECKPOINTS_DIR
+    skip = recover_checkpoints(spark, storage, root)
+    checkpoint_root = str(root) if chosen.resumable else None
+
+    items = work_items(storage, decisions, config.get("replay", "max_connections"), skip)
+    run = _partition_function(chosen, settings, run_id, now, checkpoint_root, task_hook)
+    ledger = spark.createDataFrame(items.rdd.mapPartitionsWithIndex(run), table_schema("ledger"))
+    observation = Observation(f"replay_{run_id}")
+    observed = ledger.observe(
+        observation, *[F.sum(F.when(F.col("outcome") == o, 1).otherwise(0)).alias(o) for o in OUTCOMES])
+    storage.append("ledger", observed)
+    counts = {o: int(observation.get.get(o) or 0) for o in OUTCOMES}
+    shutil.rmtree(root / run_id, ignore_errors=True)
+    return {o: n for o, n in counts.items() if n}

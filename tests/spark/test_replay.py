@@ -1,0 +1,157 @@
+"""Replay as a Spark stage: one action, one ledger row per decision, no double sends even
+when tasks are retried (``local[2,3]`` in a subprocess) or a run died after putting."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from dlq_pipeline.config import load_config
+from dlq_pipeline.dumpfile import read_dump
+from dlq_pipeline.mq.sim import SimQueueManager
+from dlq_pipeline.replay.rebuild import rebuild
+from dlq_pipeline.replay.targets import TargetError
+from dlq_pipeline.replay.writer import Checkpoint, ReplaySettings, WorkItem, replay_partition
+from dlq_pipeline.rules.model import Decision
+from dlq_pipeline.spark.replay import local_warehouse, replay
+from dlq_pipeline.spark.storage import Storage
+from tests.spark.replay_retry_job import NOW, dead_letter, decision_row, frame, message_row
+
+pytestmark = pytest.mark.spark
+JOB = Path(__file__).with_name("replay_retry_job.py")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def setup(spark, warehouse: Path, decisions: list[dict], *, truncated=(), **replay_options):
+    config = load_config(overrides={"storage": {"path": str(warehouse)},
+                                    "replay": {"batch_size": 2, "max_connections": 2, **replay_options}})
+    storage = Storage(spark, format="parquet", path=str(warehouse))
+    keys = sorted({d["message_key"] for d in decisions})
+    rows = [message_row(k, *dead_letter(int(k[3:]), "APP.IN"), index=int(k[3:]), truncated=k in truncated)
+            for k in keys if not k.startswith("nomsg")]
+    storage.append("messages", frame(spark, "messages", rows))
+    return config, storage
+
+
+def test_every_decision_gets_one_ledger_row_and_the_qm_gets_each_message_once(spark, tmp_path):
+    run = "RUN-A"
+    later = NOW + dt.timedelta(hours=1)
+    decisions = [
+        decision_row("key000", "RETRY", run_id=run, index=0, target_q="APP.IN", target_qmgr="", putaut="DEF", attempt=1),
+        decision_row("key001", "FWD", run_id=run, index=1, target_q="HOLD", target_qmgr="", header=True, putaut="DEF",
+                     attempt=1),
+        decision_row("key002", "FWD", run_id=run, index=2, target_q="HOLD", target_qmgr="", header=False, putaut="DEF",
+                     attempt=2),
+        decision_row("key003", "DISCARD", run_id=run, index=3),
+        decision_row("key004", "IGNORE", run_id=run, index=4, rule_line=None, ignore_reason="no_match"),
+        decision_row("key005", "RETRY", run_id=run, index=5, target_q="APP.IN", target_qmgr="", putaut="DEF",
+                     attempt=2, not_before=later),
+        decision_row("key006", "IGNORE", run_id=run, index=6, rule_line=None, ignore_reason="truncated"),
+        decision_row("key007", "RETRY", run_id=run, index=7, target_q="APP.IN", target_qmgr="", putaut="DEF", attempt=1),
+        decision_row("key008", "RETRY", run_id=run, index=8, target_q="APP.IN", target_qmgr="", putaut="DEF", attempt=1),
+        decision_row("nomsg9", "RETRY", run_id=run, index=9, target_q="APP.IN", target_qmgr="", putaut="DEF", attempt=1),
+    ]
+    config, storage = setup(spark, tmp_path / "wh", decisions, truncated={"key007"})
+    counts = replay(spark, storage, frame(spark, "decisions", decisions), target="sim:", config=config, run_id=run,
+                    now=NOW)
+    assert counts == {"delivered": 4, "discarded": 1, "ignored": 3, "deferred": 1, "failed": 1}
+
+    ledger = {r["message_key"]: r for r in storage.read("ledger").collect()}
+    assert {k: (r["outcome"], r["reason_code"]) for k, r in ledger.items()} == {
+        "key000": ("delivered", 0), "key001": ("delivered", 0), "key002": ("delivered", 0), "key003": ("discarded", None),
+        "key004": ("ignored", None), "key005": ("deferred", None), "key006": ("ignored", None),
+        "key007": ("ignored", None), "key008": ("delivered", 0), "nomsg9": ("failed", None)}
+    assert ledger["key002"]["attempt"] == 2 and ledger["key001"]["target_q"] == "HOLD"
+    assert all(r["run_id"] == run and r["partition_id"] is not None for r in ledger.values())
+
+    sim = SimQueueManager(tmp_path / "wh" / "_sim" / "SIM.sqlite", "SIM")
+    received = {(r.queue, r.md.msg_id): (r.md, r.data) for r in sim.put_log()}
+    expected = {
+        ("APP.IN", dead_letter(0)[0].msg_id): rebuild(*dead_letter(0), Decision("RETRY")),
+        ("HOLD", dead_letter(1)[0].msg_id): dead_letter(1),
+        ("HOLD", dead_letter(2)[0].msg_id): rebuild(*dead_letter(2), Decision("FWD", header=False)),
+        ("APP.IN", dead_letter(8)[0].msg_id): rebuild(*dead_letter(8), Decision("RETRY")),
+    }
+    assert received == expected and len(sim.put_log()) == 4
+    assert not (tmp_path / "wh" / "_checkpoints" / run).exists()
+
+
+def test_dir_target_through_spark(spark, tmp_path):
+    run = "RUN-D"
+    decisions = [decision_row(f"key{n:03d}", "RETRY", run_id=run, index=n, target_q="APP.IN",
+                              target_qmgr="QM2" if n % 2 else "", putaut="DEF", attempt=1) for n in range(6)]
+    config, storage = setup(spark, tmp_path / "wh", decisions)
+    counts = replay(spark, storage, frame(spark, "decisions", decisions), target=f"dir:{tmp_path / 'out'}",
+                    config=config, run_id=run, now=NOW)
+    assert counts == {"delivered": 6}
+    for qdir, numbers in (("@local", (0, 2, 4)), ("QM2", (1, 3, 5))):
+        got = [(m.md, m.data) for m in read_dump(str(tmp_path / "out" / run / qdir / "APP.IN.dmp"))]
+        assert got == [rebuild(*dead_letter(n), Decision("RETRY")) for n in numbers]  # in DLQ order
+
+
+def test_a_rerun_after_a_run_died_never_puts_its_committed_messages_again(spark, tmp_path):
+    warehouse = tmp_path / "wh"
+    items = [WorkItem(f"key{n:03d}", "RETRY", *dead_letter(n), target_q="APP.IN", target_qmgr="", putaut="DEF",
+                      attempt=1) for n in range(5)]
+    sim = SimQueueManager(warehouse / "_sim" / "SIM.sqlite", "SIM")
+
+    def killed(batches):
+        raise SystemExit("kill -9")  # the whole run dies after its first committed batch
+
+    with pytest.raises(SystemExit):
+        for _ in replay_partition(items, sim.connect, ReplaySettings(batch_size=2), run_id="DEAD", partition_id=0,
+                                  checkpoint=Checkpoint.for_partition(warehouse / "_checkpoints", "DEAD", 0), now=NOW,
+                                  on_commit=killed):
+            pass
+    assert len(sim.put_log()) == 2
+
+    decisions = [decision_row(f"key{n:03d}", "RETRY", run_id="NEXT", index=n, target_q="APP.IN", target_qmgr="",
+                              putaut="DEF", attempt=1) for n in range(5)]
+    config, storage = setup(spark, warehouse, decisions)
+    counts = replay(spark, storage, frame(spark, "decisions", decisions), target="sim:", config=config,
+                    run_id="NEXT", now=NOW)
+    assert counts == {"delivered": 3}
+    assert [r.md.msg_id for r in sim.put_log()] == [dead_letter(n)[0].msg_id for n in range(5)]
+    rows = Counter((r["run_id"], r["outcome"]) for r in storage.read("ledger").collect())
+    assert rows == Counter({("DEAD", "delivered"): 2, ("NEXT", "delivered"): 3})
+    assert not (warehouse / "_checkpoints").exists() or not any((warehouse / "_checkpoints").iterdir())
+
+
+def test_replay_refuses_what_it_cannot_do_safely(spark, tmp_path):
+    config, storage = setup(spark, tmp_path / "wh", [])
+    empty = frame(spark, "decisions", [])
+    with pytest.raises(TargetError, match="run id"):
+        replay(spark, storage, empty, target="dry-run", config=config, run_id="../x", now=NOW)
+    with pytest.raises(TargetError, match="mq.qmgrs.QM9"):
+        replay(spark, storage, empty, target="mq:QM9", config=config, run_id="R", now=NOW)
+    assert replay(spark, storage, empty, target="dry-run", config=config, run_id="R", now=NOW) == {}
+    assert local_warehouse("dbfs:/mnt/wh") == Path("/dbfs/mnt/wh")
+    with pytest.raises(TargetError, match="file system path"):
+        local_warehouse("s3a://bucket/wh")
+
+
+def test_task_retries_never_send_twice(tmp_path):
+    """local[2,3]: every task fails once after committing a batch and is retried."""
+    warehouse, result = tmp_path / "wh", tmp_path / "result.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, str(JOB), str(warehouse), str(result)], capture_output=True, text=True,
+                          env=env, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out = json.loads(result.read_text())
+    assert out["injected"], "no task failure was injected: the test proves nothing"
+    assert out["counts"] == {"delivered": 30}
+    sent = Counter(msg_id for _qmgr, _queue, msg_id, _data in out["puts"])
+    assert sorted(sent) == sorted(out["expected"].values()) and set(sent.values()) == {1}
+    by_qmgr = {msg_id: qmgr for qmgr, _q, msg_id, _d in out["puts"]}
+    for n in range(30):
+        assert by_qmgr[out["expected"][f"key{n:03d}"]] == ("SIM" if n % 2 else "QM2")
+    ledger_keys = Counter(k for k, outcome, _p, _b in out["ledger"] if outcome == "delivered")
+    assert sorted(ledger_keys) == sorted(out["expected"]) and set(ledger_keys.values()) == {1}
+    assert len(out["ledger"]) == 30 and not out["checkpoints_left"]
