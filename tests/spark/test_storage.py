@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import os
 import stat
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -44,12 +45,21 @@ def expected_struct(table: str) -> StructType:
     return StructType.fromJson({"type": "struct", "fields": fields})
 
 
+def _frozen(value):
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    return value
+
+
 def assert_same_rows(actual, expected):
-    """Same schema and the same multiset of rows."""
+    """Same schema and the same multiset of rows (each side collected once)."""
     assert actual.schema == expected.schema
-    assert actual.count() == expected.count()
-    assert actual.exceptAll(expected).count() == 0
-    assert expected.exceptAll(actual).count() == 0
+    got = Counter(_frozen(tuple(r)) for r in actual.collect())
+    want = Counter(_frozen(tuple(r)) for r in expected.collect())
+    assert sum(got.values()) == sum(want.values())
+    assert got == want
 
 
 # --- schemas ------------------------------------------------------------------------------

@@ -1,0 +1,612 @@
+"""Land dmpmqmsg dumps and amqsbcg listings into ``messages`` and ``quarantine``.
+
+**Work.** The driver expands directories and globs, sniffs each file and plans *work
+items* ``(path, start, end)``: a dump larger than ``split_bytes`` becomes several byte
+ranges (the reader finds message boundaries itself, so one big dump is read by many tasks),
+a listing is one item. Items run one per Spark partition (``spark.range(n, numPartitions=n)``
++ ``mapInArrow``: DataFrame API only, so it also works over Spark Connect, where there is no
+SparkContext), and the readers' ``DumpedMessage``/``RecordError`` become Arrow rows.
+
+**Positions.** A read that starts inside a file cannot know its line numbers or message
+ordinals without reading what comes before. So each task of a split file also counts the
+newlines and records of its own byte range; the driver turns those per-split counts into
+per-split bases (a running sum in file order), and every row gets ``index = base + ordinal``
+and ``line = 1 + base + newlines before it``: the same numbers a single full read gives,
+without moving any message data.
+
+**Rows.** Messages get every MQMD field typed, data as bytes, ``data_digest`` and
+``message_key`` (``identity.py``); a key that repeats within one landing lands once (the
+first in file order). ``RecordError``s become ``quarantine`` rows with file, line, offset,
+code, text and snippet. Nothing is dropped: a file that cannot be opened or a reader that
+fails mid-file becomes a quarantine row too.
+
+**Paths.** Input files are opened by Python on the executors, so on a cluster they must be
+on storage every node mounts: ``/dbfs/...`` (or ``dbfs:/...``, read through the /dbfs
+mount), ``/Volumes/...``, NFS. Object-store URIs (``s3a://``, ``abfss://``, ``hdfs://``) are
+refused with a clear error: copy the dumps to a mounted path first.
+
+**Text.** MQMD character fields are stored as Spark strings (UTF-8). A dump from a host
+whose code page is not UTF-8 can hold other bytes there; such a field is stored with U+FFFD
+for each such byte and the note ``char_field_not_utf8:<field>`` (``message_key`` is computed
+from the bytes as read, before that replacement).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import glob
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+from urllib.parse import urlparse
+
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dlq_pipeline.dumpfile import MAX_LINE_LENGTH, SNIPPET_LENGTH, plan_splits, read_dump_info
+from dlq_pipeline.identity import data_digest, message_key
+from dlq_pipeline.model import MQMD_CHAR_LENGTHS, MQMD_FIELDS, DumpedMessage, RecordError, text_to_bytes
+from dlq_pipeline.spark.schemas import conform, table_schema
+
+DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_MESSAGE_BYTES = 104_857_600
+ARROW_BATCH_ROWS = 2048
+ARROW_BATCH_BYTES = 32 * 1024 * 1024  # keeps every batch's binary column well under 2 GB
+NOTE_NOT_UTF8 = "char_field_not_utf8"
+
+# MQMD attribute -> messages column (only Version is renamed).
+MD_COLUMNS = {name: ("md_version" if name == "version" else name) for name in MQMD_FIELDS}
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+_LISTING_QUEUE = re.compile(rb"\s*MQOPEN - '(.*)'\s*$")
+_LISTING_HEAD_LINES = 16
+
+
+# --- planning (driver) ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One task's share of the input: records whose first line starts in ``[start, end)``."""
+
+    path: str
+    kind: str  # "dmpmqmsg" | "amqsbcg" | "unknown"
+    start: int
+    end: int | None
+    split: int  # 0-based number of this range within its file
+    splits: int  # how many ranges the file has
+    qmgr: str | None = None
+    queue: str | None = None
+
+
+def _local(path: str) -> str:
+    """The path Python opens for ``path``; ValueError for a URI no executor can open."""
+    parsed = urlparse(path)
+    if parsed.scheme == "dbfs":
+        return "/dbfs/" + (parsed.netloc + parsed.path).lstrip("/")
+    if parsed.scheme == "file":
+        return parsed.path
+    if parsed.scheme and len(parsed.scheme) > 1:
+        raise ValueError(
+            f"cannot ingest {path!r}: input files are read by Python on the executors, so they "
+            "must be on a path every node mounts (/dbfs/..., /Volumes/..., a shared file "
+            "system); copy them from object storage first"
+        )
+    return path
+
+
+def expand_paths(paths: Iterable[str]) -> list[str]:
+    """Files named by ``paths``: files as they are, directories searched recursively, globs
+    expanded. Hidden files and names starting with ``_`` inside directories are skipped.
+    Absolute, without duplicates, in the given order (each directory sorted)."""
+    out: dict[str, None] = {}
+    for given in paths:
+        path = _local(os.fspath(given))
+        if os.path.isfile(path):
+            matches = [path]
+        elif os.path.isdir(path):
+            matches = _walk(path)
+        elif _GLOB_CHARS.search(path):
+            matches = []
+            for hit in sorted(glob.glob(path, recursive=True)):
+                matches += [hit] if os.path.isfile(hit) else _walk(hit) if os.path.isdir(hit) else []
+            if not matches:
+                raise FileNotFoundError(f"no file matches {given!r}")
+        else:
+            raise FileNotFoundError(f"no such file or directory: {given!r}")
+        for match in matches:
+            out.setdefault(os.path.abspath(match), None)
+    return list(out)
+
+
+def _walk(directory: str) -> list[str]:
+    found = []
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+        found += [os.path.join(root, f) for f in sorted(files) if not f.startswith((".", "_"))]
+    return found
+
+
+def _listing_queue(path: str) -> str | None:
+    """The queue an amqsbcg listing browsed (its `` MQOPEN - 'QUEUE'`` line)."""
+    with open(path, "rb") as f:
+        for _ in range(_LISTING_HEAD_LINES):
+            line = f.readline(4096)
+            if not line:
+                break
+            match = _LISTING_QUEUE.match(line)
+            if match:
+                return _clean(match.group(1).decode("utf-8", "replace")).strip() or None
+    return None
+
+
+def plan_work(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[WorkItem]:
+    """The work items for ``paths`` (see the module docstring); reads only file heads."""
+    from dlq_pipeline.sources import sniff
+
+    if split_bytes < 1:
+        raise ValueError("split_bytes must be positive")
+    items: list[WorkItem] = []
+    for path in expand_paths(paths):
+        kind = sniff(path)
+        if kind == "dmpmqmsg":
+            info = read_dump_info(path)
+            ranges = plan_splits(path, split_bytes)
+            items += [
+                WorkItem(path, kind, start, end, k, len(ranges), info.qmgr or None, info.queue or None)
+                for k, (start, end) in enumerate(ranges)
+            ]
+        elif kind == "amqsbcg":
+            items.append(WorkItem(path, kind, 0, None, 0, 1, None, _listing_queue(path)))
+        else:
+            items.append(WorkItem(path, "unknown", 0, None, 0, 1))
+    return items
+
+
+# --- the rows a task produces ----------------------------------------------------------------
+
+_MESSAGES = table_schema("messages")
+_MD_TYPES = {column: _MESSAGES[column].dataType for column in MD_COLUMNS.values()}
+
+# One row per message, bad record, or (for split files) per split with its counts.
+RAW_SCHEMA = T.StructType(
+    [
+        T.StructField("rec", T.StringType(), False),  # message | error | split
+        T.StructField("source_file", T.StringType(), False),
+        T.StructField("source_kind", T.StringType(), False),
+        T.StructField("source_qmgr", T.StringType(), True),
+        T.StructField("source_queue", T.StringType(), True),
+        T.StructField("split", T.IntegerType(), False),
+        T.StructField("splits", T.IntegerType(), False),
+        T.StructField("reader_index", T.LongType(), True),
+        T.StructField("reader_line", T.LongType(), True),
+        T.StructField("source_offset", T.LongType(), True),
+        T.StructField("ordinal", T.LongType(), True),  # position among the split's records
+        T.StructField("newlines", T.LongType(), True),  # '\n's from the split start up to the row
+        *[T.StructField(column, _MD_TYPES[column], True) for column in MD_COLUMNS.values()],
+        T.StructField("data", T.BinaryType(), True),
+        T.StructField("data_length", T.IntegerType(), True),
+        T.StructField("data_digest", T.StringType(), True),
+        T.StructField("message_key", T.StringType(), True),
+        T.StructField("truncated", T.BooleanType(), True),
+        T.StructField("notes", T.ArrayType(T.StringType(), True), True),
+        T.StructField("error_code", T.StringType(), True),
+        T.StructField("error_text", T.StringType(), True),
+        T.StructField("snippet", T.StringType(), True),
+    ]
+)
+
+
+def _arrow_type(kind: T.DataType) -> pa.DataType:
+    if isinstance(kind, T.ArrayType):
+        return pa.list_(_arrow_type(kind.elementType))
+    return {
+        T.StringType: pa.string(),
+        T.BinaryType: pa.binary(),
+        T.IntegerType: pa.int32(),
+        T.LongType: pa.int64(),
+        T.BooleanType: pa.bool_(),
+    }[type(kind)]
+
+
+ARROW_SCHEMA = pa.schema([pa.field(f.name, _arrow_type(f.dataType), f.nullable) for f in RAW_SCHEMA.fields])
+
+
+def _clean(text: str | None) -> str | None:
+    """``text`` as valid UTF-8 for Spark: each undecodable byte (kept by the dump codec as a
+    surrogate escape) becomes U+FFFD."""
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _shown(text: str | None) -> str | None:
+    """``text`` for people: undecodable bytes shown as ``\\xNN``."""
+    if text is None:
+        return None
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+class _Batcher:
+    """Collects rows column-wise and hands out Arrow batches of bounded size."""
+
+    def __init__(self):
+        self._reset()
+
+    def _reset(self):
+        self.columns: dict[str, list] = {name: [] for name in ARROW_SCHEMA.names}
+        self.rows = 0
+        self.bytes = 0
+
+    def add(self, row: Mapping[str, Any]) -> pa.RecordBatch | None:
+        for name, values in self.columns.items():
+            values.append(row.get(name))
+        self.rows += 1
+        self.bytes += len(row.get("data") or b"")
+        if self.rows >= ARROW_BATCH_ROWS or self.bytes >= ARROW_BATCH_BYTES:
+            return self.flush()
+        return None
+
+    def flush(self) -> pa.RecordBatch | None:
+        if not self.rows:
+            return None
+        batch = pa.RecordBatch.from_arrays(
+            [pa.array(self.columns[f.name], type=f.type) for f in ARROW_SCHEMA], schema=ARROW_SCHEMA
+        )
+        self._reset()
+        return batch
+
+
+class _NewlineCounter:
+    """Counts '\\n' bytes from a split's start up to given offsets (which only grow)."""
+
+    def __init__(self, path: str, start: int):
+        self.file = open(path, "rb")  # noqa: SIM115 - closed by close()
+        self.file.seek(start)
+        self.pos = start
+        self.count = 0
+
+    def upto(self, offset: int | None) -> int:
+        while offset is None or self.pos < offset:
+            chunk = self.file.read(1 << 20 if offset is None else min(1 << 20, offset - self.pos))
+            if not chunk:
+                break
+            self.count += chunk.count(b"\n")
+            self.pos += len(chunk)
+        return self.count
+
+    def close(self):
+        self.file.close()
+
+
+def _message_row(msg: DumpedMessage, path: str, max_message_bytes: int) -> dict[str, Any] | RecordError:
+    md = msg.md
+    data = bytes(msg.data)
+    length = msg.total_length if msg.truncated and msg.total_length is not None else len(data)
+    if length > max_message_bytes:
+        return RecordError(path, msg.line, msg.offset, "message_too_large",
+                           f"the message has {length} bytes of data, more than the {max_message_bytes}-byte "
+                           "limit (ingest.max_message_bytes)", "", msg.index)
+    digest = data_digest(data)
+    notes = list(msg.notes)
+    row: dict[str, Any] = {"rec": "message"}
+    for name, column in MD_COLUMNS.items():
+        value = getattr(md, name)
+        if name in MQMD_CHAR_LENGTHS:
+            clean = _clean(value)
+            if clean != value:
+                notes.append(f"{NOTE_NOT_UTF8}:{name}")
+            value = clean
+        row[column] = value
+    row.update(
+        data=data,
+        data_length=length,
+        data_digest=digest,
+        message_key=message_key(md, digest),
+        truncated=bool(msg.truncated),
+        notes=notes,
+        reader_index=msg.index,
+        reader_line=msg.line,
+        source_offset=msg.offset,
+    )
+    return row
+
+
+def _error_row(err: RecordError) -> dict[str, Any]:
+    return {
+        "rec": "error",
+        "reader_index": err.index,
+        "reader_line": err.line,
+        "source_offset": err.offset,
+        "error_code": err.code,
+        "error_text": _shown(err.message),
+        "snippet": _shown(err.snippet[:SNIPPET_LENGTH]) if err.snippet else None,
+    }
+
+
+def read_item(item: WorkItem, *, max_line_length: int = MAX_LINE_LENGTH,
+              max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Iterator[dict[str, Any]]:
+    """The raw rows of one work item (plain dicts; runs on an executor)."""
+    from dlq_pipeline.sources import read_source
+
+    split_file = item.splits > 1
+    counter = _NewlineCounter(item.path, item.start) if split_file else None
+    ordinal = 0
+    last_offset = item.start
+    common = {
+        "source_file": item.path,
+        "source_kind": "amqsbcg" if item.kind == "amqsbcg" else "dmpmqmsg",
+        "source_qmgr": item.qmgr,
+        "source_queue": item.queue,
+        "split": item.split,
+        "splits": item.splits,
+    }
+    try:
+        records = read_source(item.path, name=item.path, start=item.start, end=item.end,
+                              max_line_length=max_line_length)
+        for record in records:
+            if isinstance(record, DumpedMessage):
+                row = _message_row(record, item.path, max_message_bytes)
+                if isinstance(row, RecordError):
+                    row = _error_row(row)
+            else:
+                row = _error_row(record)
+            last_offset = row["source_offset"]
+            if row["reader_index"] is not None:
+                row["ordinal"] = ordinal
+                ordinal += 1
+            if counter is not None:
+                row["newlines"] = counter.upto(row["source_offset"])
+            yield {**common, **row}
+    except Exception as exc:  # noqa: BLE001 - bad input (or a reader bug) must not stop the run
+        code = "unreadable_file" if isinstance(exc, OSError) else "reader_failed"
+        where = f"bytes {last_offset}..{item.end if item.end is not None else 'end'}"
+        yield {
+            **common,
+            "rec": "error",
+            "source_offset": last_offset,
+            "error_code": code,
+            "error_text": f"{type(exc).__name__}: {exc}; {where} of the file were not read",
+        }
+    if counter is not None:
+        try:
+            total = counter.upto(item.end)
+        finally:
+            counter.close()
+        yield {**common, "rec": "split", "source_offset": item.start, "ordinal": ordinal, "newlines": total}
+
+
+def _read_items(items: Sequence[WorkItem], max_line_length: int, max_message_bytes: int):
+    """The mapInArrow function: each input row is the number of a work item."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        batcher = _Batcher()
+        for batch in batches:
+            for number in batch.column(0).to_pylist():
+                for row in read_item(items[number], max_line_length=max_line_length,
+                                     max_message_bytes=max_message_bytes):
+                    full = batcher.add(row)
+                    if full is not None:
+                        yield full
+        rest = batcher.flush()
+        if rest is not None:
+            yield rest
+
+    return run
+
+
+def scan(spark: SparkSession, items: Sequence[WorkItem], *, max_line_length: int = MAX_LINE_LENGTH,
+         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> DataFrame:
+    """The raw rows of ``items``, one work item per partition (``RAW_SCHEMA``)."""
+    if not items:
+        return spark.createDataFrame([], RAW_SCHEMA)
+    numbers = spark.range(0, len(items), 1, numPartitions=len(items))
+    return numbers.mapInArrow(_read_items(list(items), max_line_length, max_message_bytes), RAW_SCHEMA)
+
+
+# --- raw rows -> table rows ------------------------------------------------------------------
+
+
+def split_bases(spark: SparkSession, raw: DataFrame) -> DataFrame:
+    """Per (file, split) of split files: records and newlines in the splits before it."""
+    counts = [(r["source_file"], r["split"], r["ordinal"], r["newlines"])
+              for r in raw.where(F.col("rec") == "split")
+                          .select("source_file", "split", "ordinal", "newlines").collect()]
+    bases, running = [], {}
+    for path, split, records, newlines in sorted(counts):
+        before = running.get(path, (0, 0))
+        bases.append((path, split, before[0], before[1]))
+        running[path] = (before[0] + records, before[1] + newlines)
+    schema = "source_file string, split int, base_index long, base_newlines long"
+    return spark.createDataFrame(bases, schema)
+
+
+def _positioned(raw: DataFrame, bases: DataFrame | None) -> DataFrame:
+    """``raw`` with ``source_index`` and ``source_line`` as a full read of each file gives them."""
+    if bases is None:
+        return raw.withColumn("source_index", F.col("reader_index")).withColumn("source_line", F.col("reader_line"))
+    joined = raw.join(F.broadcast(bases), ["source_file", "split"], "left")
+    split_file = F.col("splits") > 1
+    return joined.withColumn(
+        "source_index",
+        F.when(split_file & F.col("reader_index").isNotNull(), F.col("base_index") + F.col("ordinal"))
+        .otherwise(F.col("reader_index")),
+    ).withColumn(
+        "source_line",
+        F.when(split_file, F.col("base_newlines") + F.col("newlines") + 1).otherwise(F.col("reader_line")),
+    )
+
+
+def _timestamp(when: dt.datetime | None) -> dt.datetime:
+    """An aware UTC datetime (naive ones are taken as UTC, as the rest of the pipeline does)."""
+    when = when or dt.datetime.now(dt.timezone.utc)
+    return when.replace(tzinfo=dt.timezone.utc) if when.tzinfo is None else when.astimezone(dt.timezone.utc)
+
+
+def messages_rows(positioned: DataFrame, *, run_id: str, landed_at: dt.datetime) -> DataFrame:
+    """The ``messages`` rows: one per message key (the first in file order), conformed."""
+    first = Window.partitionBy("message_key").orderBy("source_file", "source_offset")
+    rows = (
+        positioned.where(F.col("rec") == "message")
+        .withColumn("_n", F.row_number().over(first))
+        .where(F.col("_n") == 1)
+        .withColumn("landed_at", F.lit(_timestamp(landed_at)).cast("timestamp"))
+        .withColumn("run_id", F.lit(run_id))
+    )
+    return conform(rows, "messages")
+
+
+def quarantine_rows(positioned: DataFrame, *, run_id: str, landed_at: dt.datetime) -> DataFrame:
+    """The ``quarantine`` rows, conformed."""
+    rows = positioned.where(F.col("rec") == "error").select(
+        F.lit(run_id).alias("run_id"),
+        "source_file",
+        "source_line",
+        "source_offset",
+        "source_index",
+        "error_code",
+        "error_text",
+        "snippet",
+        F.lit(_timestamp(landed_at)).cast("timestamp").alias("quarantined_at"),
+    )
+    return conform(rows, "quarantine")
+
+
+@dataclass
+class _Landing:
+    items: list[WorkItem]
+    raw: DataFrame
+    messages: DataFrame
+    quarantine: DataFrame
+    persisted: bool = False
+
+    def release(self) -> None:
+        if self.persisted:
+            self.raw.unpersist()
+
+
+def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_message_bytes,
+          persist: bool) -> _Landing:
+    items = plan_work(paths, split_bytes)
+    raw = scan(spark, items, max_line_length=max_line_length, max_message_bytes=max_message_bytes)
+    persisted = False
+    if persist:
+        try:
+            raw = raw.persist(StorageLevel.MEMORY_AND_DISK)
+            persisted = True
+        except Exception:  # noqa: BLE001 - e.g. serverless compute: read the files twice instead
+            persisted = False
+    bases = split_bases(spark, raw) if any(i.splits > 1 for i in items) else None
+    positioned = _positioned(raw, bases)
+    when = _timestamp(landed_at)
+    return _Landing(
+        items,
+        raw,
+        messages_rows(positioned, run_id=run_id, landed_at=when),
+        quarantine_rows(positioned, run_id=run_id, landed_at=when),
+        persisted,
+    )
+
+
+def land(
+    spark: SparkSession,
+    paths: Sequence[str],
+    *,
+    run_id: str,
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
+    landed_at: dt.datetime | None = None,
+    max_line_length: int = MAX_LINE_LENGTH,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> tuple[DataFrame, DataFrame]:
+    """``(messages, quarantine)`` DataFrames for the files under ``paths``; writes nothing.
+
+    Plans on the driver now (and, when a file is split, runs one small job for the split
+    counts); the DataFrames read the files each time an action runs on them. ``landed_at``
+    (default: now) stamps ``landed_at`` and ``quarantined_at``; naive means UTC.
+    """
+    landing = _land(spark, paths, run_id=run_id, split_bytes=split_bytes, landed_at=landed_at,
+                    max_line_length=max_line_length, max_message_bytes=max_message_bytes, persist=False)
+    return landing.messages, landing.quarantine
+
+
+# --- ingest: land + write ----------------------------------------------------------------------
+
+
+@dataclass
+class IngestResult:
+    """What one ingest did. ``quarantined`` counts the bad records found in these inputs
+    (also when an earlier ingest already stored them: they still need attention);
+    ``quarantine_added`` counts the rows actually added to the table."""
+
+    messages_landed: int
+    duplicates_skipped: int
+    quarantined: int
+    files: int
+    quarantine_added: int = 0
+    messages_read: int = 0
+    work_items: int = 0
+    file_list: list[str] = field(default_factory=list, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc.pop("file_list")
+        return doc
+
+
+def _setting(config, key: str, given, default):
+    if given is not None:
+        return given
+    if config is not None:
+        return config.get("ingest", key)
+    return default
+
+
+def ingest(
+    spark: SparkSession,
+    storage,
+    paths: Sequence[str],
+    *,
+    run_id: str,
+    config=None,
+    split_bytes: int | None = None,
+    landed_at: dt.datetime | None = None,
+) -> IngestResult:
+    """Land ``paths`` and store them: ``messages`` merged by ``message_key``, ``quarantine``
+    merged by (source_file, source_offset, error_code). Idempotent: ingesting the same files
+    again adds nothing. ``config`` (a ``Config``) supplies the ``ingest.*`` settings."""
+    landing = _land(
+        spark,
+        paths,
+        run_id=run_id,
+        split_bytes=_setting(config, "split_bytes", split_bytes, DEFAULT_SPLIT_BYTES),
+        landed_at=landed_at,
+        max_line_length=_setting(config, "max_line_length", None, MAX_LINE_LENGTH),
+        max_message_bytes=_setting(config, "max_message_bytes", None, DEFAULT_MAX_MESSAGE_BYTES),
+        persist=True,
+    )
+    try:
+        read = landing.raw.where(F.col("rec") == "message").count()
+        quarantined = landing.raw.where(F.col("rec") == "error").count()
+        landed = storage.merge_new("messages", landing.messages)
+        added = storage.merge_new("quarantine", landing.quarantine) if quarantined else 0
+    finally:
+        landing.release()
+    files = sorted({i.path for i in landing.items})
+    return IngestResult(
+        messages_landed=landed,
+        duplicates_skipped=read - landed,
+        quarantined=quarantined,
+        files=len(files),
+        quarantine_added=added,
+        messages_read=read,
+        work_items=len(landing.items),
+        file_list=files,
+    )

@@ -1,0 +1,328 @@
+"""Ingest: dumps and listings -> messages + quarantine, split reads, idempotent landing.
+
+The oracle for whole outputs is `reference`: a plain sequential Python read of each file with
+the readers, turned into rows by hand. Split landing must equal it row for row.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from dlq_pipeline.amqsbcg import read_amqsbcg
+from dlq_pipeline.dumpfile import read_dump, read_dump_info, write_dump
+from dlq_pipeline.generator import generate_messages
+from dlq_pipeline.identity import data_digest, message_key
+from dlq_pipeline.model import MQMD, DumpedMessage, RecordError, bytes_to_text
+from dlq_pipeline.spark.ingest import (
+    _local,
+    expand_paths,
+    ingest,
+    land,
+    plan_work,
+    scan,
+)
+from dlq_pipeline.spark.schemas import table_schema
+from dlq_pipeline.spark.storage import Storage
+from tests.spark.test_storage import assert_same_rows, expected_struct
+
+REPO = Path(__file__).resolve().parents[2]
+LANDED = dt.datetime(2026, 9, 22, 3, 0, 0, tzinfo=dt.timezone.utc)
+RUN = "20260922T030000Z-abcdef"
+HEADER = "* DMPMQMSG Version:9.4.0.0 Created:Tue Sep 22 02:34:33 2026\n* Qmgr  = QM9\n* Queue = SYSTEM.DEAD.LETTER.QUEUE\n\n"
+
+
+def md_id(n: int) -> str:
+    return f"414D5120514D39{n:034X}"  # 24 bytes of hex
+
+
+# A dump with three bad records among good ones (message-formats.md §4): an X line with an
+# odd number of hex digits in the middle of a message, an unknown attribute code, and
+# attribute lines without any data line (the last record).
+CORRUPT_RECORDS = [
+    ("ok", ["A VER 2", f"A MSI {md_id(1)}", "A FMT MQSTR   ", "A PTD 20260922", "A PTT 02342828", "X 48656C6C6F"]),
+    ("odd_length_hex", ["A VER 2", f"A MSI {md_id(2)}", "X 4142", "X 414", "X 43"]),
+    ("ok", ["A VER 1", f"A MSI {md_id(3)}", "A PAN payroll", "X 576F726C64", "X 21"]),
+    ("unknown_attribute", ["A VER 2", "A QQQ 5", f"A MSI {md_id(4)}", "X 00"]),
+    ("ok", ["N", "X "]),  # -dN: default MQMD, zero-length data
+    ("missing_data", ["A VER 2", f"A MSI {md_id(6)}"]),
+]
+
+
+def corrupt_text() -> tuple[str, list[tuple[str, int, int]]]:
+    """The dump text and, per record, (kind, 1-based line, byte offset) of its first line."""
+    text, where = HEADER, []
+    for kind, lines in CORRUPT_RECORDS:
+        where.append((kind, text.count("\n") + 1, len(text.encode())))
+        text += "\n".join(lines) + "\n\n"
+    return text, where
+
+
+def reference(spark, paths, *, kinds=None, run_id=RUN, landed_at=LANDED):
+    """(messages, quarantine) from a plain full read of each file, in order, built by hand."""
+    messages, bad, seen = [], [], set()
+    for path in paths:
+        path = str(path)
+        kind = (kinds or {}).get(path, "dmpmqmsg")
+        if kind == "amqsbcg":
+            records, qmgr, queue = read_amqsbcg(path, name=path), None, "SYSTEM.DEAD.LETTER.QUEUE"
+        else:
+            info = read_dump_info(path)
+            records, qmgr, queue = read_dump(path, name=path), info.qmgr or None, info.queue or None
+        for record in records:
+            if isinstance(record, RecordError):
+                bad.append((run_id, path, record.line, record.offset, record.index, record.code,
+                            record.message, record.snippet or None, landed_at))
+                continue
+            digest = data_digest(record.data)
+            key = message_key(record.md, digest)
+            if key in seen:
+                continue
+            seen.add(key)
+            md = record.md.as_dict()
+            md["md_version"] = md.pop("version")
+            length = record.total_length if record.truncated else len(record.data)
+            messages.append({
+                "message_key": key, "source_kind": kind, "source_qmgr": qmgr, "source_queue": queue,
+                "source_file": path, "source_index": record.index, "source_line": record.line,
+                "source_offset": record.offset, "landed_at": landed_at, "run_id": run_id, **md,
+                "data": record.data, "data_length": length, "data_digest": digest,
+                "truncated": record.truncated, "notes": list(record.notes),
+            })
+    schema = table_schema("messages")
+    rows = [tuple(m[f.name] for f in schema.fields) for m in messages]
+    return spark.createDataFrame(rows, schema), spark.createDataFrame(bad, table_schema("quarantine"))
+
+
+@pytest.fixture
+def corrupt_dump(tmp_path) -> Path:
+    path = tmp_path / "corrupt.dmp"
+    path.write_text(corrupt_text()[0])
+    return path
+
+
+# --- the real fixture ---------------------------------------------------------------------
+
+LONG = {"VER": "md_version", "RPT": "report", "MST": "msg_type", "EXP": "expiry", "FDB": "feedback",
+        "ENC": "encoding", "CCS": "ccsid", "PRI": "priority", "PER": "persistence", "BOC": "backout_count",
+        "PAT": "put_appl_type", "MSQ": "msg_seq_number", "OFF": "offset", "MSF": "msg_flags",
+        "ORL": "original_length"}
+CHAR = {"FMT": "format", "RTQ": "reply_to_q", "RTM": "reply_to_qmgr", "USR": "user_id",
+        "PAN": "put_appl_name", "PTD": "put_date", "PTT": "put_time"}
+BYTE = {"MSI": "msg_id", "COI": "correl_id", "ACC": "accounting_token", "GRP": "group_id"}
+HEXTEXT = {"AIX": "appl_identity_data", "AOX": "appl_origin_data"}
+
+
+def test_real_dmpmqmsg_fixture_lands_exactly(spark, real_fixtures):
+    path = real_fixtures / "mq10-dmpmqmsg-stdout.dmp"
+    raw = path.read_bytes()
+    messages, quarantine = land(spark, [str(path)], run_id=RUN, landed_at=LANDED)
+    assert messages.schema == expected_struct("messages")
+    assert quarantine.schema == expected_struct("quarantine")
+    assert quarantine.count() == 0
+    rows = messages.collect()
+    assert len(rows) == 1
+    row = rows[0].asDict()
+
+    # every MQMD column as the file's A lines say, read here straight from the text
+    expected = {}
+    for line in raw.decode("ascii").splitlines():
+        if line.startswith("A "):
+            code, value = line[2:5], line[6:]
+            if code in LONG:
+                expected[LONG[code]] = int(value)
+            elif code in CHAR:
+                expected[CHAR[code]] = value
+            elif code in BYTE:
+                expected[BYTE[code]] = bytes.fromhex(value)
+            else:
+                expected[HEXTEXT[code]] = bytes.fromhex(value).decode("ascii")
+    assert len(expected) == 28
+    assert {k: row[k] for k in expected} == expected
+    assert row["reply_to_q"] == " " * 48 and row["put_appl_name"] == "amqsput" + " " * 21
+
+    data = bytes.fromhex("".join(re.findall(r"^X (\w+)$", raw.decode("ascii"), re.M)))
+    assert len(data) == 238
+    start = raw.index(b"A VER 2")
+    assert row["data"] == data
+    assert row["data_length"] == 238
+    assert row["data_digest"] == data_digest(data)
+    assert row["message_key"] == message_key(MQMD(**{("version" if k == "md_version" else k): v
+                                                      for k, v in expected.items()}), data_digest(data))
+    assert (row["source_kind"], row["source_qmgr"], row["source_queue"]) == ("dmpmqmsg", "QM1", "APP.DLQ")
+    assert row["source_file"] == str(path)
+    assert (row["source_index"], row["source_offset"], row["source_line"]) == (0, start, raw[:start].count(b"\n") + 1)
+    assert row["landed_at"] == LANDED.replace(tzinfo=None)  # the session and this machine run in UTC
+    assert (row["run_id"], row["truncated"], row["notes"]) == (RUN, False, [])
+    assert_same_rows(messages, reference(spark, [path])[0])
+
+
+# --- bad records ----------------------------------------------------------------------------
+
+
+def test_corrupted_dump_quarantines_exactly_the_bad_records(spark, corrupt_dump):
+    messages, quarantine = land(spark, [str(corrupt_dump)], run_id=RUN, landed_at=LANDED)
+    _, where = corrupt_text()
+    bad = sorted((kind, line, offset, index) for index, (kind, line, offset) in enumerate(where) if kind != "ok")
+    got = sorted((r.error_code, r.source_line, r.source_offset, r.source_index) for r in quarantine.collect())
+    assert got == bad
+    for row in quarantine.collect():
+        assert row.source_file == str(corrupt_dump)
+        assert row.error_text and row.snippet and row.run_id == RUN
+    good = [(line, offset, index) for index, (kind, line, offset) in enumerate(where) if kind == "ok"]
+    assert sorted((r.source_line, r.source_offset, r.source_index) for r in messages.collect()) == good
+    assert sorted(bytes(r.data) for r in messages.collect()) == [b"", b"Hello", b"World!"]
+    ref_messages, ref_quarantine = reference(spark, [corrupt_dump])
+    assert_same_rows(messages, ref_messages)
+    assert_same_rows(quarantine, ref_quarantine)
+
+
+def test_split_reads_of_a_corrupted_dump_give_the_same_rows(spark, corrupt_dump):
+    items = plan_work([str(corrupt_dump)], split_bytes=90)
+    assert len(items) > 3
+    messages, quarantine = land(spark, [str(corrupt_dump)], run_id=RUN, landed_at=LANDED, split_bytes=90)
+    ref_messages, ref_quarantine = reference(spark, [corrupt_dump])
+    assert_same_rows(messages, ref_messages)
+    assert_same_rows(quarantine, ref_quarantine)
+
+
+# --- a large dump split across tasks ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def big_dump(tmp_path_factory) -> Path:
+    """~1 MB: 300 generated dead letters, with the corrupted records and a repeated message
+    in the middle, so bad records and a duplicate fall in splits that start mid-file."""
+    out = tmp_path_factory.mktemp("big")
+    generated = list(generate_messages(300, seed=11, max_size=3000))
+    first, second = out / "first.part", out / "second.part"
+    write_dump(generated[:170], first, qmgr="QMHUB01", queue="SYSTEM.DEAD.LETTER.QUEUE")
+    write_dump(generated[170:] + [generated[5]], second)
+    body = second.read_text(errors="surrogateescape").split("\n", 1)[1]  # drop its header line
+    middle = "".join("\n".join(lines) + "\n\n" for _, lines in CORRUPT_RECORDS[:-1])
+    tail = "\n".join(CORRUPT_RECORDS[-1][1]) + "\n"
+    path = out / "big.dmp"
+    path.write_bytes((first.read_text(errors="surrogateescape") + middle + body + "\n" + tail)
+                     .encode(errors="surrogateescape"))
+    first.unlink()
+    second.unlink()
+    return path
+
+
+def test_a_large_dump_is_split_across_tasks_and_lands_as_a_full_read(spark, big_dump):
+    split_bytes = big_dump.stat().st_size // 7
+    items = plan_work([str(big_dump)], split_bytes=split_bytes)
+    assert len(items) >= 7 and {i.path for i in items} == {str(big_dump)}
+    assert [(i.split, i.splits) for i in items] == [(k, len(items)) for k in range(len(items))]
+    assert scan(spark, items).rdd.getNumPartitions() == len(items)
+
+    messages, quarantine = land(spark, [str(big_dump)], run_id=RUN, landed_at=LANDED, split_bytes=split_bytes)
+    whole_messages, whole_quarantine = land(spark, [str(big_dump)], run_id=RUN, landed_at=LANDED,
+                                            split_bytes=1 << 30)
+    assert len(plan_work([str(big_dump)], split_bytes=1 << 30)) == 1
+    ref_messages, ref_quarantine = reference(spark, [big_dump])
+    assert ref_messages.count() == 300 + 3  # the repeated message lands once
+    assert ref_quarantine.count() == 3
+    assert_same_rows(messages, ref_messages)
+    assert_same_rows(quarantine, ref_quarantine)
+    assert_same_rows(whole_messages, ref_messages)
+    assert_same_rows(whole_quarantine, ref_quarantine)
+    # the bad records really were read by splits that start inside the file
+    assert all(r.source_offset > items[1].start for r in quarantine.collect())
+    # the repeated message is landed at its first position
+    first = messages.where(F.col("source_index") == 5).collect()[0]
+    assert messages.where(F.col("message_key") == first.message_key).count() == 1
+
+
+# --- ingest into storage: idempotent ---------------------------------------------------------
+
+
+def test_ingest_is_idempotent_for_messages_and_quarantine(spark, tmp_path, corrupt_dump, real_fixtures):
+    storage = Storage(spark, path=str(tmp_path / "warehouse"))
+    inputs = [str(corrupt_dump), str(real_fixtures / "mq10-dmpmqmsg-stdout.dmp")]
+    first = ingest(spark, storage, inputs, run_id=RUN, landed_at=LANDED, split_bytes=100)
+    assert first.as_dict() == {"messages_landed": 4, "duplicates_skipped": 0, "quarantined": 3, "files": 2,
+                               "quarantine_added": 3, "messages_read": 4,
+                               "work_items": first.work_items}
+    assert first.work_items > 2
+    stored_messages, stored_quarantine = storage.read("messages"), storage.read("quarantine")
+    assert stored_messages.schema == expected_struct("messages")
+    assert stored_quarantine.schema == expected_struct("quarantine")
+    ref_messages, ref_quarantine = reference(spark, [corrupt_dump, real_fixtures / "mq10-dmpmqmsg-stdout.dmp"])
+    assert_same_rows(stored_messages, ref_messages)
+    assert_same_rows(stored_quarantine, ref_quarantine)
+
+    again = ingest(spark, storage, inputs, run_id="second-run",
+                   landed_at=LANDED + dt.timedelta(days=1))
+    assert (again.messages_landed, again.duplicates_skipped, again.quarantined, again.quarantine_added) == (0, 4, 3, 0)
+    assert_same_rows(storage.read("messages"), ref_messages)
+    assert_same_rows(storage.read("quarantine"), ref_quarantine)
+
+
+def test_the_same_message_in_two_files_lands_once(spark, tmp_path, real_fixtures):
+    folder = tmp_path / "dumps"
+    (folder / "sub").mkdir(parents=True)
+    shutil.copy(real_fixtures / "mq10-dmpmqmsg-stdout.dmp", folder / "a.dmp")
+    shutil.copy(real_fixtures / "mq10-dmpmqmsg-stdout.dmp", folder / "sub" / "b.dmp")
+    (folder / ".hidden.dmp").write_text("not read")
+    (folder / "notes.txt").write_text("id,queue\n1,DLQ\n")
+    messages, quarantine = land(spark, [str(folder)], run_id=RUN, landed_at=LANDED)
+    rows = messages.collect()
+    assert [(r.source_file, r.source_index) for r in rows] == [(str(folder / "a.dmp"), 0)]
+    assert [(r.source_file, r.error_code, r.source_line) for r in quarantine.collect()] == [
+        (str(folder / "notes.txt"), "unknown_format", 1)]
+
+
+# --- amqsbcg listings and text that is not UTF-8 ---------------------------------------------
+
+
+def test_amqsbcg_listing_lands_with_its_queue(spark):
+    path = REPO / "tests" / "fixtures" / "amqsbcg-94.txt"
+    messages, quarantine = land(spark, [str(path)], run_id=RUN, landed_at=LANDED)
+    ref_messages, ref_quarantine = reference(spark, [path], kinds={str(path): "amqsbcg"})
+    assert ref_messages.count() == 4 and ref_quarantine.count() == 1
+    assert_same_rows(messages, ref_messages)
+    assert_same_rows(quarantine, ref_quarantine)
+    assert {r.source_kind for r in messages.collect()} == {"amqsbcg"}
+
+
+def test_char_fields_that_are_not_utf8_are_noted_and_keyed_on_their_bytes(spark, tmp_path):
+    path = tmp_path / "latin1.dmp"
+    path.write_bytes(HEADER.encode() + b"A VER 2\nA PAN caf\xe9 app\nA USR ok\nX 4142434445\n")
+    messages, quarantine = land(spark, [str(path)], run_id=RUN, landed_at=LANDED, max_message_bytes=4)
+    assert messages.count() == 0  # 5 bytes > 4: quarantined, not dropped
+    assert [(r.error_code, r.source_line) for r in quarantine.collect()] == [("message_too_large", 5)]
+
+    messages, quarantine = land(spark, [str(path)], run_id=RUN, landed_at=LANDED)
+    row = messages.collect()[0]
+    assert row.put_appl_name == "caf\ufffd app"
+    assert row.user_id == "ok"
+    assert row.notes == ["char_field_not_utf8:put_appl_name"]
+    msg = next(iter(read_dump(str(path))))
+    assert isinstance(msg, DumpedMessage) and msg.md.put_appl_name == bytes_to_text(b"caf\xe9 app")
+    assert row.message_key == message_key(msg.md, data_digest(b"ABCDE"))
+
+
+# --- planning -------------------------------------------------------------------------------
+
+
+def test_paths_expand_on_the_driver(tmp_path):
+    (tmp_path / "d" / "e").mkdir(parents=True)
+    for name in ("d/b.dmp", "d/a.dmp", "d/e/c.dmp", "d/_tmp", "d/.x"):
+        (tmp_path / name).write_text("x")
+    d = tmp_path / "d"
+    assert expand_paths([str(d)]) == [str(d / "a.dmp"), str(d / "b.dmp"), str(d / "e" / "c.dmp")]
+    assert expand_paths([str(d / "*.dmp"), str(d / "a.dmp")]) == [str(d / "a.dmp"), str(d / "b.dmp")]
+    assert expand_paths([f"file://{d / 'a.dmp'}"]) == [str(d / "a.dmp")]
+    with pytest.raises(FileNotFoundError):
+        expand_paths([str(tmp_path / "missing.dmp")])
+    with pytest.raises(FileNotFoundError, match="no file matches"):
+        expand_paths([str(tmp_path / "*.none")])
+    with pytest.raises(ValueError, match="every node mounts"):
+        expand_paths(["s3a://bucket/dumps/"])
+    assert _local("dbfs:/mnt/dumps/x.dmp") == "/dbfs/mnt/dumps/x.dmp"
