@@ -10,15 +10,18 @@ from __future__ import annotations
 import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.structures import CHAIN_SCAN_LIMIT, decode_dlh_batch
 
 
 def decoded_struct() -> StructType:
-    """The decode columns (schemas/decoded.json without the key)."""
-    return StructType([f for f in table_schema("decoded").fields if f.name != "message_key"])
+    """The decode columns (schemas/decoded.json without the key). Column comments are left
+    out: Spark compares a pandas UDF's result type including metadata, and Arrow has none."""
+    return StructType(
+        [StructField(f.name, f.dataType, f.nullable) for f in table_schema("decoded").fields if f.name != "message_key"]
+    )
 
 
 def _decode_batch(header: pd.Series, encoding: pd.Series, ccsid: pd.Series, md_format: pd.Series) -> pd.DataFrame:
