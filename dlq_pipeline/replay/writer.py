@@ -414,6 +414,7 @@ class _Writer:
         of ``todo`` to be put again in a fresh batch."""
         others, self.batch = self.batch, []
         todo.extendleft(reversed(others))
+        self.depths.clear()  # the backed-out puts no longer count: inquire again
         try:
             self.conn.backout()
         except MQError as exc:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import secrets
 import shutil
 from pathlib import Path
 from typing import Callable
@@ -175,7 +176,7 @@ def replay(
     items = work_items(storage, decisions, config.get("replay", "max_connections"), skip)
     run = _partition_function(chosen, settings, run_id, now, checkpoint_root, task_hook)
     ledger = spark.createDataFrame(items.rdd.mapPartitionsWithIndex(run), table_schema("ledger"))
-    observation = Observation(f"replay_{run_id}")
+    observation = Observation(f"replay_{run_id}_{secrets.token_hex(4)}")
     observed = ledger.observe(
         observation, *[F.sum(F.when(F.col("outcome") == o, 1).otherwise(0)).alias(o) for o in OUTCOMES])
     storage.append("ledger", observed)
