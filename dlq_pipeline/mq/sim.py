@@ -17,7 +17,7 @@ What it models (see docs/replay.md for the full list and the simplifications):
   for alternate-user puts), 2033 at the end of a queue, 2080 when the buffer is too small;
 - a put naming another queue manager lands in a *remote view* (queues stored under that
   queue manager's name in the same database) when the name is configured in
-  ``remote_qmgrs``, else fails 2087;
+  ``remote_qmgrs`` (``"*"`` there accepts every name), else fails 2087;
 - queues are auto-defined (MAXDEPTH 5000, MAXMSGL 4 MB, everyone authorised) the first time
   something is put to them, unless ``auto_define`` is false or the queue is configured with
   ``exists: false``; browse, get and inquire never auto-define;
@@ -123,7 +123,8 @@ def normalize_config(config: Mapping | None) -> dict:
     """The validated configuration with defaults filled in; ValueError lists every problem.
 
     Keys: ``auto_define`` (True), ``maxdepth``/``maxmsgl`` for auto-defined queues,
-    ``qmgr_maxmsgl`` (4 MB), ``remote_qmgrs`` (names whose puts land in a remote view),
+    ``qmgr_maxmsgl`` (4 MB), ``remote_qmgrs`` (names whose puts land in a remote view; ``"*"``
+    for any name),
     ``queues`` (name or ``"QMGR:NAME"`` -> maxdepth, maxmsgl, put_inhibited, get_inhibited,
     authority {user: [put, get, browse, inq, setall, altusr]}, exists), ``faults`` (list of
     `Fault` fields), ``seed`` (for fault probabilities).
@@ -473,7 +474,8 @@ class SimConnection:
         qmgr = (qmgr or "").rstrip(" ")
         if qmgr in ("", self.qmgr_name):
             return self.qmgr_name
-        if qmgr in self._config["remote_qmgrs"]:
+        remotes = self._config["remote_qmgrs"]
+        if qmgr in remotes or "*" in remotes:
             return qmgr
         raise MQError(reasons.MQRC_UNKNOWN_REMOTE_Q_MGR, f"queue manager {qmgr!r} is not known to {self.qmgr_name}")
 

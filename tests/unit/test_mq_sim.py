@@ -158,6 +158,12 @@ def test_unknown_queues_and_queue_managers(qm):
     assert qm.messages("REMOTE.Q") == []
     assert [(r.qmgr, r.queue) for r in qm.put_log()] == [("QM1", "AUTO"), ("QM2", "REMOTE.Q"), ("QM1", "LOCAL.Q")]
 
+    qm.configure({"remote_qmgrs": ["*"]})
+    anywhere = qm.connect()
+    anywhere.put(anywhere.open_for_put("Q", "ANY.QM"), md(8), b"any")
+    anywhere.commit()
+    assert [m.data for m in qm.messages("Q", "ANY.QM")] == [b"any"]
+
     qm.configure({"auto_define": False})
     with pytest.raises(MQError) as err:
         qm.connect().open_for_put("ANOTHER")
