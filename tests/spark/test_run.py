@@ -1,0 +1,75 @@
+"""`dlq-pipeline run` and `report` end to end on a small generated DLQ (dry-run target)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from dlq_pipeline.cli import cli
+from dlq_pipeline.generator import write_generated
+
+from ..conftest import REPO
+
+STARTER = str(REPO / "conf" / "rules" / "starter.rules")
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory):
+    root = tmp_path_factory.mktemp("run")
+    return [str(p) for p in write_generated(root / "dumps", 300, seed=3, files=2, max_size=16 * 1024)]
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_run_summarises_and_a_rerun_adds_nothing(spark, dumps, tmp_path):
+    warehouse = str(tmp_path / "wh")
+    args = ["run", "--input", dumps[0], "--input", dumps[1], "--rules", STARTER, "--warehouse", warehouse,
+            "--target", "dry-run", "--json"]
+    first = invoke(*args)
+    summary = json.loads(first.stdout.strip().splitlines()[-1])
+    assert summary["messages_landed"] == 300 and summary["quarantined"] == 0
+    assert sum(summary["decisions"].values()) == 300 == summary["pending"]
+    assert summary["messages_without_dlh"] == summary["ignore_reasons"]["no_dlh"] > 0
+    puts = summary["decisions"].get("RETRY", 0) + summary["decisions"].get("FWD", 0)
+    assert summary["outcomes"]["dry_run"] == puts  # a dry run sends nothing and ends nothing
+    assert first.exit_code == 3  # messages without a header need attention
+    assert (tmp_path / "wh" / "_runs" / f"{summary['run_id']}.json").exists()
+
+    second = json.loads(invoke(*args).stdout.strip().splitlines()[-1])
+    assert second["messages_landed"] == 0 and second["duplicates_skipped"] == 300
+    assert second["decisions"] == summary["decisions"]  # dry runs consume no attempts
+
+    report = invoke("report", "--warehouse", warehouse, "--json", "--html", str(tmp_path / "r.html"))
+    assert report.exit_code == 0
+    doc = json.loads(report.stdout)
+    assert doc["run_id"] == second["run_id"] and len(doc["runs"]) == 2
+    assert doc["overall"]["messages"] == 300
+    assert {r["action"]: r["count"] for r in doc["run"]["by_action"]} == second["decisions"]
+    assert sum(r["count"] for r in doc["overall"]["without_dlh"]) == summary["messages_without_dlh"]
+    assert "<svg" in (tmp_path / "r.html").read_text()
+
+
+def test_bad_rules_table_stops_before_anything_is_touched(tmp_path, dumps):
+    bad = tmp_path / "bad.rules"
+    bad.write_text("REASON(MQRC_Q_FULL) ACTION(RETRY) RETRIES(3)\nDESTQ(A) ACTION(FWD)\n")
+    result = CliRunner().invoke(cli, ["run", "--input", dumps[0], "--rules", str(bad),
+                                      "--warehouse", str(tmp_path / "wh"), "--target", "dry-run"])
+    assert result.exit_code == 2
+    assert f"{bad}:1:" in result.stderr and f"{bad}:2:" in result.stderr
+    assert "nothing was touched" in result.stderr
+    assert not (tmp_path / "wh").exists()
+
+
+def test_bad_configuration_and_target_exit_2(tmp_path, dumps):
+    conf = tmp_path / "c.toml"
+    conf.write_text("[replay]\nbatchsize = 1\n")
+    result = CliRunner().invoke(cli, ["run", "--config", str(conf), "--input", dumps[0], "--rules", STARTER])
+    assert result.exit_code == 2
+    assert "unknown key 'replay.batchsize' (did you mean 'batch_size'?)" in result.stderr
+    result = CliRunner().invoke(cli, ["run", "--input", dumps[0], "--rules", STARTER, "--target", "ftp:x",
+                                      "--warehouse", str(tmp_path / "wh")])
+    assert result.exit_code == 2 and "bad --target 'ftp:x'" in result.stderr
