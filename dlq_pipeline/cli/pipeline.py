@@ -276,6 +276,8 @@ def demo_cmd(out, count, seed, files, rules_path, target, master):
                                           "spark": {"master": master}})
     _err(f"generating {count} messages (seed {seed}) into {out_dir / 'dumps'}")
     paths = write_generated(out_dir / "dumps", count, seed, files=files)
+    if target.startswith("sim:"):
+        _prepare_demo_sim(out_dir / "warehouse", target)
     spark = _spark(config)
     summary = run_pipeline(spark, config, table, inputs=[str(p) for p in paths], target=target,
                            progress=lambda m: _err(m))
@@ -288,6 +290,17 @@ def demo_cmd(out, count, seed, files, rules_path, target, master):
     _print_summary(summary)
     click.echo(f"HTML report: {html_path}")
     click.echo(f"warehouse:   {out_dir / 'warehouse'}")
+
+
+def _prepare_demo_sim(warehouse: Path, target: str) -> None:
+    """The demo's simulated queue manager stands for a whole MQ network: RETRY puts go to
+    the queue managers named in the dead-letter headers, so it accepts any remote name."""
+    from dlq_pipeline.mq.sim import SimQueueManager
+    from dlq_pipeline.replay.targets import open_target
+
+    sim = open_target(target, warehouse=warehouse)
+    Path(sim.location).parent.mkdir(parents=True, exist_ok=True)
+    SimQueueManager(sim.location, sim.name).configure({"remote_qmgrs": ["*"]})
 
 
 PIPELINE_COMMANDS = [ingest_cmd, classify_cmd, run_cmd, report_cmd, demo_cmd]
