@@ -13,7 +13,7 @@ import datetime as dt
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from dlq_pipeline.rules.compiler import classify_columns
+from dlq_pipeline.rules.compiler import DECISION_COLUMNS, classify_columns
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.schemas import conform
 
@@ -75,14 +75,7 @@ def classify(
         "message_key",
         "source_file",
         "source_index",
-        "action",
-        "rule_line",
-        "rule_index",
-        "target_q",
-        "target_qmgr",
-        "header",
-        "putaut",
-        "ignore_reason",
+        *DECISION_COLUMNS,
         F.when(puts, F.col("prior_attempts") + 1).alias("attempt"),
         F.when(same_rule_too_soon, earliest).alias("not_before"),
         now_lit.alias("decided_at"),
