@@ -247,12 +247,14 @@ def default_rules_path() -> Path:
 @click.option("--count", default=20000, show_default=True, help="Messages to generate.")
 @click.option("--seed", default=42, show_default=True, help="Generator seed (same seed, same DLQ).")
 @click.option("--files", default=4, show_default=True, help="Dump files to spread the messages over.")
+@click.option("--max-size", default=256 * 1024, show_default=True,
+              help="Largest generated message in bytes (sizes are long-tailed up to this).")
 @click.option("--rules", "rules_path", type=click.Path(exists=True, dir_okay=False),
               help="Rules table (default: conf/rules/starter.rules).")
 @click.option("--target", default="sim:DEMO", show_default=True,
               help="Replay target: the simulated queue manager, dry-run or dir:PATH.")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master.")
-def demo_cmd(out, count, seed, files, rules_path, target, master):
+def demo_cmd(out, count, seed, files, max_size, rules_path, target, master):
     """Generate a realistic DLQ and run the whole pipeline on it, locally.
 
     \b
@@ -275,7 +277,7 @@ def demo_cmd(out, count, seed, files, rules_path, target, master):
     config = load_config(None, overrides={"storage": {"path": str(out_dir / "warehouse")},
                                           "spark": {"master": master}})
     _err(f"generating {count} messages (seed {seed}) into {out_dir / 'dumps'}")
-    paths = write_generated(out_dir / "dumps", count, seed, files=files)
+    paths = write_generated(out_dir / "dumps", count, seed, files=files, max_size=max_size)
     if target.startswith("sim:"):
         _prepare_demo_sim(out_dir / "warehouse", target)
     spark = _spark(config)
