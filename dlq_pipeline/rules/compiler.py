@@ -1,20 +1,26 @@
-"""The Spark compiler: a validated rules table -> the decision columns, in one pass.
+"""The Spark compiler: a validated rules table -> the decision columns, in one narrow pass.
 
-It must agree with the reference matcher (``matcher.decide``) row for row. Two things
-shape it:
+It must agree with the reference matcher (``matcher.decide``) row for row. Three things
+shape it (docs/rules-semantics.md has the details and the measurements):
 
 * String patterns keep §5's blank-padded semantics exactly. The value's trailing blanks
-  (0x20 only) are cut with ``rtrim``; the pattern becomes an equality, a ``startswith`` or
-  an anchored Java regex with every literal escaped. Middle ``*`` segments are matched
-  inside atomic groups (leftmost occurrence, no backtracking into them), so a pattern like
-  ``*A*A*A*B`` cannot blow up on a 48-character field.
-* A table of hundreds of rules must not become one enormous generated Java method (the
-  64 KB method limit, and HotSpot's refusal to JIT methods over 8000 bytes). So there is
-  no chain that grows with the table: each rule's match predicate is evaluated once, in
-  chunks of at most ``CHUNK`` rules per array expression, into the short list of the
-  rules that match; a small ``aggregate`` over that list applies the cumulative RETRY and
-  IGNORE-at-once rule; the chosen rule's outputs are looked up by index in literal arrays.
-  See docs/rules-semantics.md for the measurements.
+  (0x20 only) are cut with ``rtrim``; the pattern becomes an equality, a length test,
+  ``startswith``/``endswith``/``contains``, or an anchored Java regex with every literal
+  escaped. Middle ``*`` segments are matched inside atomic groups (leftmost occurrence, no
+  backtracking into them), so ``*A*A*A*B`` cannot blow up on a 48-character field.
+* A table of hundreds of rules must not become one huge generated Java method (64 KB is
+  the JVM's limit; HotSpot does not JIT methods over 8000 bytes, so they run interpreted).
+  There is no chain that grows with the table. Each rule's predicate is evaluated once, in
+  chunks of ``CHUNK`` rules, into the list of matching rule indexes; every chunk expression
+  is used twice in that projection (in the list and in the match count), so Spark's
+  subexpression elimination gives each chunk its own small generated method. A short
+  ``aggregate`` over the (usually tiny) list applies cumulative RETRY and IGNORE-at-once,
+  with a fast path when the first matching rule decides; the chosen rule's outputs are
+  looked up by index in literal arrays.
+* The expressions are generated as Spark SQL text and parsed once per projection: building
+  them call by call through the Python-JVM gateway costs thousands of round trips for a
+  large table. Literals are written so that no parser setting can change them (see
+  ``sql_string``).
 """
 
 from __future__ import annotations
@@ -27,9 +33,9 @@ from pyspark.sql import functions as F
 from dlq_pipeline.rules.matcher import SUBSTITUTION_COLUMNS, resolve_name
 from dlq_pipeline.rules.model import PATTERN_FIELDS, Rule, RulesTable
 
-# Rules per array expression: keeps each generated method well under HotSpot's 8000-byte
-# JIT limit whatever the table size (see benchmarks/bench_rules_codegen.py).
-CHUNK = 40
+# Rules per chunk expression: each becomes one generated method of a few KB, well under
+# HotSpot's 8000-byte JIT limit whatever the table size (benchmarks/bench_rules_codegen.py).
+CHUNK = 32
 
 DECISION_COLUMNS = (
     "action",
@@ -47,8 +53,49 @@ _LITERAL = 0
 _SOURCES = {token: code for code, token in enumerate(SUBSTITUTION_COLUMNS, start=1)}
 _SOURCE_COLUMNS = {code: SUBSTITUTION_COLUMNS[token] for token, code in _SOURCES.items()}
 
+_MATCHED, _COUNT, _PICK = "__dlq_rules_matched", "__dlq_rules_count", "__dlq_rules_pick"
 
-# --- string patterns ----------------------------------------------------------------------
+
+# --- SQL text ----------------------------------------------------------------------------
+
+_PLAIN = re.compile(r"[A-Za-z0-9 ._%/&#@:+=,;<>!?*-]*")
+
+
+def sql_string(text: str) -> str:
+    """A SQL string literal for ``text``, read the same under every parser setting.
+
+    Without backslashes or quotes a plain literal is safe; anything else (NULs, national
+    characters, backslashes) goes in as UTF-8 hex, so ``escapedStringLiterals`` and the
+    like cannot alter it."""
+    if _PLAIN.fullmatch(text):
+        return f"'{text}'"
+    return f"CAST(X'{text.encode('utf-8').hex().upper()}' AS STRING)"
+
+
+def sql_column(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def sql_value(value) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"CAST({value} AS BIGINT)" if abs(value) > 2**31 - 1 else f"({value})"
+    return sql_string(value)
+
+
+def sql_array(values, type_: str) -> str:
+    """A literal array; the cast fixes the element type even when every value is null."""
+    return f"CAST(array({', '.join(sql_value(v) for v in values)}) AS ARRAY<{type_}>)"
+
+
+def _all(tests: list[str]) -> str:
+    return "(" + " AND ".join(tests) + ")" if tests else "true"
+
+
+# --- string patterns ---------------------------------------------------------------------
 
 def _regex_literal(text: str) -> str:
     """Every character outside [A-Za-z0-9] as \\x{...}, so nothing is a regex operator."""
@@ -71,16 +118,26 @@ def glob_regex(glob: str) -> str:
     return f"(?s)\\A{_segment(segments[0])}{middle}.*{_segment(segments[-1])}\\z"
 
 
-def _plain_glob(glob: str, value: Column) -> Column:
-    """``glob`` against an already right-trimmed value, as cheap as the pattern allows."""
-    if "?" not in glob and "*" not in glob:
-        return value == F.lit(glob)
-    if glob == "*":
-        return F.lit(True)
-    head = glob[:-1]
-    if glob.endswith("*") and "?" not in head and "*" not in head:
-        return value.startswith(F.lit(head))
-    return value.rlike(glob_regex(glob))
+def _plain_glob(glob: str, value: str) -> str:
+    """``glob`` (stars collapsed) against an already right-trimmed value (SQL), as cheap as
+    the pattern's shape allows; lengths count characters on both sides (Spark and Python)."""
+    stars, marks = glob.count("*"), glob.count("?")
+    if stars == 0 and marks == 0:
+        return f"({value} = {sql_string(glob)})"
+    if stars + marks == len(glob):  # only wildcards: "*", "?*" (not blank), "???"
+        if stars == 0:
+            return f"(length({value}) = {marks})"
+        return "true" if marks == 0 else f"(length({value}) >= {marks})"
+    if marks == 0 and stars == 1:  # prefix*suffix
+        prefix, suffix = glob.split("*")
+        tests = [f"startswith({value}, {sql_string(prefix)})"] if prefix else []
+        tests += [f"endswith({value}, {sql_string(suffix)})"] if suffix else []
+        if prefix and suffix:  # "AB*BC" must not match "ABC"
+            tests.append(f"(length({value}) >= {len(prefix) + len(suffix)})")
+        return _all(tests)
+    if marks == 0 and stars == 2 and glob[0] == "*" and glob[-1] == "*":
+        return f"contains({value}, {sql_string(glob[1:-1])})"
+    return f"({value} RLIKE {sql_string(glob_regex(glob))})"
 
 
 def split_padding_tail(pattern: str) -> tuple[str, str]:
@@ -92,82 +149,80 @@ def split_padding_tail(pattern: str) -> tuple[str, str]:
     return head, pattern[len(head):]
 
 
-def string_predicate(pattern: str, value: Column) -> Column:
-    """§5 string matching of ``value`` (decoded, unstripped) against ``pattern``.
+def string_sql(pattern: str, column: str) -> str:
+    """§5 string matching of a column (decoded, unstripped; null reads as blank) against
+    ``pattern``, as SQL.
 
     With ``s`` the value without trailing blanks and ``p`` the pattern likewise, ``p``
-    matches the padded field exactly when either ``head`` alone matches ``s`` or ``head``
-    + the tail's leading blanks + ``*`` matches ``s`` (the blanks before the tail's first
-    ``*`` can only be matched inside ``s``, as ``s`` ends in a non-blank).
+    matches the padded field exactly when ``head`` alone matches ``s``, or ``head`` + the
+    tail's leading blanks + ``*`` does (those blanks can only match inside ``s``, which
+    ends in a non-blank; after them the padding may start anywhere).
     """
     p = re.sub(r"\*+", "*", pattern.rstrip(" "))
-    s = F.rtrim(F.coalesce(value, F.lit("")))
+    s = f"rtrim(coalesce({sql_column(column)}, ''))"
     head, tail = split_padding_tail(p)
     if not tail:
         return _plain_glob(p, s)
     blanks = len(tail) - len(tail.lstrip(" "))
     with_tail = _plain_glob(head + " " * blanks + "*", s)
-    return with_tail if blanks == 0 else _plain_glob(head, s) | with_tail
+    return with_tail if blanks == 0 else f"({_plain_glob(head, s)} OR {with_tail})"
 
 
-def rule_predicate(rule: Rule) -> Column:
+def string_predicate(pattern: str, column: str) -> Column:
+    return F.expr(string_sql(pattern, column))
+
+
+def rule_sql(rule: Rule) -> str:
     """Every tested pattern of ``rule`` (a null column never matches an integer)."""
     tests = []
     for keyword, wanted in rule.tested_patterns().items():
         column, kind, _ = PATTERN_FIELDS[keyword]
         if kind == "int":
-            tests.append(F.coalesce(F.col(column) == F.lit(wanted), F.lit(False)))
+            tests.append(f"coalesce({sql_column(column)} = {sql_value(int(wanted))}, false)")
         else:
-            tests.append(string_predicate(str(wanted), F.col(column)))
-    predicate = None
-    for test in tests:
-        predicate = test if predicate is None else predicate & test
-    return F.lit(True) if predicate is None else predicate
+            tests.append(string_sql(str(wanted), column))
+    return _all(tests)
 
 
 # --- choosing a rule ---------------------------------------------------------------------
 
-def matched_rules(rules: tuple[Rule, ...]) -> Column:
-    """The 0-based indexes of the rules that match, in table order (array<int>)."""
-    if not rules:
-        return F.array().cast("array<int>")
-    chunks = []
-    for start in range(0, len(rules), CHUNK):
-        flags = [F.when(rule_predicate(r), F.lit(start + k)).otherwise(F.lit(-1)) for k, r in enumerate(rules[start:start + CHUNK])]
-        # array_remove is compiled; array_compact would be an interpreted filter() lambda
-        chunks.append(F.array_remove(F.array(*flags), -1))
-    return chunks[0] if len(chunks) == 1 else F.concat(*chunks)
+_EMPTY = "CAST(array() AS ARRAY<INT>)"
 
 
-def _array(values, type_: str) -> Column:
-    return F.array(*[F.lit(v) for v in values]).cast(f"array<{type_}>")
+def chunk_sql(rules: tuple[Rule, ...], start: int, eligible: str) -> str:
+    """The indexes of the rules ``start``.. ``start + CHUNK`` that match (array<int>, table
+    order); empty for a message that is not eligible, whose predicates are then skipped."""
+    flags = [f"CASE WHEN {rule_sql(r)} THEN {start + k} ELSE -1 END"
+             for k, r in enumerate(rules[start:start + CHUNK])]
+    # array_remove is compiled; array_compact would be an interpreted filter() lambda
+    return f"CASE WHEN {eligible} THEN array_remove(array({', '.join(flags)}), -1) ELSE {_EMPTY} END"
 
 
-def choose(rules: tuple[Rule, ...], matched: Column, attempts: Column) -> Column:
-    """§8 over the matching rules: struct(``chosen`` = index of the first IGNORE, or of the
-    first rule at which the running total of RETRY exceeds ``attempts``, else null;
-    ``seen`` = some rule matched)."""
-    ignore = _array([r.action == "IGNORE" for r in rules], "boolean")
-    retry = _array([r.retry for r in rules], "bigint")
+def choose_sql(rules: tuple[Rule, ...], matched: str, count: str, attempts: str) -> str:
+    """§8 over the matching rules (bigint): ``-(i + 1)`` when rule ``i`` is chosen (the
+    first IGNORE, or the first rule at which the running total of RETRY exceeds
+    ``attempts``), else the final running total (>= 0)."""
+    ignore = sql_array([r.action == "IGNORE" for r in rules], "BOOLEAN")
+    retry = sql_array([r.retry for r in rules], "BIGINT")
 
-    def step(state: Column, i: Column) -> Column:
-        total = state["total"] + F.element_at(retry, i + 1)
-        now = F.when(F.element_at(ignore, i + 1), i).when(total > attempts, i)
-        return F.when(state["chosen"].isNotNull(), state).otherwise(
-            F.struct(now.alias("chosen"), total.alias("total"), F.lit(True).alias("seen"))
-        )
+    def decides(i: str, total: str) -> str:
+        return f"(element_at({ignore}, {i} + 1) OR {total} + element_at({retry}, {i} + 1) > {attempts})"
 
-    start = F.struct(
-        F.lit(None).cast("int").alias("chosen"), F.lit(0).cast("bigint").alias("total"), F.lit(False).alias("seen")
+    step = (f"(__t, __i) -> CASE WHEN __t < 0 THEN __t WHEN {decides('__i', '__t')} THEN -(CAST(__i AS BIGINT) + 1)"
+            f" ELSE __t + element_at({retry}, __i + 1) END")
+    first = f"element_at({matched}, 1)"
+    return (
+        f"CASE WHEN {count} = 0 THEN CAST(0 AS BIGINT)"
+        f" WHEN {decides(first, 'CAST(0 AS BIGINT)')} THEN -(CAST({first} AS BIGINT) + 1)"  # the usual case
+        f" ELSE aggregate({matched}, CAST(0 AS BIGINT), {step}) END"
     )
-    return F.aggregate(matched, start, step)
 
 
 # --- outputs -----------------------------------------------------------------------------
 
-def _resolved(column: str) -> Column:
+def resolved_sql(column: str) -> str:
     """``matcher.resolve_name`` in Spark: cut at the first NUL, drop trailing blanks."""
-    return F.rtrim(F.substring_index(F.coalesce(F.col(column), F.lit("")), "\x00", 1))
+    return f"rtrim(substring_index(coalesce({sql_column(column)}, ''), {sql_string(chr(0))}, 1))"
 
 
 def _target_specs(rule: Rule) -> tuple[tuple[int, str], tuple[int, str]] | None:
@@ -185,41 +240,38 @@ def _target_specs(rule: Rule) -> tuple[tuple[int, str], tuple[int, str]] | None:
     return None
 
 
-def _target(rules: tuple[Rule, ...], position: int, index: Column) -> Column:
+def _target_sql(rules: tuple[Rule, ...], position: int, index: str) -> str:
     """The resolved target_q (position 0) or target_qmgr (1) of the chosen rule."""
     specs = [_target_specs(r) for r in rules]
-    sources = _array([s[position][0] if s else None for s in specs], "int")
-    literals = _array([s[position][1] if s else None for s in specs], "string")
-    source = F.element_at(sources, index + 1)
-    target = F.when(source == _LITERAL, F.element_at(literals, index + 1))
+    source = f"element_at({sql_array([s[position][0] if s else None for s in specs], 'INT')}, {index} + 1)"
+    literal = f"element_at({sql_array([s[position][1] if s else None for s in specs], 'STRING')}, {index} + 1)"
+    branches = [f"WHEN {source} = {_LITERAL} THEN {literal}"]
     for code in sorted({s[position][0] for s in specs if s} - {_LITERAL}):
-        target = target.when(source == code, _resolved(_SOURCE_COLUMNS[code]))
-    return target
+        branches.append(f"WHEN {source} = {code} THEN {resolved_sql(_SOURCE_COLUMNS[code])}")
+    return f"CASE {' '.join(branches)} END"
 
 
-def _outputs(rules: tuple[Rule, ...], index: Column, seen: Column) -> dict[str, Column]:
-    """The decision columns from the chosen rule's index (null: implicit IGNORE)."""
+def outputs_sql(rules: tuple[Rule, ...], index: str, seen: str) -> dict[str, str]:
+    """The decision columns (SQL) from the chosen rule's index (null: implicit IGNORE)."""
 
-    def pick(values, type_: str) -> Column:
-        return F.element_at(_array(values, type_), index + 1)
+    def pick(values, type_: str) -> str:
+        return f"element_at({sql_array(values, type_)}, {index} + 1)"
 
-    action = pick([r.action for r in rules], "string")
-    puts = action.isin("RETRY", "FWD")
-    ignore_reason = (
-        F.when(~F.coalesce(F.col("has_dlh"), F.lit(False)), F.lit("no_dlh"))
-        .when(F.coalesce(F.col("truncated"), F.lit(False)), F.lit("truncated"))
-        .when(index.isNull() & seen, F.lit("retries_exhausted"))
-        .when(index.isNull(), F.lit("no_match"))
-    )
+    action = pick([r.action for r in rules], "STRING")
     return {
-        "action": F.coalesce(action, F.lit("IGNORE")),
-        "rule_line": pick([r.line for r in rules], "int"),
+        "action": f"coalesce({action}, 'IGNORE')",
+        "rule_line": pick([r.line for r in rules], "INT"),
         "rule_index": index,
-        "target_q": _target(rules, 0, index),
-        "target_qmgr": _target(rules, 1, index),
-        "header": F.when(action == "FWD", pick([r.header for r in rules], "boolean")),
-        "putaut": F.when(puts, pick([r.putaut for r in rules], "string")),
-        "ignore_reason": ignore_reason,
+        "target_q": _target_sql(rules, 0, index),
+        "target_qmgr": _target_sql(rules, 1, index),
+        "header": f"CASE WHEN {action} = 'FWD' THEN {pick([r.header for r in rules], 'BOOLEAN')} END",
+        "putaut": f"CASE WHEN {action} IN ('RETRY', 'FWD') THEN {pick([r.putaut for r in rules], 'STRING')} END",
+        "ignore_reason": (
+            "CASE WHEN NOT coalesce(`has_dlh`, false) THEN 'no_dlh'"
+            " WHEN coalesce(`truncated`, false) THEN 'truncated'"
+            f" WHEN {index} IS NULL AND {seen} THEN 'retries_exhausted'"
+            f" WHEN {index} IS NULL THEN 'no_match' END"
+        ),
     }
 
 
@@ -228,18 +280,24 @@ def classify_columns(table: RulesTable, df: DataFrame, attempts_col: str = "prio
 
     ``df`` holds the match-view columns (names as in the view, strings as decoded, not
     stripped) and ``attempts_col``, the attempts already made on each message (null: 0).
-    Existing columns with decision names are replaced. The rule choice is one projection
-    and the outputs a second one over its result, so the choice is evaluated once per row
-    (Spark does not merge projections that would repeat an expensive expression).
+    Existing columns with decision names are replaced.
+
+    Three projections, one pass: the match list, the choice, the outputs. Each result is
+    used several times by the next, so Spark keeps them apart (CollapseProject does not
+    repeat an expensive expression) and evaluates each once per row.
     """
     rules = tuple(table.rules)
-    eligible = F.coalesce(F.col("has_dlh"), F.lit(False)) & ~F.coalesce(F.col("truncated"), F.lit(False))
-    attempts = F.coalesce(F.col(attempts_col), F.lit(0)).cast("bigint")
-    matched = F.when(eligible, matched_rules(rules)).otherwise(F.array().cast("array<int>"))
-    staged = df.select(*[F.col(c) for c in df.columns], choose(rules, matched, attempts).alias(_PICK))
-    outputs = _outputs(rules, F.col(f"{_PICK}.chosen"), F.col(f"{_PICK}.seen"))
-    kept = [F.col(c) for c in df.columns if c not in DECISION_COLUMNS]
-    return staged.select(*kept, *[outputs[name].alias(name) for name in DECISION_COLUMNS])
-
-
-_PICK = "__dlq_rules_pick"
+    eligible = "(coalesce(`has_dlh`, false) AND NOT coalesce(`truncated`, false))"
+    attempts = f"CAST(coalesce({sql_column(attempts_col)}, 0) AS BIGINT)"
+    chunks = [chunk_sql(rules, start, eligible) for start in range(0, len(rules), CHUNK)]
+    # Each chunk is used twice here: subexpression elimination then evaluates it once, in
+    # its own generated method. The count says whether anything matched.
+    matched = (f"concat({', '.join(chunks)})" if len(chunks) > 1 else chunks[0]) if chunks else _EMPTY
+    count = " + ".join(f"size({c})" for c in chunks) if chunks else "0"
+    listed = df.select(*[F.col(sql_column(c)) for c in df.columns],
+                       F.expr(matched).alias(_MATCHED), F.expr(count).alias(_COUNT))
+    picked = listed.select("*", F.expr(choose_sql(rules, sql_column(_MATCHED), sql_column(_COUNT), attempts)).alias(_PICK))
+    index = f"CASE WHEN {sql_column(_PICK)} < 0 THEN CAST(-{sql_column(_PICK)} - 1 AS INT) END"
+    outputs = outputs_sql(rules, index, f"({sql_column(_COUNT)} > 0)")
+    kept = [F.col(sql_column(c)) for c in df.columns if c not in DECISION_COLUMNS]
+    return picked.select(*kept, *[F.expr(outputs[name]).alias(name) for name in DECISION_COLUMNS])
