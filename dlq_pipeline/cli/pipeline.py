@@ -93,7 +93,8 @@ def ingest_cmd(paths, as_json, config: Config):
 
     spark = _spark(config)
     run_id = config.get("pipeline", "run_id") or new_run_id(utc_now())
-    result = ingest(spark, storage_from_config(spark, config), list(paths), run_id=run_id, config=config)
+    result = ingest(spark, storage_from_config(spark, config), list(paths), run_id=run_id, config=config,
+                    progress=None if as_json else _err)
     doc = {"run_id": run_id, **result.as_dict()}
     if as_json:
         _echo_json(doc)

@@ -87,16 +87,19 @@ class _Stages:
     def __init__(self, summary: RunSummary, total: int, progress: Callable[[str], None] | None):
         self.summary, self.total, self.progress, self.index = summary, total, progress, 0
 
+    def tell(self, message: str) -> None:
+        """A progress line from inside a stage (e.g. per file during ingest)."""
+        log.info(message)
+        if self.progress:
+            self.progress(message)
+
     def __call__(self, name: str):
         stages = self
 
         class _Timer:
             def __enter__(self):
                 stages.index += 1
-                message = f"[{stages.index}/{stages.total}] {name}"
-                log.info(message)
-                if stages.progress:
-                    stages.progress(message)
+                stages.tell(f"[{stages.index}/{stages.total}] {name}")
                 self.start = time.monotonic()
 
             def __exit__(self, *exc):
@@ -145,7 +148,8 @@ def run_pipeline(
     storage = storage_from_config(spark, config)
 
     with stage("ingest"):
-        landed = ingest(spark, storage, list(inputs), run_id=run_id, config=config) if inputs else None
+        landed = ingest(spark, storage, list(inputs), run_id=run_id, config=config,
+                        progress=stage.tell) if inputs else None
         if landed is not None:
             summary.files = landed.files
             summary.messages_landed = landed.messages_landed
