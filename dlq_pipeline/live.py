@@ -73,13 +73,12 @@ def live_queue(spec: str, *, warehouse: str | os.PathLike, config=None, queue: s
                control=None) -> LiveQueue:
     """The live queue for ``spec``. ``queue``/``qmgr`` come from the command line or the
     configuration (``drain.queue``/``drain.qmgr``); ``control`` is the rules table's
-    `ControlData` (INPUTQ/INPUTQM), used when they are blank."""
+    `ControlData` (INPUTQ/INPUTQM), used when they are blank. A queue manager named in
+    ``spec`` wins over ``qmgr`` and INPUTQM."""
     kind, named = parse_source(spec)
     inputq = ((control.inputq if control is not None else None) or "").strip(" ")
     inputqm = ((control.inputqm if control is not None else None) or "").strip(" ")
     qmgr = (qmgr or "").strip(" ")
-    if named and qmgr and named != qmgr:
-        raise TargetError(f"source {spec} names queue manager {named} but --qmgr/drain.qmgr says {qmgr}")
     name = named or qmgr or inputqm or (DEFAULT_SIM_NAME if kind == "sim" else "")
     if not name:
         raise TargetError(f"source {spec} names no queue manager: write mq:QMGR, use --qmgr, or set INPUTQM in the "
