@@ -58,6 +58,7 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         "reconnect_attempts": ((int,), 3, "reconnects with backoff after a connection failure"),
     },
     "drain": {
+        "source": ((str,), "", "live DLQ: mq:QMGR | sim:NAME; run drains it first and settles it last (\"\" = none)"),
         "mode": ((str,), "browse", "browse (non-destructive) | move (destructive get under syncpoint)"),
         "queue": ((str,), "", "DLQ to drain; default: INPUTQ from the rules table, else the QM's DEADQ"),
         "qmgr": ((str,), "", "queue manager; default: INPUTQM from the rules table"),
@@ -148,6 +149,9 @@ def _check_values(where: str, values: dict[str, dict[str, Any]], problems: list[
     target = values["pipeline"]["target"]
     if not (target in ("dry-run", "sim:") or target.split(":", 1)[0] in ("dir", "sim", "mq") and ":" in target):
         problems.append(f"{where}: 'pipeline.target' must be dry-run, dir:PATH, sim:[NAME] or mq:QMGR, not '{target}'")
+    source = values["drain"]["source"]
+    if source and (":" not in source or source.split(":", 1)[0] not in ("mq", "sim")):
+        problems.append(f"{where}: 'drain.source' must be mq:QMGR or sim:NAME, not '{source}'")
     if values["drain"]["mode"] not in ("browse", "move"):
         problems.append(f"{where}: 'drain.mode' must be browse or move, not '{values['drain']['mode']}'")
     for section, key, low in [

@@ -60,7 +60,9 @@ MQMI_NONE = b"\x00" * 24
 MQAT_UNIX = 6
 _SIM_APPL_NAME = "dlq_pipeline.mq.sim"
 
-_CONFIG_KEYS = {"auto_define", "maxdepth", "maxmsgl", "qmgr_maxmsgl", "remote_qmgrs", "queues", "faults", "seed"}
+_CONFIG_KEYS = {"auto_define", "maxdepth", "maxmsgl", "qmgr_maxmsgl", "remote_qmgrs", "queues", "faults", "seed",
+                "deadq"}
+DEFAULT_DEADQ = "SYSTEM.DEAD.LETTER.QUEUE"
 _QUEUE_KEYS = {"maxdepth", "maxmsgl", "put_inhibited", "get_inhibited", "authority", "exists"}
 _FAULT_KEYS = {"op", "reason", "queue", "after", "times", "probability", "delay", "committed"}
 
@@ -138,6 +140,7 @@ def normalize_config(config: Mapping | None) -> dict:
         "qmgr_maxmsgl": int(config.get("qmgr_maxmsgl", DEFAULT_MAXMSGL)),
         "remote_qmgrs": sorted(str(q) for q in config.get("remote_qmgrs", ())),
         "seed": int(config.get("seed", 0)),
+        "deadq": str(config.get("deadq", DEFAULT_DEADQ)),
         "queues": {},
         "faults": [],
     }
@@ -637,6 +640,11 @@ class SimConnection:
             syncpoint: bool = True, buffer_size: int = DEFAULT_BUFFER) -> Message:
         return read_whole(lambda n: self.mqget(q, max_length=n, msg_id=msg_id, correl_id=correl_id,
                                                syncpoint=syncpoint), buffer_size)
+
+    def dead_letter_queue(self) -> str:
+        """The queue manager's DEADQ attribute (MQINQ MQCA_DEAD_LETTER_Q_NAME), blanks removed."""
+        self._usable()
+        return self._config.get("deadq", DEFAULT_DEADQ).rstrip(" ")
 
     def inquire_depth(self, q: str, qmgr: str = "") -> tuple[int, int]:
         """(CURDEPTH, MAXDEPTH) as this connection sees them (its own open unit of work included)."""

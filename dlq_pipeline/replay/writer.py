@@ -4,8 +4,9 @@
 syncpoint batches of ``batch_size`` and commits each batch, and yields one ledger row per
 work item (schemas/ledger.json). What it decides, in order, for each item:
 
-- DISCARD -> ``discarded``, IGNORE -> ``ignored`` (no MQ call; removing a message from a
-  live DLQ is settle's job);
+- DISCARD -> ``discarded`` (``dry_run`` "would discard" for the dry-run target, which ends
+  nothing), IGNORE -> ``ignored`` (no MQ call; removing a message from a live DLQ is
+  settle's job);
 - a truncated message -> ``ignored`` with a note: it is never put, and as no put was tried it
   does not count against the rule's RETRY;
 - ``not_before`` later than the run's time (RETRYINT) -> ``deferred``;
@@ -240,6 +241,7 @@ class _Writer:
         self.gave_up: MQError | None = None
         self.unrecorded: list[dict] = []
         self.bucket = TokenBucket(settings.rate_limit, clock, sleep)
+        self.dry_run = bool(getattr(connect, "dry_run", False))  # the dry-run target's connector is its class
 
     # rows
 
@@ -457,8 +459,8 @@ class _Writer:
 
     def prepare(self, item: WorkItem) -> dict | _Pending:
         """The row an item gets without being put, or what to put."""
-        if item.action == "DISCARD":
-            return self.row(item, "discarded")
+        if item.action == "DISCARD":  # a dry run ends nothing: settle must not remove the message
+            return self.row(item, "dry_run", text="would discard") if self.dry_run else self.row(item, "discarded")
         if item.action == "IGNORE":
             return self.row(item, "ignored")
         if item.action not in PUT_ACTIONS:

@@ -58,6 +58,9 @@ class RunSummary:
     outcomes: dict[str, int] = field(default_factory=dict)
     durations: dict[str, float] = field(default_factory=dict)
     exit_status: int = exitcodes.OK
+    source: str = ""  # live DLQ drained and settled by this run (mq:/sim:), "" for none
+    drain: dict = field(default_factory=dict)
+    settle: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -73,6 +76,7 @@ def attention_status(summary: RunSummary) -> int:
         summary.quarantined
         or any(summary.outcomes.get(o) for o in ATTENTION_OUTCOMES)
         or any(summary.ignore_reasons.get(r) for r in ATTENTION_IGNORES)
+        or summary.settle.get("mismatched")
     )
     return exitcodes.ATTENTION if needs_look else exitcodes.OK
 
@@ -134,8 +138,11 @@ def run_pipeline(
     run_id: str | None = None,
     now: dt.datetime | None = None,
     progress: Callable[[str], None] | None = None,
+    source: str | None = None,
 ) -> RunSummary:
-    """One whole run. The rules table must already be valid (checked before anything runs)."""
+    """One whole run. The rules table must already be valid (checked before anything runs).
+    ``source`` (``mq:QMGR``/``sim:NAME``): a live DLQ drained first and settled last
+    (`dlq_pipeline.spark.live`)."""
     from dlq_pipeline.spark.ingest import ingest
     from dlq_pipeline.spark.replay import replay
 
@@ -144,8 +151,14 @@ def run_pipeline(
     now = now or utc_now()
     run_id = run_id or new_run_id(now)
     summary = RunSummary(run_id=run_id, target=target, started_at=now.isoformat() + "Z", inputs=list(inputs))
-    stage = _Stages(summary, 4, progress)
+    stage = _Stages(summary, 6 if source else 4, progress)
     storage = storage_from_config(spark, config)
+    if source:
+        from dlq_pipeline.spark.live import drain_stage
+
+        summary.source = source
+        with stage("drain"):
+            live, summary.drain = drain_stage(spark, storage, config, table, source=source, run_id=run_id)
 
     with stage("ingest"):
         landed = ingest(spark, storage, list(inputs), run_id=run_id, config=config,
@@ -168,6 +181,12 @@ def run_pipeline(
         outcomes = replay(spark, storage, decisions, target=target, config=config, run_id=run_id, now=now)
         summary.outcomes = dict(sorted(Counter(outcomes).items()))
         decisions.unpersist()
+
+    if source:
+        from dlq_pipeline.spark.live import settle_stage
+
+        with stage("settle"):
+            summary.settle = settle_stage(spark, storage, config, live, target=target, run_id=run_id)
 
     with stage("summary"):
         summary.finished_at = utc_now().isoformat() + "Z"
