@@ -52,7 +52,7 @@ class Sizes:
 
 
 SIZES = {
-    "tiny": Sizes("tiny", 1, 200, 2, 16 * 1024, 200, (10, 100), 300, 200, (1, 2), (50,), 1, 4, 256 * 1024, 1024),
+    "tiny": Sizes("tiny", 1, 100, 2, 16 * 1024, 100, (10,), 100, 100, (1,), (30,), 1, 2, 64 * 1024, 1024),
     "quick": Sizes("quick", 3, 5_000, 20, 64 * 1024, 10_000, (10, 100, 500), 6_000, 4_000, (1, 2, 4),
                    (200, 2_000), 1, 20, 4 * 1024 * 1024, 1024),
     "full": Sizes("full", 3, 20_000, 50, 64 * 1024, 40_000, (10, 100, 500), 20_000, 20_000, (1, 2, 4),
@@ -121,10 +121,12 @@ def median(values) -> float:
     return float(statistics.median(values))
 
 
-def interleaved(variants: Mapping[str, Callable[[], object]], repeats: int, *, warmup: bool = True) -> dict[str, list[float]]:
+def interleaved(variants: Mapping[str, Callable[[], object]], repeats: int, *,
+                warmup: bool | None = None) -> dict[str, list[float]]:
     """Seconds per run of each variant: one untimed warm-up each (JIT, Python workers,
-    page cache), then ``repeats`` rounds running every variant once per round."""
-    if warmup:
+    page cache; by default only when ``repeats`` > 1), then ``repeats`` rounds running every
+    variant once per round."""
+    if warmup if warmup is not None else repeats > 1:
         for run in variants.values():
             run()
     times: dict[str, list[float]] = {name: [] for name in variants}
