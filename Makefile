@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test clean
+.PHONY: venv demo test bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# every stage against the obvious way and the limit; QUICK=1 for a few minutes (docs/performance.md)
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.run $(if $(QUICK),--quick) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) demo-out warehouse build dist *.egg-info .pytest_cache .hypothesis

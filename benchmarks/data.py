@@ -66,7 +66,7 @@ def rules_table_text(count: int, seed: int = 11) -> str:
     at = {round((j + 1) * body / (len(ops) + 1)) for j in range(len(ops))} if teams else set(range(body))
     rules = [ops.pop(0) if (i in at and ops) or not teams else teams.pop(0) for i in range(body)]
     rules += ops
-    header = "* generated for benchmarks: operations rules among application teams' rules\n" \
+    header = "* benchmark table: operations rules among application teams' rules\n" \
              "INPUTQM(' ') INPUTQ(' ') RETRYINT(300) WAIT(NO)\n"
     return header + "\n".join(_wrapped(r) for r in rules + [CATCH_ALL]) + "\n"
 

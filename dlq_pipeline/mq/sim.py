@@ -76,6 +76,7 @@ CREATE TABLE IF NOT EXISTS messages (
     backout_count INTEGER NOT NULL DEFAULT 0,
     state INTEGER NOT NULL);  -- 0 available, 1 put in an open unit of work, 2 got in one
 CREATE INDEX IF NOT EXISTS messages_by_queue ON messages (qmgr, queue, state, id);
+CREATE INDEX IF NOT EXISTS messages_by_msg_id ON messages (msg_id);  -- get by MsgId stays O(log n)
 CREATE TABLE IF NOT EXISTS put_log (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, qmgr TEXT NOT NULL, queue TEXT NOT NULL,
     md TEXT NOT NULL, data BLOB NOT NULL, user TEXT NOT NULL, connection TEXT NOT NULL,
