@@ -46,6 +46,11 @@ BASE_CONF: dict[str, str] = {
     # which is what Spark's tuning guide recommends on HotSpot. Codegen fallback stays on,
     # so a chain too large to compile at all is interpreted instead of failing the job.
     "spark.sql.codegen.hugeMethodLimit": "8000",
+    # Arrow batches for the decode UDF: up to 4 KB of header per message, so Spark's default
+    # of 10,000 rows is ~40 MB per task before the column vectors double while growing; on a
+    # default 1 GB local heap that ran out of memory decoding a realistic DLQ
+    # (benchmarks/run.py decode). 2,048 rows keep a batch under ~8 MB at no measurable cost.
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "2048",
     "spark.sql.codegen.fallback": "true",
 }
 LOG_LEVEL = "WARN"
