@@ -56,6 +56,7 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         "depth_check": ((bool,), False, "inquire CURDEPTH/MAXDEPTH and hold back when a queue is nearly full"),
         "depth_headroom": ((float,), 0.9, "with depth_check: hold back above this fraction of MAXDEPTH"),
         "reconnect_attempts": ((int,), 3, "reconnects with backoff after a connection failure"),
+        "reconnect_backoff": ((int, float), 1.0, "seconds before the first reconnect; doubles each time, at most 30"),
     },
     "drain": {
         "mode": ((str,), "browse", "browse (non-destructive) | move (destructive get under syncpoint)"),
@@ -154,7 +155,7 @@ def _check_values(where: str, values: dict[str, dict[str, Any]], problems: list[
         ("replay", "max_connections", 1), ("replay", "batch_size", 1), ("replay", "breaker_threshold", 1),
         ("replay", "reconnect_attempts", 0), ("drain", "batch_size", 1), ("ingest", "split_bytes", 1024),
         ("ingest", "max_line_length", 80), ("ingest", "max_message_bytes", 0), ("report", "top", 1),
-        ("replay", "rate_limit", 0),
+        ("replay", "rate_limit", 0), ("replay", "reconnect_backoff", 0),
     ]:
         if values[section][key] < low:
             problems.append(f"{where}: '{section}.{key}' must be at least {low}")

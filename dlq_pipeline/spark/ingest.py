@@ -51,6 +51,7 @@ from dlq_pipeline.dumpfile import MAX_LINE_LENGTH, SNIPPET_LENGTH, plan_splits, 
 from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.model import MQMD_CHAR_LENGTHS, MQMD_FIELDS, DumpedMessage, RecordError, text_to_bytes
 from dlq_pipeline.spark.schemas import conform, table_schema
+from dlq_pipeline.testhooks import crash_point
 
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_MESSAGE_BYTES = 104_857_600
@@ -366,6 +367,7 @@ def read_item(item: WorkItem, *, max_line_length: int = MAX_LINE_LENGTH,
             if counter is not None:
                 row["newlines"] = counter.upto(row["source_offset"])
             yield {**common, **row}
+            crash_point("ingest-record", ordinal)
     except Exception as exc:  # noqa: BLE001 - bad input (or a reader bug) must not stop the run
         code = "unreadable_file" if isinstance(exc, OSError) else "reader_failed"
         where = f"bytes {last_offset}..{item.end if item.end is not None else 'end'}"
@@ -596,6 +598,7 @@ def ingest(
         read = landing.raw.where(F.col("rec") == "message").count()
         quarantined = landing.raw.where(F.col("rec") == "error").count()
         landed = storage.merge_new("messages", landing.messages)
+        crash_point("ingest-messages-stored")
         added = storage.merge_new("quarantine", landing.quarantine) if quarantined else 0
     finally:
         landing.release()
