@@ -960,7 +960,9 @@ def _created_text(created) -> str:
 @contextmanager
 def _open_target(target):
     if isinstance(target, (str, os.PathLike)):
-        with open(target, "wb") as f:
+        from dlq_pipeline.private import open_private
+
+        with open_private(target, "wb") as f:  # dumps hold message bodies: owner-only
             yield f
     else:
         yield target
