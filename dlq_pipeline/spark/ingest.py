@@ -352,7 +352,7 @@ def read_item(item: WorkItem, *, max_line_length: int = MAX_LINE_LENGTH,
     }
     try:
         records = read_source(item.path, name=item.path, start=item.start, end=item.end,
-                              max_line_length=max_line_length)
+                              max_line_length=max_line_length, max_message_bytes=max_message_bytes)
         for record in records:
             if isinstance(record, DumpedMessage):
                 row = _message_row(record, item.path, max_message_bytes)
