@@ -243,6 +243,8 @@ class SimQueueManager:
             self._durable = True
         self.path = Path(path)
         self.faults_path = self.path.with_name(self.path.name + ".faults")
+        if self._durable:
+            private_file(self.faults_path)
         with closing(self._open()) as db:
             db.executescript(_SCHEMA)
             with closing(sqlite3.connect(self.faults_path, timeout=busy_timeout)) as fdb:
