@@ -5,8 +5,9 @@ stage boundary, between two replay batches, in the middle of reading a dump. Pro
 calls `crash_point(name, count)` at those places. When ``DLQ_PIPELINE_CRASH_AT`` is
 ``NAME`` or ``NAME:COUNT`` and the call matches, the process writes a marker file named by
 its pid into the directory ``DLQ_PIPELINE_CRASH_MARKER`` (if set) and stops itself with
-SIGSTOP; the test, polling for markers, then SIGKILLs every process of the run. Nothing else happens, ever:
-with the variable unset (always, outside those tests) a crash point is one lookup.
+SIGSTOP; the test, polling for markers, then SIGKILLs every process of the run. Nothing
+else happens, ever: with the variable unset (always, outside those tests) a crash point is
+one environment lookup. docs/reliability.md describes the tests.
 
 Points: ``after-ingest``, ``ingest-messages-stored`` (messages written, quarantine not yet),
 ``ingest-record:N`` (a reader task after its N-th record), ``after-classify``,
