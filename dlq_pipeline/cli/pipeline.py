@@ -254,8 +254,10 @@ def _build_and_write_report(storage, config: Config, *, run_id=None, html_path=N
 
     report = build_report(storage, now=utc_now(), run_id=run_id, top=config.get("report", "top"))
     if html_path:
-        Path(html_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(html_path).write_text(render_html(report), encoding="utf-8")
+        from dlq_pipeline.private import open_private
+
+        with open_private(html_path, "w", encoding="utf-8") as f:
+            f.write(render_html(report))
     return report
 
 
@@ -324,7 +326,6 @@ def _prepare_demo_sim(warehouse: Path, target: str) -> None:
     from dlq_pipeline.replay.targets import open_target
 
     sim = open_target(target, warehouse=warehouse)
-    Path(sim.location).parent.mkdir(parents=True, exist_ok=True)
     SimQueueManager(sim.location, sim.name).configure({"remote_qmgrs": ["*"]})
 
 

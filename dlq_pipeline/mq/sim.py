@@ -48,6 +48,7 @@ from typing import Iterator, Mapping
 
 from dlq_pipeline.model import MQMD, MQMD_BYTE_LENGTHS
 from dlq_pipeline.mq import reasons
+from dlq_pipeline.private import private_file
 from dlq_pipeline.mq.interface import DEFAULT_BUFFER, Message, MQError, PutHandle, read_whole
 
 DEFAULT_MAXDEPTH = 5000
@@ -242,10 +243,12 @@ class SimQueueManager:
             self._durable = False
         else:
             path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(path)  # the queues hold message bodies: owner-only (SQLite's -wal/-shm follow)
             self._durable = True
         self.path = Path(path)
         self.faults_path = self.path.with_name(self.path.name + ".faults")
+        if self._durable:
+            private_file(self.faults_path)
         with closing(self._open()) as db:
             db.executescript(_SCHEMA)
             with closing(sqlite3.connect(self.faults_path, timeout=busy_timeout)) as fdb:
@@ -351,15 +354,35 @@ class _FaultCounter:
 
     def __init__(self, path: Path, timeout: float):
         self.path, self.timeout = path, timeout
+        self._db: sqlite3.Connection | None = None
+
+    def _conn(self) -> sqlite3.Connection:
+        # One connection per sim connection, WAL: a count survives the death of a process
+        # (not of the machine), which is all the sim promises.
+        if self._db is None:
+            db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            self._db = db
+        return self._db
 
     def bump(self, fault: int, fired: bool) -> tuple[int, int]:
-        with closing(sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)) as db:
-            db.execute("BEGIN IMMEDIATE")
+        db = self._conn()
+        db.execute("BEGIN IMMEDIATE")
+        try:
             row = db.execute("SELECT seen, fired FROM counts WHERE fault=?", (fault,)).fetchone() or (0, 0)
             seen, count = (row[0], row[1] + 1) if fired else (row[0] + 1, row[1])
             db.execute("INSERT OR REPLACE INTO counts VALUES (?,?,?)", (fault, seen, count))
-            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
         return seen, count
+
+    def close(self) -> None:
+        db, self._db = self._db, None
+        if db is not None:
+            db.close()
 
 
 class SimConnection:
@@ -429,6 +452,7 @@ class SimConnection:
             self._rollback()
             self._db.close()
             self._db = None
+        self._counter.close()
         self._broken = reason
 
     def _begin(self, db: sqlite3.Connection) -> None:
@@ -511,6 +535,7 @@ class SimConnection:
 
     def disconnect(self) -> None:
         """MQDISC: commits an open unit of work, as MQ does for a normal disconnect."""
+        self._counter.close()
         if self._db is None:
             return
         if self._in_uow:

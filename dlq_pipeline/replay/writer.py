@@ -55,7 +55,9 @@ from typing import Callable, Iterable, Iterator
 from dlq_pipeline.model import MQMD
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, MQError, PutHandle
+from dlq_pipeline.private import private_dirs
 from dlq_pipeline.replay.rebuild import PUT_ACTIONS, RebuildError, rebuild
+from dlq_pipeline.testhooks import crash_point
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +106,8 @@ class ReplaySettings:
         r = config.section("replay")
         return cls(batch_size=r["batch_size"], rate_limit=float(r["rate_limit"]),
                    breaker_threshold=r["breaker_threshold"], depth_check=r["depth_check"],
-                   depth_headroom=float(r["depth_headroom"]), reconnect_attempts=r["reconnect_attempts"])
+                   depth_headroom=float(r["depth_headroom"]), reconnect_attempts=r["reconnect_attempts"],
+                   backoff_initial=float(r["reconnect_backoff"]))
 
 
 def utc_from_epoch(seconds: float) -> dt.datetime:
@@ -192,7 +195,7 @@ class Checkpoint:
 
         line = json.dumps({"next_batch": next_batch, "breakers": breakers, "rows": [plain(r) for r in rows]},
                           separators=(",", ":")).encode() + b"\n"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(self.path.parent)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, line)
@@ -446,6 +449,7 @@ class _Writer:
         self.losses = 0
         self.depths.clear()
         self.save()
+        crash_point("replay-batch", self.batch_id)
         if self.on_commit is not None:
             self.on_commit(self.batch_id)
         return rows

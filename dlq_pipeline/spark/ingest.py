@@ -52,6 +52,7 @@ from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.model import MQMD_CHAR_LENGTHS, MQMD_FIELDS, DumpedMessage, RecordError, text_to_bytes
 from dlq_pipeline.spark.progress import Report, TaskTicker
 from dlq_pipeline.spark.schemas import conform, table_schema
+from dlq_pipeline.testhooks import crash_point
 
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_MESSAGE_BYTES = 104_857_600
@@ -352,7 +353,7 @@ def read_item(item: WorkItem, *, max_line_length: int = MAX_LINE_LENGTH,
     }
     try:
         records = read_source(item.path, name=item.path, start=item.start, end=item.end,
-                              max_line_length=max_line_length)
+                              max_line_length=max_line_length, max_message_bytes=max_message_bytes)
         for record in records:
             if isinstance(record, DumpedMessage):
                 row = _message_row(record, item.path, max_message_bytes)
@@ -367,6 +368,7 @@ def read_item(item: WorkItem, *, max_line_length: int = MAX_LINE_LENGTH,
             if counter is not None:
                 row["newlines"] = counter.upto(row["source_offset"])
             yield {**common, **row}
+            crash_point("ingest-record", ordinal)
     except Exception as exc:  # noqa: BLE001 - bad input (or a reader bug) must not stop the run
         code = "unreadable_file" if isinstance(exc, OSError) else "reader_failed"
         where = f"bytes {last_offset}..{item.end if item.end is not None else 'end'}"
@@ -634,6 +636,7 @@ def ingest(
         read = sum(c["messages"] for c in per_file.values())
         quarantined = sum(c["quarantined"] for c in per_file.values())
         landed = storage.merge_new("messages", landing.messages)
+        crash_point("ingest-messages-stored")
         added = storage.merge_new("quarantine", landing.quarantine) if quarantined else 0
     finally:
         landing.release()

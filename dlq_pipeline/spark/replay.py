@@ -128,6 +128,17 @@ def recover_checkpoints(spark: SparkSession, storage: Storage, root: Path) -> se
     return {r["message_key"] for r in rows if r["outcome"] in ENDED_OUTCOMES}
 
 
+def recover_interrupted(spark: SparkSession, storage: Storage) -> set[str]:
+    """`recover_checkpoints` for the warehouse of ``storage``, when it is a file system path
+    (other warehouses cannot hold checkpoints: replay refuses them). Classify calls this
+    before deciding, so what a dead run delivered is not decided again."""
+    try:
+        warehouse = local_warehouse(storage.path)
+    except TargetError:
+        return set()
+    return recover_checkpoints(spark, storage, warehouse / CHECKPOINTS_DIR)
+
+
 def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: set[str]) -> DataFrame:
     """Decisions joined with their messages, one partition per target queue manager (hashed
     into ``partitions``), in DLQ order within each."""

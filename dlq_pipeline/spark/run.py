@@ -24,6 +24,7 @@ from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.classify import classify, pending_with_attempts
 from dlq_pipeline.spark.decode import decode_headers
 from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.testhooks import crash_point
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,14 @@ def decide(
     now: dt.datetime,
     retry_interval: int | None = None,
 ) -> DataFrame:
-    """Classify every pending message in the warehouse and append the decisions."""
+    """Classify every pending message in the warehouse and append the decisions.
+
+    First, the ledger rows of a replay that died (``kill -9``) after putting are recovered
+    from its checkpoints, so messages it delivered are not pending any more: a decision is
+    never made for a message whose delivery is only recorded in a checkpoint."""
+    from dlq_pipeline.spark.replay import recover_interrupted
+
+    recover_interrupted(spark, storage)
     pending = pending_with_attempts(storage.read("messages"), storage.read("ledger"))
     decisions = classify(decode_headers(pending), table, run_id=run_id, now=now, retry_interval=retry_interval)
     storage.append("decisions", decisions)
@@ -168,6 +176,7 @@ def run_pipeline(
             summary.messages_landed = landed.messages_landed
             summary.duplicates_skipped = landed.duplicates_skipped
             summary.quarantined = landed.quarantined
+    crash_point("after-ingest")
 
     with stage("classify"):
         retry_interval = config.get("classify", "retry_interval")
@@ -176,11 +185,13 @@ def run_pipeline(
         summary.decisions = _counts(decisions, "action")
         summary.ignore_reasons = _counts(decisions.where(F.col("ignore_reason").isNotNull()), "ignore_reason")
         summary.messages_without_dlh = summary.ignore_reasons.get("no_dlh", 0)
+    crash_point("after-classify")
 
     with stage("replay"):
         outcomes = replay(spark, storage, decisions, target=target, config=config, run_id=run_id, now=now)
         summary.outcomes = dict(sorted(Counter(outcomes).items()))
         decisions.unpersist()
+    crash_point("after-replay")
 
     if source:
         from dlq_pipeline.spark.live import settle_stage

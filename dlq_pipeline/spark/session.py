@@ -36,6 +36,9 @@ BASE_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "4",  # tables here are small per run; AQE coalesces anyway
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.session.timeZone": "UTC",  # MQ PutDate/PutTime and all our timestamps are GMT
+    # Tables hold message bodies (personal data, possibly): files the session writes are
+    # owner-only (0600; directories 0700) on file systems with POSIX permissions.
+    "spark.hadoop.fs.permissions.umask-mode": "077",
     # Classify compiles a rules table into one long ordered CASE WHEN chain per decision
     # column. Spark already splits generated expression code into methods of about
     # methodSplitThreshold (1024) source characters, and we keep that default. But a
