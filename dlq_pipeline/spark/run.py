@@ -19,6 +19,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dlq_pipeline import exitcodes
+from dlq_pipeline.clock import as_utc, iso_z
+from dlq_pipeline.clock import utc_now as _utc_now
 from dlq_pipeline.config import Config
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.classify import classify, pending_with_attempts
@@ -37,7 +39,8 @@ def new_run_id(now: dt.datetime) -> str:
 
 
 def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    """Now, aware UTC (`dlq_pipeline.clock`: what Spark stores is right in any time zone)."""
+    return _utc_now()
 
 
 @dataclass
@@ -148,9 +151,9 @@ def run_pipeline(
 
     if not table.ok:
         raise ValueError("run_pipeline needs a valid rules table")
-    now = now or utc_now()
+    now = as_utc(now) or utc_now()
     run_id = run_id or new_run_id(now)
-    summary = RunSummary(run_id=run_id, target=target, started_at=now.isoformat() + "Z", inputs=list(inputs))
+    summary = RunSummary(run_id=run_id, target=target, started_at=iso_z(now), inputs=list(inputs))
     stage = _Stages(summary, 6 if source else 4, progress)
     storage = storage_from_config(spark, config)
     if source:
@@ -189,7 +192,7 @@ def run_pipeline(
             summary.settle = settle_stage(spark, storage, config, live, target=target, run_id=run_id)
 
     with stage("summary"):
-        summary.finished_at = utc_now().isoformat() + "Z"
+        summary.finished_at = iso_z(utc_now())
         summary.exit_status = attention_status(summary)
         storage.write_summary(run_id, summary.as_dict())
     return summary
