@@ -24,13 +24,13 @@ import secrets
 import shutil
 from pathlib import Path
 from typing import Callable
-from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from dlq_pipeline.clock import as_utc, from_epoch_micros, utc_now
 from dlq_pipeline.config import Config
+from dlq_pipeline.locks import local_path
 from dlq_pipeline.model import MQMD, MQMD_FIELDS
 from dlq_pipeline.replay.targets import Target, TargetError, check_run_id, open_target
 from dlq_pipeline.replay.writer import (LEDGER_COLUMNS, OUTCOMES, Checkpoint, ReplaySettings, WorkItem,
@@ -52,15 +52,11 @@ DECISION_COLUMNS = ("message_key", "action", "rule_line", "attempt", "target_q",
 def local_warehouse(path: str) -> Path:
     """The warehouse as a path every process can open (``dbfs:/x`` is ``/dbfs/x``); replay's
     checkpoints and the simulated queue managers need one. TargetError for other URIs."""
-    parsed = urlparse(path)
-    if parsed.scheme in ("", "file") and not parsed.netloc:
-        return Path(parsed.path if parsed.scheme == "file" else path).absolute()
-    if parsed.scheme == "dbfs":
-        return Path("/dbfs") / parsed.path.lstrip("/")
-    if len(parsed.scheme) == 1:  # a Windows drive letter
-        return Path(path).absolute()
-    raise TargetError(f"replay keeps checkpoints next to the tables and needs storage.path to be a file system "
-                      f"path every executor can open (local, NFS, /dbfs), not {path!r}")
+    try:
+        return local_path(path)
+    except TargetError:
+        raise TargetError(f"replay keeps checkpoints next to the tables and needs storage.path to be a file system "
+                          f"path every executor can open (local, NFS, /dbfs), not {path!r}") from None
 
 
 def row_to_item(row) -> WorkItem:

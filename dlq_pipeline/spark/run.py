@@ -22,6 +22,7 @@ from dlq_pipeline import exitcodes
 from dlq_pipeline.clock import as_utc, iso_z
 from dlq_pipeline.clock import utc_now as _utc_now
 from dlq_pipeline.config import Config
+from dlq_pipeline.locks import writer_lock
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.classify import classify, pending_with_attempts
 from dlq_pipeline.spark.decode import decode_headers
@@ -145,14 +146,21 @@ def run_pipeline(
 ) -> RunSummary:
     """One whole run. The rules table must already be valid (checked before anything runs).
     ``source`` (``mq:QMGR``/``sim:NAME``): a live DLQ drained first and settled last
-    (`dlq_pipeline.spark.live`)."""
-    from dlq_pipeline.spark.ingest import ingest
-    from dlq_pipeline.spark.replay import replay
-
+    (`dlq_pipeline.spark.live`). Holds the warehouse's writer lock (`dlq_pipeline.locks`)
+    throughout: `dlq_pipeline.locks.WarehouseLocked` when another process writes it."""
     if not table.ok:
         raise ValueError("run_pipeline needs a valid rules table")
     now = as_utc(now) or utc_now()
     run_id = run_id or new_run_id(now)
+    with writer_lock(config, command="run", run_id=run_id):  # re-entrant: a no-op under the `run` command
+        return _run_pipeline(spark, config, table, inputs=inputs, target=target, run_id=run_id, now=now,
+                             progress=progress, source=source)
+
+
+def _run_pipeline(spark, config, table, *, inputs, target, run_id, now, progress, source) -> RunSummary:
+    from dlq_pipeline.spark.ingest import ingest
+    from dlq_pipeline.spark.replay import replay
+
     summary = RunSummary(run_id=run_id, target=target, started_at=iso_z(now), inputs=list(inputs))
     stage = _Stages(summary, 6 if source else 4, progress)
     storage = storage_from_config(spark, config)
