@@ -35,6 +35,8 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         "path": ((str,), "./warehouse", "warehouse root for Parquet, or Delta tables by path"),
         "catalog": ((str,), "", "Delta catalog (tables by name: catalog.schema.table)"),
         "schema": ((str,), "", "Delta schema (database) for tables by name"),
+        "lock": ((bool,), True, "writing commands hold PATH/_locks/warehouse.lock (one writer at a time); false = "
+                                "the scheduler serialises them"),
     },
     "spark": {
         "master": ((str,), "local[*]", "master for a locally built session (ignored when a session exists)"),

@@ -12,26 +12,23 @@ line wins over the rules table's control data, as with ``runmqdlq -q/-m``
 (rules-table.md §4).
 
 **Lock.** One drain or settle per queue manager and queue at a time: an exclusive
-``flock`` on ``WAREHOUSE/_locks/<qmgr>@<queue>.lock``. The kernel releases it when the
-process ends, however it ends (``kill -9`` included), so a lock is never left stale. The
-file holds who has it (pid, host, command, run id, since) for the error message of the one
-refused. The warehouse must be on a file system whose ``flock`` is shared by every host
-that runs drains (a local disk, or NFSv4); on Windows ``msvcrt.locking`` is used.
+``flock`` on ``WAREHOUSE/_locks/<qmgr>@<queue>.lock`` (`dlq_pipeline.locks`: released by the
+kernel however the process ends, ``kill -9`` included; the file names the holder). The
+commands also hold the warehouse-wide writer lock, which subsumes this one within a
+warehouse; `drain`/`settle` keep taking it themselves so that direct library callers are
+kept off the queue too.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import os
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from dlq_pipeline.locks import LOCKS_DIR, FileLock
 from dlq_pipeline.replay.targets import DEFAULT_SIM_NAME, Target, TargetError, open_target, parse_target, \
     safe_file_name
 
-LOCKS_DIR = "_locks"
 SOURCE_KINDS = ("mq", "sim")
 
 
@@ -106,62 +103,14 @@ def lock_path(warehouse: str | os.PathLike, qmgr: str, queue: str) -> Path:
     return Path(warehouse) / LOCKS_DIR / f"{safe_file_name(qmgr)}@{safe_file_name(queue)}.lock"
 
 
-class QueueLock:
-    """``with QueueLock(path, command=..., run_id=...):`` holds the queue or raises
+class QueueLock(FileLock):
+    """``with QueueLock(path, what=..., command=..., run_id=...):`` holds the queue or raises
     `QueueLocked` naming the holder. Not re-entrant, also within one process."""
 
     def __init__(self, path: str | os.PathLike, *, what: str, command: str, run_id: str):
-        self.path, self.what, self.command, self.run_id = Path(path), what, command, run_id
-        self._fd: int | None = None
+        super().__init__(path, command=command, run_id=run_id)
+        self.what = what
 
-    def __enter__(self) -> "QueueLock":
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            _lock(fd)
-        except OSError:
-            holder = _read_holder(fd)
-            os.close(fd)
-            raise QueueLocked(f"{self.what} is already being worked on by {holder} (lock file {self.path}); "
-                              "wait for it to finish, only one drain or settle per queue runs at a time") from None
-        holder = {"pid": os.getpid(), "host": socket.gethostname(), "command": self.command, "run_id": self.run_id,
-                  "since": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(holder).encode() + b"\n", 0)
-        self._fd = fd
-        return self
-
-    def __exit__(self, *exc) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            try:
-                os.ftruncate(fd, 0)
-            finally:
-                _unlock(fd)
-                os.close(fd)
-
-
-def _read_holder(fd: int) -> str:
-    try:
-        doc = json.loads(os.pread(fd, 4096, 0) or b"{}")
-        return (f"{doc['command']} (pid {doc['pid']} on {doc['host']}, run {doc['run_id']}, since {doc['since']})")
-    except (ValueError, KeyError, OSError):
-        return "another process"
-
-
-try:
-    import fcntl
-
-    def _lock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-
-    def _unlock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-except ImportError:  # Windows
-    import msvcrt
-
-    def _lock(fd: int) -> None:
-        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-
-    def _unlock(fd: int) -> None:
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+    def refused(self, holder: str) -> Exception:
+        return QueueLocked(f"{self.what} is already being worked on by {holder} (lock file {self.path}); "
+                           "wait for it to finish, only one drain or settle per queue runs at a time")

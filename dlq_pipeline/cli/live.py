@@ -12,7 +12,8 @@ import sys
 import click
 
 from dlq_pipeline import exitcodes
-from dlq_pipeline.cli.pipeline import _check_target, _echo_json, _err, _spark, config_options, load_valid_rules
+from dlq_pipeline.cli.pipeline import (_check_target, _echo_json, _err, _spark, config_options, load_valid_rules,
+                                       writing)
 from dlq_pipeline.config import Config
 
 
@@ -88,12 +89,13 @@ def drain_cmd(source, queue, qmgr, rules_path, mode, limit, run_id, as_json, con
     live, warehouse = _live(config, source, queue, qmgr, rules_path)
     mode = mode or config.get("drain", "mode")
     run_id = run_id or config.get("pipeline", "run_id") or new_run_id(utc_now())
-    spark = _spark(config)
-    try:
-        result = drain(spark, storage_from_config(spark, config), live, warehouse=warehouse, run_id=run_id, mode=mode,
-                       batch_size=config.get("drain", "batch_size"), limit=limit)
-    except _live_errors() as exc:
-        _fail(exc)
+    with writing(config, f"drain ({mode})", run_id):
+        spark = _spark(config)
+        try:
+            result = drain(spark, storage_from_config(spark, config), live, warehouse=warehouse, run_id=run_id,
+                           mode=mode, batch_size=config.get("drain", "batch_size"), limit=limit)
+        except _live_errors() as exc:
+            _fail(exc)
     doc = {"run_id": run_id, **result.as_dict()}
     if as_json:
         _echo_json(doc)
@@ -122,12 +124,13 @@ def settle_cmd(source, queue, qmgr, rules_path, run_id, as_json, config: Config)
 
     live, warehouse = _live(config, source, queue, qmgr, rules_path)
     run_id = run_id or config.get("pipeline", "run_id") or new_run_id(utc_now())
-    spark = _spark(config)
-    try:
-        result = settle(spark, storage_from_config(spark, config), live, warehouse=warehouse, run_id=run_id,
-                        batch_size=config.get("drain", "batch_size"))
-    except _live_errors() as exc:
-        _fail(exc)
+    with writing(config, "settle", run_id):
+        spark = _spark(config)
+        try:
+            result = settle(spark, storage_from_config(spark, config), live, warehouse=warehouse, run_id=run_id,
+                            batch_size=config.get("drain", "batch_size"))
+        except _live_errors() as exc:
+            _fail(exc)
     if as_json:
         _echo_json({"run_id": run_id, **result.as_dict()})
     else:
@@ -162,15 +165,16 @@ def replay_cmd(run_id, target, as_json, config: Config):
 
     target = target or config.get("pipeline", "target")
     _check_target(target)
-    spark = _spark(config)
-    try:
-        result = replay_decisions(spark, storage_from_config(spark, config), target=target, config=config,
-                                  run_id=run_id or None)
-    except (ReplayError, TargetError) as exc:
-        _err(f"error: {exc}")
-        sys.exit(exitcodes.USAGE)
-    except _live_errors() as exc:
-        _fail(exc)
+    with writing(config, "replay", run_id or "(latest decisions)"):
+        spark = _spark(config)
+        try:
+            result = replay_decisions(spark, storage_from_config(spark, config), target=target, config=config,
+                                      run_id=run_id or None)
+        except (ReplayError, TargetError) as exc:
+            _err(f"error: {exc}")
+            sys.exit(exitcodes.USAGE)
+        except _live_errors() as exc:
+            _fail(exc)
     if as_json:
         _echo_json(result)
     else:

@@ -6,6 +6,7 @@ file is touched; problems exit with status 2 and list every error.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
@@ -71,6 +72,30 @@ def _spark(config: Config):
                       "format": config.get("storage", "format")})
 
 
+@contextlib.contextmanager
+def writing(config: Config, command: str, run_id: str = ""):
+    """Hold the warehouse's writer lock (`dlq_pipeline.locks`) for the rest of a command.
+    Taken before Spark starts: a command refused touches nothing. Another holder: exit 1
+    naming it; a warehouse that cannot be locked (storage.lock true, storage.path not a file
+    system path): exit 2."""
+    from dlq_pipeline.locks import LockHeld, LockUnavailable, writer_lock
+
+    try:
+        lock = writer_lock(config, command=command, run_id=run_id)
+    except LockUnavailable as exc:
+        _err(f"error: {exc}")
+        sys.exit(exitcodes.USAGE)
+    try:
+        lock.__enter__()
+    except LockHeld as exc:
+        _err(f"error: {exc}")
+        sys.exit(exitcodes.FAILURE)
+    try:
+        yield
+    finally:
+        lock.__exit__(None, None, None)
+
+
 def _echo_json(obj) -> None:
     click.echo(json.dumps(obj, sort_keys=True, default=str))
 
@@ -91,10 +116,11 @@ def ingest_cmd(paths, as_json, config: Config):
     from dlq_pipeline.spark.ingest import ingest
     from dlq_pipeline.spark.run import new_run_id, storage_from_config, utc_now
 
-    spark = _spark(config)
     run_id = config.get("pipeline", "run_id") or new_run_id(utc_now())
-    result = ingest(spark, storage_from_config(spark, config), list(paths), run_id=run_id, config=config,
-                    progress=None if as_json else _err)
+    with writing(config, "ingest", run_id):
+        spark = _spark(config)
+        result = ingest(spark, storage_from_config(spark, config), list(paths), run_id=run_id, config=config,
+                        progress=None if as_json else _err)
     doc = {"run_id": run_id, **result.as_dict()}
     if as_json:
         _echo_json(doc)
@@ -120,12 +146,13 @@ def classify_cmd(rules_path, as_json, config: Config):
     from dlq_pipeline.spark.run import decide, new_run_id, storage_from_config, utc_now
 
     table = load_valid_rules(rules_path or _required(config, "rules"))
-    spark = _spark(config)
     now = utc_now()
     run_id = config.get("pipeline", "run_id") or new_run_id(now)
-    decisions = decide(spark, storage_from_config(spark, config), table, run_id=run_id, now=now,
-                       retry_interval=config.get("classify", "retry_interval"))
-    counts = {r["action"]: r["n"] for r in decisions.groupBy("action").agg(F.count("*").alias("n")).collect()}
+    with writing(config, "classify", run_id):
+        spark = _spark(config)
+        decisions = decide(spark, storage_from_config(spark, config), table, run_id=run_id, now=now,
+                           retry_interval=config.get("classify", "retry_interval"))
+        counts = {r["action"]: r["n"] for r in decisions.groupBy("action").agg(F.count("*").alias("n")).collect()}
     if as_json:
         _echo_json({"run_id": run_id, "decisions": counts})
     else:
@@ -163,7 +190,7 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
     messages without a header or matching rule, failed or deferred puts), 1 failure,
     2 bad usage, configuration or rules table (nothing touched).
     """
-    from dlq_pipeline.spark.run import run_pipeline
+    from dlq_pipeline.spark.run import new_run_id, run_pipeline, utc_now
 
     table = load_valid_rules(rules_path or _required(config, "rules"))
     target = target or config.get("pipeline", "target")
@@ -171,10 +198,12 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
     inputs = list(inputs) or list(config.get("pipeline", "inputs"))
     source = source or config.get("drain", "source") or None
     _check_source(source, config, table)
-    spark = _spark(config)
-    summary = run_pipeline(spark, config, table, inputs=inputs, target=target,
-                           run_id=run_id or config.get("pipeline", "run_id") or None,
-                           progress=None if as_json else (lambda m: _err(m)), source=source)
+    now = utc_now()
+    run_id = run_id or config.get("pipeline", "run_id") or new_run_id(now)
+    with writing(config, "run", run_id):
+        spark = _spark(config)
+        summary = run_pipeline(spark, config, table, inputs=inputs, target=target, run_id=run_id, now=now,
+                               progress=None if as_json else (lambda m: _err(m)), source=source)
     if as_json:
         _echo_json(summary.as_dict())
     else:
@@ -301,18 +330,19 @@ def demo_cmd(out, count, seed, files, max_size, rules_path, target, master):
     _check_target(target)
     config = load_config(None, overrides={"storage": {"path": str(out_dir / "warehouse")},
                                           "spark": {"master": master}})
-    _err(f"generating {count} messages (seed {seed}) into {out_dir / 'dumps'}")
-    paths = write_generated(out_dir / "dumps", count, seed, files=files, max_size=max_size)
-    if target.startswith("sim:"):
-        _prepare_demo_sim(out_dir / "warehouse", target)
-    spark = _spark(config)
-    summary = run_pipeline(spark, config, table, inputs=[str(p) for p in paths], target=target,
-                           progress=lambda m: _err(m))
-    from dlq_pipeline.spark.run import storage_from_config
+    with writing(config, "demo"):
+        _err(f"generating {count} messages (seed {seed}) into {out_dir / 'dumps'}")
+        paths = write_generated(out_dir / "dumps", count, seed, files=files, max_size=max_size)
+        if target.startswith("sim:"):
+            _prepare_demo_sim(out_dir / "warehouse", target)
+        spark = _spark(config)
+        summary = run_pipeline(spark, config, table, inputs=[str(p) for p in paths], target=target,
+                               progress=lambda m: _err(m))
+        from dlq_pipeline.spark.run import storage_from_config
 
-    html_path = out_dir / "report.html"
-    report = _build_and_write_report(storage_from_config(spark, config), config, run_id=summary.run_id,
-                                     html_path=html_path)
+        html_path = out_dir / "report.html"
+        report = _build_and_write_report(storage_from_config(spark, config), config, run_id=summary.run_id,
+                                         html_path=html_path)
     click.echo(render_text(report), nl=False)
     _print_summary(summary)
     click.echo(f"HTML report: {html_path}")

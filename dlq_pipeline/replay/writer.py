@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from dlq_pipeline.clock import as_utc, from_epoch, iso_z
 from dlq_pipeline.model import MQMD
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, MQError, PutHandle
@@ -111,8 +112,8 @@ class ReplaySettings:
 
 
 def utc_from_epoch(seconds: float) -> dt.datetime:
-    """Naive UTC, the convention of every timestamp the pipeline writes."""
-    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).replace(tzinfo=None)
+    """Aware UTC, the convention of every timestamp the pipeline writes (`dlq_pipeline.clock`)."""
+    return from_epoch(seconds)
 
 
 class TokenBucket:
@@ -183,7 +184,7 @@ class Checkpoint:
             for row in record["rows"]:
                 for column in _TIME_COLUMNS:
                     if row.get(column) is not None:
-                        row[column] = dt.datetime.fromisoformat(row[column])
+                        row[column] = as_utc(dt.datetime.fromisoformat(row[column]))  # older lines: naive UTC
                 state.rows.setdefault(row["message_key"], []).append(row)
             state.next_batch = record["next_batch"]
             state.breakers = record["breakers"]
@@ -233,7 +234,7 @@ class _Writer:
         self.connect_fn, self.settings = connect, settings
         self.run_id, self.partition_id = run_id, partition_id
         self.checkpoint, self.clock, self.sleep, self.on_commit = checkpoint, clock, sleep, on_commit
-        self.now = now
+        self.now = as_utc(now)
         self.conn: Connection | None = None
         self.handles: dict[tuple, PutHandle] = {}
         self.breakers: dict[tuple[str, str], _Breaker] = {}
@@ -471,8 +472,8 @@ class _Writer:
             return self.row(item, "failed", text=f"unknown action {item.action!r}")
         if item.truncated:
             return self.row(item, "ignored", text="truncated message: never replayed")
-        if item.not_before is not None and item.not_before > self.now:
-            return self.row(item, "deferred", text=f"RETRYINT: not before {item.not_before.isoformat()}")
+        if item.not_before is not None and as_utc(item.not_before) > self.now:
+            return self.row(item, "deferred", text=f"RETRYINT: not before {iso_z(item.not_before)}")
         problem, built = None, None
         if item.md is None or item.data is None:
             problem = "the message is not in the messages table"
@@ -530,7 +531,7 @@ def replay_partition(
 ) -> Iterator[dict]:
     """Replay one partition; yield one ledger row per item (see the module doc).
 
-    ``now`` (naive UTC) is the run's time for ``not_before``; default: the clock. ``on_commit``
+    ``now`` (aware; naive is taken as UTC) is the run's time for ``not_before``; default: the clock. ``on_commit``
     is called with the number of batches committed so far, after each checkpoint write (tests
     and rehearsals use it to inject crashes).
     """

@@ -13,6 +13,7 @@ import datetime as dt
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from dlq_pipeline.clock import as_utc
 from dlq_pipeline.rules.compiler import DECISION_COLUMNS, classify_columns
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.schemas import conform
@@ -60,7 +61,7 @@ def classify(
     ``not_before`` in the future; replay records it as ``deferred`` without trying.
     """
     interval = table.control.retryint if retry_interval is None or retry_interval < 0 else retry_interval
-    now_lit = F.lit(now).cast("timestamp")
+    now_lit = F.lit(as_utc(now)).cast("timestamp")  # aware: converted without the local zone
     decided = classify_columns(table, pending, "prior_attempts")
     puts = F.col("action").isin(*PUT_ACTIONS)
     earliest = F.col("last_attempt.at") + F.make_interval(secs=F.lit(interval))

@@ -47,6 +47,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dlq_pipeline.clock import as_utc, utc_now
 from dlq_pipeline.dumpfile import MAX_LINE_LENGTH, SNIPPET_LENGTH, plan_splits, read_dump_info
 from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.model import MQMD_CHAR_LENGTHS, MQMD_FIELDS, DumpedMessage, RecordError, text_to_bytes
@@ -450,8 +451,7 @@ def _positioned(raw: DataFrame, bases: DataFrame | None) -> DataFrame:
 
 def _timestamp(when: dt.datetime | None) -> dt.datetime:
     """An aware UTC datetime (naive ones are taken as UTC, as the rest of the pipeline does)."""
-    when = when or dt.datetime.now(dt.timezone.utc)
-    return when.replace(tzinfo=dt.timezone.utc) if when.tzinfo is None else when.astimezone(dt.timezone.utc)
+    return as_utc(when) or utc_now()
 
 
 def messages_rows(positioned: DataFrame, *, run_id: str, landed_at: dt.datetime) -> DataFrame:

@@ -24,12 +24,13 @@ import secrets
 import shutil
 from pathlib import Path
 from typing import Callable
-from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from dlq_pipeline.clock import as_utc, from_epoch_micros, utc_now
 from dlq_pipeline.config import Config
+from dlq_pipeline.locks import local_path
 from dlq_pipeline.model import MQMD, MQMD_FIELDS
 from dlq_pipeline.replay.targets import Target, TargetError, check_run_id, open_target
 from dlq_pipeline.replay.writer import (LEDGER_COLUMNS, OUTCOMES, Checkpoint, ReplaySettings, WorkItem,
@@ -51,15 +52,11 @@ DECISION_COLUMNS = ("message_key", "action", "rule_line", "attempt", "target_q",
 def local_warehouse(path: str) -> Path:
     """The warehouse as a path every process can open (``dbfs:/x`` is ``/dbfs/x``); replay's
     checkpoints and the simulated queue managers need one. TargetError for other URIs."""
-    parsed = urlparse(path)
-    if parsed.scheme in ("", "file") and not parsed.netloc:
-        return Path(parsed.path if parsed.scheme == "file" else path).absolute()
-    if parsed.scheme == "dbfs":
-        return Path("/dbfs") / parsed.path.lstrip("/")
-    if len(parsed.scheme) == 1:  # a Windows drive letter
-        return Path(path).absolute()
-    raise TargetError(f"replay keeps checkpoints next to the tables and needs storage.path to be a file system "
-                      f"path every executor can open (local, NFS, /dbfs), not {path!r}")
+    try:
+        return local_path(path)
+    except TargetError:
+        raise TargetError(f"replay keeps checkpoints next to the tables and needs storage.path to be a file system "
+                          f"path every executor can open (local, NFS, /dbfs), not {path!r}") from None
 
 
 def row_to_item(row) -> WorkItem:
@@ -81,7 +78,8 @@ def row_to_item(row) -> WorkItem:
         message_key=row["message_key"], action=row["action"], md=md,
         data=bytes(data) if data is not None else None, truncated=bool(row["truncated"]),
         rule_line=row["rule_line"], attempt=row["attempt"], target_q=row["target_q"],
-        target_qmgr=row["target_qmgr"], header=row["header"], putaut=row["putaut"], not_before=row["not_before"],
+        target_qmgr=row["target_qmgr"], header=row["header"], putaut=row["putaut"],
+        not_before=from_epoch_micros(row["not_before_us"]),
     )
 
 
@@ -148,7 +146,9 @@ def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: se
     joined = decisions.select(*DECISION_COLUMNS).alias("d").join(
         messages, F.col("d.message_key") == F.col("m.message_key"), "left"
     ).select(
-        *[F.col(f"d.{c}").alias(c) for c in DECISION_COLUMNS],
+        *[F.col(f"d.{c}").alias(c) for c in DECISION_COLUMNS if c != "not_before"],
+        # as epoch microseconds: a timestamp collected into Python is naive *local* time
+        F.unix_micros(F.col("d.not_before")).alias("not_before_us"),
         *md_cols,
         F.when(needs_data, F.col("m.data")).alias("data"),  # IGNORE/DISCARD never ship their bodies
         F.coalesce(F.col("m.truncated"), F.lit(False)).alias("truncated"),
@@ -176,6 +176,7 @@ def replay(
     the number of rows per outcome. ``task_hook(partition_id, batches_committed)`` runs in the
     task after each committed batch (rehearsals and tests inject task failures with it)."""
     check_run_id(run_id)
+    now = as_utc(now)
     warehouse = local_warehouse(config.get("storage", "path"))
     chosen = open_target(target, warehouse=warehouse, config=config)
     chosen.preflight()
@@ -244,7 +245,7 @@ def replay_decisions(
         if not ledger.where(F.col("run_id") == run_id).isEmpty():
             ledger_run = check_run_id(f"{run_id}.replay-{secrets.token_hex(3)}")
         counts = replay(spark, storage, fresh, target=target, config=config, run_id=ledger_run,
-                        now=now or dt.datetime.now(dt.timezone.utc).replace(tzinfo=None))
+                        now=as_utc(now) or utc_now())
     finally:
         current.unpersist()
     return {"decisions_run_id": run_id, "run_id": ledger_run, "target": target, "outcomes": counts,

@@ -12,6 +12,7 @@ import datetime as dt
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from dlq_pipeline.clock import as_utc, from_epoch_micros, iso_z
 from dlq_pipeline.constants import reason_name
 from dlq_pipeline.spark.classify import ENDED_OUTCOMES
 from dlq_pipeline.spark.decode import decode_headers
@@ -34,8 +35,9 @@ def _strip(col: str):
 
 def _dead_lettered_at(df: DataFrame):
     """When the message reached the DLQ: the MQDLH put time, else when it was landed."""
-    stamp = F.try_to_timestamp(
-        F.concat(F.col("dlh_put_date"), F.substring(F.col("dlh_put_time"), 1, 6)), F.lit("yyyyMMddHHmmss")
+    stamp = F.try_to_timestamp(  # PutDate/PutTime are GMT: say so, whatever the session's time zone
+        F.concat(F.col("dlh_put_date"), F.substring(F.col("dlh_put_time"), 1, 6), F.lit("+0000")),
+        F.lit("yyyyMMddHHmmssZ"),
     )
     return F.coalesce(stamp, F.col("landed_at"))
 
@@ -45,7 +47,7 @@ def _with_reason_names(rows: list[dict]) -> list[dict]:
 
 
 def _age_buckets(pending: DataFrame, now: dt.datetime) -> list[dict]:
-    age = F.lit(now).cast("timestamp").cast("long") - _dead_lettered_at(pending).cast("long")
+    age = F.lit(as_utc(now)).cast("timestamp").cast("long") - _dead_lettered_at(pending).cast("long")
     bucket = None
     for label, limit in AGE_BUCKETS:
         cond = age < limit if limit is not None else F.lit(True)
@@ -72,10 +74,10 @@ def build_report(storage: Storage, *, now: dt.datetime, run_id: str | None = Non
     decisions = storage.read("decisions")
     ledger = storage.read("ledger")
     runs = [
-        r.asDict()
+        {"run_id": r["run_id"], "decided_at": iso_z(from_epoch_micros(r["decided_us"])), "decisions": r["decisions"]}
         for r in decisions.groupBy("run_id")
-        .agg(F.min("decided_at").alias("decided_at"), F.count("*").alias("decisions"))
-        .orderBy("decided_at")
+        .agg(F.min(F.unix_micros("decided_at")).alias("decided_us"), F.count("*").alias("decisions"))
+        .orderBy("decided_us")
         .collect()
     ]
     run_id = run_id or (runs[-1]["run_id"] if runs else None)
@@ -83,7 +85,7 @@ def build_report(storage: Storage, *, now: dt.datetime, run_id: str | None = Non
     pending = messages.join(ended, "message_key", "left_anti")
     with_dlh = messages.where(F.col("has_dlh"))
     report = {
-        "generated_at": now.isoformat() + "Z",
+        "generated_at": iso_z(now),
         "run_id": run_id,
         "runs": runs,
         "overall": {

@@ -19,7 +19,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dlq_pipeline import exitcodes
+from dlq_pipeline.clock import as_utc, iso_z
+from dlq_pipeline.clock import utc_now as _utc_now
 from dlq_pipeline.config import Config
+from dlq_pipeline.locks import writer_lock
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.classify import classify, pending_with_attempts
 from dlq_pipeline.spark.decode import decode_headers
@@ -38,7 +41,8 @@ def new_run_id(now: dt.datetime) -> str:
 
 
 def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    """Now, aware UTC (`dlq_pipeline.clock`: what Spark stores is right in any time zone)."""
+    return _utc_now()
 
 
 @dataclass
@@ -150,15 +154,22 @@ def run_pipeline(
 ) -> RunSummary:
     """One whole run. The rules table must already be valid (checked before anything runs).
     ``source`` (``mq:QMGR``/``sim:NAME``): a live DLQ drained first and settled last
-    (`dlq_pipeline.spark.live`)."""
+    (`dlq_pipeline.spark.live`). Holds the warehouse's writer lock (`dlq_pipeline.locks`)
+    throughout: `dlq_pipeline.locks.WarehouseLocked` when another process writes it."""
+    if not table.ok:
+        raise ValueError("run_pipeline needs a valid rules table")
+    now = as_utc(now) or utc_now()
+    run_id = run_id or new_run_id(now)
+    with writer_lock(config, command="run", run_id=run_id):  # re-entrant: a no-op under the `run` command
+        return _run_pipeline(spark, config, table, inputs=inputs, target=target, run_id=run_id, now=now,
+                             progress=progress, source=source)
+
+
+def _run_pipeline(spark, config, table, *, inputs, target, run_id, now, progress, source) -> RunSummary:
     from dlq_pipeline.spark.ingest import ingest
     from dlq_pipeline.spark.replay import replay
 
-    if not table.ok:
-        raise ValueError("run_pipeline needs a valid rules table")
-    now = now or utc_now()
-    run_id = run_id or new_run_id(now)
-    summary = RunSummary(run_id=run_id, target=target, started_at=now.isoformat() + "Z", inputs=list(inputs))
+    summary = RunSummary(run_id=run_id, target=target, started_at=iso_z(now), inputs=list(inputs))
     stage = _Stages(summary, 6 if source else 4, progress)
     storage = storage_from_config(spark, config)
     if source:
@@ -200,7 +211,7 @@ def run_pipeline(
             summary.settle = settle_stage(spark, storage, config, live, target=target, run_id=run_id)
 
     with stage("summary"):
-        summary.finished_at = utc_now().isoformat() + "Z"
+        summary.finished_at = iso_z(utc_now())
         summary.exit_status = attention_status(summary)
         storage.write_summary(run_id, summary.as_dict())
     return summary

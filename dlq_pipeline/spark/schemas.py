@@ -305,6 +305,13 @@ def render_tables_md() -> str:
         "whose key is not there yet), so landing the same input twice adds nothing. The",
         "`ledger` has no key: it is append-only.",
         "",
+        "Timestamps: every `timestamp` column holds an instant (microseconds since the epoch),",
+        "written as UTC whatever the time zone of the host, the JVM or the Spark session",
+        "(`dlq_pipeline.clock`: the pipeline hands Spark only time-zone-aware UTC datetimes and",
+        "reads timestamps back as `unix_micros`). Spark *displays* them in",
+        "`spark.sql.session.timeZone`, which sessions built by `get_spark` set to UTC. MQ's own",
+        "`put_date`/`put_time` are the GMT strings MQ wrote.",
+        "",
     ]
     for name in TABLES:
         doc = table_document(name)

@@ -22,7 +22,8 @@ def test_shipped_example_is_valid_in_every_profile():
         config = load_config(REPO / "conf" / "dlq-pipeline.toml", profile=profile)
         assert config.profile == profile
     databricks = load_config(REPO / "conf" / "dlq-pipeline.toml", profile="databricks")
-    assert databricks.section("storage") == {"format": "delta", "path": "./warehouse", "catalog": "main", "schema": "dlq"}
+    assert databricks.section("storage") == {"format": "delta", "path": "./warehouse", "catalog": "main", "schema": "dlq",
+                                            "lock": True}
     assert databricks.get("mq", "qmgrs")["QM1"]["password_env"] == "DLQ_MQ_PASSWORD"
 
 

@@ -1,0 +1,79 @@
+"""The warehouse writer lock without Spark: refused naming the holder, free after kill -9,
+re-entrant in one process, and what happens when the warehouse cannot be locked."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dlq_pipeline.cli import cli
+from dlq_pipeline.config import load_config
+from dlq_pipeline.locks import LockUnavailable, NoLock, WarehouseLock, WarehouseLocked, writer_lock
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def hold(warehouse: Path, command: str = "run", run_id: str = "HOLDER") -> subprocess.Popen:
+    """A process holding the warehouse lock (returns once it holds it)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "lock_holder.py"), str(warehouse), command, run_id],
+                            env=env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "held\n"
+    return proc
+
+
+def kill(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def test_a_second_holder_is_refused_naming_the_first_and_kill_9_frees_the_lock(tmp_path):
+    holder = hold(tmp_path, "run", "20260301T120000Z-1a2b3c")
+    try:
+        with pytest.raises(WarehouseLocked) as refused:
+            with WarehouseLock(tmp_path, command="replay", run_id="SECOND"):
+                pass
+        text = str(refused.value)
+        assert f"is being written by run (pid {holder.pid} on {socket.gethostname()}, run 20260301T120000Z-1a2b3c, " \
+               "since 20" in text
+        assert str(tmp_path / "_locks" / "warehouse.lock") in text and "nothing was touched" in text
+    finally:
+        kill(holder)
+    with WarehouseLock(tmp_path, command="replay", run_id="AFTER"):  # the kernel released it
+        assert '"run_id": "AFTER"' in (tmp_path / "_locks" / "warehouse.lock").read_text()
+
+
+def test_the_lock_is_reentrant_in_one_process_and_released_by_the_outermost(tmp_path):
+    with WarehouseLock(tmp_path, command="run", run_id="OUTER"):
+        with WarehouseLock(tmp_path, command="run", run_id="INNER"):  # run_pipeline under the run command
+            pass
+        holder = subprocess.run([sys.executable, "-c", "import sys; from dlq_pipeline.locks import WarehouseLock\n"
+                                 "try:\n    WarehouseLock(sys.argv[1], command='x').__enter__()\n"
+                                 "except Exception as e:\n    print(type(e).__name__)", str(tmp_path)],
+                                capture_output=True, text=True,
+                                env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])))
+        assert holder.stdout == "WarehouseLocked\n"  # still held after the inner one ended
+    with WarehouseLock(tmp_path, command="run", run_id="AGAIN"):
+        pass
+
+
+def test_a_warehouse_that_is_not_a_file_system_path_needs_storage_lock_false(tmp_path):
+    s3 = load_config(overrides={"storage": {"path": "s3a://bucket/dlq"}})
+    with pytest.raises(LockUnavailable, match="storage.lock = false"):
+        writer_lock(s3, command="ingest")
+    off = load_config(overrides={"storage": {"path": "s3a://bucket/dlq", "lock": False}})
+    assert isinstance(writer_lock(off, command="ingest"), NoLock)
+    dbfs = load_config(overrides={"storage": {"path": "dbfs:/dlq/wh"}})
+    assert writer_lock(dbfs, command="ingest").path == Path("/dbfs/dlq/wh/_locks/warehouse.lock")
+
+    dump = tmp_path / "x.dmp"
+    dump.write_text("")
+    result = CliRunner().invoke(cli, ["ingest", str(dump), "--warehouse", "s3a://bucket/dlq"])
+    assert result.exit_code == 2 and "cannot be locked" in result.stderr
