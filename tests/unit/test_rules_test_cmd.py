@@ -231,3 +231,13 @@ def test_attempts_walk_the_chain_of_matching_rules(retries, attempts):
     assert outcome.decision.rule_index == expected
     assert outcome.decision.ignore_reason == (None if expected is not None else "retries_exhausted")
     assert outcome.matched == tuple(range(len(retries)))
+
+
+def test_undecodable_mqmd_bytes_are_seen_as_ingest_stores_them(tmp_path):
+    """A ReplyToQ byte that is not UTF-8 in the dump lands as U+FFFD (spark/ingest.py), so
+    &REPLYQ resolves to the name the pipeline would put to."""
+    rules = table(tmp_path, "ACTION(FWD) FWDQ(&REPLYQ) FWDQM(&REPLYQM)\n")
+    odd = dead_letter("A", reply_to_q="R\udcffQ", reply_to_qmgr="QM\udce92")  # bytes 0xFF, 0xE9
+    dlq = dump(tmp_path / "dlq.dmp", [odd])
+    result = run(rules, "--input", dlq, "--json")
+    assert json_lines(result) == [decision(dlq, 0, "FWD", 1, "R\ufffdQ", "QM\ufffd2", True, "DEF")]
