@@ -96,7 +96,8 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
         click.echo(text_header(width))
     for path in paths:
         try:
-            for record in read_source(path, name=path, max_line_length=limits["max_line_length"]):
+            for record in read_source(path, name=path, max_line_length=limits["max_line_length"],
+                                      max_message_bytes=limits["max_message_bytes"]):
                 if not isinstance(record, RecordError):
                     record = decide_message(table, record, path, attempts,
                                             max_message_bytes=limits["max_message_bytes"])

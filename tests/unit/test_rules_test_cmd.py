@@ -241,3 +241,17 @@ def test_undecodable_mqmd_bytes_are_seen_as_ingest_stores_them(tmp_path):
     dlq = dump(tmp_path / "dlq.dmp", [odd])
     result = run(rules, "--input", dlq, "--json")
     assert json_lines(result) == [decision(dlq, 0, "FWD", 1, "R\ufffdQ", "QM\ufffd2", True, "DEF")]
+
+
+def test_configured_ingest_limit_applies_as_in_a_run(tmp_path):
+    """A message over ingest.max_message_bytes is quarantined by a run, so rules test reports
+    it instead of deciding it."""
+    rules = table(tmp_path, "ACTION(DISCARD)\n")
+    conf = tmp_path / "c.toml"
+    conf.write_text("[ingest]\nmax_message_bytes = 100\n")
+    dlq = dump(tmp_path / "dlq.dmp", [dead_letter("A"), plain(b"small")])
+    result = run(rules, "--input", dlq, "--json", "--config", str(conf))
+    assert result.exit_code == 3
+    assert json_lines(result) == [decision(dlq, 1, "IGNORE", ignore_reason="no_dlh")]
+    assert result.stderr.startswith(f"{dlq}:5: message_too_large: the message data reaches byte 177 ")
+    assert result.stderr.count("\n") == 1
