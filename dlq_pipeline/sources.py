@@ -15,8 +15,11 @@ with NUL bytes near its start is binary and ``unknown_format``, as is text of an
 
 from __future__ import annotations
 
+import glob
 import os
-from typing import Iterator, Literal
+import re
+from typing import Iterable, Iterator, Literal
+from urllib.parse import urlparse
 
 from dlq_pipeline.amqsbcg import read_amqsbcg
 from dlq_pipeline.dumpfile import (
@@ -29,9 +32,10 @@ from dlq_pipeline.dumpfile import (
 )
 from dlq_pipeline.model import DumpedMessage, RecordError, bytes_to_text
 
-__all__ = ["SNIFF_BYTES", "sniff", "read_source"]
+__all__ = ["SNIFF_BYTES", "sniff", "read_source", "expand_paths", "local_path"]
 
 SNIFF_BYTES = 8192
+_GLOB_CHARS = re.compile(r"[*?\[]")
 _LISTING_MARKS = (b"AMQSBCG0", b"MQGET of message number", b"****Message descriptor****")
 
 Kind = Literal["dmpmqmsg", "amqsbcg"]
@@ -118,3 +122,55 @@ def _unknown(path, label: str) -> RecordError:
         "no '* DMPMQMSG'/'* QLOAD' header and no 'AMQSBCG0' banner near the start: "
         "neither a dmpmqmsg dump nor an amqsbcg listing",
         bytes_to_text(line.rstrip(b"\r")[:SNIPPET_LENGTH]))
+
+
+def local_path(path: str) -> str:
+    """The path Python opens for ``path`` (``dbfs:/x`` is ``/dbfs/x``, ``file:`` URIs are
+    paths); ValueError for an object-store URI, which executors cannot open."""
+    parsed = urlparse(path)
+    if parsed.scheme == "dbfs":
+        return "/dbfs/" + (parsed.netloc + parsed.path).lstrip("/")
+    if parsed.scheme == "file":
+        return parsed.path
+    if parsed.scheme and len(parsed.scheme) > 1:
+        raise ValueError(
+            f"cannot ingest {path!r}: input files are read by Python on the executors, so they "
+            "must be on a path every node mounts (/dbfs/..., /Volumes/..., a shared file "
+            "system); copy them from object storage first"
+        )
+    return path
+
+
+def expand_paths(paths: Iterable[str]) -> list[str]:
+    """Files named by ``paths``: files as they are, directories searched recursively, globs
+    expanded. Hidden files and names starting with ``_`` inside directories are skipped.
+    Absolute, without duplicates, in the given order (each directory sorted).
+
+    The one definition of "the input files", shared by ingest and ``rules test`` so both
+    see the same messages."""
+    out: dict[str, None] = {}
+    for given in paths:
+        path = local_path(os.fspath(given))
+        if os.path.isfile(path):
+            matches = [path]
+        elif os.path.isdir(path):
+            matches = _walk(path)
+        elif _GLOB_CHARS.search(path):
+            matches = []
+            for hit in sorted(glob.glob(path, recursive=True)):
+                matches += [hit] if os.path.isfile(hit) else _walk(hit) if os.path.isdir(hit) else []
+            if not matches:
+                raise FileNotFoundError(f"no file matches {given!r}")
+        else:
+            raise FileNotFoundError(f"no such file or directory: {given!r}")
+        for match in matches:
+            out.setdefault(os.path.abspath(match), None)
+    return list(out)
+
+
+def _walk(directory: str) -> list[str]:
+    found = []
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+        found += [os.path.join(root, f) for f in sorted(files) if not f.startswith((".", "_"))]
+    return found

@@ -50,6 +50,7 @@ def rules_group() -> None:
       dlq-pipeline rules check conf/rules/starter.rules
       dlq-pipeline rules check --strict --json my.rules | jq .errors
       dlq-pipeline rules show my.rules
+      dlq-pipeline rules test my.rules --input dlq.dmp --attempts 2
     """
 
 

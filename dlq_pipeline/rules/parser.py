@@ -602,6 +602,11 @@ def _rule_items(rule: Rule) -> list[str]:
     return items
 
 
+def format_rule(rule: Rule) -> str:
+    """One rule in canonical syntax on a single line (no continuation), for messages."""
+    return " ".join(_rule_items(rule))
+
+
 def _control_items(control: ControlData) -> list[str]:
     return [
         f"INPUTQ({format_value(control.inputq or ' ')})",

@@ -34,12 +34,10 @@ from the bytes as read, before that replacement).
 from __future__ import annotations
 
 import datetime as dt
-import glob
 import os
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence
-from urllib.parse import urlparse
 
 import pyarrow as pa
 from pyspark import StorageLevel
@@ -51,6 +49,7 @@ from dlq_pipeline.clock import as_utc, utc_now
 from dlq_pipeline.dumpfile import MAX_LINE_LENGTH, SNIPPET_LENGTH, plan_splits, read_dump_info
 from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.model import MQMD_CHAR_LENGTHS, MQMD_FIELDS, DumpedMessage, RecordError, text_to_bytes
+from dlq_pipeline.sources import expand_paths, local_path as _local  # noqa: F401 - re-exported
 from dlq_pipeline.spark.progress import Report, TaskTicker
 from dlq_pipeline.spark.schemas import conform, table_schema
 from dlq_pipeline.testhooks import crash_point
@@ -64,7 +63,6 @@ NOTE_NOT_UTF8 = "char_field_not_utf8"
 # MQMD attribute -> messages column (only Version is renamed).
 MD_COLUMNS = {name: ("md_version" if name == "version" else name) for name in MQMD_FIELDS}
 
-_GLOB_CHARS = re.compile(r"[*?\[]")
 _LISTING_QUEUE = re.compile(rb"\s*MQOPEN - '(.*)'\s*$")
 _LISTING_HEAD_LINES = 16
 
@@ -84,54 +82,6 @@ class WorkItem:
     splits: int  # how many ranges the file has
     qmgr: str | None = None
     queue: str | None = None
-
-
-def _local(path: str) -> str:
-    """The path Python opens for ``path``; ValueError for a URI no executor can open."""
-    parsed = urlparse(path)
-    if parsed.scheme == "dbfs":
-        return "/dbfs/" + (parsed.netloc + parsed.path).lstrip("/")
-    if parsed.scheme == "file":
-        return parsed.path
-    if parsed.scheme and len(parsed.scheme) > 1:
-        raise ValueError(
-            f"cannot ingest {path!r}: input files are read by Python on the executors, so they "
-            "must be on a path every node mounts (/dbfs/..., /Volumes/..., a shared file "
-            "system); copy them from object storage first"
-        )
-    return path
-
-
-def expand_paths(paths: Iterable[str]) -> list[str]:
-    """Files named by ``paths``: files as they are, directories searched recursively, globs
-    expanded. Hidden files and names starting with ``_`` inside directories are skipped.
-    Absolute, without duplicates, in the given order (each directory sorted)."""
-    out: dict[str, None] = {}
-    for given in paths:
-        path = _local(os.fspath(given))
-        if os.path.isfile(path):
-            matches = [path]
-        elif os.path.isdir(path):
-            matches = _walk(path)
-        elif _GLOB_CHARS.search(path):
-            matches = []
-            for hit in sorted(glob.glob(path, recursive=True)):
-                matches += [hit] if os.path.isfile(hit) else _walk(hit) if os.path.isdir(hit) else []
-            if not matches:
-                raise FileNotFoundError(f"no file matches {given!r}")
-        else:
-            raise FileNotFoundError(f"no such file or directory: {given!r}")
-        for match in matches:
-            out.setdefault(os.path.abspath(match), None)
-    return list(out)
-
-
-def _walk(directory: str) -> list[str]:
-    found = []
-    for root, dirs, files in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
-        found += [os.path.join(root, f) for f in sorted(files) if not f.startswith((".", "_"))]
-    return found
 
 
 def _listing_queue(path: str) -> str | None:
