@@ -8,7 +8,6 @@ of the example tables in conf/rules/ and of valid/syntax-tour.rules.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -187,21 +186,7 @@ def test_help_teaches_with_examples(args):
     assert "Examples:" in result.stdout and "dlq-pipeline rules " in result.stdout
 
 
-def test_optional_subcommands_are_added_only_when_their_module_exists(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(tmp_path))
-    rules_cli._add_optional("no_such_module_for_rules_cli", "command")  # absent: skipped
-    (tmp_path / "broken_rules_plugin.py").write_text("import no_such_dependency_xyz\n")
-    with pytest.raises(ModuleNotFoundError) as raised:  # present but broken: the error surfaces
-        rules_cli._add_optional("broken_rules_plugin", "command")
-    assert raised.value.name == "no_such_dependency_xyz"
-    sys.modules.pop("broken_rules_plugin", None)
+def test_rules_test_is_attached():
+    import dlq_pipeline.cli.rules_test as module
 
-
-def test_rules_test_is_attached_when_it_exists():
-    try:
-        import dlq_pipeline.cli.rules_test as module
-    except ModuleNotFoundError as exc:
-        assert exc.name == "dlq_pipeline.cli.rules_test"
-        assert "test" not in rules_cli.rules_group.commands
-    else:
-        assert rules_cli.rules_group.commands["test"] is module.rules_test_cmd
+    assert rules_cli.rules_group.commands["test"] is module.rules_test_cmd
