@@ -30,9 +30,22 @@ def config_options(command):
     @click.option("--warehouse", default=None, help="Warehouse path (overrides storage.path).")
     @click.option("--format", "storage_format", type=click.Choice(["parquet", "delta"]), default=None,
                   help="Table format (overrides storage.format).")
+    @click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE",
+                  help="Override any option, e.g. --set storage.catalog=main --set replay.batch_size=50 "
+                       "(VALUE is read as TOML, else as a string; repeatable).")
     @functools.wraps(command)
-    def wrapper(*args, config_path, profile, warehouse, storage_format, **kwargs):
+    def wrapper(*args, config_path, profile, warehouse, storage_format, settings, **kwargs):
+        from dlq_pipeline import logs
+
         overrides: dict[str, dict] = {"storage": {}}
+        problems: list[str] = []
+        for item in settings:
+            try:
+                section, key, value = parse_setting(item)
+            except ValueError as exc:
+                problems.append(str(exc))
+                continue
+            overrides.setdefault(section, {})[key] = value
         if warehouse:
             overrides["storage"]["path"] = warehouse
         if storage_format:
@@ -40,14 +53,33 @@ def config_options(command):
         for section, values in kwargs.pop("_overrides", {}).items():
             overrides.setdefault(section, {}).update(values)
         try:
+            if problems:
+                raise ConfigError(problems)
             config = load_config(config_path, profile=profile, overrides=overrides)
         except ConfigError as exc:
             for problem in exc.problems:
                 _err(f"error: {problem}")
             sys.exit(exitcodes.USAGE)
+        logs.apply_config(config)
         return command(*args, config=config, **kwargs)
 
     return wrapper
+
+
+def parse_setting(item: str) -> tuple[str, str, object]:
+    """``"section.key=value"`` -> (section, key, value); the value is read as a TOML value
+    (``50``, ``true``, ``["a", "b"]``, ``"text"``), else taken as a string (pure)."""
+    import tomllib
+
+    name, sep, raw = item.partition("=")
+    section, dot, key = name.strip().partition(".")
+    if not sep or not dot or not section or not key:
+        raise ValueError(f"--set {item!r}: use SECTION.KEY=VALUE, e.g. storage.catalog=main")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return section, key, value
 
 
 def load_valid_rules(path: str, *, strict: bool = False):

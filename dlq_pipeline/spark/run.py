@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline import exitcodes
 from dlq_pipeline.config import Config
+from dlq_pipeline.metrics import prometheus_text, run_metrics, write_textfile
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.classify import classify, pending_with_attempts
 from dlq_pipeline.spark.decode import decode_headers
@@ -58,6 +59,7 @@ class RunSummary:
     outcomes: dict[str, int] = field(default_factory=dict)
     durations: dict[str, float] = field(default_factory=dict)
     exit_status: int = exitcodes.OK
+    metrics: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -94,13 +96,17 @@ class _Stages:
             def __enter__(self):
                 stages.index += 1
                 message = f"[{stages.index}/{stages.total}] {name}"
-                log.info(message)
+                log.info(message, extra={"event": "stage_started", "run_id": stages.summary.run_id, "stage": name})
                 if stages.progress:
                     stages.progress(message)
                 self.start = time.monotonic()
 
-            def __exit__(self, *exc):
-                stages.summary.durations[name] = round(time.monotonic() - self.start, 3)
+            def __exit__(self, exc_type, *exc):
+                seconds = round(time.monotonic() - self.start, 3)
+                stages.summary.durations[name] = seconds
+                event = "stage_failed" if exc_type else "stage_finished"
+                log.info("%s %s in %.3f s", name, event.split("_")[1], seconds,
+                         extra={"event": event, "run_id": stages.summary.run_id, "stage": name, "duration_s": seconds})
 
         return _Timer()
 
@@ -168,5 +174,12 @@ def run_pipeline(
     with stage("summary"):
         summary.finished_at = utc_now().isoformat() + "Z"
         summary.exit_status = attention_status(summary)
-        storage.write_summary(run_id, summary.as_dict())
+        summary.metrics = run_metrics(summary.as_dict())
+        where = storage.write_summary(run_id, summary.as_dict())
+        textfile = config.get("metrics", "textfile")
+        if textfile:
+            write_textfile(textfile, prometheus_text(summary.as_dict()))
+    log.info("run %s finished with status %d", run_id, summary.exit_status,
+             extra={"event": "run_finished", "run_id": run_id, "summary_path": where,
+                    "exit_status": summary.exit_status, "metrics": summary.metrics})
     return summary
