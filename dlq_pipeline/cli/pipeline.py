@@ -53,11 +53,11 @@ def config_options(command):
         for section, values in kwargs.pop("_overrides", {}).items():
             overrides.setdefault(section, {}).update(values)
         try:
-            if problems:
-                raise ConfigError(problems)
             config = load_config(config_path, profile=profile, overrides=overrides)
         except ConfigError as exc:
-            for problem in exc.problems:
+            problems += exc.problems
+        if problems:
+            for problem in problems:
                 _err(f"error: {problem}")
             sys.exit(exitcodes.USAGE)
         logs.apply_config(config)

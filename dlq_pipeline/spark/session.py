@@ -96,8 +96,9 @@ def launcher_conf() -> dict[str, str]:
     """
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         return {}
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
 
+    SparkContext._ensure_initialized()  # connect to spark-submit's JVM, so SparkConf reads its settings
     return {str(k): str(v) for k, v in SparkConf().getAll()}
 
 
