@@ -43,7 +43,7 @@ def test_runtime_requirements_leave_spark_to_the_cluster():
         *deps, *pyproject["project"]["optional-dependencies"]["mq"]]
 
 
-def test_wheel_and_packed_environment_run_their_entry_points(tmp_path):
+def test_wheel_and_packed_environment_run_their_entry_points(tmp_path, monkeypatch):
     dist = tmp_path / "dist"
     clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     subprocess.run([sys.executable, str(REPO / "tools" / "package.py"), "--dist", str(dist), "--compress-level", "1"],
@@ -80,7 +80,8 @@ def test_wheel_and_packed_environment_run_their_entry_points(tmp_path):
 
     generated = run(str(env / "bin" / "dlq-pipeline"), "generate", "--out", "dumps", "--count", "40", "--seed", "9")
     assert generated.returncode == 0, generated.stderr
-    packaged = run(str(env / "bin" / "dlq-pipeline"), "inspect", "--summary", "dumps")
-    here = CliRunner().invoke(cli, ["inspect", "--summary", str(work / "dumps")])
+    packaged = run(str(env / "bin" / "dlq-pipeline"), "inspect", "--summary", "dumps/dlq-0000.dmp")
+    monkeypatch.chdir(work)
+    here = CliRunner().invoke(cli, ["inspect", "--summary", "dumps/dlq-0000.dmp"])
     assert (packaged.returncode, packaged.stdout) == (here.exit_code, here.stdout)
     assert "MQRC_" in packaged.stdout  # reason names come from the packaged mq_constants.json
