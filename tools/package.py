@@ -51,13 +51,15 @@ def run(cmd: list[str], **kwargs) -> None:
 def build_wheel(dist: Path) -> Path:
     egg_info = REPO / "dlq_pipeline.egg-info"
     had_egg_info = egg_info.exists()  # an editable install's metadata: leave it alone
+    had_build = (REPO / "build").exists()
     with tempfile.TemporaryDirectory(prefix="dlq-wheel-") as out:
         # --no-isolation: build with this environment's pinned setuptools (works offline)
         run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", out, str(REPO)])
         [wheel] = Path(out).glob("*.whl")
         target = dist / wheel.name
         shutil.copy2(wheel, target)
-    shutil.rmtree(REPO / "build", ignore_errors=True)  # setuptools' scratch directory
+    if not had_build:
+        shutil.rmtree(REPO / "build", ignore_errors=True)  # setuptools' scratch directory
     if not had_egg_info:
         shutil.rmtree(egg_info, ignore_errors=True)
     return target
