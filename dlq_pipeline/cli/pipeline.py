@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import sys
+import time
 from pathlib import Path
 
 import click
 
 from dlq_pipeline import exitcodes
 from dlq_pipeline.config import Config, ConfigError, load_config
+
+log = logging.getLogger(__name__)
 
 
 def _err(message: str) -> None:
@@ -103,6 +107,13 @@ def _spark(config: Config):
                       "format": config.get("storage", "format")})
 
 
+def _stage_event(stage: str, run_id: str, started: float, counts: dict) -> None:
+    """One structured log line when a stage run on its own finishes (JSON with log.format = json)."""
+    seconds = round(time.monotonic() - started, 3)
+    log.info("%s finished in %.3f s", stage, seconds,
+             extra={"event": "stage_finished", "stage": stage, "run_id": run_id, "duration_s": seconds, **counts})
+
+
 def _echo_json(obj) -> None:
     click.echo(json.dumps(obj, sort_keys=True, default=str))
 
@@ -125,8 +136,10 @@ def ingest_cmd(paths, as_json, config: Config):
 
     spark = _spark(config)
     run_id = config.get("pipeline", "run_id") or new_run_id(utc_now())
+    started = time.monotonic()
     result = ingest(spark, storage_from_config(spark, config), list(paths), run_id=run_id, config=config)
     doc = {"run_id": run_id, **result.as_dict()}
+    _stage_event("ingest", run_id, started, result.as_dict())
     if as_json:
         _echo_json(doc)
     else:
@@ -154,9 +167,11 @@ def classify_cmd(rules_path, as_json, config: Config):
     spark = _spark(config)
     now = utc_now()
     run_id = config.get("pipeline", "run_id") or new_run_id(now)
+    started = time.monotonic()
     decisions = decide(spark, storage_from_config(spark, config), table, run_id=run_id, now=now,
                        retry_interval=config.get("classify", "retry_interval"))
     counts = {r["action"]: r["n"] for r in decisions.groupBy("action").agg(F.count("*").alias("n")).collect()}
+    _stage_event("classify", run_id, started, {"decisions": counts})
     if as_json:
         _echo_json({"run_id": run_id, "decisions": counts})
     else:

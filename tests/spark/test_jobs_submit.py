@@ -67,7 +67,7 @@ def test_ingest_classify_report_scripts_under_spark_submit(tmp_path, dump, expec
     args = [HARNESS, str(tmp_path / "result.json")]
     for run in stage_runs:
         args += [str(REPO / run[0]), *run[1:], "--"]
-    proc = spark_submit(args, tmp_path)
+    proc = spark_submit(args, tmp_path, DLQ_PIPELINE_LOG_FORMAT="json", DLQ_PIPELINE_LOG_LEVEL="info")
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["master"] == "local[1]"  # spark-submit's --master, not the config's local[*]
@@ -82,6 +82,12 @@ def test_ingest_classify_report_scripts_under_spark_submit(tmp_path, dump, expec
     doc = json.loads(report["stdout"])
     assert doc["run_id"] == decided["run_id"] and doc["overall"]["messages"] == COUNT
     assert {r["action"]: r["count"] for r in doc["run"]["by_action"]} == expected_actions
+
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"ts"')]
+    finished = {e["stage"]: e for e in events if e.get("event") == "stage_finished"}
+    assert set(finished) == {"ingest", "classify"}
+    assert finished["ingest"]["messages_landed"] == COUNT and finished["ingest"]["run_id"] == landed["run_id"]
+    assert finished["classify"]["decisions"] == expected_actions and finished["classify"]["duration_s"] >= 0
 
 
 def test_run_script_under_spark_submit_logs_json_and_writes_metrics(tmp_path, dump, expected_actions):
