@@ -30,8 +30,10 @@ _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message
 # Loggers that are chatty at INFO/DEBUG and say nothing an operator needs.
 _QUIET = ("py4j", "py4j.clientserver", "py4j.java_gateway")
 
-# Which of format/level were chosen by something stronger than the configuration file.
+# Which of format/level were chosen by something stronger than the configuration file,
+# and what is installed now.
 _explicit: dict[str, str] = {}
+_current: dict[str, str] = {"format": "text", "level": "warning"}
 
 
 def record_fields(record: logging.LogRecord) -> dict[str, Any]:
@@ -80,9 +82,6 @@ def setup(fmt: str = "text", level: str = "warning", *, stream=None) -> None:
     for name in _QUIET:
         logging.getLogger(name).setLevel(logging.WARNING)
     _current.update(format=fmt, level=level.lower())
-
-
-_current: dict[str, str] = {"format": "text", "level": "warning"}
 
 
 def setup_from_env(*, fmt: str | None = None, level: str | None = None) -> None:
