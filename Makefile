@@ -27,5 +27,10 @@ test: $(STAMP)
 package: $(STAMP)
 	$(BIN)/python tools/package.py --dist dist $(PACKAGE_ARGS)
 
+# every stage against the obvious way and the limit; QUICK=1 for a few minutes (docs/performance.md)
+.PHONY: bench
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.run $(if $(QUICK),--quick) $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) demo-out warehouse build dist *.egg-info .pytest_cache .hypothesis

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import difflib
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,8 +57,10 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         "depth_check": ((bool,), False, "inquire CURDEPTH/MAXDEPTH and hold back when a queue is nearly full"),
         "depth_headroom": ((float,), 0.9, "with depth_check: hold back above this fraction of MAXDEPTH"),
         "reconnect_attempts": ((int,), 3, "reconnects with backoff after a connection failure"),
+        "reconnect_backoff": ((int, float), 1.0, "seconds before the first reconnect; doubles each time, at most 30"),
     },
     "drain": {
+        "source": ((str,), "", "live DLQ: mq:QMGR | sim:NAME; run drains it first and settles it last (\"\" = none)"),
         "mode": ((str,), "browse", "browse (non-destructive) | move (destructive get under syncpoint)"),
         "queue": ((str,), "", "DLQ to drain; default: INPUTQ from the rules table, else the QM's DEADQ"),
         "qmgr": ((str,), "", "queue manager; default: INPUTQM from the rules table"),
@@ -155,6 +158,9 @@ def _check_values(where: str, values: dict[str, dict[str, Any]], problems: list[
     target = values["pipeline"]["target"]
     if not (target in ("dry-run", "sim:") or target.split(":", 1)[0] in ("dir", "sim", "mq") and ":" in target):
         problems.append(f"{where}: 'pipeline.target' must be dry-run, dir:PATH, sim:[NAME] or mq:QMGR, not '{target}'")
+    source = values["drain"]["source"]
+    if source and (":" not in source or source.split(":", 1)[0] not in ("mq", "sim")):
+        problems.append(f"{where}: 'drain.source' must be mq:QMGR or sim:NAME, not '{source}'")
     if values["log"]["format"] not in ("text", "json"):
         problems.append(f"{where}: 'log.format' must be text or json, not '{values['log']['format']}'")
     if values["log"]["level"].lower() not in ("debug", "info", "warning", "error"):
@@ -165,7 +171,7 @@ def _check_values(where: str, values: dict[str, dict[str, Any]], problems: list[
         ("replay", "max_connections", 1), ("replay", "batch_size", 1), ("replay", "breaker_threshold", 1),
         ("replay", "reconnect_attempts", 0), ("drain", "batch_size", 1), ("ingest", "split_bytes", 1024),
         ("ingest", "max_line_length", 80), ("ingest", "max_message_bytes", 0), ("report", "top", 1),
-        ("replay", "rate_limit", 0),
+        ("replay", "rate_limit", 0), ("replay", "reconnect_backoff", 0),
     ]:
         if values[section][key] < low:
             problems.append(f"{where}: '{section}.{key}' must be at least {low}")
@@ -183,6 +189,49 @@ def _check_values(where: str, values: dict[str, dict[str, Any]], problems: list[
                 problems.append(f"{where}: unknown key 'mq.qmgrs.{name}.{key}'{hint or _did_you_mean(key, QMGR_KEYS)}")
             elif not isinstance(value, QMGR_KEYS[key][0]):
                 problems.append(f"{where}: 'mq.qmgrs.{name}.{key}' must be a string")
+        problems.extend(f"{where}: {p}" for p in qmgr_problems(name, qm))
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_CIPHER_SPEC = re.compile(r"[A-Z0-9_]{4,64}")
+# CipherSpecs MQ deprecated as insecure (SSL 3.0, NULL, export, RC4, single/triple DES).
+_WEAK_CIPHER = re.compile(r"^SSL_|NULL|EXPORT|RC4|_DES_|3DES|DES_SHA")
+
+
+def qmgr_problems(name: str, qm: Mapping[str, Any]) -> list[str]:
+    """What is inconsistent in one ``[mq.qmgrs.NAME]`` table (TLS, secrets). (A missing
+    channel or conn_name is reported when the table is used, before any task starts.)
+
+    Values of ``*_env`` keys are never repeated in a message: someone may have pasted the
+    password itself there."""
+    problems = []
+    where = f"mq.qmgrs.{name}"
+    text = {k: v for k, v in qm.items() if k in QMGR_KEYS and isinstance(v, str)}
+    for key in ("password_env", "key_stash_password_env"):
+        if key in text and not _ENV_NAME.fullmatch(text[key]):
+            problems.append(f"'{where}.{key}' must be the NAME of an environment variable (letters, digits, _), "
+                            "not the secret itself; the value is not shown")
+    if text.get("user") and not text.get("password_env"):
+        problems.append(f"'{where}' names a user but no password_env (the variable that holds the password)")
+    if text.get("password_env") and not text.get("user"):
+        problems.append(f"'{where}.password_env' is set but no user: the password would not be sent")
+    cipher, keys = text.get("cipher_spec", ""), text.get("key_repository", "")
+    if cipher and not keys:
+        problems.append(f"'{where}.cipher_spec' needs key_repository (the TLS key repository stem) too")
+    if keys and not cipher:
+        problems.append(f"'{where}.key_repository' is set but no cipher_spec: the channel would not use TLS")
+    if cipher and not _CIPHER_SPEC.fullmatch(cipher):
+        problems.append(f"'{where}.cipher_spec' {cipher!r} is not a CipherSpec name "
+                        "(e.g. ANY_TLS13_OR_HIGHER, TLS_AES_256_GCM_SHA384)")
+    elif cipher and _WEAK_CIPHER.search(cipher):
+        problems.append(f"'{where}.cipher_spec' {cipher} is deprecated as insecure: use ANY_TLS13_OR_HIGHER, "
+                        "ANY_TLS12_OR_HIGHER or a TLS 1.2/1.3 CipherSpec")
+    if keys.endswith((".kdb", ".p12", ".sth")):
+        problems.append(f"'{where}.key_repository' is the stem without the extension "
+                        f"(e.g. /var/mqm/ssl/client for client.kdb)")
+    if text.get("key_stash_password_env") and not keys:
+        problems.append(f"'{where}.key_stash_password_env' is set but no key_repository")
+    return problems
 
 
 def _merge(values: dict[str, dict[str, Any]], layer: Mapping[str, Mapping[str, Any]]) -> None:

@@ -64,6 +64,10 @@ WRITER_VERSION = "9.4.0.0"
 HEADER_SEARCH_LINES = 64
 SNIPPET_LENGTH = 80
 NOTE_TEXT_LINES = "text_lines_newline_appended"
+# The file ends inside a data line (no final newline): cut off, e.g. by a full disk or an
+# interrupted copy. dmpmqmsg ends every line, and a dump says nowhere how long a message
+# is, so the message is kept but marked truncated: it lands, needs attention, is never replayed.
+NOTE_FILE_ENDS_MID_LINE = "file_ends_mid_line"
 
 _MQLONG_MIN, _MQLONG_MAX = -(2**31), 2**31 - 1
 
@@ -235,6 +239,7 @@ class _Lines:
         self.base = offset  # file offset of buf[0]
         self.lineno, self.step = lineno, (1 if lineno >= 0 else 0)
         self.eof = False
+        self.unterminated = False  # the last line of the file had no newline
         self.pending: _Line | None = None
         self.x_run = re.compile(rb"(?:X [0-9A-Fa-f]*\r?\n)+")
         self.s_run = re.compile(rb'(?:S "(?:[^"~\r\n]|~["~])*"\r?\n)+')
@@ -281,6 +286,7 @@ class _Lines:
                 if self.pos >= len(buf):
                     raise StopIteration
                 newline = end = len(buf)  # the last line has no newline
+                self.unterminated = True
                 break
         start = self.pos
         line = bytes(memoryview(buf)[start:newline])
@@ -518,10 +524,12 @@ def _non_dump_kind(line: bytes) -> str | None:
 class _Record:
     """A message being read: attributes and data so far, or the first thing wrong with it."""
 
-    __slots__ = ("offset", "lineno", "head", "fields", "chunks", "notes", "error", "has_data")
+    __slots__ = ("offset", "lineno", "head", "fields", "chunks", "notes", "error", "has_data", "size", "limit")
 
-    def __init__(self, offset: int, lineno: int, head: bytes):
+    def __init__(self, offset: int, lineno: int, head: bytes, limit: int | None = None):
         self.offset = offset
+        self.size = 0
+        self.limit = limit
         self.lineno = lineno
         self.head = head[:SNIPPET_LENGTH]
         self.fields: dict = {}
@@ -532,6 +540,19 @@ class _Record:
 
     def fail(self, code: str, offset: int, what: str, line: bytes) -> None:
         self.error = (code, f"line at byte {offset}: {what}", line)
+
+    def take(self, data: bytes, offset: int, line: bytes) -> None:
+        """Add message data; past the size limit, drop it all and fail (memory stays bounded)."""
+        self.size += len(data)
+        if self.limit is not None and self.size > self.limit:
+            self.chunks = []
+            self.error = ("message_too_large",
+                          f"the message data reaches byte {self.size} at the line at byte {offset}, more than "
+                          f"the {self.limit}-byte limit (ingest.max_message_bytes); the message was skipped",
+                          line or self.head)
+            return
+        self.chunks.append(data)
+        self.has_data = True
 
     def add(self, kind: str, line: bytes, offset: int, too_long: bool, limit: int) -> None:
         if too_long:
@@ -544,8 +565,7 @@ class _Record:
                 self.fail("odd_length_hex", offset,
                           f"X line has an odd number of hex digits ({len(digits)})", line)
                 return
-            self.chunks.append(binascii.a2b_hex(digits))
-            self.has_data = True
+            self.take(binascii.a2b_hex(digits), offset, line)
         elif kind == K_ATTR:
             problem = _apply_attribute(line, self.fields, self.notes)
             if problem:
@@ -555,12 +575,10 @@ class _Record:
             if isinstance(data, tuple):
                 self.fail(data[0], offset, data[1], line)
                 return
-            self.chunks.append(data)
-            self.has_data = True
+            self.take(data, offset, line)
         elif kind == K_TEXT:
-            self.chunks.append(line[2:] + b"\n")
+            self.take(line[2:] + b"\n", offset, line)
             self.notes.append(NOTE_TEXT_LINES)
-            self.has_data = True
         else:
             self.fail("unexpected_line", offset,
                       "unexpected line inside a message: expected an A, X, S or T line", line)
@@ -671,6 +689,7 @@ def _records(
     numbered: bool,
     prev_kind: str | None,
     limit: int,
+    max_message: int | None = None,
 ) -> Iterator[DumpedMessage | RecordError]:
     """Group lines into records and yield each as it completes."""
     record: _Record | None = None
@@ -678,10 +697,10 @@ def _records(
     first_offset = first[0] if first is not None else -1
     while True:
         if record is not None and record.error is None:
+            at = lines.base + lines.pos
             data = lines.data_run()
             if data is not None:
-                record.chunks.append(data)
-                record.has_data = True
+                record.take(data, at, b"")
                 prev_kind = K_HEX  # (or K_STRING: both are data lines, all that matters)
                 continue
         if prev_kind not in _MD_KINDS:
@@ -694,7 +713,7 @@ def _records(
                         index += 1
                 if end is not None and offset >= end:
                     return
-                record = _Record(offset, lineno, first_line)
+                record = _Record(offset, lineno, first_line, max_message)
                 record.fields = fields
                 prev_kind = K_ATTR
                 continue
@@ -717,7 +736,7 @@ def _records(
                 index += 1
         if end is not None and offset >= end:
             return
-        record = _Record(offset, lineno, line)
+        record = _Record(offset, lineno, line, max_message)
         if kind == K_ATTR:
             record.add(kind, line, offset, too_long, limit)
         elif kind != K_NOMD:  # the first body line is not a message start
@@ -726,7 +745,10 @@ def _records(
         elif too_long:
             record.add(kind, line, offset, too_long, limit)
     if record is not None:
-        yield record.finish(name, index)
+        final = record.finish(name, index)
+        if lines.unterminated and prev_kind in _DATA_KINDS and isinstance(final, DumpedMessage):
+            final = replace(final, truncated=True, notes=final.notes + (NOTE_FILE_ENDS_MID_LINE,))
+        yield final
 
 
 @contextmanager
@@ -745,12 +767,17 @@ def read_dump(
     start: int = 0,
     end: int | None = None,
     max_line_length: int = MAX_LINE_LENGTH,
+    max_message_bytes: int | None = None,
 ) -> Iterator[DumpedMessage | RecordError]:
     """Messages (and bad records) of a dmpmqmsg/qload dump, streamed in file order.
 
     ``source`` is a path or a binary file object (seekable when ``start > 0``); ``name`` is
     the file name errors report. ``start``/``end`` select the records whose first line
-    starts in ``[start, end)`` (see the module docstring for what a split reports).
+    starts in ``[start, end)`` (see the module docstring for what a split reports). A
+    message whose data grows past ``max_message_bytes`` is a ``message_too_large`` record
+    (its data is dropped as soon as it passes the limit, so memory stays bounded); a file
+    that ends inside a data line gives its last message ``truncated`` (note
+    ``file_ends_mid_line``).
     """
     if max_line_length < 1:
         raise ValueError("max_line_length must be positive")
@@ -764,7 +791,7 @@ def read_dump(
             if prologue.first is None:
                 return
             lines.push_back(prologue.first)
-            yield from _records(lines, label, prologue.first, end, True, None, max_line_length)
+            yield from _records(lines, label, prologue.first, end, True, None, max_line_length, max_message_bytes)
             return
 
         f.seek(0)
@@ -781,7 +808,7 @@ def read_dump(
             prev_kind = _previous_kind(f, pos, prologue.body_start, max_line_length)
         f.seek(pos)
         yield from _records(_Lines(f, pos, -1, max_line_length), label, prologue.first,
-                            end, False, prev_kind, max_line_length)
+                            end, False, prev_kind, max_line_length, max_message_bytes)
 
 
 def read_dump_info(source) -> DumpInfo:
@@ -960,7 +987,9 @@ def _created_text(created) -> str:
 @contextmanager
 def _open_target(target):
     if isinstance(target, (str, os.PathLike)):
-        with open(target, "wb") as f:
+        from dlq_pipeline.private import open_private
+
+        with open_private(target, "wb") as f:  # dumps hold message bodies: owner-only
             yield f
     else:
         yield target

@@ -24,6 +24,8 @@ import random
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+
+from dlq_pipeline.private import private_dirs
 from typing import Iterator, Mapping
 
 from dlq_pipeline import codepages
@@ -758,8 +760,7 @@ def write_generated(out_dir, count: int, seed: int, files: int = 1,
     end = options.get("end", DEFAULT_END)
     span = options.get("span", DEFAULT_SPAN)
     stream = generate_messages(count, seed, mix, **options)  # validates before any file is made
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = private_dirs(out_dir)
     paths, written = [], 0
     for k, n in enumerate(counts):
         written += n

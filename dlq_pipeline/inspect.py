@@ -15,6 +15,7 @@ from typing import Iterable
 from dlq_pipeline import codepages, constants
 from dlq_pipeline.model import MQMD_CHAR_LENGTHS, DumpedMessage
 from dlq_pipeline.structures import DLH_LENGTH, MQCCSI_INHERIT, decode_dlh
+from dlq_pipeline.redact import REDACTED, redact_preview
 
 __all__ = ["PREVIEW_BYTES", "describe", "format_message", "summarize", "format_summary"]
 
@@ -37,12 +38,13 @@ def _preview(data: bytes, offset: int, ccsid: int) -> dict:
     return {"offset": offset, "hex": chunk.hex().upper(), "text": _printable(text)}
 
 
-def describe(msg: DumpedMessage, file: str) -> dict:
+def describe(msg: DumpedMessage, file: str, *, redact: bool = False) -> dict:
     """The ``inspect --json`` object of one message read from ``file``.
 
     The MQDLH is decoded with the MQMD's Encoding and CCSID, as IBM's handler does; the
     preview is the data after the MQDLH (all of it without one), decoded in the CCSID the
-    MQDLH names for it (the MQMD's without an MQDLH).
+    MQDLH names for it (the MQMD's without an MQDLH). ``redact``: the preview shows no
+    data (`dlq_pipeline.redact.redact_preview`).
     """
     md = msg.md
     header = decode_dlh(msg.data, md.encoding, md.ccsid, md.format)
@@ -95,7 +97,7 @@ def describe(msg: DumpedMessage, file: str) -> dict:
         "dlh": dlh_view,
         "flags": flags,
         "notes": list(msg.notes),
-        "preview": preview,
+        "preview": redact_preview(preview) if redact else preview,
     }
 
 
@@ -152,6 +154,8 @@ def format_message(desc: dict) -> str:
     if preview["hex"]:
         lines.append(f"         {_hex_groups(preview['hex'])}")
         lines.append(f"         {preview['text']}")
+    elif preview["text"] == REDACTED:
+        lines.append(f"         {REDACTED}")
     return "\n".join(lines)
 
 

@@ -69,6 +69,7 @@ def read_source(
     start: int = 0,
     end: int | None = None,
     max_line_length: int = MAX_LINE_LENGTH,
+    max_message_bytes: int | None = None,
 ) -> Iterator[DumpedMessage | RecordError]:
     """Read ``path`` with the reader its content needs (see the module docstring).
 
@@ -80,12 +81,19 @@ def read_source(
     kind = sniff(path)
     if kind == "dmpmqmsg":
         yield from read_dump(path, name=label, start=start, end=end,
-                             max_line_length=max_line_length)
+                             max_line_length=max_line_length, max_message_bytes=max_message_bytes)
         return
     if start > 0:
         return
     if kind == "amqsbcg":
-        yield from read_amqsbcg(path, name=label, max_line_length=max_line_length)
+        for record in read_amqsbcg(path, name=label, max_line_length=max_line_length):
+            if (max_message_bytes is not None and isinstance(record, DumpedMessage)
+                    and max(len(record.data), record.total_length or 0) > max_message_bytes):
+                record = RecordError(label, record.line, record.offset, "message_too_large",
+                                     f"the message has {max(len(record.data), record.total_length or 0)} bytes of "
+                                     f"data, more than the {max_message_bytes}-byte limit (ingest.max_message_bytes)",
+                                     "", record.index)
+            yield record
         return
     yield _unknown(path, label)
 

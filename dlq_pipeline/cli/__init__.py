@@ -44,6 +44,7 @@ def _register() -> None:
         ("dlq_pipeline.cli.generate", "generate_cmd"),
         ("dlq_pipeline.cli.rules", "rules_group"),
         ("dlq_pipeline.cli.pipeline", "PIPELINE_COMMANDS"),
+        ("dlq_pipeline.cli.live", "LIVE_COMMANDS"),
     ]:
         try:
             module = importlib.import_module(module_name)

@@ -6,6 +6,8 @@ message as it is read (so a large dump streams), and carries on past bad records
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import json
 import sys
 
@@ -14,6 +16,7 @@ import click
 from dlq_pipeline import exitcodes
 from dlq_pipeline.inspect import describe, format_message, format_summary, summarize
 from dlq_pipeline.model import RecordError
+from dlq_pipeline.redact import redact_snippet
 
 # RecordError codes that say the whole file is not a dump or listing (the readers report
 # these once, in place of any message): such a file is unreadable, not a bad record.
@@ -39,7 +42,10 @@ def _error_object(error: RecordError) -> dict:
               help="Only counts: by reason, by destination, messages without an MQDLH by problem.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, metavar="N",
               help="Stop after N messages (over all files).")
-def inspect_cmd(files, as_json, summary, limit):
+@click.option("--redact", is_flag=True,
+              help="Show no message data: no preview, and bad records without their text (bodies may hold "
+                   "personal data; report.redact_payloads does the same for reports).")
+def inspect_cmd(files, as_json, summary, limit, redact):
     """Decode dmpmqmsg dumps and amqsbcg listings: MQMD, MQDLH (with reason names) and a
     preview of each message's data, decoded in its own code page.
 
@@ -70,7 +76,7 @@ def inspect_cmd(files, as_json, summary, limit):
     a dump or listing (or bad usage).
     """
     state = _Tally()
-    descs = _describe_all(files, limit, state, errors_inline=as_json and not summary)
+    descs = _describe_all(files, limit, state, errors_inline=as_json and not summary, redact=redact)
     if summary:
         counts = summarize(descs)  # streams: nothing is kept per message
         counts["bad_records"] = state.bad_records
@@ -88,7 +94,7 @@ class _Tally:
     unreadable = False
 
 
-def _describe_all(files, limit: int | None, state: _Tally, *, errors_inline: bool):
+def _describe_all(files, limit: int | None, state: _Tally, *, errors_inline: bool, redact: bool = False):
     """`describe` objects of every message, in file order, up to ``limit``. Bad records go
     to stderr as they are met (and inline on stdout as error objects when asked)."""
     from dlq_pipeline.sources import read_source
@@ -98,6 +104,8 @@ def _describe_all(files, limit: int | None, state: _Tally, *, errors_inline: boo
         try:
             for record in read_source(path, name=path):
                 if isinstance(record, RecordError):
+                    if redact:
+                        record = replace(record, snippet=redact_snippet(record.snippet))
                     click.echo(str(record), err=True)
                     if record.code in FILE_LEVEL_CODES:
                         state.unreadable = True
@@ -109,7 +117,7 @@ def _describe_all(files, limit: int | None, state: _Tally, *, errors_inline: boo
                 if limit is not None and shown >= limit:
                     return
                 shown += 1
-                yield describe(record, path)
+                yield describe(record, path, redact=redact)
         except OSError as exc:
             click.echo(f"{path}: cannot read: {exc.strerror or exc}", err=True)
             state.unreadable = True

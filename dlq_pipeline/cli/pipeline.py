@@ -137,7 +137,8 @@ def ingest_cmd(paths, as_json, config: Config):
     spark = _spark(config)
     run_id = config.get("pipeline", "run_id") or new_run_id(utc_now())
     started = time.monotonic()
-    result = ingest(spark, storage_from_config(spark, config), list(paths), run_id=run_id, config=config)
+    result = ingest(spark, storage_from_config(spark, config), list(paths), run_id=run_id, config=config,
+                    progress=None if as_json else _err)
     doc = {"run_id": run_id, **result.as_dict()}
     _stage_event("ingest", run_id, started, result.as_dict())
     if as_json:
@@ -192,9 +193,10 @@ def _required(config: Config, key: str) -> str:
 @click.option("--rules", "rules_path", help="Rules table (default: pipeline.rules).")
 @click.option("--target", help="dry-run | dir:PATH | sim:[NAME] | mq:QMGR (default: pipeline.target).")
 @click.option("--run-id", help="Run identifier (default: generated).")
+@click.option("--source", help="Live DLQ mq:QMGR | sim:NAME: drained first, settled last (default: drain.source).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON (last line).")
 @config_options
-def run_cmd(inputs, rules_path, target, run_id, as_json, config: Config):
+def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config):
     """Ingest, decode, classify, replay and summarise in one run.
 
     \b
@@ -202,6 +204,7 @@ def run_cmd(inputs, rules_path, target, run_id, as_json, config: Config):
       dlq-pipeline run --input dlq.dmp --rules my.rules --warehouse ./warehouse --target dry-run
       dlq-pipeline run --input dumps/ --rules my.rules --target dir:./replay-out --json
       dlq-pipeline run --config conf/dlq-pipeline.toml --profile cluster --target mq:QM1
+      dlq-pipeline run --source mq:QM1 --rules my.rules --target mq:QM1 --config prod.toml
     \b
     Exit status: 0 all processed, 3 something needs attention (quarantined records,
     messages without a header or matching rule, failed or deferred puts), 1 failure,
@@ -213,10 +216,12 @@ def run_cmd(inputs, rules_path, target, run_id, as_json, config: Config):
     target = target or config.get("pipeline", "target")
     _check_target(target)
     inputs = list(inputs) or list(config.get("pipeline", "inputs"))
+    source = source or config.get("drain", "source") or None
+    _check_source(source, config, table)
     spark = _spark(config)
     summary = run_pipeline(spark, config, table, inputs=inputs, target=target,
                            run_id=run_id or config.get("pipeline", "run_id") or None,
-                           progress=None if as_json else (lambda m: _err(m)))
+                           progress=None if as_json else (lambda m: _err(m)), source=source)
     if as_json:
         _echo_json(summary.as_dict())
     else:
@@ -231,6 +236,21 @@ def _check_target(target: str) -> None:
         sys.exit(exitcodes.USAGE)
 
 
+def _check_source(source, config: Config, table) -> None:
+    """A live source must resolve (queue manager named, [mq.qmgrs.X] present) before Spark starts."""
+    if not source:
+        return
+    from dlq_pipeline.live import live_queue
+    from dlq_pipeline.replay.targets import TargetError
+
+    try:
+        live_queue(source, warehouse=config.get("storage", "path"), config=config, queue=config.get("drain", "queue"),
+                   qmgr=config.get("drain", "qmgr"), control=table.control)
+    except TargetError as exc:
+        _err(f"error: {exc}")
+        sys.exit(exitcodes.USAGE)
+
+
 def _print_summary(summary) -> None:
     click.echo(f"run {summary.run_id} -> {summary.target}")
     click.echo(f"  landed {summary.messages_landed} new messages from {summary.files} files "
@@ -239,6 +259,9 @@ def _print_summary(summary) -> None:
     if summary.ignore_reasons:
         click.echo("  ignored because: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.ignore_reasons.items())))
     click.echo("  outcomes: " + (", ".join(f"{k} {v}" for k, v in sorted(summary.outcomes.items())) or "none"))
+    if getattr(summary, "source", ""):
+        click.echo(f"  drained {summary.source}: {summary.drain}")
+        click.echo(f"  settled: {summary.settle}")
     status = {0: "done", 3: "done, needs attention"}.get(summary.exit_status, str(summary.exit_status))
     click.echo(f"  status: {status}")
 
@@ -278,8 +301,10 @@ def _build_and_write_report(storage, config: Config, *, run_id=None, html_path=N
 
     report = build_report(storage, now=utc_now(), run_id=run_id, top=config.get("report", "top"))
     if html_path:
-        Path(html_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(html_path).write_text(render_html(report), encoding="utf-8")
+        from dlq_pipeline.private import open_private
+
+        with open_private(html_path, "w", encoding="utf-8") as f:
+            f.write(render_html(report))
     return report
 
 
@@ -348,7 +373,6 @@ def _prepare_demo_sim(warehouse: Path, target: str) -> None:
     from dlq_pipeline.replay.targets import open_target
 
     sim = open_target(target, warehouse=warehouse)
-    Path(sim.location).parent.mkdir(parents=True, exist_ok=True)
     SimQueueManager(sim.location, sim.name).configure({"remote_qmgrs": ["*"]})
 
 

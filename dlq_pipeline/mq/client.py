@@ -62,6 +62,7 @@ MQMO_MATCH_MSG_ID = 0x00000001
 MQMO_MATCH_CORREL_ID = 0x00000002
 MQIA_CURRENT_Q_DEPTH = 3
 MQIA_MAX_Q_DEPTH = 15
+MQCA_DEAD_LETTER_Q_NAME = 2006
 MQCNO_CLIENT_BINDING = 0x00000800
 MQCHT_CLNTCONN = 6
 MQXPT_TCP = 2
@@ -325,6 +326,12 @@ class ClientConnection:
         queue = self._queue(object_descriptor(q), get_open_options(), f"opening {q} for input")
         options, match = get_options(syncpoint=syncpoint, msg_id=msg_id, correl_id=correl_id)
         return read_whole(lambda n: self._get(queue, n, options, match, msg_id, correl_id), buffer_size)
+
+    def dead_letter_queue(self) -> str:
+        """The queue manager's DEADQ attribute (MQINQ on the queue manager object)."""
+        value = self._call(lambda: self._qm.inquire(MQCA_DEAD_LETTER_Q_NAME),
+                           f"inquiring the dead-letter queue of {self.qmgr_name}")
+        return (bytes_to_text(bytes(value)) if isinstance(value, (bytes, bytearray)) else str(value)).rstrip(" \x00")
 
     def inquire_depth(self, q: str, qmgr: str = "") -> tuple[int, int]:
         queue = self._queue(object_descriptor(q, qmgr), inquire_open_options(), f"opening {q} to inquire")

@@ -48,6 +48,7 @@ from typing import Iterator, Mapping
 
 from dlq_pipeline.model import MQMD, MQMD_BYTE_LENGTHS
 from dlq_pipeline.mq import reasons
+from dlq_pipeline.private import private_file
 from dlq_pipeline.mq.interface import DEFAULT_BUFFER, Message, MQError, PutHandle, read_whole
 
 DEFAULT_MAXDEPTH = 5000
@@ -60,7 +61,9 @@ MQMI_NONE = b"\x00" * 24
 MQAT_UNIX = 6
 _SIM_APPL_NAME = "dlq_pipeline.mq.sim"
 
-_CONFIG_KEYS = {"auto_define", "maxdepth", "maxmsgl", "qmgr_maxmsgl", "remote_qmgrs", "queues", "faults", "seed"}
+_CONFIG_KEYS = {"auto_define", "maxdepth", "maxmsgl", "qmgr_maxmsgl", "remote_qmgrs", "queues", "faults", "seed",
+                "deadq"}
+DEFAULT_DEADQ = "SYSTEM.DEAD.LETTER.QUEUE"
 _QUEUE_KEYS = {"maxdepth", "maxmsgl", "put_inhibited", "get_inhibited", "authority", "exists"}
 _FAULT_KEYS = {"op", "reason", "queue", "after", "times", "probability", "delay", "committed"}
 
@@ -76,6 +79,7 @@ CREATE TABLE IF NOT EXISTS messages (
     backout_count INTEGER NOT NULL DEFAULT 0,
     state INTEGER NOT NULL);  -- 0 available, 1 put in an open unit of work, 2 got in one
 CREATE INDEX IF NOT EXISTS messages_by_queue ON messages (qmgr, queue, state, id);
+CREATE INDEX IF NOT EXISTS messages_by_msg_id ON messages (msg_id);  -- get by MsgId stays O(log n)
 CREATE TABLE IF NOT EXISTS put_log (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, qmgr TEXT NOT NULL, queue TEXT NOT NULL,
     md TEXT NOT NULL, data BLOB NOT NULL, user TEXT NOT NULL, connection TEXT NOT NULL,
@@ -138,6 +142,7 @@ def normalize_config(config: Mapping | None) -> dict:
         "qmgr_maxmsgl": int(config.get("qmgr_maxmsgl", DEFAULT_MAXMSGL)),
         "remote_qmgrs": sorted(str(q) for q in config.get("remote_qmgrs", ())),
         "seed": int(config.get("seed", 0)),
+        "deadq": str(config.get("deadq", DEFAULT_DEADQ)),
         "queues": {},
         "faults": [],
     }
@@ -238,10 +243,12 @@ class SimQueueManager:
             self._durable = False
         else:
             path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(path)  # the queues hold message bodies: owner-only (SQLite's -wal/-shm follow)
             self._durable = True
         self.path = Path(path)
         self.faults_path = self.path.with_name(self.path.name + ".faults")
+        if self._durable:
+            private_file(self.faults_path)
         with closing(self._open()) as db:
             db.executescript(_SCHEMA)
             with closing(sqlite3.connect(self.faults_path, timeout=busy_timeout)) as fdb:
@@ -347,15 +354,35 @@ class _FaultCounter:
 
     def __init__(self, path: Path, timeout: float):
         self.path, self.timeout = path, timeout
+        self._db: sqlite3.Connection | None = None
+
+    def _conn(self) -> sqlite3.Connection:
+        # One connection per sim connection, WAL: a count survives the death of a process
+        # (not of the machine), which is all the sim promises.
+        if self._db is None:
+            db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            self._db = db
+        return self._db
 
     def bump(self, fault: int, fired: bool) -> tuple[int, int]:
-        with closing(sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)) as db:
-            db.execute("BEGIN IMMEDIATE")
+        db = self._conn()
+        db.execute("BEGIN IMMEDIATE")
+        try:
             row = db.execute("SELECT seen, fired FROM counts WHERE fault=?", (fault,)).fetchone() or (0, 0)
             seen, count = (row[0], row[1] + 1) if fired else (row[0] + 1, row[1])
             db.execute("INSERT OR REPLACE INTO counts VALUES (?,?,?)", (fault, seen, count))
-            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
         return seen, count
+
+    def close(self) -> None:
+        db, self._db = self._db, None
+        if db is not None:
+            db.close()
 
 
 class SimConnection:
@@ -393,12 +420,17 @@ class SimConnection:
         for index, fault in enumerate(self._faults):
             if fault.op != op or (fault.queue is not None and fault.queue != queue):
                 continue
-            seen, fired = self._counter.bump(index, fired=False)
-            if seen <= fault.after or (fault.times is not None and fired >= fault.times):
-                continue
+            # Only `after` and `times` need the shared counts; an unconditional fault (e.g. a
+            # delay standing for network latency) skips two database transactions per call.
+            counted = fault.after > 0 or fault.times is not None
+            if counted:
+                seen, fired = self._counter.bump(index, fired=False)
+                if seen <= fault.after or (fault.times is not None and fired >= fault.times):
+                    continue
             if fault.probability < 1.0 and self._rng.random() >= fault.probability:
                 continue
-            self._counter.bump(index, fired=True)
+            if counted:
+                self._counter.bump(index, fired=True)
             if fault.delay:
                 time.sleep(fault.delay)
             if not fault.reason:
@@ -420,6 +452,7 @@ class SimConnection:
             self._rollback()
             self._db.close()
             self._db = None
+        self._counter.close()
         self._broken = reason
 
     def _begin(self, db: sqlite3.Connection) -> None:
@@ -502,6 +535,7 @@ class SimConnection:
 
     def disconnect(self) -> None:
         """MQDISC: commits an open unit of work, as MQ does for a normal disconnect."""
+        self._counter.close()
         if self._db is None:
             return
         if self._in_uow:
@@ -637,6 +671,11 @@ class SimConnection:
             syncpoint: bool = True, buffer_size: int = DEFAULT_BUFFER) -> Message:
         return read_whole(lambda n: self.mqget(q, max_length=n, msg_id=msg_id, correl_id=correl_id,
                                                syncpoint=syncpoint), buffer_size)
+
+    def dead_letter_queue(self) -> str:
+        """The queue manager's DEADQ attribute (MQINQ MQCA_DEAD_LETTER_Q_NAME), blanks removed."""
+        self._usable()
+        return self._config.get("deadq", DEFAULT_DEADQ).rstrip(" ")
 
     def inquire_depth(self, q: str, qmgr: str = "") -> tuple[int, int]:
         """(CURDEPTH, MAXDEPTH) as this connection sees them (its own open unit of work included)."""

@@ -30,6 +30,7 @@ from dlq_pipeline.dumpfile import write_dump
 from dlq_pipeline.model import MQMD, text_to_bytes
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, Message, MQError, PutHandle
+from dlq_pipeline.private import open_private, private_dirs
 
 KINDS = ("dry-run", "dir", "sim", "mq")
 DEFAULT_SIM_NAME = "SIM"
@@ -143,7 +144,7 @@ class DumpSink:
         self.staging = root / f".staging-p{partition_id:05d}-{uuid.uuid4().hex[:8]}"
         for stale in root.glob(f".staging-p{partition_id:05d}-*"):  # left by a failed attempt
             shutil.rmtree(stale, ignore_errors=True)
-        self.staging.mkdir(parents=True)
+        private_dirs(self.staging)
         self.files: dict[tuple[str, str], Path] = {}
 
     def path_for(self, qmgr: str, queue: str) -> Path:
@@ -155,7 +156,7 @@ class DumpSink:
             key = (qmgr, queue)
             if key not in self.files:
                 self.files[key] = self.staging / f"{len(self.files):06d}.pickle"
-            with open(self.files[key], "ab") as f:
+            with open_private(self.files[key], "ab") as f:
                 pickle.dump((md, data), f, protocol=pickle.HIGHEST_PROTOCOL)
 
     def finish(self) -> list[Path]:
@@ -166,7 +167,7 @@ class DumpSink:
             if final in taken:  # only a cut name's digest could collide; keep both, visibly
                 final = final.with_name(final.stem + f"~{len(taken)}" + final.suffix)
             taken[final] = (qmgr, queue)
-            final.parent.mkdir(parents=True, exist_ok=True)
+            private_dirs(final.parent)
             temporary = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
             write_dump(_staged(staged), temporary, qmgr=_header_text(qmgr), queue=_header_text(queue))
             os.replace(temporary, final)

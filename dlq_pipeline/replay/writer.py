@@ -4,8 +4,9 @@
 syncpoint batches of ``batch_size`` and commits each batch, and yields one ledger row per
 work item (schemas/ledger.json). What it decides, in order, for each item:
 
-- DISCARD -> ``discarded``, IGNORE -> ``ignored`` (no MQ call; removing a message from a
-  live DLQ is settle's job);
+- DISCARD -> ``discarded`` (``dry_run`` "would discard" for the dry-run target, which ends
+  nothing), IGNORE -> ``ignored`` (no MQ call; removing a message from a live DLQ is
+  settle's job);
 - a truncated message -> ``ignored`` with a note: it is never put, and as no put was tried it
   does not count against the rule's RETRY;
 - ``not_before`` later than the run's time (RETRYINT) -> ``deferred``;
@@ -54,7 +55,9 @@ from typing import Callable, Iterable, Iterator
 from dlq_pipeline.model import MQMD
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, MQError, PutHandle
+from dlq_pipeline.private import private_dirs
 from dlq_pipeline.replay.rebuild import PUT_ACTIONS, RebuildError, rebuild
+from dlq_pipeline.testhooks import crash_point
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +106,8 @@ class ReplaySettings:
         r = config.section("replay")
         return cls(batch_size=r["batch_size"], rate_limit=float(r["rate_limit"]),
                    breaker_threshold=r["breaker_threshold"], depth_check=r["depth_check"],
-                   depth_headroom=float(r["depth_headroom"]), reconnect_attempts=r["reconnect_attempts"])
+                   depth_headroom=float(r["depth_headroom"]), reconnect_attempts=r["reconnect_attempts"],
+                   backoff_initial=float(r["reconnect_backoff"]))
 
 
 def utc_from_epoch(seconds: float) -> dt.datetime:
@@ -191,7 +195,7 @@ class Checkpoint:
 
         line = json.dumps({"next_batch": next_batch, "breakers": breakers, "rows": [plain(r) for r in rows]},
                           separators=(",", ":")).encode() + b"\n"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(self.path.parent)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, line)
@@ -240,6 +244,7 @@ class _Writer:
         self.gave_up: MQError | None = None
         self.unrecorded: list[dict] = []
         self.bucket = TokenBucket(settings.rate_limit, clock, sleep)
+        self.dry_run = bool(getattr(connect, "dry_run", False))  # the dry-run target's connector is its class
 
     # rows
 
@@ -444,6 +449,7 @@ class _Writer:
         self.losses = 0
         self.depths.clear()
         self.save()
+        crash_point("replay-batch", self.batch_id)
         if self.on_commit is not None:
             self.on_commit(self.batch_id)
         return rows
@@ -457,8 +463,8 @@ class _Writer:
 
     def prepare(self, item: WorkItem) -> dict | _Pending:
         """The row an item gets without being put, or what to put."""
-        if item.action == "DISCARD":
-            return self.row(item, "discarded")
+        if item.action == "DISCARD":  # a dry run ends nothing: settle must not remove the message
+            return self.row(item, "dry_run", text="would discard") if self.dry_run else self.row(item, "discarded")
         if item.action == "IGNORE":
             return self.row(item, "ignored")
         if item.action not in PUT_ACTIONS:

@@ -50,7 +50,9 @@ from pyspark.sql import types as T
 from dlq_pipeline.dumpfile import MAX_LINE_LENGTH, SNIPPET_LENGTH, plan_splits, read_dump_info
 from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.model import MQMD_CHAR_LENGTHS, MQMD_FIELDS, DumpedMessage, RecordError, text_to_bytes
+from dlq_pipeline.spark.progress import Report, TaskTicker
 from dlq_pipeline.spark.schemas import conform, table_schema
+from dlq_pipeline.testhooks import crash_point
 
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_MESSAGE_BYTES = 104_857_600
@@ -351,7 +353,7 @@ def read_item(item: WorkItem, *, max_line_length: int = MAX_LINE_LENGTH,
     }
     try:
         records = read_source(item.path, name=item.path, start=item.start, end=item.end,
-                              max_line_length=max_line_length)
+                              max_line_length=max_line_length, max_message_bytes=max_message_bytes)
         for record in records:
             if isinstance(record, DumpedMessage):
                 row = _message_row(record, item.path, max_message_bytes)
@@ -366,6 +368,7 @@ def read_item(item: WorkItem, *, max_line_length: int = MAX_LINE_LENGTH,
             if counter is not None:
                 row["newlines"] = counter.upto(row["source_offset"])
             yield {**common, **row}
+            crash_point("ingest-record", ordinal)
     except Exception as exc:  # noqa: BLE001 - bad input (or a reader bug) must not stop the run
         code = "unreadable_file" if isinstance(exc, OSError) else "reader_failed"
         where = f"bytes {last_offset}..{item.end if item.end is not None else 'end'}"
@@ -487,23 +490,54 @@ class _Landing:
     messages: DataFrame
     quarantine: DataFrame
     persisted: bool = False
+    per_file: dict[str, dict[str, int]] | None = None
 
     def release(self) -> None:
         if self.persisted:
             self.raw.unpersist()
 
 
+def file_counts(raw: DataFrame, paths: Iterable[str] = ()) -> dict[str, dict[str, int]]:
+    """Per input file (``paths`` too, with zeros, when nothing came of them): the messages
+    read and the records quarantined."""
+    counts = {path: {"messages": 0, "quarantined": 0} for path in paths}
+    rows = raw.where(F.col("rec") != "split").groupBy("source_file", "rec").count().collect()
+    for row in rows:
+        kind = "messages" if row["rec"] == "message" else "quarantined"
+        counts.setdefault(row["source_file"], {"messages": 0, "quarantined": 0})[kind] = int(row["count"])
+    return counts
+
+
+def _plan_line(items: Sequence[WorkItem]) -> str:
+    sizes = {}
+    for item in items:
+        sizes.setdefault(item.path, 0)
+        if item.end is not None:
+            sizes[item.path] += item.end - item.start
+    total = sum(sizes.values())
+    return f"ingest: {len(sizes)} files ({total / 1e6:,.1f} MB of dumps) in {len(items)} work items"
+
+
 def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_message_bytes,
-          persist: bool) -> _Landing:
+          persist: bool, progress: Report | None = None) -> _Landing:
     items = plan_work(paths, split_bytes)
+    if progress:
+        progress(_plan_line(items))
     raw = scan(spark, items, max_line_length=max_line_length, max_message_bytes=max_message_bytes)
-    persisted = False
+    persisted, per_file = False, None
     if persist:
         try:
             raw = raw.persist(StorageLevel.MEMORY_AND_DISK)
             persisted = True
         except Exception:  # noqa: BLE001 - e.g. serverless compute: read the files twice instead
             persisted = False
+        # The one full read of the inputs, with its progress; what follows reuses the cache.
+        with TaskTicker(spark, progress, "ingest", "work items"):
+            per_file = file_counts(raw, [i.path for i in items])
+        if progress:
+            for path in sorted(per_file):
+                counts = per_file[path]
+                progress(f"ingest: {path}: {counts['messages']} messages, {counts['quarantined']} quarantined")
     bases = split_bases(spark, raw) if any(i.splits > 1 for i in items) else None
     positioned = _positioned(raw, bases)
     when = _timestamp(landed_at)
@@ -513,6 +547,7 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
         messages_rows(positioned, run_id=run_id, landed_at=when),
         quarantine_rows(positioned, run_id=run_id, landed_at=when),
         persisted,
+        per_file,
     )
 
 
@@ -554,6 +589,7 @@ class IngestResult:
     messages_read: int = 0
     work_items: int = 0
     file_list: list[str] = field(default_factory=list, repr=False)
+    per_file: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         doc = asdict(self)
@@ -578,10 +614,12 @@ def ingest(
     config=None,
     split_bytes: int | None = None,
     landed_at: dt.datetime | None = None,
+    progress: Report | None = None,
 ) -> IngestResult:
     """Land ``paths`` and store them: ``messages`` merged by ``message_key``, ``quarantine``
     merged by (source_file, source_offset, error_code). Idempotent: ingesting the same files
-    again adds nothing. ``config`` (a ``Config``) supplies the ``ingest.*`` settings."""
+    again adds nothing. ``config`` (a ``Config``) supplies the ``ingest.*`` settings;
+    ``progress`` receives the plan, read progress and per-file counts as lines."""
     landing = _land(
         spark,
         paths,
@@ -591,11 +629,14 @@ def ingest(
         max_line_length=_setting(config, "max_line_length", None, MAX_LINE_LENGTH),
         max_message_bytes=_setting(config, "max_message_bytes", None, DEFAULT_MAX_MESSAGE_BYTES),
         persist=True,
+        progress=progress,
     )
     try:
-        read = landing.raw.where(F.col("rec") == "message").count()
-        quarantined = landing.raw.where(F.col("rec") == "error").count()
+        per_file = landing.per_file or {}
+        read = sum(c["messages"] for c in per_file.values())
+        quarantined = sum(c["quarantined"] for c in per_file.values())
         landed = storage.merge_new("messages", landing.messages)
+        crash_point("ingest-messages-stored")
         added = storage.merge_new("quarantine", landing.quarantine) if quarantined else 0
     finally:
         landing.release()
@@ -609,4 +650,5 @@ def ingest(
         messages_read=read,
         work_items=len(landing.items),
         file_list=files,
+        per_file=per_file,
     )

@@ -128,6 +128,17 @@ def recover_checkpoints(spark: SparkSession, storage: Storage, root: Path) -> se
     return {r["message_key"] for r in rows if r["outcome"] in ENDED_OUTCOMES}
 
 
+def recover_interrupted(spark: SparkSession, storage: Storage) -> set[str]:
+    """`recover_checkpoints` for the warehouse of ``storage``, when it is a file system path
+    (other warehouses cannot hold checkpoints: replay refuses them). Classify calls this
+    before deciding, so what a dead run delivered is not decided again."""
+    try:
+        warehouse = local_warehouse(storage.path)
+    except TargetError:
+        return set()
+    return recover_checkpoints(spark, storage, warehouse / CHECKPOINTS_DIR)
+
+
 def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: set[str]) -> DataFrame:
     """Decisions joined with their messages, one partition per target queue manager (hashed
     into ``partitions``), in DLQ order within each."""
@@ -183,3 +194,58 @@ def replay(
     counts = {o: int(observation.get.get(o) or 0) for o in OUTCOMES}
     shutil.rmtree(root / run_id, ignore_errors=True)
     return {o: n for o, n in counts.items() if n}
+
+
+class ReplayError(RuntimeError):
+    """There is nothing (valid) to replay; the message says why."""
+
+
+def replay_decisions(
+    spark: SparkSession,
+    storage: Storage,
+    *,
+    target: str,
+    config: Config,
+    run_id: str | None = None,
+    now: dt.datetime | None = None,
+) -> dict:
+    """Replay the decisions of run ``run_id`` (default: the latest run that made decisions)
+    to ``target``: the `replay` command, e.g. after ``classify``, or to send for real what a
+    dry run showed.
+
+    Decisions that are no longer current are skipped and counted as ``stale``: the message's
+    processing has ended since, or its attempt count in the ledger is no longer the one the
+    decision was made with (another run tried it; classify again). The ledger rows get the
+    decisions' run id when that run has none yet, else ``<run_id>.replay-<hex>``.
+    """
+    from dlq_pipeline.spark.classify import message_states
+
+    everything = storage.read("decisions")
+    if run_id is None:
+        latest = everything.orderBy(F.col("decided_at").desc(), F.col("run_id").desc()).select("run_id").limit(1)
+        found = latest.collect()
+        if not found:
+            raise ReplayError("there are no decisions in the warehouse: run classify (or run) first")
+        run_id = found[0]["run_id"]
+    decisions = everything.where(F.col("run_id") == run_id)
+    if decisions.isEmpty():
+        raise ReplayError(f"run {run_id} made no decisions (see dlq-pipeline report for the runs)")
+    ledger = storage.read("ledger")
+    states = message_states(ledger)
+    current = decisions.join(states, "message_key", "left")
+    puts = F.col("action").isin(*PUT_ACTIONS)
+    stale = F.coalesce(F.col("ended"), F.lit(False)) | (
+        puts & (F.coalesce(F.col("prior_attempts"), F.lit(0)) != F.col("attempt") - 1))
+    current = current.withColumn("_stale", stale).cache()
+    try:
+        stale_count = current.where(F.col("_stale")).count()
+        fresh = current.where(~F.col("_stale")).select(*decisions.columns)
+        ledger_run = run_id
+        if not ledger.where(F.col("run_id") == run_id).isEmpty():
+            ledger_run = check_run_id(f"{run_id}.replay-{secrets.token_hex(3)}")
+        counts = replay(spark, storage, fresh, target=target, config=config, run_id=ledger_run,
+                        now=now or dt.datetime.now(dt.timezone.utc).replace(tzinfo=None))
+    finally:
+        current.unpersist()
+    return {"decisions_run_id": run_id, "run_id": ledger_run, "target": target, "outcomes": counts,
+            "stale": stale_count}

@@ -25,6 +25,7 @@ from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.classify import classify, pending_with_attempts
 from dlq_pipeline.spark.decode import decode_headers
 from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.testhooks import crash_point
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,9 @@ class RunSummary:
     outcomes: dict[str, int] = field(default_factory=dict)
     durations: dict[str, float] = field(default_factory=dict)
     exit_status: int = exitcodes.OK
+    source: str = ""  # live DLQ drained and settled by this run (mq:/sim:), "" for none
+    drain: dict = field(default_factory=dict)
+    settle: dict = field(default_factory=dict)
     metrics: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
@@ -75,6 +79,7 @@ def attention_status(summary: RunSummary) -> int:
         summary.quarantined
         or any(summary.outcomes.get(o) for o in ATTENTION_OUTCOMES)
         or any(summary.ignore_reasons.get(r) for r in ATTENTION_IGNORES)
+        or summary.settle.get("mismatched")
     )
     return exitcodes.ATTENTION if needs_look else exitcodes.OK
 
@@ -89,16 +94,20 @@ class _Stages:
     def __init__(self, summary: RunSummary, total: int, progress: Callable[[str], None] | None):
         self.summary, self.total, self.progress, self.index = summary, total, progress, 0
 
+    def tell(self, message: str, extra: dict | None = None) -> None:
+        """A progress line from inside a stage (e.g. per file during ingest)."""
+        log.info(message, extra=extra)
+        if self.progress:
+            self.progress(message)
+
     def __call__(self, name: str):
         stages = self
 
         class _Timer:
             def __enter__(self):
                 stages.index += 1
-                message = f"[{stages.index}/{stages.total}] {name}"
-                log.info(message, extra={"event": "stage_started", "run_id": stages.summary.run_id, "stage": name})
-                if stages.progress:
-                    stages.progress(message)
+                stages.tell(f"[{stages.index}/{stages.total}] {name}",
+                            extra={"event": "stage_started", "run_id": stages.summary.run_id, "stage": name})
                 self.start = time.monotonic()
 
             def __exit__(self, exc_type, *exc):
@@ -120,7 +129,14 @@ def decide(
     now: dt.datetime,
     retry_interval: int | None = None,
 ) -> DataFrame:
-    """Classify every pending message in the warehouse and append the decisions."""
+    """Classify every pending message in the warehouse and append the decisions.
+
+    First, the ledger rows of a replay that died (``kill -9``) after putting are recovered
+    from its checkpoints, so messages it delivered are not pending any more: a decision is
+    never made for a message whose delivery is only recorded in a checkpoint."""
+    from dlq_pipeline.spark.replay import recover_interrupted
+
+    recover_interrupted(spark, storage)
     pending = pending_with_attempts(storage.read("messages"), storage.read("ledger"))
     decisions = classify(decode_headers(pending), table, run_id=run_id, now=now, retry_interval=retry_interval)
     storage.append("decisions", decisions)
@@ -137,8 +153,11 @@ def run_pipeline(
     run_id: str | None = None,
     now: dt.datetime | None = None,
     progress: Callable[[str], None] | None = None,
+    source: str | None = None,
 ) -> RunSummary:
-    """One whole run. The rules table must already be valid (checked before anything runs)."""
+    """One whole run. The rules table must already be valid (checked before anything runs).
+    ``source`` (``mq:QMGR``/``sim:NAME``): a live DLQ drained first and settled last
+    (`dlq_pipeline.spark.live`)."""
     from dlq_pipeline.spark.ingest import ingest
     from dlq_pipeline.spark.replay import replay
 
@@ -147,16 +166,24 @@ def run_pipeline(
     now = now or utc_now()
     run_id = run_id or new_run_id(now)
     summary = RunSummary(run_id=run_id, target=target, started_at=now.isoformat() + "Z", inputs=list(inputs))
-    stage = _Stages(summary, 4, progress)
+    stage = _Stages(summary, 6 if source else 4, progress)
     storage = storage_from_config(spark, config)
+    if source:
+        from dlq_pipeline.spark.live import drain_stage
+
+        summary.source = source
+        with stage("drain"):
+            live, summary.drain = drain_stage(spark, storage, config, table, source=source, run_id=run_id)
 
     with stage("ingest"):
-        landed = ingest(spark, storage, list(inputs), run_id=run_id, config=config) if inputs else None
+        landed = ingest(spark, storage, list(inputs), run_id=run_id, config=config,
+                        progress=stage.tell) if inputs else None
         if landed is not None:
             summary.files = landed.files
             summary.messages_landed = landed.messages_landed
             summary.duplicates_skipped = landed.duplicates_skipped
             summary.quarantined = landed.quarantined
+    crash_point("after-ingest")
 
     with stage("classify"):
         retry_interval = config.get("classify", "retry_interval")
@@ -165,11 +192,19 @@ def run_pipeline(
         summary.decisions = _counts(decisions, "action")
         summary.ignore_reasons = _counts(decisions.where(F.col("ignore_reason").isNotNull()), "ignore_reason")
         summary.messages_without_dlh = summary.ignore_reasons.get("no_dlh", 0)
+    crash_point("after-classify")
 
     with stage("replay"):
         outcomes = replay(spark, storage, decisions, target=target, config=config, run_id=run_id, now=now)
         summary.outcomes = dict(sorted(Counter(outcomes).items()))
         decisions.unpersist()
+    crash_point("after-replay")
+
+    if source:
+        from dlq_pipeline.spark.live import settle_stage
+
+        with stage("settle"):
+            summary.settle = settle_stage(spark, storage, config, live, target=target, run_id=run_id)
 
     with stage("summary"):
         summary.finished_at = utc_now().isoformat() + "Z"

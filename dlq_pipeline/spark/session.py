@@ -36,6 +36,9 @@ BASE_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "4",  # tables here are small per run; AQE coalesces anyway
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.session.timeZone": "UTC",  # MQ PutDate/PutTime and all our timestamps are GMT
+    # Tables hold message bodies (personal data, possibly): files the session writes are
+    # owner-only (0600; directories 0700) on file systems with POSIX permissions.
+    "spark.hadoop.fs.permissions.umask-mode": "077",
     # Classify compiles a rules table into one long ordered CASE WHEN chain per decision
     # column. Spark already splits generated expression code into methods of about
     # methodSplitThreshold (1024) source characters, and we keep that default. But a
@@ -46,6 +49,11 @@ BASE_CONF: dict[str, str] = {
     # which is what Spark's tuning guide recommends on HotSpot. Codegen fallback stays on,
     # so a chain too large to compile at all is interpreted instead of failing the job.
     "spark.sql.codegen.hugeMethodLimit": "8000",
+    # Arrow batches for the decode UDF: up to 4 KB of header per message, so Spark's default
+    # of 10,000 rows is ~40 MB per task before the column vectors double while growing; on a
+    # default 1 GB local heap that ran out of memory decoding a realistic DLQ
+    # (benchmarks/run.py decode). 2,048 rows keep a batch under ~8 MB at no measurable cost.
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "2048",
     "spark.sql.codegen.fallback": "true",
 }
 LOG_LEVEL = "WARN"

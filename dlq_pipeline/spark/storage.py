@@ -26,6 +26,7 @@ import logging
 import os
 import re
 import secrets
+import shutil
 import stat
 from functools import reduce
 from typing import Any, Sequence
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 
 FORMATS = ("parquet", "delta")
 RUNS_DIR = "_runs"
+STAGING_DIR = "_temporary"  # Hadoop's FileOutputCommitter stages task output here
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _TABLE = re.compile(r"[a-z][a-z0-9_]*")
 
@@ -117,6 +119,17 @@ class _Files:
         jvm, jpath, fs = self._hadoop(path)
         if not fs.exists(jpath):
             fs.mkdirs(jpath, jvm.org.apache.hadoop.fs.permission.FsPermission(jvm.java.lang.Short(0o700)))
+
+    def remove_tree(self, path: str) -> bool:
+        """Delete ``path`` and everything under it; True if it existed."""
+        local = _local_path(path)
+        if local is not None:
+            if not os.path.lexists(local):
+                return False
+            shutil.rmtree(local)
+            return True
+        _, jpath, fs = self._hadoop(path)
+        return bool(fs.exists(jpath)) and bool(fs.delete(jpath, True))
 
     def write_text(self, path: str, text: str) -> None:
         """Write ``text`` to ``path`` (owner-only), replacing it atomically where the FS allows."""
@@ -243,6 +256,12 @@ class Storage:
             writer.format("delta").save(where)
         else:
             self._files.makedirs(where)
+            # A Parquet write that was killed leaves its committed task output under
+            # _temporary, and the next write's job commit would merge those stale files into
+            # the table (duplicate rows). One run at a time per warehouse, so anything there
+            # now belongs to a dead job.
+            if self._files.remove_tree(f"{where}/{STAGING_DIR}"):
+                log.warning("removed the output of an interrupted write from %s/%s", where, STAGING_DIR)
             writer.parquet(where)
 
     def append(self, table: str, df: DataFrame) -> None:

@@ -245,11 +245,20 @@ def test_a_large_dump_is_split_across_tasks_and_lands_as_a_full_read(spark, big_
 def test_ingest_is_idempotent_for_messages_and_quarantine(spark, tmp_path, corrupt_dump, real_fixtures):
     storage = Storage(spark, path=str(tmp_path / "warehouse"))
     inputs = [str(corrupt_dump), str(real_fixtures / "mq10-dmpmqmsg-stdout.dmp")]
-    first = ingest(spark, storage, inputs, run_id=RUN, landed_at=LANDED, split_bytes=100)
+    lines = []
+    first = ingest(spark, storage, inputs, run_id=RUN, landed_at=LANDED, split_bytes=100, progress=lines.append)
+    per_file = {inputs[0]: {"messages": 3, "quarantined": 3}, inputs[1]: {"messages": 1, "quarantined": 0}}
     assert first.as_dict() == {"messages_landed": 4, "duplicates_skipped": 0, "quarantined": 3, "files": 2,
                                "quarantine_added": 3, "messages_read": 4,
-                               "work_items": first.work_items}
+                               "work_items": first.work_items, "per_file": per_file}
     assert first.work_items > 2
+    # progress: the plan, the read (at least its final count), then one line per file
+    size = sum(Path(p).stat().st_size for p in inputs)
+    assert lines[0] == f"ingest: 2 files ({size / 1e6:,.1f} MB of dumps) in {first.work_items} work items"
+    assert lines[-3] == f"ingest: {first.work_items}/{first.work_items} work items done"
+    assert all(re.fullmatch(rf"ingest: \d+/{first.work_items} work items done", line) for line in lines[1:-2])
+    assert lines[-2:] == [f"ingest: {p}: {c['messages']} messages, {c['quarantined']} quarantined"
+                          for p, c in sorted(per_file.items())]
     stored_messages, stored_quarantine = storage.read("messages"), storage.read("quarantine")
     assert stored_messages.schema == expected_struct("messages")
     assert stored_quarantine.schema == expected_struct("quarantine")

@@ -2,8 +2,8 @@
 
 One generated dump; the expected decisions come from the reference matcher (pure Python),
 so the scripts' outputs are compared with an independent answer, not with themselves.
-To cover another script (drain, replay once ``dlq_pipeline.cli.live`` exists), add its
-argument list to ``STAGE_RUNS`` below: it then runs in the same spark-submit process.
+To cover another script (drain, with a ``sim:`` source), add its argument list to
+``stage_runs`` below: it then runs in the same spark-submit process.
 """
 
 from __future__ import annotations
@@ -57,11 +57,12 @@ def expected_actions(dump) -> dict[str, int]:
     return dict(decisions)
 
 
-def test_ingest_classify_report_scripts_under_spark_submit(tmp_path, dump, expected_actions):
+def test_ingest_classify_replay_report_scripts_under_spark_submit(tmp_path, dump, expected_actions):
     warehouse = str(tmp_path / "wh")
     stage_runs = [
         ["jobs/ingest.py", dump, "--warehouse", warehouse, "--json"],
         ["jobs/classify.py", "--rules", STARTER, "--warehouse", warehouse, "--json"],
+        ["jobs/replay.py", "--warehouse", warehouse, "--target", "dry-run", "--json"],
         ["jobs/report.py", "--warehouse", warehouse, "--json"],
     ]
     args = [HARNESS, str(tmp_path / "result.json")]
@@ -71,14 +72,17 @@ def test_ingest_classify_report_scripts_under_spark_submit(tmp_path, dump, expec
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["master"] == "local[1]"  # spark-submit's --master, not the config's local[*]
-    ingest, classify, report = result["runs"]
-    assert [r["exit"] for r in result["runs"]] == [0, 0, 0], result
+    ingest, classify, replay, report = result["runs"]
+    assert [r["exit"] for r in result["runs"]] == [0, 0, 0, 0], result
 
     landed = json.loads(ingest["stdout"])
     assert {k: landed[k] for k in ("messages_landed", "duplicates_skipped", "quarantined", "files")} == {
         "messages_landed": COUNT, "duplicates_skipped": 0, "quarantined": 0, "files": 1}
     decided = json.loads(classify["stdout"])
     assert decided["decisions"] == expected_actions
+    replayed = json.loads(replay["stdout"])
+    assert replayed["decisions_run_id"] == decided["run_id"] and replayed["stale"] == 0
+    assert replayed["outcomes"]["dry_run"] == expected_actions.get("RETRY", 0) + expected_actions.get("FWD", 0)
     doc = json.loads(report["stdout"])
     assert doc["run_id"] == decided["run_id"] and doc["overall"]["messages"] == COUNT
     assert {r["action"]: r["count"] for r in doc["run"]["by_action"]} == expected_actions

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
+from dlq_pipeline.dumpfile import read_dump
 from dlq_pipeline.generator import write_generated
 
 from ..conftest import REPO
@@ -51,6 +52,16 @@ def test_run_summarises_and_a_rerun_adds_nothing(spark, dumps, tmp_path):
     assert {r["action"]: r["count"] for r in doc["run"]["by_action"]} == second["decisions"]
     assert sum(r["count"] for r in doc["overall"]["without_dlh"]) == summary["messages_without_dlh"]
     assert "<svg" in (tmp_path / "r.html").read_text()
+
+    # landing again by hand: progress per file on stderr, the result on stdout
+    again = invoke("ingest", *dumps, "--warehouse", warehouse)
+    assert again.exit_code == 0
+    assert again.stdout == "landed 0 messages from 2 files (300 already landed, 0 quarantined)\n"
+    progress = again.stderr.splitlines()
+    assert progress[0].startswith("ingest: 2 files (") and progress[0].endswith(" work items")
+    counts = {path: sum(1 for _ in read_dump(path)) for path in dumps}
+    assert progress[-2:] == [f"ingest: {p}: {counts[p]} messages, 0 quarantined" for p in sorted(dumps)]
+    assert sum(counts.values()) == 300
 
 
 def test_bad_rules_table_stops_before_anything_is_touched(tmp_path, dumps):

@@ -147,6 +147,10 @@ def fake_library(calls: list, fail: dict):
         def disconnect(self):
             calls.append(("disconnect",))
 
+        def inquire(self, selector):
+            calls.append(("inquire qmgr", selector))
+            return fail.get("deadq", b"SYSTEM.DEAD.LETTER.QUEUE".ljust(48, b" "))
+
     class Queue:
         def __init__(self, qm, od, options):
             calls.append(("open", od.__dict__, options))
@@ -230,3 +234,13 @@ def test_missing_password_variable_names_the_variable_only(monkeypatch):
 
     with pytest.raises(ConfigError, match="TEST_MQ_PW"):
         ClientConnection("QM1", SETTINGS, library=fake_library([], {}))
+
+
+def test_the_dead_letter_queue_is_inquired_on_the_queue_manager(monkeypatch):
+    monkeypatch.setenv("TEST_MQ_PW", "s3cret-pw")
+    calls: list = []
+    conn = ClientConnection("QM1", SETTINGS, library=fake_library(calls, {}))
+    assert conn.dead_letter_queue() == "SYSTEM.DEAD.LETTER.QUEUE"
+    assert calls[-1] == ("inquire qmgr", 2006)  # MQCA_DEAD_LETTER_Q_NAME
+    conn = ClientConnection("QM1", SETTINGS, library=fake_library(calls, {"deadq": b" " * 48}))
+    assert conn.dead_letter_queue() == ""  # none defined: drain asks for --queue

@@ -304,6 +304,29 @@ def test_faults_by_queue_probability_delay_and_commit(qm):
     assert [m.data for m in qm.messages("SLOW")] == [b"body-1"]  # the failed commit backed out
 
 
+def test_unconditional_faults_keep_no_shared_counts(qm):
+    """A fault without `after`/`times` (e.g. a delay standing for latency) needs no counts,
+    so it costs no database transactions per call; counted faults still count."""
+    import sqlite3
+
+    qm.configure({"faults": [{"op": "put", "delay": 0.0001}, {"op": "commit", "delay": 0.0001},
+                             {"op": "put", "queue": "LIMITED", "reason": 2053, "after": 2}]})
+    c = qm.connect()
+    for n in range(3):
+        put(c, "Q1", n)
+    c.commit()
+    with sqlite3.connect(qm.faults_path) as db:
+        assert db.execute("SELECT COUNT(*) FROM counts").fetchone()[0] == 0
+    put(c, "LIMITED", 1)
+    put(c, "LIMITED", 2)
+    with pytest.raises(MQError) as err:
+        put(c, "LIMITED", 3)
+    assert err.value.reason == 2053
+    with sqlite3.connect(qm.faults_path) as db:
+        assert db.execute("SELECT fault, seen, fired FROM counts").fetchall() == [(2, 3, 1)]
+    assert len(qm.messages("Q1")) == 3
+
+
 def test_in_doubt_commit_commits_then_reports_a_broken_connection(qm):
     qm.configure({"faults": [{"op": "commit", "reason": 2009, "committed": True, "times": 1}]})
     c = qm.connect()

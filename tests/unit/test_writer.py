@@ -270,9 +270,10 @@ def test_depth_check_holds_back_above_the_headroom(qm):
 
 def test_dry_run_puts_nothing_and_records_what_would_happen():
     rows = run([item(0), item(1, "FWD", " "), item(2, "DISCARD"), item(3, truncated=True)], DryRunConnection)
-    assert outcomes(rows) == {"k000": ("dry_run", None), "k001": ("dry_run", None), "k002": ("discarded", None),
+    assert outcomes(rows) == {"k000": ("dry_run", None), "k001": ("dry_run", None), "k002": ("dry_run", None),
                               "k003": ("ignored", None)}
     assert rows[0]["error_text"] is None and "would fail" in rows[1]["error_text"]
+    assert rows[2]["error_text"] == "would discard"  # a dry run ends nothing, so settle removes nothing
 
 
 def test_a_crashed_partition_resumes_from_its_checkpoint_without_sending_twice(qm, tmp_path):

@@ -1,0 +1,120 @@
+"""results.json -> Markdown (pure)."""
+
+from __future__ import annotations
+
+
+def _f(value, digits: int = 2) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def _table(header: list[str], rows: list[list]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(_f(c) for c in row) + " |" for row in rows]
+    return out + [""]
+
+
+def _error(doc: dict, key: str) -> list[str]:
+    return [f"**failed**: {doc[key]['error']}", ""] if "error" in doc.get(key, {}) else []
+
+
+def machine_lines(doc: dict) -> list[str]:
+    m = doc["machine"]
+    return [f"Machine: {m['cores']} cores ({m['cpu']}), {m['memory_gb']} GB, load average at start "
+            f"{m['load_average_at_start']}; Python {m['python']}, {m['java']}, Spark {m['spark']}, "
+            f"pyarrow {m['pyarrow']}, pandas {m['pandas']}. Mode `{doc['mode']}`, medians of "
+            f"{doc['sizes']['repeats']} runs (end to end: {doc['sizes']['e2e_repeats']}); "
+            f"command `{doc['command'].strip()}`.", ""]
+
+
+def decode_lines(d: dict) -> list[str]:
+    rows = [[name, v["seconds"], v["per_s"], v["us_per_message"], v.get("mb_per_s")]
+            for name, v in d["variants"].items()]
+    cov = d["jvm_expressions_coverage"]
+    return (_table(["decode variant", "s", "messages/s", "µs/message", "payload MB/s"], rows)
+            + [f"{d['messages']:,} messages ({d['distinct_messages']:,} distinct, mean payload "
+               f"{d['mean_payload_bytes']:,} B, {d['payload_mb']:,} MB). Ratios: "
+               + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items())
+               + f". The JVM expressions decode only {cov['handled_fraction']:.0%} of the messages "
+               f"(little-endian ASCII), agreeing on {cov['agree']:,} of {cov['handled']:,}.", ""])
+
+
+def classify_lines(d: dict) -> list[str]:
+    rows = []
+    for count, t in d["tables"].items():
+        v = t["variants"]
+        rows.append([int(count), v["compiled"]["us_per_message"], v["reference_udf"]["us_per_message"],
+                     t["reference_over_compiled"], t["mean_rules_scanned_by_reference"],
+                     f"{t['agreement']['agree']}/{t['agreement']['rows']}"])
+    return (_table(["rules", "compiled µs/msg", "reference UDF µs/msg", "reference / compiled",
+                    "rules the reference tries (mean)", "same decisions"], rows)
+            + [f"{d['messages']:,} messages. Growth: " + ", ".join(f"{k} {_f(v)}" for k, v in d["growth"].items()), ""])
+
+
+def ingest_lines(d: dict) -> list[str]:
+    rows = [["python, 1 core", name, v["seconds"], v["mb_per_s"], v["per_s"]]
+            for name, v in d["python_one_core"]["variants"].items()]
+    for master, variants in d["spark"].items():
+        rows += [[master, name, v["seconds"], v["mb_per_s"], v["per_s"]] for name, v in variants.items()]
+    return (_table(["where", "variant", "s", "MB/s", "messages/s"], rows)
+            + [f"One dump of {d['dump_mb']:,} MB, {d['messages']:,} messages, split into byte ranges of "
+               f"{d['split_bytes']:,} B. Ratios: " + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items()), ""])
+
+
+def replay_lines(d: dict) -> list[str]:
+    rows = []
+    for parts, p in d["partitions"].items():
+        v = p["variants"]
+        rows.append([int(parts), v["writer_to_sim"]["seconds"], v["writer_to_sim"]["per_s"], p["puts_per_s"],
+                     v["iterate_only"]["seconds"], p["overhead_us_per_put"], p["writer_over_iterate"]])
+    return (_table(["partitions", "writer s", "messages/s", "puts/s", "iterate only s", "overhead µs/put",
+                    "writer / iterate"], rows)
+            + [f"{d['messages']:,} decisions, {d['puts']:,} puts; sim latency (ms) {d['latency_ms']}. "
+               + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items()), ""])
+
+
+def end_to_end_lines(d: dict) -> list[str]:
+    rows = []
+    for n, s in d["sizes"].items():
+        rows.append([int(n), s["pipeline_wall_s"]["seconds"], s["pipeline_spark_start_s"],
+                     s["reference_wall_s"]["seconds"], s["reference_over_pipeline"]])
+    c = d["crossover"]
+    return (_table(["messages", "run (wall s)", "of which Spark start", "sequential reference (wall s)",
+                    "reference / run"], rows)
+            + [f"Sim latency (ms) {d['latency_ms']}, `run` on {d['master']}. Fitted: run "
+               f"{c['pipeline_fixed_s']} s + {c['pipeline_ms_per_message']} ms/message; reference "
+               f"{c['reference_fixed_s']} s + {c['reference_ms_per_message']} ms/message; crossover at "
+               f"**{_f(c['crossover_messages'])} messages** ({c['note']}).", ""])
+
+
+def memory_lines(d: dict) -> list[str]:
+    rows = []
+    for name, c in d["cases"].items():
+        p = c["peak_rss_mb"]
+        rows.append([name, c["seconds"], p.get("jvm"), p.get("python_workers"),
+                     c["peak_hwm_one_process_mb"].get("python_workers")])
+    return (_table(["case", "s", "JVM peak RSS MB", "Python workers peak RSS MB (sum)",
+                    "largest Python worker MB"], rows)
+            + [f"{d['messages']:,} messages of {d['small_payload_bytes']:,} B vs {d['large_payload_bytes']:,} B. "
+               + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items())
+               + (f". {d['note']}" if d.get("note") else ""), ""])
+
+
+SECTIONS = (("decode", "1. Decode", decode_lines), ("classify", "2. Classify", classify_lines),
+            ("ingest", "3. Ingest", ingest_lines), ("replay", "4. Replay", replay_lines),
+            ("end_to_end", "5. End to end", end_to_end_lines), ("memory", "6. Memory", memory_lines))
+
+
+def markdown(doc: dict) -> str:
+    lines = ["# Benchmark results", ""] + machine_lines(doc)
+    for key, title, render in SECTIONS:
+        if key not in doc:
+            continue
+        lines += [f"## {title}", ""]
+        lines += _error(doc, key) or render(doc[key])
+    return "\n".join(lines)

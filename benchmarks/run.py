@@ -1,0 +1,137 @@
+"""`make bench`: every stage against the obvious way and the limit, as ratios measured in one run.
+
+    python -m benchmarks.run                 # full sizes (about 20 minutes on 2 cores)
+    python -m benchmarks.run --quick         # a few minutes
+    python -m benchmarks.run --only decode,classify --quick
+    python -m benchmarks.run --latency put=0.2,commit=2,get=0.2,browse=0.2   # ms per sim operation
+
+Writes benchmarks/results.json (one key per comparison: decode, classify, ingest, replay,
+end_to_end, memory, plus the machine and the sizes) and benchmarks/results.md, and prints
+the Markdown. Generated inputs are kept in --work and reused by the next run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from benchmarks.common import ROOT, SIZES, machine, run_child, sizes_dict, write_result
+
+COMPARISONS = ("decode", "classify", "ingest", "replay", "end_to_end", "memory")
+DEFAULT_LATENCY = "put=0.2,commit=2,get=0.2,browse=0.2"
+
+
+def parse_latency(text: str) -> dict[str, float]:
+    """``"put=0.2,commit=2"`` -> {"put": 0.2, "commit": 2.0} (milliseconds per operation)."""
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        op, sep, value = part.partition("=")
+        if not sep:
+            raise ValueError(f"latency {part!r}: expected OP=MILLISECONDS")
+        out[op.strip()] = float(value)
+    return out
+
+
+def _arguments(argv):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.splitlines()[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="small sizes: a few minutes on 2 cores")
+    mode.add_argument("--tiny", action="store_true", help="smallest sizes: only checks that everything runs")
+    parser.add_argument("--only", default="", help=f"comma-separated subset of {','.join(COMPARISONS)}")
+    parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "dlq-pipeline-bench"),
+                        help="where generated inputs are kept (and reused)")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results.json"))
+    parser.add_argument("--markdown", default=None, help="default: --out with .md")
+    parser.add_argument("--latency", default=DEFAULT_LATENCY,
+                        help=f"simulated queue manager latency, ms per operation (default {DEFAULT_LATENCY})")
+    parser.add_argument("--in-process", action="store_true",
+                        help="run the child measurements in this process (smoke test; figures not meaningful)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--params", help=argparse.SUPPRESS)
+    parser.add_argument("--result", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def run(argv=None, *, spark=None) -> dict:
+    """Run the comparisons and write the results; returns the results document."""
+    from benchmarks import stages
+    from benchmarks.report import markdown
+
+    args = _arguments(argv)
+    sizes = SIZES["tiny" if args.tiny else "quick" if args.quick else "full"]
+    only = [c.strip() for c in args.only.split(",") if c.strip()] or list(COMPARISONS)
+    unknown = set(only) - set(COMPARISONS)
+    if unknown:
+        raise SystemExit(f"unknown comparisons: {', '.join(sorted(unknown))}")
+    work = Path(args.work) / sizes.name
+    work.mkdir(parents=True, exist_ok=True)
+    latency = parse_latency(args.latency)
+
+    if args.in_process:
+        ctx = stages.Context(child=lambda task, params: stages.CHILDREN[task](params), in_process=True,
+                             latency_ms=latency)
+    else:
+        ctx = stages.Context(child=lambda task, params: run_child(task, params, work / "children"),
+                             latency_ms=latency)
+    if spark is None:
+        from dlq_pipeline.spark.session import get_spark
+
+        spark = get_spark({"master": "local[2]", "app_name": "dlq-pipeline-bench"})
+
+    doc = {
+        "command": "python -m benchmarks.run " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "mode": sizes.name,
+        "in_process": args.in_process,
+        "machine": machine(),
+        "sizes": sizes_dict(sizes),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "elapsed_s": {},
+    }
+    began = time.perf_counter()
+    for name in only:
+        print(f"[bench] {name} ...", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        try:
+            doc[name] = stages.BENCHES[name](spark, sizes, work, ctx)
+        except Exception as exc:  # noqa: BLE001 - one failed comparison must not lose the others
+            traceback.print_exc()
+            doc[name] = {"error": f"{type(exc).__name__}: {exc}"}
+        doc["elapsed_s"][name] = round(time.perf_counter() - start, 1)
+        print(f"[bench] {name}: {doc['elapsed_s'][name]} s", file=sys.stderr, flush=True)
+        write_result(args.out, doc)  # partial results survive an interrupted run
+    doc["elapsed_s"]["total"] = round(time.perf_counter() - began, 1)
+    write_result(args.out, doc)
+    text = markdown(doc)
+    Path(args.markdown or str(Path(args.out).with_suffix(".md"))).write_text(text)
+    print(text)
+    return doc
+
+
+def child(args) -> None:
+    from benchmarks import stages
+
+    result = stages.CHILDREN[args.child](json.loads(args.params))
+    write_result(args.result, result)
+    if "pyspark" in sys.modules:
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            active.stop()
+
+
+def main(argv=None) -> None:
+    args = _arguments(argv)
+    if args.child:
+        child(args)
+    else:
+        run(argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,663 @@
+"""The six comparisons. Each ``bench_<name>(spark, sizes, work, ctx)`` returns the figures and
+ratios that go under its key in results.json. Work that needs its own SparkContext (another
+master, a cold start, a clean memory peak) runs through ``ctx.child`` in a fresh process.
+
+Every Spark variant ends in the ``noop`` sink: the whole plan runs for every row and nothing
+is written, so the timings are the work itself.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from benchmarks import data
+from benchmarks.common import PeakMemory, Sizes, interleaved, median, ratio, summary
+
+# --- shared helpers ---------------------------------------------------------------------------
+
+
+@dataclass
+class Context:
+    """How a comparison runs children: in fresh processes (normal) or in this process (the
+    ``--in-process`` smoke test, which checks the code paths and the keys, not the figures)."""
+
+    child: Callable[[str, dict], dict]
+    in_process: bool = False
+    latency_ms: dict | None = None
+
+
+def noop(df) -> None:
+    df.write.format("noop").mode("overwrite").save()
+
+
+def _cached(path: Path, params: dict, make: Callable[[], object]) -> None:
+    """Run ``make`` unless ``path`` already holds what these ``params`` made."""
+    stamp = path.parent / f".{path.name}.json"
+    if path.exists() and stamp.exists() and json.loads(stamp.read_text()) == params:
+        return
+    shutil.rmtree(path, ignore_errors=True)
+    make()
+    stamp.write_text(json.dumps(params))
+
+
+def decode_input(spark, sizes: Sizes, work: Path) -> tuple[str, str]:
+    """(pool, copies): the generated pool landed as Parquet, and its copies (decode input)."""
+    dumps = data.dumps(work / "pool-dumps", sizes.decode_pool, seed=101, max_size=sizes.max_size)
+    pool, copies = work / "pool", work / "decode-input"
+    _cached(pool, {"n": sizes.decode_pool, "max": sizes.max_size}, lambda: data.landed_pool(spark, dumps, pool))
+    _cached(copies, {"n": sizes.decode_pool, "max": sizes.max_size, "copies": sizes.decode_copies},
+            lambda: data.copied(spark, str(pool), sizes.decode_copies, copies))
+    return str(pool), str(copies)
+
+
+# --- 1. decode ---------------------------------------------------------------------------------
+
+# MQDLH fields at their byte offsets (0-based), for the JVM-only decode
+_DLH_TEXT = (("dlh_dest_q", 12, 48), ("dlh_dest_qmgr", 60, 48), ("dlh_format", 116, 8),
+             ("dlh_put_appl_name", 128, 28), ("dlh_put_date", 156, 8), ("dlh_put_time", 164, 8))
+_DLH_INT = (("dlh_reason", 8), ("dlh_encoding", 108), ("dlh_ccsid", 112), ("dlh_put_appl_type", 124))
+_ASCII_CCSIDS = (367, 437, 646, 819, 850, 912, 923, 1208, 1250, 1251, 1252, 5346, 5347, 5348)
+
+
+def _le_int_sql(offset: int) -> str:
+    """A little-endian signed 32-bit integer at ``offset`` of ``data``, in Spark SQL."""
+    h = f"hex(substring(data, {offset + 1}, 4))"
+    swapped = f"concat(substr({h}, 7, 2), substr({h}, 5, 2), substr({h}, 3, 2), substr({h}, 1, 2))"
+    unsigned = f"CAST(conv({swapped}, 16, 10) AS BIGINT)"
+    return f"CAST(CASE WHEN {unsigned} >= 2147483648 THEN {unsigned} - 4294967296 ELSE {unsigned} END AS INT)"
+
+
+def jvm_decode(df):
+    """The MQDLH decoded with JVM expressions only (substring/hex/conv), for the subset a
+    generic expression can do: little-endian (Encoding 546) headers in an ASCII CCSID. Every
+    other message gets nulls: this is the floor a JVM decode could reach, not a decoder."""
+    from pyspark.sql import functions as F
+
+    usable = (f"((encoding & 15) = 2 AND ccsid IN ({', '.join(map(str, _ASCII_CCSIDS))}) "
+              f"AND length(data) >= 172 AND CAST(substring(data, 1, 4) AS STRING) = 'DLH ' "
+              f"AND {_le_int_sql(4)} = 1)")
+    columns = [F.expr(usable).alias("has_dlh")]
+    columns += [F.expr(f"CASE WHEN {usable} THEN {_le_int_sql(o)} END").alias(n) for n, o in _DLH_INT]
+    columns += [F.expr(f"CASE WHEN {usable} THEN CAST(substring(data, {o + 1}, {n}) AS STRING) END").alias(c)
+                for c, o, n in _DLH_TEXT]
+    return df.select("message_key", *columns)
+
+
+def row_udf_decode(df):
+    """The obvious way: a row-at-a-time Python UDF calling ``decode_dlh`` (same header slice)."""
+    from pyspark.sql import functions as F
+
+    from dlq_pipeline.spark.decode import decoded_struct, header_slice
+    from dlq_pipeline.structures import decode_dlh, to_columns
+
+    schema = decoded_struct()
+    names = [f.name for f in schema.fields]
+
+    def decode_one(header, encoding, ccsid, md_format):
+        columns = to_columns(decode_dlh(bytes(header), encoding, ccsid, md_format))
+        return tuple(columns[n] for n in names)
+
+    udf = F.udf(decode_one, schema)
+    decoded = udf(header_slice(F.col("data")), F.col("encoding"), F.col("ccsid"), F.col("format"))
+    return df.select("message_key", decoded.alias("d")).select("message_key", "d.*")
+
+
+def pandas_udf_decode(df):
+    from dlq_pipeline.spark.decode import decode_headers, decoded_struct
+
+    names = [f.name for f in decoded_struct().fields]
+    return decode_headers(df.select("message_key", "data", "encoding", "ccsid", "format")).select("message_key", *names)
+
+
+def jvm_agreement(spark, pool: str) -> dict:
+    """On the pool: of the messages the JVM decode handles, how many agree with ours."""
+    from pyspark.sql import functions as F
+
+    df = spark.read.parquet(pool)
+    ours = pandas_udf_decode(df).alias("o")
+    jvm = jvm_decode(df).where("has_dlh").alias("j")
+    joined = jvm.join(ours, "message_key")
+    same = F.lit(True)
+    for name, _ in _DLH_INT:
+        same = same & (F.col(f"j.{name}") == F.col(f"o.{name}"))
+    for name, _, _ in _DLH_TEXT:
+        same = same & (F.col(f"j.{name}") == F.col(f"o.{name}"))
+    row = joined.agg(F.count("*").alias("n"), F.sum(F.when(same, 1).otherwise(0)).alias("same")).first()
+    total = df.count()
+    return {"handled": int(row["n"]), "agree": int(row["same"] or 0), "of": total,
+            "handled_fraction": round(row["n"] / total, 3) if total else None}
+
+
+def bench_decode(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
+    from pyspark.sql import functions as F
+
+    pool, copies = decode_input(spark, sizes, work)
+    df = spark.read.parquet(copies)
+    stats = df.agg(F.count("*").alias("n"), F.sum("data_length").alias("bytes")).first()
+    n, payload = int(stats["n"]), int(stats["bytes"] or 0)
+    variants = {
+        "scan_only": lambda: noop(df.select("message_key", "data")),
+        "jvm_expressions": lambda: noop(jvm_decode(df)),
+        "pandas_udf": lambda: noop(pandas_udf_decode(df)),
+        "row_udf": lambda: noop(row_udf_decode(df)),
+    }
+    times = interleaved(variants, sizes.repeats)
+    figures = {k: summary(v, n, payload / 1e6) for k, v in times.items()}
+    t = {k: median(v) for k, v in times.items()}
+    return {
+        "messages": n, "payload_mb": round(payload / 1e6, 1), "distinct_messages": sizes.decode_pool,
+        "mean_payload_bytes": round(payload / n) if n else 0,
+        "variants": figures,
+        "ratios": {
+            "row_udf_over_pandas_udf": ratio(t["row_udf"], t["pandas_udf"]),
+            "pandas_udf_over_jvm_expressions": ratio(t["pandas_udf"], t["jvm_expressions"]),
+            "pandas_udf_over_scan_only": ratio(t["pandas_udf"], t["scan_only"]),
+            "jvm_expressions_over_scan_only": ratio(t["jvm_expressions"], t["scan_only"]),
+        },
+        "jvm_expressions_coverage": jvm_agreement(spark, pool),
+    }
+
+
+# --- 2. classify -------------------------------------------------------------------------------
+
+def classify_input(spark, sizes: Sizes, work: Path) -> str:
+    """The match-view columns of ``classify_rows`` messages (decoded once), as Parquet."""
+    from pyspark.sql import functions as F
+
+    pool, _ = decode_input(spark, sizes, work)
+    out = work / "classify-input"
+    copies = -(-sizes.classify_rows // sizes.decode_pool)
+
+    def make():
+        from dlq_pipeline.spark.decode import decode_headers
+
+        rows = spark.read.parquet(pool).crossJoin(F.broadcast(spark.range(copies).withColumnRenamed("id", "_c")))
+        rows = rows.withColumn("message_key", F.concat_ws("-", "message_key", F.col("_c").cast("string")))
+        decoded = decode_headers(rows.drop("_c")).drop("data", "notes", "decode_flags")
+        decoded.limit(sizes.classify_rows).withColumn("prior_attempts", F.lit(0)).repartition(8) \
+            .write.mode("overwrite").parquet(str(out))
+
+    _cached(out, {"pool": sizes.decode_pool, "rows": sizes.classify_rows, "max": sizes.max_size}, make)
+    return str(out)
+
+
+_VIEW_COLUMNS = ("has_dlh", "truncated")
+
+
+def reference_classify(df, table):
+    """The obvious way: the reference matcher (``matcher.decide``) as a Python UDF over the
+    match-view columns the rules read (the names of ``view.match_view``)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from dlq_pipeline.rules.compiler import DECISION_COLUMNS
+    from dlq_pipeline.rules.matcher import SUBSTITUTION_COLUMNS, decide
+    from dlq_pipeline.rules.model import PATTERN_FIELDS
+
+    names = sorted({c for c, _, _ in PATTERN_FIELDS.values()} | set(SUBSTITUTION_COLUMNS.values())
+                   | set(_VIEW_COLUMNS))
+    schema = T.StructType([
+        T.StructField("action", T.StringType()), T.StructField("rule_line", T.IntegerType()),
+        T.StructField("rule_index", T.IntegerType()), T.StructField("target_q", T.StringType()),
+        T.StructField("target_qmgr", T.StringType()), T.StructField("header", T.BooleanType()),
+        T.StructField("putaut", T.StringType()), T.StructField("ignore_reason", T.StringType()),
+    ])
+
+    def decide_one(attempts, *values):
+        d = decide(table, dict(zip(names, values)), attempts or 0)
+        return tuple(getattr(d, c) for c in DECISION_COLUMNS)
+
+    udf = F.udf(decide_one, schema)
+    return df.select("message_key", udf(F.col("prior_attempts"), *[F.col(c) for c in names]).alias("d")) \
+        .select("message_key", "d.*")
+
+
+def compiled_classify(df, table):
+    from dlq_pipeline.rules.compiler import DECISION_COLUMNS, classify_columns
+
+    return classify_columns(table, df, "prior_attempts").select("message_key", *DECISION_COLUMNS)
+
+
+def classify_agreement(spark, df, table) -> dict:
+    from pyspark.sql import functions as F
+
+    from dlq_pipeline.rules.compiler import DECISION_COLUMNS
+
+    a, b = compiled_classify(df, table).alias("a"), reference_classify(df, table).alias("b")
+    same = F.lit(True)
+    for c in DECISION_COLUMNS:
+        same = same & F.col(f"a.{c}").eqNullSafe(F.col(f"b.{c}"))
+    row = a.join(b, "message_key").agg(F.count("*").alias("n"), F.sum(F.when(same, 1).otherwise(0)).alias("same")).first()
+    return {"rows": int(row["n"]), "agree": int(row["same"] or 0)}
+
+
+def bench_classify(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
+    from pyspark.sql import functions as F
+
+    df = spark.read.parquet(classify_input(spark, sizes, work)).cache()
+    n = df.count()
+    out = {"messages": n, "tables": {}}
+    for count in sizes.rule_counts:
+        table = data.rules_table(count)
+        variants = {"compiled": lambda: noop(compiled_classify(df, table)),
+                    "reference_udf": lambda: noop(reference_classify(df, table))}
+        times = interleaved(variants, sizes.repeats)
+        t = {k: median(v) for k, v in times.items()}
+        decided_by = compiled_classify(df, table).groupBy("rule_index").count()
+        spread = {int(r["rule_index"]) if r["rule_index"] is not None else -1: int(r["count"])
+                  for r in decided_by.collect()}
+        weighted = sum((k if k >= 0 else count) * v for k, v in spread.items()) / max(n, 1)
+        out["tables"][str(count)] = {
+            "variants": {k: summary(v, n) for k, v in times.items()},
+            "reference_over_compiled": ratio(t["reference_udf"], t["compiled"]),
+            "mean_rules_scanned_by_reference": round(weighted + 1, 1),
+            "catch_all_share": round(spread.get(count - 1, 0) / max(n, 1), 3),
+            "agreement": classify_agreement(spark, df.limit(2000), table),
+        }
+    first, last = str(sizes.rule_counts[0]), str(sizes.rule_counts[-1])
+    per = {k: {v: out["tables"][k]["variants"][v]["us_per_message"] for v in ("compiled", "reference_udf")}
+           for k in (first, last)}
+    out["growth"] = {
+        f"compiled_{last}_over_{first}_rules": ratio(per[last]["compiled"], per[first]["compiled"]),
+        f"reference_{last}_over_{first}_rules": ratio(per[last]["reference_udf"], per[first]["reference_udf"]),
+    }
+    df.unpersist()
+    return out
+
+
+# --- 3. ingest ---------------------------------------------------------------------------------
+
+def python_parse(path: str, repeats: int) -> dict:
+    """One core, no Spark: ``read_dump`` against reading the lines (bench_dump_parse.py)."""
+    from dlq_pipeline.dumpfile import read_dump
+
+    size = os.path.getsize(path)
+    count = {}
+
+    def lines():
+        n = 0
+        with open(path, "rb", buffering=1 << 20) as f:
+            for _ in f:
+                n += 1
+        count["lines"] = n
+
+    def parse():
+        count["messages"] = sum(1 for _ in read_dump(path))
+
+    times = interleaved({"text_lines": lines, "read_dump": parse}, repeats, warmup=False)
+    t = {k: median(v) for k, v in times.items()}
+    return {"variants": {k: summary(v, count["messages"], size / 1e6) for k, v in times.items()},
+            "read_dump_over_text_lines": ratio(t["read_dump"], t["text_lines"])}
+
+
+def child_ingest(params: dict) -> dict:
+    """In a fresh process with ``params['master']``: text lines vs land (parse) vs ingest
+    (parse + store) of one dump."""
+    from dlq_pipeline.spark.ingest import ingest, land
+    from dlq_pipeline.spark.session import get_spark
+    from dlq_pipeline.spark.storage import Storage
+
+    spark = get_spark({"master": params["master"], "app_name": "bench-ingest"})
+    path, split, work = params["path"], params["split_bytes"], Path(params["work"])
+    runs = {"n": 0}
+
+    def stored():
+        runs["n"] += 1
+        wh = work / f"wh-{runs['n']}"
+        ingest(spark, Storage(spark, path=str(wh)), [path], run_id=f"bench-{runs['n']}", split_bytes=split)
+        shutil.rmtree(wh, ignore_errors=True)
+
+    variants = {
+        "text_lines": lambda: noop(spark.read.text(path)),
+        "land_parse": lambda: noop(land(spark, [path], run_id="bench", split_bytes=split)[0]),
+        "ingest_store": stored,
+    }
+    times = interleaved(variants, params["repeats"])
+    return {"times": times, "cores": spark.sparkContext.defaultParallelism}
+
+
+def bench_ingest(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
+    dump = data.dumps(work / "ingest-dump", sizes.ingest_messages, seed=202, files=1, max_size=256 * 1024)[0]
+    size = os.path.getsize(dump)
+    split = max(size // 8, 1024)
+    from dlq_pipeline.dumpfile import read_dump
+
+    messages = sum(1 for _ in read_dump(dump))
+    out = {"dump_mb": round(size / 1e6, 1), "messages": messages, "split_bytes": split,
+           "python_one_core": python_parse(dump, sizes.repeats), "spark": {}}
+    for cores in (1, 2):
+        got = ctx.child("ingest", {"master": f"local[{cores}]", "path": dump, "split_bytes": split,
+                                   "work": str(work / f"ingest-{cores}"), "repeats": sizes.repeats})
+        out["spark"][f"local[{cores}]"] = {k: summary(v, messages, size / 1e6) for k, v in got["times"].items()}
+    one, two = out["spark"]["local[1]"], out["spark"]["local[2]"]
+    out["ratios"] = {
+        "land_over_text_lines_1_core": ratio(one["land_parse"]["seconds"], one["text_lines"]["seconds"]),
+        "land_over_text_lines_2_cores": ratio(two["land_parse"]["seconds"], two["text_lines"]["seconds"]),
+        "land_speedup_1_to_2_cores": ratio(one["land_parse"]["seconds"], two["land_parse"]["seconds"]),
+        "ingest_speedup_1_to_2_cores": ratio(one["ingest_store"]["seconds"], two["ingest_store"]["seconds"]),
+        "text_lines_speedup_1_to_2_cores": ratio(one["text_lines"]["seconds"], two["text_lines"]["seconds"]),
+    }
+    return out
+
+
+# --- 4. replay ---------------------------------------------------------------------------------
+
+SIM_CONFIG = {"remote_qmgrs": ["*"], "maxdepth": 10**9, "maxmsgl": 100 * 2**20, "qmgr_maxmsgl": 100 * 2**20}
+
+
+def latency_faults(latency_ms: dict | None) -> list[dict]:
+    """Delay-only sim faults: ``{"put": 0.2, "commit": 2}`` (milliseconds per operation)."""
+    return [{"op": op, "delay": ms / 1000.0} for op, ms in sorted((latency_ms or {}).items()) if ms]
+
+
+def _config(warehouse: Path, **replay):
+    from dlq_pipeline.config import load_config
+
+    return load_config(overrides={"storage": {"path": str(warehouse)}, "replay": replay} if replay
+                       else {"storage": {"path": str(warehouse)}})
+
+
+def _fresh_sim(path: Path, name: str, latency_ms: dict | None):
+    from dlq_pipeline.mq.sim import SimQueueManager
+
+    for suffix in ("", "-wal", "-shm", ".faults"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    return SimQueueManager(path, name, {**SIM_CONFIG, "faults": latency_faults(latency_ms)})
+
+
+def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
+    from pyspark.sql import functions as F
+
+    from dlq_pipeline.replay.targets import open_target
+    from dlq_pipeline.replay.writer import LEDGER_COLUMNS, ReplaySettings
+    from dlq_pipeline.spark.ingest import ingest
+    from dlq_pipeline.spark.replay import _partition_function, row_to_item, work_items
+    from dlq_pipeline.spark.run import decide
+    from dlq_pipeline.spark.schemas import table_schema
+    from dlq_pipeline.spark.storage import Storage
+
+    from dlq_pipeline.rules.parser import load_rules
+
+    wh = work / "replay-wh"
+    shutil.rmtree(wh, ignore_errors=True)
+    dumps = data.dumps(work / "replay-dumps", sizes.replay_messages, seed=303, max_size=64 * 1024)
+    storage = Storage(spark, path=str(wh))
+    now = dt.datetime(2026, 11, 2)
+    ingest(spark, storage, dumps, run_id="bench-ingest")
+    table = load_rules(data.STARTER_RULES)
+    decisions = decide(spark, storage, table, run_id="bench-decide", now=now).cache()
+    n = decisions.count()
+    puts = decisions.where(F.col("action").isin("RETRY", "FWD")).count()
+    settings = ReplaySettings()
+    ledger = table_schema("ledger")
+    out = {"messages": n, "puts": puts, "latency_ms": ctx.latency_ms or {}, "partitions": {}}
+    runs = {"n": 0}
+    for parts in sizes.replay_partitions:
+        items = work_items(storage, decisions, parts, set()).cache()
+        items.count()
+
+        def through_writer():
+            runs["n"] += 1
+            target = open_target("sim:QMHUB01", warehouse=wh)
+            _fresh_sim(Path(target.location), "QMHUB01", ctx.latency_ms)
+            run = _partition_function(target, settings, f"bench-{runs['n']}", now, str(wh / "_checkpoints"), None)
+            noop(spark.createDataFrame(items.rdd.mapPartitionsWithIndex(run), ledger))
+
+        def iterate_only():
+            def run(index, rows):
+                for row in rows:
+                    item = row_to_item(row)
+                    yield ("bench", item.message_key, item.action, item.rule_line, item.attempt, item.target_q,
+                           item.target_qmgr, "ignored", None, None, now, now, index, None)
+            assert len(LEDGER_COLUMNS) == 14
+            noop(spark.createDataFrame(items.rdd.mapPartitionsWithIndex(run), ledger))
+
+        times = interleaved({"writer_to_sim": through_writer, "iterate_only": iterate_only}, sizes.repeats)
+        t = {k: median(v) for k, v in times.items()}
+        out["partitions"][str(parts)] = {
+            "variants": {k: summary(v, n) for k, v in times.items()},
+            "puts_per_s": round(puts / t["writer_to_sim"], 1),
+            "overhead_us_per_put": round((t["writer_to_sim"] - t["iterate_only"]) / max(puts, 1) * 1e6, 1),
+            "writer_over_iterate": ratio(t["writer_to_sim"], t["iterate_only"]),
+        }
+        items.unpersist()
+    decisions.unpersist()
+    first, last = (str(p) for p in (sizes.replay_partitions[0], sizes.replay_partitions[-1]))
+    out["ratios"] = {f"speedup_{first}_to_{last}_partitions": ratio(
+        out["partitions"][first]["variants"]["writer_to_sim"]["seconds"],
+        out["partitions"][last]["variants"]["writer_to_sim"]["seconds"])}
+    return out
+
+
+# --- 5. end to end -----------------------------------------------------------------------------
+
+def child_pipeline(params: dict) -> dict:
+    """``run`` in a fresh process: Spark start-up, then run_pipeline into the sim."""
+    began = time.perf_counter()
+    from dlq_pipeline.rules.parser import load_rules
+    from dlq_pipeline.spark.run import run_pipeline
+    from dlq_pipeline.spark.session import get_spark
+
+    spark = get_spark({"master": params["master"], "app_name": "bench-run"})
+    started = time.perf_counter()
+    wh = Path(params["warehouse"])
+    _fresh_sim(wh / "_sim" / "QMHUB01.sqlite", "QMHUB01", params.get("latency_ms"))
+    summary_ = run_pipeline(spark, _config(wh), load_rules(params["rules"]), inputs=params["inputs"],
+                            target="sim:QMHUB01", run_id="bench")
+    done = time.perf_counter()
+    return {"spark_start_s": started - began, "run_s": done - started, "outcomes": summary_.outcomes,
+            "durations": summary_.durations, "landed": summary_.messages_landed}
+
+
+def child_reference(params: dict) -> dict:
+    """What runmqdlq does, one message at a time: browse the DLQ, decode and match, put the
+    rebuilt message, get the original off the DLQ and commit, all under one unit of work."""
+    began = time.perf_counter()
+    from dlq_pipeline.dumpfile import read_dump
+    from dlq_pipeline.mq.interface import MQError
+    from dlq_pipeline.mq.sim import SimQueueManager
+    from dlq_pipeline.replay.rebuild import RebuildError, rebuild
+    from dlq_pipeline.rules.matcher import decide
+    from dlq_pipeline.rules.parser import load_rules
+    from dlq_pipeline.rules.view import match_view
+
+    path = Path(params["sim"])
+    qm = _fresh_sim(path, "QMHUB01", None)
+    dlq = "SYSTEM.DEAD.LETTER.QUEUE"
+    loader = qm.connect()
+    handle = loader.open_for_put(dlq)
+    for source in params["inputs"]:
+        for msg in read_dump(source):
+            loader.put(handle, msg.md, msg.data, syncpoint=True)
+    loader.commit()
+    loader.disconnect()
+    qm.configure({**SIM_CONFIG, "faults": latency_faults(params.get("latency_ms"))})
+    table = load_rules(params["rules"])
+    ready = time.perf_counter()
+
+    conn = qm.connect()
+    handles, counts = {}, {}
+    for message in conn.browse(dlq):
+        decision = decide(table, match_view(message.md, message.data))
+        outcome = decision.action
+        try:
+            if decision.action in ("RETRY", "FWD"):
+                md, body = rebuild(message.md, message.data, decision)
+                key = (decision.target_q, decision.target_qmgr)
+                if key not in handles:
+                    handles[key] = conn.open_for_put(decision.target_q, decision.target_qmgr or "")
+                conn.put(handles[key], md, body, syncpoint=True)
+            if decision.action != "IGNORE":
+                conn.get(dlq, msg_id=message.md.msg_id, syncpoint=True)
+                conn.commit()
+        except (MQError, RebuildError, ValueError):
+            outcome = "failed"
+            try:
+                conn.backout()
+            except MQError:
+                pass
+        counts[outcome] = counts.get(outcome, 0) + 1
+    conn.disconnect()
+    done = time.perf_counter()
+    return {"setup_s": ready - began, "run_s": done - ready, "outcomes": counts}
+
+
+def crossover(points: list[tuple[int, float, float]]) -> dict:
+    """Least-squares lines through (N, pipeline seconds) and (N, reference seconds): fixed cost
+    and cost per message of each, and the N at which they meet."""
+    def fit(xs, ys):
+        if len(xs) == 1:
+            return 0.0, ys[0] / xs[0]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+        return my - slope * mx, slope
+
+    xs = [p[0] for p in points]
+    a, b = fit(xs, [p[1] for p in points])
+    c, d = fit(xs, [p[2] for p in points])
+    meet = (a - c) / (d - b) if d > b else None
+    return {"pipeline_fixed_s": round(a, 2), "pipeline_ms_per_message": round(b * 1e3, 4),
+            "reference_fixed_s": round(c, 2), "reference_ms_per_message": round(d * 1e3, 4),
+            "crossover_messages": round(meet) if meet is not None and meet > 0 else meet,
+            "note": "below crossover_messages the sequential reference finishes first" if meet else
+                    "the pipeline's cost per message is not below the reference's: no crossover"}
+
+
+def bench_end_to_end(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
+    out = {"latency_ms": ctx.latency_ms or {}, "master": "local[2]", "sizes": {}}
+    points = []
+    for count in sizes.e2e_counts:
+        dumps = data.dumps(work / f"e2e-dumps-{count}", count, seed=404, max_size=64 * 1024)
+        runs: dict[str, list[float]] = {"pipeline": [], "reference": []}
+        detail = {}
+        for r in range(sizes.e2e_repeats):
+            wh = work / f"e2e-wh-{count}"
+            shutil.rmtree(wh, ignore_errors=True)
+            began = time.perf_counter()
+            detail["pipeline"] = ctx.child("pipeline", {"master": "local[2]", "warehouse": str(wh), "inputs": dumps,
+                                                        "rules": data.STARTER_RULES, "latency_ms": ctx.latency_ms})
+            runs["pipeline"].append(time.perf_counter() - began)
+            began = time.perf_counter()
+            detail["reference"] = ctx.child("reference", {"sim": str(work / f"e2e-ref-{count}.sqlite"),
+                                                          "inputs": dumps, "rules": data.STARTER_RULES,
+                                                          "latency_ms": ctx.latency_ms})
+            # the reference's loading of its DLQ is set-up, not work: leave it out
+            runs["reference"].append(time.perf_counter() - began - detail["reference"]["setup_s"])
+        p, q = median(runs["pipeline"]), median(runs["reference"])
+        out["sizes"][str(count)] = {
+            "pipeline_wall_s": summary(runs["pipeline"], count),
+            "reference_wall_s": summary(runs["reference"], count),
+            "pipeline_spark_start_s": round(detail["pipeline"]["spark_start_s"], 2),
+            "pipeline_stage_s": detail["pipeline"]["durations"],
+            "pipeline_outcomes": detail["pipeline"]["outcomes"],
+            "reference_outcomes": detail["reference"]["outcomes"],
+            "reference_over_pipeline": ratio(q, p),
+        }
+        points.append((count, p, q))
+    out["crossover"] = crossover(points)
+    return out
+
+
+# --- 6. memory ---------------------------------------------------------------------------------
+
+def memory_input(out: Path, messages: int, payload: int, seed: int = 505) -> str:
+    """``messages`` generated messages with an MQDLH, each padded to ``payload`` bytes with
+    random bytes, as Parquet row groups of about 128 MB (what Spark writes)."""
+    import random
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dlq_pipeline.generator import generate_messages
+
+    params = {"messages": messages, "payload": payload, "seed": seed}
+    stamp = out.with_suffix(".json")
+    if out.exists() and stamp.exists() and json.loads(stamp.read_text()) == params:
+        return str(out)
+    rng = random.Random(seed)
+    schema = pa.schema([("message_key", pa.string()), ("data", pa.binary()), ("encoding", pa.int32()),
+                        ("ccsid", pa.int32()), ("format", pa.string())])
+    per_group = max(1, (128 << 20) // max(payload, 1))
+    gen = generate_messages(messages, seed, {"no_dlh": 0, "empty": 0, "trigger": 0}, max_size=4096)
+    with pq.ParquetWriter(out, schema) as writer:
+        rows = []
+        for i, msg in enumerate(gen):
+            body = msg.data[:payload] + rng.randbytes(max(0, payload - len(msg.data)))
+            rows.append({"message_key": f"m{i}", "data": body, "encoding": msg.md.encoding,
+                         "ccsid": msg.md.ccsid, "format": msg.md.format})
+            if len(rows) == per_group:
+                writer.write_table(pa.Table.from_pylist(rows, schema))
+                rows = []
+        if rows:
+            writer.write_table(pa.Table.from_pylist(rows, schema))
+    stamp.write_text(json.dumps(params))
+    return str(out)
+
+
+def child_memory(params: dict) -> dict:
+    """Decode one Parquet input in a fresh process and sample the peak RSS of the JVM and of
+    Spark's Python workers. ``whole_data`` feeds the UDF the whole payload instead of the
+    header slice: what decode must not do."""
+    from pyspark.sql import functions as F
+
+    from dlq_pipeline.spark.decode import _decode_batch, decode_headers, decoded_struct
+    from dlq_pipeline.spark.session import get_spark
+
+    spark = get_spark({"master": params["master"], "app_name": "bench-memory"})
+    df = spark.read.parquet(params["path"])
+    names = [f.name for f in decoded_struct().fields]
+    if params.get("whole_data"):
+        udf = F.pandas_udf(_decode_batch, returnType=decoded_struct())
+        decoded = df.select(udf(F.col("data"), F.col("encoding"), F.col("ccsid"), F.col("format")).alias("d"))
+        plan = decoded.select("d.*")
+    else:
+        plan = decode_headers(df).select("message_key", *names)
+    with PeakMemory() as peak:
+        began = time.perf_counter()
+        noop(plan)
+        seconds = time.perf_counter() - began
+    return {"seconds": seconds, **peak.as_dict()}
+
+
+def bench_memory(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
+    n = sizes.memory_messages
+    small = memory_input(work / f"memory-{n}x{sizes.memory_small_bytes}.parquet", n, sizes.memory_small_bytes)
+    large = memory_input(work / f"memory-{n}x{sizes.memory_large_bytes}.parquet", n, sizes.memory_large_bytes)
+    cases = {"small_payload": (small, False), "large_payload": (large, False),
+             "large_payload_whole_data_udf": (large, True)}
+    out = {"messages": n, "small_payload_bytes": sizes.memory_small_bytes,
+           "large_payload_bytes": sizes.memory_large_bytes, "cases": {}}
+    for name, (path, whole) in cases.items():
+        out["cases"][name] = ctx.child("memory", {"master": "local[2]", "path": path, "whole_data": whole})
+    if ctx.in_process:
+        out["note"] = "in-process smoke run: peaks include the test session and are not comparable"
+
+    def peak(case, kind):
+        return out["cases"][case]["peak_rss_mb"].get(kind, 0.0)
+
+    out["ratios"] = {
+        "python_workers_large_over_small": ratio(peak("large_payload", "python_workers"),
+                                                 peak("small_payload", "python_workers")),
+        "jvm_large_over_small": ratio(peak("large_payload", "jvm"), peak("small_payload", "jvm")),
+        "python_workers_whole_data_over_slice": ratio(peak("large_payload_whole_data_udf", "python_workers"),
+                                                      peak("large_payload", "python_workers")),
+    }
+    return out
+
+
+BENCHES = {
+    "decode": bench_decode,
+    "classify": bench_classify,
+    "ingest": bench_ingest,
+    "replay": bench_replay,
+    "end_to_end": bench_end_to_end,
+    "memory": bench_memory,
+}
+CHILDREN = {"ingest": child_ingest, "pipeline": child_pipeline, "reference": child_reference, "memory": child_memory}

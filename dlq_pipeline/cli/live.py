@@ -1,0 +1,185 @@
+"""Live-queue and replay subcommands: drain, settle, replay.
+
+Sources, queues and targets are checked before Spark starts (exit 2); a queue held by
+another drain or settle, an MQ failure or a failed write exit 1 with what happened to the
+messages (nothing is lost either way).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from dlq_pipeline import exitcodes
+from dlq_pipeline.cli.pipeline import _check_target, _echo_json, _err, _spark, config_options, load_valid_rules
+from dlq_pipeline.config import Config
+
+
+def _source_options(command):
+    command = click.option("--rules", "rules_path",
+                           help="Rules table whose INPUTQ/INPUTQM name the queue (default: pipeline.rules, if set).")(command)
+    command = click.option("--qmgr", default="", help="Queue manager (overrides drain.qmgr and INPUTQM).")(command)
+    command = click.option("--queue", default="",
+                           help="Queue (overrides drain.queue and INPUTQ; default: the queue manager's DEADQ).")(command)
+    command = click.option("--source", help="mq:QMGR or sim:NAME (default: drain.source).")(command)
+    return command
+
+
+def _live(config: Config, source, queue, qmgr, rules_path):
+    """The LiveQueue, resolved before Spark starts; exit 2 on a bad source or rules table."""
+    from dlq_pipeline.live import live_queue
+    from dlq_pipeline.replay.targets import TargetError
+    from dlq_pipeline.spark.replay import local_warehouse
+
+    source = source or config.get("drain", "source")
+    if not source:
+        _err("error: no live source: use --source mq:QMGR|sim:NAME or drain.source in the configuration")
+        sys.exit(exitcodes.USAGE)
+    rules_path = rules_path or config.get("pipeline", "rules")
+    table = load_valid_rules(rules_path) if rules_path else None
+    try:
+        warehouse = local_warehouse(config.get("storage", "path"))
+        live = live_queue(source, warehouse=warehouse, config=config, queue=queue or config.get("drain", "queue"),
+                          qmgr=qmgr or config.get("drain", "qmgr"), control=table.control if table else None)
+    except TargetError as exc:
+        _err(f"error: {exc}")
+        sys.exit(exitcodes.USAGE)
+    return live, warehouse
+
+
+def _fail(exc: Exception) -> None:
+    _err(f"error: {exc}")
+    sys.exit(exitcodes.FAILURE)
+
+
+def _live_errors():
+    from dlq_pipeline.live import LiveError
+    from dlq_pipeline.mq.client import MQClientMissing
+    from dlq_pipeline.mq.interface import MQError
+
+    return (LiveError, MQError, MQClientMissing)
+
+
+@click.command("drain")
+@_source_options
+@click.option("--mode", type=click.Choice(["browse", "move"]), default=None,
+              help="browse: land a copy, leave the queue as it is (default: drain.mode); "
+                   "move: destructive gets under syncpoint, committed after the rows are written.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many messages.")
+@click.option("--run-id", help="Run identifier stamped on the landed rows (default: generated).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@config_options
+def drain_cmd(source, queue, qmgr, rules_path, mode, limit, run_id, as_json, config: Config):
+    """Land a live dead-letter queue into the `messages` table, exactly as ingest would.
+
+    \b
+    The queue is --queue, else drain.queue, else INPUTQ of the rules table, else the
+    queue manager's DEADQ; the queue manager is the one in --source, else --qmgr,
+    drain.qmgr or INPUTQM. One drain or settle per queue runs at a time.
+      dlq-pipeline drain --source mq:QM1 --config prod.toml
+      dlq-pipeline drain --source sim:QM1 --queue MY.DLQ --mode move --warehouse ./warehouse
+    Draining twice lands nothing twice. Move mode removes a message only after its row is
+    written; a failure in between leaves it on the queue.
+    """
+    from dlq_pipeline.spark.live import drain
+    from dlq_pipeline.spark.run import new_run_id, storage_from_config, utc_now
+
+    live, warehouse = _live(config, source, queue, qmgr, rules_path)
+    mode = mode or config.get("drain", "mode")
+    run_id = run_id or config.get("pipeline", "run_id") or new_run_id(utc_now())
+    spark = _spark(config)
+    try:
+        result = drain(spark, storage_from_config(spark, config), live, warehouse=warehouse, run_id=run_id, mode=mode,
+                       batch_size=config.get("drain", "batch_size"), limit=limit)
+    except _live_errors() as exc:
+        _fail(exc)
+    doc = {"run_id": run_id, **result.as_dict()}
+    if as_json:
+        _echo_json(doc)
+    else:
+        click.echo(f"drained {result.queue} on {result.qmgr} ({mode}): read {result.read}, landed {result.landed} new "
+                   f"({result.already_landed} already landed), removed {result.removed}")
+
+
+@click.command("settle")
+@_source_options
+@click.option("--run-id", help="Run identifier for the lock and the log (default: generated).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@config_options
+def settle_cmd(source, queue, qmgr, rules_path, run_id, as_json, config: Config):
+    """Remove from a live DLQ the messages whose processing has ended (delivered or discarded).
+
+    \b
+    Each message is got by MsgId and CorrelId under syncpoint and removed only when it is
+    the message that was processed (same key: data digest, put date/time, application);
+    any other message is left on the queue and reported (exit 3). `run` with a live
+    source settles by itself; use this after `replay`, or when a run stopped early.
+      dlq-pipeline settle --source mq:QM1 --config prod.toml
+    """
+    from dlq_pipeline.spark.live import settle
+    from dlq_pipeline.spark.run import new_run_id, storage_from_config, utc_now
+
+    live, warehouse = _live(config, source, queue, qmgr, rules_path)
+    run_id = run_id or config.get("pipeline", "run_id") or new_run_id(utc_now())
+    spark = _spark(config)
+    try:
+        result = settle(spark, storage_from_config(spark, config), live, warehouse=warehouse, run_id=run_id,
+                        batch_size=config.get("drain", "batch_size"))
+    except _live_errors() as exc:
+        _fail(exc)
+    if as_json:
+        _echo_json({"run_id": run_id, **result.as_dict()})
+    else:
+        click.echo(f"settled {result.queue} on {result.qmgr}: {result.removed} removed of {result.ended} ended "
+                   f"({result.browsed} on the queue, {result.gone} already gone, "
+                   f"{len(result.mismatched)} left because they are not the message processed)")
+        for m in result.mismatched:
+            click.echo(f"  left: MsgId {m['msg_id']} (key {m['message_key']}): {m['reason']}")
+    sys.exit(exitcodes.ATTENTION if result.mismatched else exitcodes.OK)
+
+
+@click.command("replay")
+@click.option("--run-id", help="Run whose decisions to replay (default: the latest run with decisions).")
+@click.option("--target", help="dry-run | dir:PATH | sim:[NAME] | mq:QMGR (default: pipeline.target).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@config_options
+def replay_cmd(run_id, target, as_json, config: Config):
+    """Replay the decisions of a run to a target and record every attempt in the ledger.
+
+    \b
+    For decisions made by `classify`, or to send for real what a dry run showed:
+      dlq-pipeline classify --rules my.rules --warehouse ./warehouse
+      dlq-pipeline replay --warehouse ./warehouse --target dir:./replay-out
+      dlq-pipeline replay --run-id 20260301T120000Z-abc123 --target mq:QM1 --config prod.toml
+    Decisions overtaken since (the message was delivered or discarded, or tried again by
+    another run) are skipped as stale: classify again. Exit 3 when some were stale or
+    failed or deferred.
+    """
+    from dlq_pipeline.replay.targets import TargetError
+    from dlq_pipeline.spark.replay import ReplayError, replay_decisions
+    from dlq_pipeline.spark.run import storage_from_config
+
+    target = target or config.get("pipeline", "target")
+    _check_target(target)
+    spark = _spark(config)
+    try:
+        result = replay_decisions(spark, storage_from_config(spark, config), target=target, config=config,
+                                  run_id=run_id or None)
+    except (ReplayError, TargetError) as exc:
+        _err(f"error: {exc}")
+        sys.exit(exitcodes.USAGE)
+    except _live_errors() as exc:
+        _fail(exc)
+    if as_json:
+        _echo_json(result)
+    else:
+        click.echo(f"replayed the decisions of run {result['decisions_run_id']} to {target} as run {result['run_id']}: "
+                   + (", ".join(f"{k} {v}" for k, v in sorted(result["outcomes"].items())) or "nothing to do")
+                   + (f"; {result['stale']} stale decisions skipped (classify again)" if result["stale"] else ""))
+    outcomes = result["outcomes"]
+    attention = result["stale"] or outcomes.get("failed") or outcomes.get("deferred")
+    sys.exit(exitcodes.ATTENTION if attention else exitcodes.OK)
+
+
+LIVE_COMMANDS = [drain_cmd, settle_cmd, replay_cmd]

@@ -1,0 +1,43 @@
+"""Crash points for the crash tests (TEST-ONLY; inert unless an environment variable is set).
+
+The crash tests (tests/reliability/test_crash.py) must kill a run at an exact place: at a
+stage boundary, between two replay batches, in the middle of reading a dump. Production code
+calls `crash_point(name, count)` at those places. When ``DLQ_PIPELINE_CRASH_AT`` is
+``NAME`` or ``NAME:COUNT`` and the call matches, the process writes a marker file named by
+its pid into the directory ``DLQ_PIPELINE_CRASH_MARKER`` (if set) and stops itself with
+SIGSTOP; the test, polling for markers, then SIGKILLs every process of the run. Nothing
+else happens, ever: with the variable unset (always, outside those tests) a crash point is
+one environment lookup. docs/reliability.md describes the tests.
+
+Points: ``after-ingest``, ``ingest-messages-stored`` (messages written, quarantine not yet),
+``ingest-record:N`` (a reader task after its N-th record), ``after-classify``,
+``replay-batch:N`` (a replay task right after its N-th committed batch and checkpoint line),
+``after-replay`` (ledger appended, run summary not yet written).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+CRASH_AT_ENV = "DLQ_PIPELINE_CRASH_AT"
+MARKER_ENV = "DLQ_PIPELINE_CRASH_MARKER"
+POINTS = ("after-ingest", "ingest-messages-stored", "ingest-record", "after-classify", "replay-batch",
+          "after-replay")
+
+
+def crash_point(name: str, count: int | None = None) -> None:
+    """Stop here if ``DLQ_PIPELINE_CRASH_AT`` asks for this point (see the module doc)."""
+    wanted = os.environ.get(CRASH_AT_ENV)
+    if not wanted:
+        return
+    point, _, number = wanted.partition(":")
+    if point != name or (number and count != int(number)):
+        return
+    marker_dir = os.environ.get(MARKER_ENV)
+    if marker_dir:
+        marker = os.path.join(marker_dir, str(os.getpid()))
+        with open(marker + ".tmp", "w") as f:
+            f.write(f"{name} {count if count is not None else ''}".strip())
+        os.replace(marker + ".tmp", marker)
+    os.kill(os.getpid(), signal.SIGSTOP)

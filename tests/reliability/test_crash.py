@@ -1,0 +1,200 @@
+"""Crash tests: `dlq-pipeline run` is SIGKILLed (with every process it started) at each stage
+boundary, in the middle of ingest and between two replay batches; a rerun must account
+for every message exactly once: landed once, delivered at most once (exactly once here, as
+no MQ call is in flight at these points), bad records quarantined once, and every decision
+of the rerun recorded once in the ledger. The simulated queue manager's own put log is the
+truth.
+
+The killed runs are subprocesses (`harness.py`); the rerun uses the suite's SparkSession.
+CI kills two runs in a row (mid-ingest, then mid-replay) before the rerun; ``DLQ_SOAK=long``
+also kills a separate run at every point, and one run after another at every point.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from dlq_pipeline.config import load_config
+from dlq_pipeline.dumpfile import write_dump
+from dlq_pipeline.generator import generate_messages, write_generated
+from dlq_pipeline.identity import data_digest, message_key
+from dlq_pipeline.model import DumpedMessage, RecordError
+from dlq_pipeline.mq.sim import SimQueueManager
+from dlq_pipeline.rules.matcher import decide
+from dlq_pipeline.rules.parser import parse_rules
+from dlq_pipeline.rules.view import match_view
+from dlq_pipeline.sources import read_source
+from dlq_pipeline.spark.run import run_pipeline, storage_from_config
+
+from .harness import kill_run, markers, start_run, wait_for
+
+pytestmark = pytest.mark.spark
+
+RULES = """\
+REASON(MQRC_NOT_AUTHORIZED) ACTION(FWD) FWDQ(SECURITY.HOLD) FWDQM(QMB) HEADER(YES)
+ACTION(FWD) FWDQ(REPLAYED) HEADER(YES)
+"""
+BATCH = 10
+PARTITIONS = 2
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    """Two generated dumps (200 messages) and one damaged dump (2 good, 2 bad records)."""
+    root = tmp_path_factory.mktemp("crash-inputs")
+    paths = [str(p) for p in write_generated(root, 200, seed=7, files=2, max_size=4096)]
+    bad = root / "damaged.dmp"
+    write_dump([(m.md, m.data) for m in generate_messages(4, seed=99, max_size=2048)], bad)
+    lines = bad.read_bytes().split(b"\n")
+    x_lines = [i for i, line in enumerate(lines) if line.startswith(b"X ")]
+    lines[x_lines[0]] = lines[x_lines[0]] + b"A"  # odd number of hex digits
+    attr = [i for i, line in enumerate(lines) if line.startswith(b"A PER")]
+    lines[attr[2]] = b"A ZZZ 1"  # unknown attribute code
+    bad.write_bytes(b"\n".join(lines))
+    paths.append(str(bad))
+    rules = root / "crash.rules"
+    rules.write_text(RULES)
+    return paths, rules
+
+
+def expectation(paths, table):
+    """What a complete run must produce, from the pure readers and the reference matcher."""
+    messages, errors, puts = {}, [], []
+    for path in paths:
+        for record in read_source(path):
+            if isinstance(record, RecordError):
+                errors.append((record.file, record.offset, record.code))
+                continue
+            assert isinstance(record, DumpedMessage)
+            key = message_key(record.md, data_digest(record.data))
+            messages[key] = record
+            d = decide(table, match_view(record.md, record.data))
+            if d.action == "FWD":  # HEADER(YES): put exactly as it is on the DLQ
+                qmgr = d.target_qmgr.strip() or "SIM"
+                puts.append((qmgr, d.target_q.strip(), record.md.msg_id.hex(), record.data.hex(), key))
+    return messages, sorted(errors), sorted(puts)
+
+
+def partition_sizes(spark, puts, messages) -> dict[int, tuple[int, int]]:
+    """Rows and puts per replay partition, partitioned exactly as replay does."""
+    target = {key: (qmgr if qmgr != "SIM" else None) for qmgr, _q, _m, _d, key in puts}
+    rows = [(key, target.get(key)) for key in messages]
+    df = spark.createDataFrame(rows, "message_key string, target_qmgr string")
+    parts = df.repartition(PARTITIONS, F.coalesce(F.col("target_qmgr"), F.lit(""))).withColumn(
+        "p", F.spark_partition_id())
+    out = {}
+    for r in parts.groupBy("p").agg(F.count("*").alias("rows"),
+                                    F.sum(F.col("message_key").isin(list(target)).cast("int")).alias("puts")).collect():
+        out[r["p"]] = (r["rows"], r["puts"])
+    return out
+
+
+def checkpoint_rows(warehouse: Path, run_id: str) -> dict[int, int]:
+    out = {}
+    for path in (warehouse / "_checkpoints" / run_id).glob("partition-*.jsonl"):
+        rows = 0
+        for line in path.read_bytes().split(b"\n"):
+            try:
+                rows += len(json.loads(line)["rows"])
+            except ValueError:
+                continue
+        out[int(path.stem.split("-")[1])] = rows
+    return out
+
+
+LONG = os.environ.get("DLQ_SOAK") == "long"
+POINTS = ["ingest-record:25", "ingest-messages-stored", "after-ingest", "after-classify", "replay-batch",
+          "after-replay"]
+# CI kills one run in the middle of ingest (messages stored, quarantine not yet) and the next
+# one between two replay batches, then reruns: every Spark start-up in a subprocess costs
+# 10-30 s. DLQ_SOAK=long kills a separate run at each point, and the whole chain.
+CHAINS = [POINTS] + [[p] for p in POINTS] if LONG else [["ingest-messages-stored", "replay-batch"]]
+
+
+def kill_at(spark, point, run_id, tmp_path, paths, rules, conf, warehouse, puts, messages):
+    """Start ``dlq-pipeline run`` and SIGKILL it (and all it started) at ``point``."""
+    marker_dir = tmp_path / f"markers-{run_id}"
+    crash_at, condition = point, None
+    if point == "replay-batch":
+        # Stop the partition with the most batches after batch N, once every other partition
+        # has finished (or stopped at a batch boundary too): then no commit is in flight.
+        sizes = partition_sizes(spark, puts, messages)
+        batches = {p: math.ceil(n_puts / BATCH) for p, (_rows, n_puts) in sizes.items()}
+        big = max(batches, key=batches.get)
+        n = max([b for p, b in batches.items() if p != big] + [0]) + 1
+        assert len([b for b in batches.values() if b]) == 2 and n < batches[big], batches
+        crash_at = f"replay-batch:{n}"
+
+        def condition():
+            done = checkpoint_rows(warehouse, run_id)
+            finished = sum(1 for p, (rows, _) in sizes.items() if p != big and done.get(p) == rows)
+            return markers(marker_dir) and finished == len(sizes) - 1
+
+    proc = start_run(["run", "--config", str(conf), "--rules", str(rules), "--target", "sim:SIM", "--run-id", run_id,
+                      "--json", *[a for p in paths for a in ("--input", p)]],
+                     crash_at=crash_at, marker_dir=marker_dir, cwd=tmp_path)
+    try:
+        wait_for(proc, condition or (lambda: markers(marker_dir)), f"crash point {point}", tmp_path)
+    finally:
+        kill_run(proc)
+    stopped = markers(marker_dir)
+    assert stopped and all(m.startswith(point.split(":")[0]) for m in stopped), stopped
+    assert not (warehouse / "_runs" / f"{run_id}.json").exists()  # the run really died
+
+
+@pytest.mark.parametrize("chain", CHAINS, ids=["+".join(c) for c in CHAINS])
+def test_runs_killed_at_any_point_lose_nothing_and_send_nothing_twice(spark, tmp_path, inputs, chain):
+    paths, rules = inputs
+    table = parse_rules(rules.read_text(), str(rules))
+    assert table.ok, table.diagnostics
+    messages, errors, puts = expectation(paths, table)
+    assert len(messages) == 202 and len(errors) == 2 and len(puts) > 100
+
+    warehouse = tmp_path / "wh"
+    sim_path = warehouse / "_sim" / "SIM.sqlite"
+    sim = SimQueueManager(sim_path, "SIM", {"remote_qmgrs": ["QMB"]})
+    conf = tmp_path / "run.toml"
+    conf.write_text(f'[storage]\npath = "{warehouse}"\n[spark]\nmaster = "local[2]"\n'
+                    f'conf = {{"spark.sql.shuffle.partitions" = "2"}}\n'
+                    f'[replay]\nbatch_size = {BATCH}\nmax_connections = {PARTITIONS}\n')
+    for number, point in enumerate(chain):
+        sent_before = len(sim.put_log())
+        kill_at(spark, point, f"KILLED{number}", tmp_path, paths, rules, conf, warehouse, puts, messages)
+        if point == "replay-batch":
+            assert sent_before < len(sim.put_log()) < len(puts)  # some batches were committed
+        if point == "after-replay":
+            assert len(sim.put_log()) == len(puts)
+
+    config = load_config(overrides={"storage": {"path": str(warehouse)},
+                                    "replay": {"batch_size": BATCH, "max_connections": PARTITIONS}})
+    summary = run_pipeline(spark, config, table, inputs=paths, target="sim:SIM", run_id="RERUN")
+
+    storage = storage_from_config(spark, config)
+    landed = Counter(r["message_key"] for r in storage.read("messages").select("message_key").collect())
+    assert landed == Counter(messages.keys())  # every message landed exactly once
+    quarantined = sorted((r["source_file"], r["source_offset"], r["error_code"])
+                         for r in storage.read("quarantine").collect())
+    assert quarantined == errors  # every bad record quarantined exactly once
+
+    received = sorted((r.qmgr, r.queue, r.md.msg_id.hex(), r.data.hex()) for r in sim.put_log())
+    assert received == sorted(p[:4] for p in puts)  # every FWD delivered exactly once, byte for byte
+
+    ledger = storage.read("ledger").collect()
+    delivered = Counter(r["message_key"] for r in ledger if r["outcome"] == "delivered")
+    assert delivered == Counter(p[4] for p in puts)  # the ledger agrees with the queue manager
+    rerun_rows = Counter(r["message_key"] for r in ledger if r["run_id"] == "RERUN")
+    decided = Counter(r["message_key"] for r in storage.read("decisions").where(F.col("run_id") == "RERUN").collect())
+    assert rerun_rows == decided and set(rerun_rows.values()) <= {1}  # each decision recorded once
+    earlier = {r["message_key"] for r in ledger if r["run_id"] != "RERUN" and r["outcome"] == "delivered"}
+    assert set(decided) == set(messages) - earlier  # the rerun decides exactly what was not done
+    never_put = set(messages) - set(delivered)
+    assert {r["outcome"] for r in ledger if r["message_key"] in never_put} <= {"ignored"}
+    assert summary.exit_status == 3 and summary.quarantined == 2  # no_dlh messages and bad records need a look
+    assert not any((warehouse / "_checkpoints").glob("*/*"))

@@ -1,0 +1,33 @@
+"""`make bench` cannot rot: its quick path at the tiniest size writes every comparison.
+
+Runs the real benchmark code in this test session (``--in-process``: no child JVMs), so it
+checks code paths and keys, never speeds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import run as bench
+from benchmarks.run import COMPARISONS
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+def test_tiny_run_writes_every_comparison(spark, tmp_path):
+    out = tmp_path / "results.json"
+    bench.run(["--tiny", "--in-process", "--work", str(tmp_path / "work"), "--out", str(out)], spark=spark)
+    doc = json.loads(out.read_text())
+    for key in COMPARISONS:
+        assert key in doc, key
+        assert "error" not in doc[key], doc[key]
+    assert {"cores", "memory_gb", "python", "java", "spark"} <= set(doc["machine"])
+    assert doc["decode"]["ratios"]["row_udf_over_pandas_udf"] > 0
+    assert all(t["agreement"]["agree"] == t["agreement"]["rows"] for t in doc["classify"]["tables"].values())
+    assert doc["ingest"]["ratios"]["land_speedup_1_to_2_cores"] > 0
+    assert all(p["puts_per_s"] > 0 for p in doc["replay"]["partitions"].values())
+    assert "crossover_messages" in doc["end_to_end"]["crossover"]
+    assert set(doc["memory"]["cases"]) == {"small_payload", "large_payload", "large_payload_whole_data_udf"}
+    text = out.with_suffix(".md").read_text()
+    assert all(f"## {n}." in text for n in range(1, 7))

@@ -1,0 +1,35 @@
+"""The benchmark's pure helpers: generated rules tables, the crossover fit, latency options."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.data import CATCH_ALL, rules_table, rules_table_text
+from benchmarks.run import parse_latency
+from benchmarks.stages import crossover, latency_faults
+
+
+@pytest.mark.parametrize("count", [2, 10, 13, 100, 500])
+def test_generated_tables_are_valid_with_the_catch_all_last(count):
+    table = rules_table(count)
+    assert len(table.rules) == count and table.ok
+    assert not [d for d in table.diagnostics if d.severity != "info"]
+    assert table.rules[-1].action == "FWD" and table.rules[-1].fwdq == "REALLY.DEAD.QUEUE"
+    assert rules_table_text(count).rstrip().endswith(CATCH_ALL)
+    assert all(len(line) <= 72 for line in rules_table_text(count).splitlines())
+
+
+def test_crossover_is_where_the_fitted_lines_meet():
+    # run: 30 s + 1 ms/message; reference: 6 ms/message -> they meet at 6,000 messages
+    fit = crossover([(1000, 31.0, 6.0), (10000, 40.0, 60.0)])
+    assert fit["crossover_messages"] == 6000
+    assert fit["pipeline_fixed_s"] == 30.0 and fit["reference_ms_per_message"] == 6.0
+    assert crossover([(100, 10.0, 1.0), (200, 20.0, 1.5)])["crossover_messages"] is None
+
+
+def test_latency_option_becomes_delay_faults():
+    assert parse_latency("put=0.2, commit=2") == {"put": 0.2, "commit": 2.0}
+    assert latency_faults({"put": 0.2, "commit": 2.0, "get": 0}) == [
+        {"op": "commit", "delay": 0.002}, {"op": "put", "delay": 0.0002}]
+    with pytest.raises(ValueError):
+        parse_latency("put")
