@@ -23,8 +23,7 @@ def script_stage(path) -> str:
 
 def test_every_job_script_runs_its_own_stage():
     scripts = sorted((REPO / "jobs").glob("*.py"))
-    assert {p.stem: script_stage(p) for p in scripts} == {s: s for s in
-                                                          ["classify", "drain", "ingest", "replay", "report", "run"]}
+    assert {p.stem: script_stage(p) for p in scripts} == {s: s for s in jobs.STAGES}
 
 
 def test_console_scripts_are_one_per_stage_through_the_dispatcher():
