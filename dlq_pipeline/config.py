@@ -73,6 +73,13 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         "redact_payloads": ((bool,), False, "never show message bodies in reports and notebooks"),
         "top": ((int,), 10, "rows in top-N tables"),
     },
+    "log": {
+        "format": ((str,), "text", "text | json (one JSON object per line, for log shippers)"),
+        "level": ((str,), "warning", "debug | info | warning | error (-v/-vv on the command line raise it)"),
+    },
+    "metrics": {
+        "textfile": ((str,), "", "also write each run's metrics here in Prometheus text format (node_exporter textfile collector)"),
+    },
     "mq": {
         "qmgrs": ((dict,), {}, "per queue manager: channel, conn_name, cipher_spec, key_repository, user, password_env"),
     },
@@ -156,6 +163,10 @@ def _check_values(where: str, values: dict[str, dict[str, Any]], problems: list[
     source = values["drain"]["source"]
     if source and (":" not in source or source.split(":", 1)[0] not in ("mq", "sim")):
         problems.append(f"{where}: 'drain.source' must be mq:QMGR or sim:NAME, not '{source}'")
+    if values["log"]["format"] not in ("text", "json"):
+        problems.append(f"{where}: 'log.format' must be text or json, not '{values['log']['format']}'")
+    if values["log"]["level"].lower() not in ("debug", "info", "warning", "error"):
+        problems.append(f"{where}: 'log.level' must be debug, info, warning or error, not '{values['log']['level']}'")
     if values["drain"]["mode"] not in ("browse", "move"):
         problems.append(f"{where}: 'drain.mode' must be browse or move, not '{values['drain']['mode']}'")
     for section, key, low in [

@@ -3,7 +3,6 @@ libraries (pyspark) only when it runs, so `inspect` and `rules` start instantly.
 
 from __future__ import annotations
 
-import logging
 import click
 
 from dlq_pipeline import __version__
@@ -12,7 +11,10 @@ from dlq_pipeline import __version__
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="dlq-pipeline")
 @click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
-def cli(verbose: int) -> None:
+@click.option("--log-format", type=click.Choice(["text", "json"]), default=None,
+              help="Log lines as text or one JSON object per line (default: log.format, "
+                   "or $DLQ_PIPELINE_LOG_FORMAT).")
+def cli(verbose: int, log_format: str | None) -> None:
     """Reprocess IBM MQ dead-letter queues with the runmqdlq rules-table language.
 
     \b
@@ -28,8 +30,9 @@ def cli(verbose: int) -> None:
     Exit status: 0 done, 1 failed, 2 bad usage/config/rules (nothing touched),
     3 done but something needs attention (quarantined records, ignored messages).
     """
-    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from dlq_pipeline import logs
+
+    logs.setup_from_env(fmt=log_format, level=None if verbose == 0 else "info" if verbose == 1 else "debug")
 
 
 def _register() -> None:

@@ -9,13 +9,17 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 import sys
+import time
 from pathlib import Path
 
 import click
 
 from dlq_pipeline import exitcodes
 from dlq_pipeline.config import Config, ConfigError, load_config
+
+log = logging.getLogger(__name__)
 
 
 def _err(message: str) -> None:
@@ -31,9 +35,22 @@ def config_options(command):
     @click.option("--warehouse", default=None, help="Warehouse path (overrides storage.path).")
     @click.option("--format", "storage_format", type=click.Choice(["parquet", "delta"]), default=None,
                   help="Table format (overrides storage.format).")
+    @click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE",
+                  help="Override any option, e.g. --set storage.catalog=main --set replay.batch_size=50 "
+                       "(VALUE is read as TOML, else as a string; repeatable).")
     @functools.wraps(command)
-    def wrapper(*args, config_path, profile, warehouse, storage_format, **kwargs):
+    def wrapper(*args, config_path, profile, warehouse, storage_format, settings, **kwargs):
+        from dlq_pipeline import logs
+
         overrides: dict[str, dict] = {"storage": {}}
+        problems: list[str] = []
+        for item in settings:
+            try:
+                section, key, value = parse_setting(item)
+            except ValueError as exc:
+                problems.append(str(exc))
+                continue
+            overrides.setdefault(section, {})[key] = value
         if warehouse:
             overrides["storage"]["path"] = warehouse
         if storage_format:
@@ -43,12 +60,31 @@ def config_options(command):
         try:
             config = load_config(config_path, profile=profile, overrides=overrides)
         except ConfigError as exc:
-            for problem in exc.problems:
+            problems += exc.problems
+        if problems:
+            for problem in problems:
                 _err(f"error: {problem}")
             sys.exit(exitcodes.USAGE)
+        logs.apply_config(config)
         return command(*args, config=config, **kwargs)
 
     return wrapper
+
+
+def parse_setting(item: str) -> tuple[str, str, object]:
+    """``"section.key=value"`` -> (section, key, value); the value is read as a TOML value
+    (``50``, ``true``, ``["a", "b"]``, ``"text"``), else taken as a string (pure)."""
+    import tomllib
+
+    name, sep, raw = item.partition("=")
+    section, dot, key = name.strip().partition(".")
+    if not sep or not dot or not section or not key:
+        raise ValueError(f"--set {item!r}: use SECTION.KEY=VALUE, e.g. storage.catalog=main")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return section, key, value
 
 
 def load_valid_rules(path: str, *, strict: bool = False):
@@ -96,6 +132,13 @@ def writing(config: Config, command: str, run_id: str = ""):
         lock.__exit__(None, None, None)
 
 
+def _stage_event(stage: str, run_id: str, started: float, counts: dict) -> None:
+    """One structured log line when a stage run on its own finishes (JSON with log.format = json)."""
+    seconds = round(time.monotonic() - started, 3)
+    log.info("%s finished in %.3f s", stage, seconds,
+             extra={"event": "stage_finished", "stage": stage, "run_id": run_id, "duration_s": seconds, **counts})
+
+
 def _echo_json(obj) -> None:
     click.echo(json.dumps(obj, sort_keys=True, default=str))
 
@@ -117,11 +160,13 @@ def ingest_cmd(paths, as_json, config: Config):
     from dlq_pipeline.spark.run import new_run_id, storage_from_config, utc_now
 
     run_id = config.get("pipeline", "run_id") or new_run_id(utc_now())
+    started = time.monotonic()
     with writing(config, "ingest", run_id):
         spark = _spark(config)
         result = ingest(spark, storage_from_config(spark, config), list(paths), run_id=run_id, config=config,
                         progress=None if as_json else _err)
     doc = {"run_id": run_id, **result.as_dict()}
+    _stage_event("ingest", run_id, started, result.as_dict())
     if as_json:
         _echo_json(doc)
     else:
@@ -148,11 +193,13 @@ def classify_cmd(rules_path, as_json, config: Config):
     table = load_valid_rules(rules_path or _required(config, "rules"))
     now = utc_now()
     run_id = config.get("pipeline", "run_id") or new_run_id(now)
+    started = time.monotonic()
     with writing(config, "classify", run_id):
         spark = _spark(config)
         decisions = decide(spark, storage_from_config(spark, config), table, run_id=run_id, now=now,
                            retry_interval=config.get("classify", "retry_interval"))
         counts = {r["action"]: r["n"] for r in decisions.groupBy("action").agg(F.count("*").alias("n")).collect()}
+    _stage_event("classify", run_id, started, {"decisions": counts})
     if as_json:
         _echo_json({"run_id": run_id, "decisions": counts})
     else:

@@ -23,6 +23,7 @@ from dlq_pipeline.clock import as_utc, iso_z
 from dlq_pipeline.clock import utc_now as _utc_now
 from dlq_pipeline.config import Config
 from dlq_pipeline.locks import writer_lock
+from dlq_pipeline.metrics import prometheus_text, run_metrics, write_textfile
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.classify import classify, pending_with_attempts
 from dlq_pipeline.spark.decode import decode_headers
@@ -66,6 +67,7 @@ class RunSummary:
     source: str = ""  # live DLQ drained and settled by this run (mq:/sim:), "" for none
     drain: dict = field(default_factory=dict)
     settle: dict = field(default_factory=dict)
+    metrics: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -96,9 +98,9 @@ class _Stages:
     def __init__(self, summary: RunSummary, total: int, progress: Callable[[str], None] | None):
         self.summary, self.total, self.progress, self.index = summary, total, progress, 0
 
-    def tell(self, message: str) -> None:
+    def tell(self, message: str, extra: dict | None = None) -> None:
         """A progress line from inside a stage (e.g. per file during ingest)."""
-        log.info(message)
+        log.info(message, extra=extra)
         if self.progress:
             self.progress(message)
 
@@ -108,11 +110,16 @@ class _Stages:
         class _Timer:
             def __enter__(self):
                 stages.index += 1
-                stages.tell(f"[{stages.index}/{stages.total}] {name}")
+                stages.tell(f"[{stages.index}/{stages.total}] {name}",
+                            extra={"event": "stage_started", "run_id": stages.summary.run_id, "stage": name})
                 self.start = time.monotonic()
 
-            def __exit__(self, *exc):
-                stages.summary.durations[name] = round(time.monotonic() - self.start, 3)
+            def __exit__(self, exc_type, *exc):
+                seconds = round(time.monotonic() - self.start, 3)
+                stages.summary.durations[name] = seconds
+                event = "stage_failed" if exc_type else "stage_finished"
+                log.info("%s %s in %.3f s", name, event.split("_")[1], seconds,
+                         extra={"event": event, "run_id": stages.summary.run_id, "stage": name, "duration_s": seconds})
 
         return _Timer()
 
@@ -213,5 +220,12 @@ def _run_pipeline(spark, config, table, *, inputs, target, run_id, now, progress
     with stage("summary"):
         summary.finished_at = iso_z(utc_now())
         summary.exit_status = attention_status(summary)
-        storage.write_summary(run_id, summary.as_dict())
+        summary.metrics = run_metrics(summary.as_dict())
+        where = storage.write_summary(run_id, summary.as_dict())
+        textfile = config.get("metrics", "textfile")
+        if textfile:
+            write_textfile(textfile, prometheus_text(summary.as_dict()))
+    log.info("run %s finished with status %d", run_id, summary.exit_status,
+             extra={"event": "run_finished", "run_id": run_id, "summary_path": where,
+                    "exit_status": summary.exit_status, "metrics": summary.metrics})
     return summary

@@ -95,13 +95,32 @@ def _delta_package() -> str | None:
         return None
 
 
-def session_conf(settings: Mapping[str, Any] | None = None) -> dict[str, str]:
+def launcher_conf() -> dict[str, str]:
+    """What ``spark-submit`` was told (``--master``, ``--conf``, ``--name``, spark-defaults.conf)
+    when it started this Python process, else ``{}``.
+
+    spark-submit hands its JVM to the Python driver through PYSPARK_GATEWAY_PORT; a plain
+    ``python`` process has no gateway yet and nothing was decided for it.
+    """
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return {}
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # connect to spark-submit's JVM, so SparkConf reads its settings
+    return {str(k): str(v) for k, v in SparkConf().getAll()}
+
+
+def session_conf(settings: Mapping[str, Any] | None = None, launcher: Mapping[str, str] | None = None) -> dict[str, str]:
     """The Spark settings ``get_spark`` uses for a new local session (pure; for tests and docs).
 
     Delta's SQL extension and catalog are added only when ``format`` is ``delta`` *and* Delta
     can be on the classpath (jars present, or the delta-spark pip package names the Maven
     package to fetch): naming a catalog class that does not exist would break every query,
     Parquet ones included.
+
+    ``launcher``: the settings spark-submit was started with (``launcher_conf()``). They win
+    over the defaults and the configuration file: ``spark-submit --master yarn jobs/run.py``
+    runs on YARN whatever ``spark.master`` says (that option is for locally built sessions).
     """
     s = _settings(settings)
     conf = dict(BASE_CONF)
@@ -109,6 +128,7 @@ def session_conf(settings: Mapping[str, Any] | None = None) -> dict[str, str]:
     conf["spark.app.name"] = s.get("app_name") or "dlq-pipeline"
     user = {str(k): str(v) for k, v in (s.get("spark_conf") or {}).items()}
     conf.update(user)
+    conf.update({str(k): str(v) for k, v in (launcher or {}).items()})
     if s.get("format") == "delta":
         if not _delta_jars_present(conf):
             package = _delta_package()
@@ -165,11 +185,13 @@ def get_spark(settings: Mapping[str, Any] | None = None) -> SparkSession:
                 log.debug("cannot set %s on the active session", key)
         return active
 
-    conf = session_conf(s)
+    launcher = launcher_conf()
+    conf = session_conf(s, launcher)
     try:
         spark = _build(conf)
     except Exception:
-        if "spark.jars.packages" not in conf or (s.get("spark_conf") or {}).get("spark.jars.packages"):
+        asked = (s.get("spark_conf") or {}).get("spark.jars.packages") or launcher.get("spark.jars.packages")
+        if "spark.jars.packages" not in conf or asked:
             raise
         # Fetching Delta from Maven failed (offline?): start without it; Storage(format="delta")
         # then says what to install. Delta's absence must not stop anything else.

@@ -1,0 +1,11 @@
+"""spark-submit entry script: `dlq-pipeline classify` with the same options.
+
+    spark-submit [spark options] jobs/classify.py --config dlq-pipeline.toml --profile cluster [options]
+
+Options and exit statuses: `dlq-pipeline classify --help`; packaging: docs/deploy.md.
+"""
+
+from dlq_pipeline.jobs import main
+
+if __name__ == "__main__":
+    main("classify")

@@ -1,0 +1,56 @@
+"""notebooks/triage.ipynb runs top to bottom, headless, on a small warehouse built here."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from dlq_pipeline.config import load_config
+from dlq_pipeline.generator import write_generated
+from dlq_pipeline.rules.parser import load_rules
+from dlq_pipeline.spark.run import run_pipeline
+
+from ..conftest import REPO
+
+pytestmark = [pytest.mark.spark, pytest.mark.deploy]
+NOTEBOOK = REPO / "notebooks" / "triage.ipynb"
+STARTER = REPO / "conf" / "rules" / "starter.rules"
+
+
+def test_notebook_is_committed_without_outputs():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.outputs == [] and c.execution_count is None for c in code)
+    assert "parameters" in code[0].metadata.get("tags", [])
+
+
+def test_notebook_runs_headless_on_a_demo_warehouse(spark, tmp_path, monkeypatch):
+    [dump] = write_generated(tmp_path / "dumps", 60, seed=8, files=1, max_size=4096)
+    warehouse = tmp_path / "wh"
+    config = load_config(overrides={"storage": {"path": str(warehouse)}})
+    run_pipeline(spark, config, load_rules(str(STARTER)), inputs=[str(dump)], target="dry-run",
+                 now=dt.datetime(2026, 3, 1, 12))
+    draft = tmp_path / "draft.rules"
+    head, _, rest = STARTER.read_text().partition("\nREASON(MQRC_Q_FULL)")
+    draft.write_text(head + "\nREASON(MQRC_Q_FULL) ACTION(FWD) FWDQ(HOLD.QFULL) HEADER(YES)\nREASON(MQRC_Q_FULL)" + rest)
+    for name, value in {"DLQ_TRIAGE_WAREHOUSE": str(warehouse), "DLQ_TRIAGE_DRAFT_RULES": str(draft),
+                        "DLQ_TRIAGE_CURRENT_RULES": str(STARTER), "DLQ_TRIAGE_REDACT": "1",
+                        "DLQ_TRIAGE_MASTER": "local[1]"}.items():
+        monkeypatch.setenv(name, value)
+
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) >= 4  # reasons/destinations/age, trends, offenders, what-if
+    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert f"Storage(parquet, {warehouse})" in text
+    changed = next(line for line in text.splitlines() if "pending messages would be decided differently" in line)
+    assert changed.endswith(" of 60 pending messages would be decided differently") and not changed.startswith("0 ")
+    sample_html = next(o["data"]["text/html"] for c in nb.cells if "triage.sample" in c.source for o in c.outputs)
+    assert "&lt;redacted: " in sample_html or "<redacted: " in sample_html

@@ -1,0 +1,87 @@
+"""`make package`: the wheel and the packed environment for spark-submit --archives.
+
+Builds both for real (pip may fetch numpy/pandas/pyarrow/click from PyPI or its cache),
+unpacks the environment the way YARN/Kubernetes unpack an --archives file, and runs the
+installed console scripts from it with nothing of the source tree on the path.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dlq_pipeline import __version__
+from dlq_pipeline.cli import cli
+
+from ..conftest import REPO
+
+sys.path.insert(0, str(REPO / "tools"))
+import package  # noqa: E402
+
+pytestmark = [pytest.mark.deploy, pytest.mark.slow]
+
+
+def test_make_package_runs_the_packaging_tool():
+    dry = subprocess.run(["make", "-n", "package", f"VENV={Path(sys.executable).parents[1]}"], cwd=REPO,
+                         capture_output=True, text=True, check=True)
+    assert dry.stdout.splitlines()[-1].strip() == f"{sys.executable} tools/package.py --dist dist"
+
+
+def test_runtime_requirements_leave_spark_to_the_cluster():
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    deps = pyproject["project"]["dependencies"]
+    assert package.runtime_requirements(pyproject, []) == [d for d in deps if not d.startswith("pyspark")]
+    assert package.runtime_requirements(pyproject, ["mq"], with_pyspark=True) == [
+        *deps, *pyproject["project"]["optional-dependencies"]["mq"]]
+
+
+def test_wheel_and_packed_environment_run_their_entry_points(tmp_path, monkeypatch):
+    dist = tmp_path / "dist"
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    subprocess.run([sys.executable, str(REPO / "tools" / "package.py"), "--dist", str(dist), "--compress-level", "1"],
+                   env=clean, check=True, capture_output=True, timeout=1800)
+    wheel = dist / f"dlq_pipeline-{__version__}-py3-none-any.whl"
+    archive = dist / f"dlq-pipeline-env-{__version__}.tar.gz"
+    assert sorted(p.name for p in dist.iterdir()) == sorted([wheel.name, archive.name])
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    tables = ["decisions", "decoded", "ledger", "messages", "quarantine"]
+    assert {f"dlq_pipeline/data/schema-{t}.json" for t in tables} <= names
+    assert {"dlq_pipeline/data/mq_constants.json", "dlq_pipeline/jobs.py"} <= names
+    assert not any(n.startswith(("tests/", "jobs/")) for n in names)
+
+    env = tmp_path / "environment"  # what `--archives dlq-pipeline-env.tar.gz#environment` unpacks
+    with tarfile.open(archive) as tar:
+        tar.extractall(env, filter="tar")
+    python = str(env / "bin" / "python")
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def run(*args):
+        return subprocess.run([python, *args], cwd=work, env=clean, capture_output=True, text=True, timeout=300)
+
+    where = run("-c", "import dlq_pipeline, importlib.util; print(dlq_pipeline.__file__); "
+                      "print(importlib.util.find_spec('pyspark') is None)")
+    assert where.stdout.splitlines() == [str(env / "lib" / "python3.11" / "site-packages" / "dlq_pipeline" / "__init__.py"),
+                                         "True"]  # the installed wheel; Spark's own pyspark is used on a cluster
+
+    for stage in ("ingest", "classify", "report", "run"):
+        helped = run(str(env / "bin" / f"dlq-pipeline-{stage}"), "--help")
+        assert helped.returncode == 0, helped.stderr
+        assert helped.stdout.startswith(f"Usage: dlq-pipeline-{stage} [OPTIONS]")
+
+    generated = run(str(env / "bin" / "dlq-pipeline"), "generate", "--out", "dumps", "--count", "40", "--seed", "9")
+    assert generated.returncode == 0, generated.stderr
+    packaged = run(str(env / "bin" / "dlq-pipeline"), "inspect", "--summary", "dumps/dlq-0000.dmp")
+    monkeypatch.chdir(work)
+    here = CliRunner().invoke(cli, ["inspect", "--summary", "dumps/dlq-0000.dmp"])
+    assert (packaged.returncode, packaged.stdout) == (here.exit_code, here.stdout)
+    assert "MQRC_" in packaged.stdout  # reason names come from the packaged mq_constants.json
