@@ -420,16 +420,17 @@ class SimConnection:
         for index, fault in enumerate(self._faults):
             if fault.op != op or (fault.queue is not None and fault.queue != queue):
                 continue
-            # Only `after` and `times` need the shared counts; an unconditional fault (e.g. a
-            # delay standing for network latency) skips two database transactions per call.
-            counted = fault.after > 0 or fault.times is not None
-            if counted:
+            # Only `after` and `times` need every call counted; other faults count only when
+            # they fire with a reason (tests read those counts), so a pure delay standing for
+            # network latency costs no database transaction per call.
+            gated = fault.after > 0 or fault.times is not None
+            if gated:
                 seen, fired = self._counter.bump(index, fired=False)
                 if seen <= fault.after or (fault.times is not None and fired >= fault.times):
                     continue
             if fault.probability < 1.0 and self._rng.random() >= fault.probability:
                 continue
-            if counted:
+            if gated or fault.reason:
                 self._counter.bump(index, fired=True)
             if fault.delay:
                 time.sleep(fault.delay)

@@ -327,6 +327,25 @@ def test_unconditional_faults_keep_no_shared_counts(qm):
     assert len(qm.messages("Q1")) == 3
 
 
+def test_a_fault_that_fires_with_a_reason_is_counted_even_without_after(qm):
+    """Soak tests prove that chance faults really fired by reading these counts."""
+    import sqlite3
+
+    qm.configure({"seed": 1, "faults": [{"op": "put", "queue": "FLAKY", "reason": 2053, "probability": 0.5}]})
+    outcomes = []
+    c = qm.connect()
+    for n in range(40):
+        try:
+            put(c, "FLAKY", n)
+            outcomes.append("ok")
+        except MQError as err:
+            assert err.reason == 2053
+            outcomes.append("broken")
+    assert 0 < outcomes.count("broken") < 40
+    with sqlite3.connect(qm.faults_path) as db:
+        assert db.execute("SELECT fault, seen, fired FROM counts").fetchall() == [(0, 0, outcomes.count("broken"))]
+
+
 def test_in_doubt_commit_commits_then_reports_a_broken_connection(qm):
     qm.configure({"faults": [{"op": "commit", "reason": 2009, "committed": True, "times": 1}]})
     c = qm.connect()
