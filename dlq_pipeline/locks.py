@@ -27,6 +27,8 @@ import socket
 import threading
 from pathlib import Path
 
+from dlq_pipeline.private import private_dirs
+
 LOCKS_DIR = "_locks"
 WAREHOUSE_LOCK = "warehouse.lock"
 
@@ -47,7 +49,7 @@ class FileLock:
         return LockHeld(f"{self.path} is held by {holder}")
 
     def __enter__(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(self.path.parent)  # may create the warehouse itself: owner-only
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)  # not inherited by Spark's JVM (PEP 446)
         try:
             _lock(fd)

@@ -27,7 +27,6 @@ import os
 import re
 import secrets
 import shutil
-import stat
 from functools import reduce
 from typing import Any, Sequence
 from urllib.parse import urlparse
@@ -35,6 +34,7 @@ from urllib.parse import urlparse
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from dlq_pipeline.private import private_dirs
 from dlq_pipeline.spark.schemas import conform, table_key, table_schema
 from dlq_pipeline.spark.session import DELTA_FIX, delta_available
 
@@ -101,20 +101,7 @@ class _Files:
         """Create ``path`` and missing parents owner-only; existing directories are left as they are."""
         local = _local_path(path)
         if local is not None:
-            missing = []
-            probe = os.path.abspath(local)
-            while not os.path.exists(probe):
-                missing.append(probe)
-                parent = os.path.dirname(probe)
-                if parent == probe:
-                    break
-                probe = parent
-            for directory in reversed(missing):
-                try:
-                    os.mkdir(directory, 0o700)
-                except FileExistsError:
-                    continue
-                os.chmod(directory, stat.S_IRWXU)  # mkdir's mode is masked by the umask
+            private_dirs(local)
             return
         jvm, jpath, fs = self._hadoop(path)
         if not fs.exists(jpath):
