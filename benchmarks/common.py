@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -35,7 +35,8 @@ class Sizes:
     decode_pool: int  # distinct generated messages, landed once ...
     decode_copies: int  # ... and copied this many times into the decode input
     max_size: int  # largest generated payload (bytes) for the decode/classify input
-    classify_rows: int  # messages classified by both the compiled rules and the reference UDF
+    classify_rows: int  # N: messages classified by both the compiled rules and the reference UDF ...
+    classify_scale: int  # ... and N x this many, for the cost per message (the slope)
     rule_counts: tuple[int, ...]
     ingest_messages: int  # in the one large dump
     replay_messages: int
@@ -52,12 +53,27 @@ class Sizes:
 
 
 SIZES = {
-    "tiny": Sizes("tiny", 1, 100, 2, 16 * 1024, 100, (10,), 100, 100, (1,), (30,), 1, 2, 64 * 1024, 1024),
-    "quick": Sizes("quick", 3, 5_000, 20, 64 * 1024, 10_000, (10, 100, 500), 6_000, 4_000, (1, 2, 4),
+    "tiny": Sizes("tiny", 1, 100, 2, 16 * 1024, 100, 2, (10,), 100, 100, (1,), (30,), 1, 2, 64 * 1024, 1024),
+    "quick": Sizes("quick", 3, 5_000, 20, 64 * 1024, 5_000, 3, (10, 100, 500), 6_000, 4_000, (1, 2, 4),
                    (200, 2_000), 1, 20, 4 * 1024 * 1024, 1024),
-    "full": Sizes("full", 3, 20_000, 50, 64 * 1024, 40_000, (10, 100, 500), 20_000, 20_000, (1, 2, 4),
+    "full": Sizes("full", 3, 20_000, 50, 64 * 1024, 20_000, 3, (10, 100, 500), 20_000, 20_000, (1, 2, 4),
                   (500, 5_000, 20_000), 2, 100, 20 * 1024 * 1024, 1024),
 }
+
+
+def with_overrides(sizes: Sizes, overrides: list[str]) -> Sizes:
+    """``sizes`` with ``FIELD=VALUE`` overrides (a tuple field takes ``1,2,4``); the work
+    directory stays the mode's, and the cached inputs record the sizes they were made with."""
+    changes = {}
+    for item in overrides:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or name not in Sizes.__dataclass_fields__ or name == "name":
+            raise SystemExit(f"--size {item!r}: expected FIELD=VALUE with FIELD one of "
+                             f"{', '.join(f for f in Sizes.__dataclass_fields__ if f != 'name')}")
+        current = getattr(sizes, name)
+        changes[name] = tuple(int(v) for v in value.split(",") if v.strip()) if isinstance(current, tuple) else int(value)
+    return replace(sizes, **changes)
 
 
 # --- the machine -------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import time
 import traceback
 from pathlib import Path
 
-from benchmarks.common import ROOT, SIZES, machine, run_child, sizes_dict, write_result
+from benchmarks.common import ROOT, SIZES, machine, run_child, sizes_dict, with_overrides, write_result
 
 COMPARISONS = ("decode", "classify", "ingest", "replay", "end_to_end", "memory")
 DEFAULT_LATENCY = "put=0.2,commit=2,get=0.2,browse=0.2"
@@ -42,6 +42,9 @@ def _arguments(argv):
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="small sizes: a few minutes on 2 cores")
     mode.add_argument("--tiny", action="store_true", help="smallest sizes: only checks that everything runs")
+    parser.add_argument("--size", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override one size of the mode (repeatable), e.g. --size decode_copies=10 "
+                             "--size e2e_counts=500,5000; fields: benchmarks/common.py Sizes")
     parser.add_argument("--only", default="", help=f"comma-separated subset of {','.join(COMPARISONS)}")
     parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "dlq-pipeline-bench"),
                         help="where generated inputs are kept (and reused)")
@@ -63,7 +66,7 @@ def run(argv=None, *, spark=None) -> dict:
     from benchmarks.report import markdown
 
     args = _arguments(argv)
-    sizes = SIZES["tiny" if args.tiny else "quick" if args.quick else "full"]
+    sizes = with_overrides(SIZES["tiny" if args.tiny else "quick" if args.quick else "full"], args.size)
     only = [c.strip() for c in args.only.split(",") if c.strip()] or list(COMPARISONS)
     unknown = set(only) - set(COMPARISONS)
     if unknown:

@@ -238,36 +238,83 @@ def classify_agreement(spark, df, table) -> dict:
     return {"rows": int(row["n"]), "agree": int(row["same"] or 0)}
 
 
+def _prepared(build):
+    """(DataFrame, seconds): ``build()`` and its executed plan (SQL generation, parsing,
+    analysis, optimisation, physical planning): the fixed cost a classification pays once
+    whatever the row count."""
+    began = time.perf_counter()
+    df = build()
+    df._jdf.queryExecution().executedPlan()
+    return df, time.perf_counter() - began
+
+
 def bench_classify(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
+    """Each classifier over N and ``classify_scale`` x N messages, built and planned before
+    the clock starts: the slope between the two sizes is the cost per message, the
+    intercept (plus the build-and-plan time, measured on its own) the fixed cost per query.
+    Timing one size alone mixes both: at 10,000 rows a large table's planning dominated."""
     from pyspark.sql import functions as F
 
     df = spark.read.parquet(classify_input(spark, sizes, work)).cache()
     n = df.count()
-    out = {"messages": n, "tables": {}}
+    scale = sizes.classify_scale
+    big = df.crossJoin(F.broadcast(spark.range(scale).withColumnRenamed("id", "_copy"))).drop("_copy").cache()
+    big_n = big.count()
+    out = {"messages": n, "messages_large": big_n, "tables": {}}
     for count in sizes.rule_counts:
         table = data.rules_table(count)
-        variants = {"compiled": lambda: noop(compiled_classify(df, table)),
-                    "reference_udf": lambda: noop(reference_classify(df, table))}
+        build = {"compiled": lambda d: compiled_classify(d, table), "reference_udf": lambda d: reference_classify(d, table)}
+        prepare = {k: [] for k in build}
+        for _ in range(max(sizes.repeats, 1)):
+            for k, make in build.items():
+                prepare[k].append(_prepared(lambda: make(df))[1])
+        queries = {(k, size): make(d) for k, make in build.items() for size, d in (("n", df), ("large", big))}
+        variants = {f"{k}_{size}": (lambda q=q: noop(q)) for (k, size), q in queries.items()}
         times = interleaved(variants, sizes.repeats)
         t = {k: median(v) for k, v in times.items()}
+        figures = {}
+        for k in build:
+            slope = (t[f"{k}_large"] - t[f"{k}_n"]) / max(big_n - n, 1)
+            intercept = t[f"{k}_n"] - slope * n
+            figures[k] = {
+                "build_and_plan_s": round(median(prepare[k]), 3),
+                "run_s": {"n": summary(times[f"{k}_n"], n), "large": summary(times[f"{k}_large"], big_n)},
+                "marginal_us_per_message": round(slope * 1e6, 2),
+                "fixed_s": round(median(prepare[k]) + intercept, 3),
+                "whole_us_per_message_at_n": round((median(prepare[k]) + t[f"{k}_n"]) / n * 1e6, 1),
+            }
         decided_by = compiled_classify(df, table).groupBy("rule_index").count()
         spread = {int(r["rule_index"]) if r["rule_index"] is not None else -1: int(r["count"])
                   for r in decided_by.collect()}
         weighted = sum((k if k >= 0 else count) * v for k, v in spread.items()) / max(n, 1)
         out["tables"][str(count)] = {
-            "variants": {k: summary(v, n) for k, v in times.items()},
-            "reference_over_compiled": ratio(t["reference_udf"], t["compiled"]),
+            "variants": figures,
+            "reference_over_compiled_marginal": ratio(figures["reference_udf"]["marginal_us_per_message"],
+                                                      figures["compiled"]["marginal_us_per_message"]),
+            "reference_over_compiled_at_n": ratio(figures["reference_udf"]["whole_us_per_message_at_n"],
+                                                  figures["compiled"]["whole_us_per_message_at_n"]),
             "mean_rules_scanned_by_reference": round(weighted + 1, 1),
             "catch_all_share": round(spread.get(count - 1, 0) / max(n, 1), 3),
             "agreement": classify_agreement(spark, df.limit(2000), table),
         }
     first, last = str(sizes.rule_counts[0]), str(sizes.rule_counts[-1])
-    per = {k: {v: out["tables"][k]["variants"][v]["us_per_message"] for v in ("compiled", "reference_udf")}
-           for k in (first, last)}
+    per = {k: {v: out["tables"][k]["variants"][v] for v in ("compiled", "reference_udf")} for k in (first, last)}
     out["growth"] = {
-        f"compiled_{last}_over_{first}_rules": ratio(per[last]["compiled"], per[first]["compiled"]),
-        f"reference_{last}_over_{first}_rules": ratio(per[last]["reference_udf"], per[first]["reference_udf"]),
+        f"compiled_marginal_{last}_over_{first}_rules": ratio(per[last]["compiled"]["marginal_us_per_message"],
+                                                              per[first]["compiled"]["marginal_us_per_message"]),
+        f"reference_marginal_{last}_over_{first}_rules": ratio(per[last]["reference_udf"]["marginal_us_per_message"],
+                                                               per[first]["reference_udf"]["marginal_us_per_message"]),
+        f"compiled_fixed_{last}_over_{first}_rules": ratio(per[last]["compiled"]["fixed_s"],
+                                                           per[first]["compiled"]["fixed_s"]),
     }
+    crossover = {}
+    for count, tb in out["tables"].items():
+        c, r = tb["variants"]["compiled"], tb["variants"]["reference_udf"]
+        gain = r["marginal_us_per_message"] - c["marginal_us_per_message"]
+        extra = c["fixed_s"] - r["fixed_s"]
+        crossover[count] = round(extra / gain * 1e6) if gain > 0 and extra > 0 else (0 if gain > 0 else None)
+    out["compiled_wins_above_messages"] = crossover
+    big.unpersist()
     df.unpersist()
     return out
 

@@ -562,23 +562,38 @@ def _is_mqdead(md_format: str | None) -> bool | None:
     return md_format.rstrip(" \x00") == _FMT_DEAD
 
 
+def _chain_fields(layout: _Layout) -> tuple:
+    return tuple(f for f in layout.fields if f[0] in ("struc_length", "encoding", "ccsid", "format"))
+
+
+# What the chain needs of each header: its checks (`_open`, and those of decode_xqh/_mde/
+# _rfh2) and the fields that say what follows, nothing else: reading every MQMD field of
+# an MQXQH was most of the decode cost of a transmission-queue dead letter.
+_NEXT_FIELDS = {layout.name: _chain_fields(layout) for layout in (_DLH, _MDE, _RFH2, _MQMD_V1)}
+
+
 def _next_after(name: str, raw, encoding: int, ccsid: int):
     """(length, encoding, ccsid, format) of the part after header ``name``; None when the
-    header ends the chain. Raises StructureError when the header cannot be read."""
-    if name == _FMT_DEAD:
-        dlh = _decode_dlh_strict(raw, encoding, ccsid)
-        return DLH_LENGTH, dlh.encoding, dlh.ccsid, dlh.format
+    header ends the chain. Raises StructureError exactly when decoding that header would."""
+    if name == _FMT_TRIGGER:
+        _open(_TM, raw, encoding, ccsid)  # MQTM: validated, and nothing follows it
+        return None
     if name == _FMT_XMIT:
-        md = decode_xqh(raw, encoding, ccsid).md
-        return XQH_LENGTH, md.encoding, md.ccsid, md.format
-    if name == _FMT_RFH2:
-        rfh2 = decode_rfh2(raw, encoding, ccsid)
-        return rfh2.struc_length, rfh2.encoding, rfh2.ccsid, rfh2.format
-    if name == _FMT_MDE:
-        mde = decode_mde(raw, encoding, ccsid)
-        return mde.struc_length, mde.encoding, mde.ccsid, mde.format
-    decode_tm(raw, encoding, ccsid)  # MQTRIG: validated, and nothing follows it
-    return None
+        order, ebcdic, ccsid, _ = _open(_XQH, raw, encoding, ccsid)
+        md_raw = raw[_XQH_MD_OFFSET:XQH_LENGTH]
+        if _strucid_family(md_raw, "MD  ") is not ebcdic:
+            raise StructureError("MQXQH", _XQH_MD_OFFSET,
+                                 f"embedded MQMD StrucId is {bytes(md_raw[:4]).hex().upper()}, not 'MD  '")
+        md = _read_fields(_NEXT_FIELDS["MQMD"], md_raw, order, ccsid, ebcdic)
+        return XQH_LENGTH, md["encoding"], md["ccsid"], md["format"]
+    layout, minimum = {_FMT_DEAD: (_DLH, None), _FMT_RFH2: (_RFH2, RFH2_FIXED_LENGTH), _FMT_MDE: (_MDE, MDE_LENGTH)}[name]
+    order, ebcdic, ccsid, _ = _open(layout, raw, encoding, ccsid)
+    values = _read_fields(_NEXT_FIELDS[layout.name], raw, order, ccsid, ebcdic)
+    if minimum is None:
+        return DLH_LENGTH, values["encoding"], values["ccsid"], values["format"]
+    if values["struc_length"] < minimum:
+        raise StructureError(layout.name, 8, f"StrucLength {values['struc_length']} is less than {minimum}")
+    return values["struc_length"], values["encoding"], values["ccsid"], values["format"]
 
 
 _FOLLOWED = frozenset({_FMT_DEAD, _FMT_XMIT, _FMT_RFH2, _FMT_MDE, _FMT_TRIGGER})
@@ -720,9 +735,9 @@ def decode_dlh_batch(headers: Sequence[bytes], encodings: Sequence[int], ccsids:
 
     Rows of at least 172 bytes are checked and decoded as an n×172 array: StrucId and
     Version for all rows at once, integers from both byte-order views picked per row,
-    characters by 256-entry lookup per CCSID. Rows that need more go to `decode_dlh`:
-    short rows, CCSIDs without an exact table, a StrucId in the other family than the CCSID,
-    and MQDLHs whose Format names a header to follow."""
+    characters by 256-entry lookup per CCSID; a header chain after the MQDLH is followed
+    row by row by `decode_dlh`'s own code. Rows that need more go to `decode_dlh`: short
+    rows, CCSIDs without an exact table, a StrucId in the other family than the CCSID."""
     n = len(headers)
     if md_formats is None:
         md_formats = [None] * n
@@ -777,22 +792,35 @@ def _decode_block(rows: np.ndarray, headers, encoding: np.ndarray, ccsid: np.nda
     table_id, lut = _table_ids(ccsid, ebcdic, valid, chars)
     decodable = np.flatnonzero(table_id >= 0)
     codes = lut[table_id[decodable][:, None], chars[decodable]]
-    names = [f.rstrip(" \x00") for f in _strings(codes[:, _FORMAT_SLICE])]
-    follow = np.fromiter((name in _FOLLOWED for name in names), dtype=bool, count=decodable.size)
-    done, codes = decodable[~follow], codes[~follow]
+    done = decodable
     targets = rows[done]
     _put(columns, "has_dlh", targets, [True] * done.size)
     _put(columns, "dlh_problem", targets, [None] * done.size)
+    integers = {}
     for attribute, word in _WORD.items():
-        _put(columns, "dlh_" + attribute, targets, np.where(use_big[done], big[done, word], little[done, word]).tolist())
+        integers[attribute] = np.where(use_big[done], big[done, word], little[done, word]).tolist()
+        _put(columns, "dlh_" + attribute, targets, integers[attribute])
     key = undeclared[done].astype(np.int64) | (md_state[done] << 7)
     for bit, (attribute, start, width) in enumerate(_CHAR_SLICES):
         _put(columns, "dlh_" + attribute, targets, _strings(codes[:, start:start + width]))
         key |= (chars[done, start:start + width] == 0).any(axis=1).astype(np.int64) << (bit + 1)
-    _put(columns, "dlh_chain", targets, [name for name, f in zip(names, follow.tolist()) if not f])
     flag_sets = {k: _flags_for(k) for k in np.unique(key).tolist()}
-    _put(columns, "decode_flags", targets, [list(flag_sets[k]) for k in key.tolist()])
-    return rows[np.sort(np.concatenate([np.flatnonzero(valid & (table_id < 0)), decodable[follow]]))]
+    flags = [list(flag_sets[k]) for k in key.tolist()]
+    chains = [f.rstrip(" \x00") for f in _strings(codes[:, _FORMAT_SLICE])]
+    # a header after the MQDLH (MQXMIT, MQHRF2, ...): the chain is followed row by row,
+    # with the scalar decoder's own code, from the table-decoded MQDLH fields
+    for j, name in enumerate(chains):
+        if name in _FOLLOWED:
+            field_ccsid = integers["ccsid"][j]
+            chain, stopped = _follow_chain(bytes(headers[targets[j]][:CHAIN_SCAN_LIMIT]), DLH_LENGTH,
+                                           integers["encoding"][j],
+                                           int(ccsid[done[j]]) if field_ccsid == MQCCSI_INHERIT else field_ccsid,
+                                           name)
+            chains[j] = ">".join(chain)
+            flags[j].extend(stopped)
+    _put(columns, "dlh_chain", targets, chains)
+    _put(columns, "decode_flags", targets, flags)
+    return rows[np.flatnonzero(valid & (table_id < 0))]
 
 
 def _table_ids(ccsid: np.ndarray, ebcdic: np.ndarray, valid: np.ndarray, chars: np.ndarray):

@@ -54,6 +54,7 @@ _SOURCES = {token: code for code, token in enumerate(SUBSTITUTION_COLUMNS, start
 _SOURCE_COLUMNS = {code: SUBSTITUTION_COLUMNS[token] for token, code in _SOURCES.items()}
 
 _MATCHED, _COUNT, _PICK = "__dlq_rules_matched", "__dlq_rules_count", "__dlq_rules_pick"
+_TRIMMED = "__dlq_rules_trimmed_"
 
 
 # --- SQL text ----------------------------------------------------------------------------
@@ -149,9 +150,14 @@ def split_padding_tail(pattern: str) -> tuple[str, str]:
     return head, pattern[len(head):]
 
 
-def string_sql(pattern: str, column: str) -> str:
+def trimmed_sql(column: str) -> str:
+    """The value a string pattern is matched against: null read as blank, trailing blanks cut."""
+    return f"rtrim(coalesce({sql_column(column)}, ''))"
+
+
+def string_sql(pattern: str, column: str, trimmed: str | None = None) -> str:
     """§5 string matching of a column (decoded, unstripped; null reads as blank) against
-    ``pattern``, as SQL.
+    ``pattern``, as SQL; ``trimmed`` is a column already holding `trimmed_sql(column)`.
 
     With ``s`` the value without trailing blanks and ``p`` the pattern likewise, ``p``
     matches the padded field exactly when ``head`` alone matches ``s``, or ``head`` + the
@@ -159,7 +165,7 @@ def string_sql(pattern: str, column: str) -> str:
     ends in a non-blank; after them the padding may start anywhere).
     """
     p = re.sub(r"\*+", "*", pattern.rstrip(" "))
-    s = f"rtrim(coalesce({sql_column(column)}, ''))"
+    s = sql_column(trimmed) if trimmed else trimmed_sql(column)
     head, tail = split_padding_tail(p)
     if not tail:
         return _plain_glob(p, s)
@@ -172,16 +178,30 @@ def string_predicate(pattern: str, column: str) -> Column:
     return F.expr(string_sql(pattern, column))
 
 
-def rule_sql(rule: Rule) -> str:
-    """Every tested pattern of ``rule`` (a null column never matches an integer)."""
+def _cost(test: str) -> int:
+    """Rough cost class of a generated test: integer compare, string test, regex."""
+    return 2 if " RLIKE " in test else 0 if test.startswith("coalesce(") else 1
+
+
+def rule_sql(rule: Rule, trimmed: dict[str, str] | None = None) -> str:
+    """Every tested pattern of ``rule`` (a null column never matches an integer), cheapest
+    first: AND stops at the first false test, and most rules fail on REASON or another
+    integer, so a string or regex test runs only for the few messages that pass those.
+    ``trimmed`` maps a column to the name of its precomputed `trimmed_sql` column."""
     tests = []
     for keyword, wanted in rule.tested_patterns().items():
         column, kind, _ = PATTERN_FIELDS[keyword]
         if kind == "int":
             tests.append(f"coalesce({sql_column(column)} = {sql_value(int(wanted))}, false)")
         else:
-            tests.append(string_sql(str(wanted), column))
-    return _all(tests)
+            tests.append(string_sql(str(wanted), column, (trimmed or {}).get(column)))
+    return _all(sorted(tests, key=_cost))
+
+
+def string_columns(rules: tuple[Rule, ...]) -> list[str]:
+    """The string columns the rules' patterns read, in PATTERN_FIELDS order."""
+    used = {PATTERN_FIELDS[k][0] for r in rules for k in r.tested_patterns() if PATTERN_FIELDS[k][1] != "int"}
+    return [c for c, kind, _ in PATTERN_FIELDS.values() if kind != "int" and c in used]
 
 
 # --- choosing a rule ---------------------------------------------------------------------
@@ -189,10 +209,10 @@ def rule_sql(rule: Rule) -> str:
 _EMPTY = "CAST(array() AS ARRAY<INT>)"
 
 
-def chunk_sql(rules: tuple[Rule, ...], start: int, eligible: str) -> str:
+def chunk_sql(rules: tuple[Rule, ...], start: int, eligible: str, trimmed: dict[str, str] | None = None) -> str:
     """The indexes of the rules ``start``.. ``start + CHUNK`` that match (array<int>, table
     order); empty for a message that is not eligible, whose predicates are then skipped."""
-    flags = [f"CASE WHEN {rule_sql(r)} THEN {start + k} ELSE -1 END"
+    flags = [f"CASE WHEN {rule_sql(r, trimmed)} THEN {start + k} ELSE -1 END"
              for k, r in enumerate(rules[start:start + CHUNK])]
     # array_remove is compiled; array_compact would be an interpreted filter() lambda
     return f"CASE WHEN {eligible} THEN array_remove(array({', '.join(flags)}), -1) ELSE {_EMPTY} END"
@@ -289,13 +309,20 @@ def classify_columns(table: RulesTable, df: DataFrame, attempts_col: str = "prio
     rules = tuple(table.rules)
     eligible = "(coalesce(`has_dlh`, false) AND NOT coalesce(`truncated`, false))"
     attempts = f"CAST(coalesce({sql_column(attempts_col)}, 0) AS BIGINT)"
-    chunks = [chunk_sql(rules, start, eligible) for start in range(0, len(rules), CHUNK)]
+    # Each string column trimmed once per row, in a projection of its own: inside the CASE
+    # and AND branches of the chunks subexpression elimination does not reach, so every
+    # pattern would trim its column again. CollapseProject keeps the projection apart
+    # because the consumer uses each trimmed value more than once.
+    trimmed = {c: f"{_TRIMMED}{c}" for c in string_columns(rules)}
+    source = df.select(*[F.col(sql_column(c)) for c in df.columns],
+                       *[F.expr(trimmed_sql(c)).alias(t) for c, t in trimmed.items()]) if trimmed else df
+    chunks = [chunk_sql(rules, start, eligible, trimmed) for start in range(0, len(rules), CHUNK)]
     # Each chunk is used twice here: subexpression elimination then evaluates it once, in
     # its own generated method. The count says whether anything matched.
     matched = (f"concat({', '.join(chunks)})" if len(chunks) > 1 else chunks[0]) if chunks else _EMPTY
     count = " + ".join(f"size({c})" for c in chunks) if chunks else "0"
-    listed = df.select(*[F.col(sql_column(c)) for c in df.columns],
-                       F.expr(matched).alias(_MATCHED), F.expr(count).alias(_COUNT))
+    listed = source.select(*[F.col(sql_column(c)) for c in df.columns],
+                           F.expr(matched).alias(_MATCHED), F.expr(count).alias(_COUNT))
     picked = listed.select("*", F.expr(choose_sql(rules, sql_column(_MATCHED), sql_column(_COUNT), attempts)).alias(_PICK))
     index = f"CASE WHEN {sql_column(_PICK)} < 0 THEN CAST(-{sql_column(_PICK)} - 1 AS INT) END"
     outputs = outputs_sql(rules, index, f"({sql_column(_COUNT)} > 0)")
