@@ -35,29 +35,15 @@ def cli(verbose: int, log_format: str | None) -> None:
     logs.setup_from_env(fmt=log_format, level=None if verbose == 0 else "info" if verbose == 1 else "debug")
 
 
-def _register() -> None:
-    """Attach every subcommand module that exists (one module per subcommand group)."""
-    import importlib
+# One module per group of subcommands; each imports pyspark only when a command runs.
+from dlq_pipeline.cli.generate import generate_cmd  # noqa: E402
+from dlq_pipeline.cli.inspect import inspect_cmd  # noqa: E402
+from dlq_pipeline.cli.live import LIVE_COMMANDS  # noqa: E402
+from dlq_pipeline.cli.pipeline import PIPELINE_COMMANDS  # noqa: E402
+from dlq_pipeline.cli.rules import rules_group  # noqa: E402
 
-    for module_name, attr in [
-        ("dlq_pipeline.cli.inspect", "inspect_cmd"),
-        ("dlq_pipeline.cli.generate", "generate_cmd"),
-        ("dlq_pipeline.cli.rules", "rules_group"),
-        ("dlq_pipeline.cli.pipeline", "PIPELINE_COMMANDS"),
-        ("dlq_pipeline.cli.live", "LIVE_COMMANDS"),
-    ]:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue
-            raise
-        target = getattr(module, attr)
-        for command in target if isinstance(target, (list, tuple)) else [target]:
-            cli.add_command(command)
-
-
-_register()
+for _command in (inspect_cmd, generate_cmd, rules_group, *PIPELINE_COMMANDS, *LIVE_COMMANDS):
+    cli.add_command(_command)
 
 
 def main() -> None:
