@@ -1,9 +1,8 @@
-"""The jobs/*.py scripts under a real ``spark-submit --master local[1]`` (two processes in all).
+"""The jobs/*.py scripts under a real ``spark-submit --master local[1]`` (three processes in all).
 
 One generated dump; the expected decisions come from the reference matcher (pure Python),
 so the scripts' outputs are compared with an independent answer, not with themselves.
-To cover another script (drain, with a ``sim:`` source), add its argument list to
-``stage_runs`` below: it then runs in the same spark-submit process.
+The live scripts (drain, settle) run against a simulated queue manager in the warehouse.
 """
 
 from __future__ import annotations
@@ -124,3 +123,36 @@ def test_run_script_under_spark_submit_logs_json_and_writes_metrics(tmp_path, du
     assert f"dlq_pipeline_last_run_exit_status {expected_status}" in text
     for action, count in expected_actions.items():
         assert f'dlq_pipeline_last_run_decisions{{action="{action}"}} {count}' in text
+
+
+def test_drain_and_settle_scripts_under_spark_submit(tmp_path, dump, expected_actions):
+    """The live scripts against a simulated queue manager: drain (browse) lands the DLQ,
+    classify and replay (to the same sim) decide and deliver, settle removes what ended."""
+    from dlq_pipeline.mq.sim import SimQueueManager
+
+    from .test_live import DLQ, seed_queue
+
+    warehouse = tmp_path / "wh"
+    qm = SimQueueManager(warehouse / "_sim" / "QM1.sqlite", "QM1", {"remote_qmgrs": ["*"]})
+    seed_queue(qm, [(r.md, r.data) for r in read_dump(dump)])
+    common = ["--warehouse", str(warehouse), "--json"]
+    stage_runs = [
+        ["jobs/drain.py", "--source", "sim:QM1", "--queue", DLQ, *common],
+        ["jobs/classify.py", "--rules", STARTER, *common],
+        ["jobs/replay.py", "--target", "sim:QM1", *common],
+        ["jobs/settle.py", "--source", "sim:QM1", "--queue", DLQ, *common],
+    ]
+    args = [HARNESS, str(tmp_path / "result.json")]
+    for run in stage_runs:
+        args += [str(REPO / run[0]), *run[1:], "--"]
+    proc = spark_submit(args, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = json.loads((tmp_path / "result.json").read_text())["runs"]
+    assert [r["exit"] for r in runs] == [0, 0, 0, 0], runs
+    drained, decided, replayed, settled = [json.loads(r["stdout"]) for r in runs]
+    assert drained["landed"] == COUNT
+    assert decided["decisions"] == expected_actions
+    ended = replayed["outcomes"].get("delivered", 0) + replayed["outcomes"].get("discarded", 0)
+    assert ended == COUNT - expected_actions.get("IGNORE", 0)  # the sim accepts every target
+    assert settled["removed"] == ended
+    assert len(qm.messages(DLQ)) == COUNT - ended  # what the rules ignore stays on the DLQ
