@@ -30,8 +30,9 @@ pytestmark = [pytest.mark.deploy, pytest.mark.slow]
 
 
 def test_make_package_runs_the_packaging_tool():
-    dry = subprocess.run(["make", "-n", "package", f"VENV={Path(sys.executable).parents[1]}"], cwd=REPO,
-                         capture_output=True, text=True, check=True)
+    # --no-print-directory: under `make test` this is a sub-make, which would add "Leaving directory"
+    dry = subprocess.run(["make", "--no-print-directory", "-n", "package", f"VENV={Path(sys.executable).parents[1]}"],
+                         cwd=REPO, capture_output=True, text=True, check=True)
     assert dry.stdout.splitlines()[-1].strip() == f"{sys.executable} tools/package.py --dist dist"
 
 
