@@ -22,6 +22,18 @@ def bytes_to_text(raw: bytes) -> str:
     return raw.decode(*DUMP_TEXT)
 
 
+def stored_text(text: str | None) -> str | None:
+    """``text`` as the tables store it (valid UTF-8, as Spark strings must be): each byte that
+    was not UTF-8 in the dump (kept by ``DUMP_TEXT`` as a surrogate escape) becomes U+FFFD."""
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 # Field lengths of the MQMD character and byte fields (message-formats.md §1).
 MQMD_CHAR_LENGTHS = {
     "format": 8,

@@ -12,7 +12,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from dlq_pipeline.model import MQMD, MQMD_CHAR_LENGTHS, DumpedMessage, RecordError
+from dlq_pipeline.model import MQMD, MQMD_CHAR_LENGTHS, DumpedMessage, RecordError, stored_text
 from dlq_pipeline.rules.matcher import decide, rule_matches
 from dlq_pipeline.rules.model import Decision, RulesTable
 from dlq_pipeline.rules.parser import format_rule
@@ -42,19 +42,9 @@ class Outcome:
                 "putaut": d.putaut, "ignore_reason": d.ignore_reason}
 
 
-def landed_text(text: str) -> str:
-    """``text`` as ingest stores it in a Spark string: each byte that was not UTF-8 in the
-    dump (a surrogate escape here) becomes U+FFFD (spark/ingest.py ``_clean``)."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
-
 def landed_md(md: MQMD) -> MQMD:
-    """The MQMD as the ``messages`` table holds it (character fields through ``landed_text``)."""
-    changed = {name: landed_text(getattr(md, name)) for name in MQMD_CHAR_LENGTHS
+    """The MQMD as the ``messages`` table holds it (character fields through ``stored_text``)."""
+    changed = {name: stored_text(getattr(md, name)) for name in MQMD_CHAR_LENGTHS
                if isinstance(getattr(md, name), str)}
     return replace(md, **changed)
 

@@ -48,7 +48,7 @@ from pyspark.sql import types as T
 from dlq_pipeline.clock import as_utc, utc_now
 from dlq_pipeline.dumpfile import MAX_LINE_LENGTH, SNIPPET_LENGTH, plan_splits, read_dump_info
 from dlq_pipeline.identity import data_digest, message_key
-from dlq_pipeline.model import MQMD_CHAR_LENGTHS, MQMD_FIELDS, DumpedMessage, RecordError, text_to_bytes
+from dlq_pipeline.model import MQMD_CHAR_LENGTHS, MQMD_FIELDS, DumpedMessage, RecordError, stored_text, text_to_bytes
 from dlq_pipeline.sources import expand_paths, local_path as _local  # noqa: F401 - re-exported
 from dlq_pipeline.spark.progress import Report, TaskTicker
 from dlq_pipeline.spark.schemas import conform, table_schema
@@ -93,7 +93,7 @@ def _listing_queue(path: str) -> str | None:
                 break
             match = _LISTING_QUEUE.match(line)
             if match:
-                return _clean(match.group(1).decode("utf-8", "replace")).strip() or None
+                return stored_text(match.group(1).decode("utf-8", "replace")).strip() or None
     return None
 
 
@@ -169,18 +169,6 @@ def _arrow_type(kind: T.DataType) -> pa.DataType:
 ARROW_SCHEMA = pa.schema([pa.field(f.name, _arrow_type(f.dataType), f.nullable) for f in RAW_SCHEMA.fields])
 
 
-def _clean(text: str | None) -> str | None:
-    """``text`` as valid UTF-8 for Spark: each undecodable byte (kept by the dump codec as a
-    surrogate escape) becomes U+FFFD."""
-    if text is None:
-        return None
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
-
 def _shown(text: str | None) -> str | None:
     """``text`` for people: undecodable bytes shown as ``\\xNN``."""
     if text is None:
@@ -254,7 +242,7 @@ def _message_row(msg: DumpedMessage, path: str, max_message_bytes: int) -> dict[
     for name, column in MD_COLUMNS.items():
         value = getattr(md, name)
         if name in MQMD_CHAR_LENGTHS:
-            clean = _clean(value)
+            clean = stored_text(value)
             if clean != value:
                 notes.append(f"{NOTE_NOT_UTF8}:{name}")
             value = clean
