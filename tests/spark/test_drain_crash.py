@@ -30,6 +30,7 @@ from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.spark.storage import Storage
 from tests.spark.replay_retry_job import dead_letter
+from tests.spark.test_live import seed_queue
 
 pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]
@@ -55,12 +56,7 @@ def test_move_drain_killed_between_landing_and_commit_then_rerun_lands_and_remov
     wh = tmp_path / "wh"
     qm = SimQueueManager(wh / "_sim" / "QM1.sqlite", "QM1")
     originals = [dead_letter(n) for n in range(COUNT)]
-    c = qm.connect()
-    handle = c.open_for_put(DLQ)
-    for md, data in originals:
-        c.put(handle, md, data)
-    c.commit()
-    c.disconnect()
+    seed_queue(qm, originals, queue=DLQ)
     qm.configure({"faults": [STUCK_COMMIT]})
 
     conf = tmp_path / "c.toml"

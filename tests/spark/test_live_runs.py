@@ -28,6 +28,7 @@ from dlq_pipeline.rules.view import match_view
 from dlq_pipeline.spark.run import run_pipeline, utc_now
 from dlq_pipeline.spark.storage import Storage
 from dlq_pipeline.structures import DeadLetterHeader, encode_dlh
+from tests.spark.test_live import seed_queue
 
 pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]
@@ -51,12 +52,7 @@ def dead_letter(n: int, reason: int = 2053) -> tuple[MQMD, bytes]:
 
 def seed(wh: Path, messages, **config) -> SimQueueManager:
     qm = SimQueueManager(wh / "_sim" / "QM1.sqlite", "QM1", config)
-    c = qm.connect()
-    handle = c.open_for_put(DLQ)
-    for md, data in messages:
-        c.put(handle, md, data)
-    c.commit()
-    c.disconnect()
+    seed_queue(qm, messages, queue=DLQ)
     return qm
 
 
