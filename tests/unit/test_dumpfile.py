@@ -694,3 +694,26 @@ def test_fast_paths_read_exactly_like_the_line_by_line_path(content, limit):
             patch.object(_Lines, "md_run", lambda self: None):
         slow = read_bytes(content, max_line_length=limit)
     assert fast == slow
+
+
+x_line = st.builds(
+    lambda data, junk, at, end: (b"X " + data.hex().upper().encode()[:at] + junk
+                                 + data.hex().upper().encode()[at:] + end),
+    st.binary(max_size=30),
+    st.sampled_from([b"", b"", b"", b" ", b"X", b"G", b"\r", b"x ", b"  ", b"X ", b"\r\r", b"\nA PRI 1", b"\xff"]),
+    st.integers(0, 60),
+    st.sampled_from([b"\n", b"\n", b"\r\n"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(x_line, min_size=1, max_size=12), st.sampled_from([b"", b"A PRI 2\nX 01\n", b"X 0"]),
+       st.sampled_from([40, MAX_LINE_LENGTH]))
+def test_x_runs_without_the_regular_expression_read_like_with_it(lines, tail, limit):
+    """The X-run fast path finds the run's end and lets the hex decoder check the digits;
+    a damaged line anywhere in the run must give exactly what the regular expression gives."""
+    content = b"A PRI 1\n" + b"".join(lines) + tail
+    fast = read_bytes(content, max_line_length=limit)
+    with patch.object(_Lines, "_plain_x_run", lambda self: None):
+        slow = read_bytes(content, max_line_length=limit)
+    assert fast == slow
