@@ -59,6 +59,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 104_857_600
 ARROW_BATCH_ROWS = 2048
 ARROW_BATCH_BYTES = 32 * 1024 * 1024  # keeps every batch's binary column well under 2 GB
 NOTE_NOT_UTF8 = "char_field_not_utf8"
+SKIP_BROADCAST_ROWS = 100_000  # rows to leave out of a landing, above which ingest deduplicates whole rows
 
 # MQMD attribute -> messages column (only Version is renamed).
 MD_COLUMNS = {name: ("md_version" if name == "version" else name) for name in MQMD_FIELDS}
@@ -392,17 +393,38 @@ def _timestamp(when: dt.datetime | None) -> dt.datetime:
     return as_utc(when) or utc_now()
 
 
-def messages_rows(positioned: DataFrame, *, run_id: str, landed_at: dt.datetime) -> DataFrame:
-    """The ``messages`` rows: one per message key (the first in file order), conformed."""
-    first = Window.partitionBy("message_key").orderBy("source_file", "source_offset")
-    rows = (
-        positioned.where(F.col("rec") == "message")
-        .withColumn("_n", F.row_number().over(first))
-        .where(F.col("_n") == 1)
-        .withColumn("landed_at", F.lit(_timestamp(landed_at)).cast("timestamp"))
-        .withColumn("run_id", F.lit(run_id))
+def messages_rows(positioned: DataFrame, *, run_id: str, landed_at: dt.datetime,
+                  skip: DataFrame | None = None) -> DataFrame:
+    """The ``messages`` rows, conformed: one per message key, the first in file order.
+
+    Without ``skip`` the rows are deduplicated by a window over ``message_key``, which
+    shuffles every row with its data. ``skip`` (from ``skipped_rows``, small enough to
+    broadcast) names the rows to leave out instead, so the data does not move."""
+    rows = positioned.where(F.col("rec") == "message")
+    if skip is None:
+        first = Window.partitionBy("message_key").orderBy("source_file", "source_offset")
+        rows = rows.withColumn("_n", F.row_number().over(first)).where(F.col("_n") == 1)
+    else:
+        rows = rows.join(F.broadcast(skip), ["source_file", "source_offset"], "left_anti")
+    rows = rows.withColumn("landed_at", F.lit(_timestamp(landed_at)).cast("timestamp")).withColumn(
+        "run_id", F.lit(run_id)
     )
     return conform(rows, "messages")
+
+
+def skipped_rows(raw: DataFrame, stored_keys: DataFrame | None = None) -> DataFrame:
+    """``(source_file, source_offset)`` of the message rows ``messages_rows`` must leave out:
+    every occurrence of a key after its first in file order, and every row whose key is in
+    ``stored_keys``. Only keys and positions are shuffled, never the data."""
+    narrow = raw.where(F.col("rec") == "message").select("message_key", "source_file", "source_offset")
+    first = Window.partitionBy("message_key").orderBy("source_file", "source_offset")
+    skip = narrow.withColumn("_n", F.row_number().over(first)).where(F.col("_n") > 1)
+    if stored_keys is not None:
+        skip = skip.select("source_file", "source_offset").unionByName(
+            narrow.join(stored_keys.select("message_key").distinct(), "message_key", "left_semi")
+            .select("source_file", "source_offset")
+        )
+    return skip.select("source_file", "source_offset").distinct()
 
 
 def quarantine_rows(positioned: DataFrame, *, run_id: str, landed_at: dt.datetime) -> DataFrame:
@@ -425,10 +447,15 @@ def quarantine_rows(positioned: DataFrame, *, run_id: str, landed_at: dt.datetim
 class _Landing:
     items: list[WorkItem]
     raw: DataFrame
-    messages: DataFrame
+    positioned: DataFrame
     quarantine: DataFrame
+    run_id: str
+    landed_at: dt.datetime
     persisted: bool = False
     per_file: dict[str, dict[str, int]] | None = None
+
+    def messages(self, skip: DataFrame | None = None) -> DataFrame:
+        return messages_rows(self.positioned, run_id=self.run_id, landed_at=self.landed_at, skip=skip)
 
     def release(self) -> None:
         if self.persisted:
@@ -482,8 +509,10 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
     return _Landing(
         items,
         raw,
-        messages_rows(positioned, run_id=run_id, landed_at=when),
+        positioned,
         quarantine_rows(positioned, run_id=run_id, landed_at=when),
+        run_id,
+        when,
         persisted,
         per_file,
     )
@@ -507,7 +536,7 @@ def land(
     """
     landing = _land(spark, paths, run_id=run_id, split_bytes=split_bytes, landed_at=landed_at,
                     max_line_length=max_line_length, max_message_bytes=max_message_bytes, persist=False)
-    return landing.messages, landing.quarantine
+    return landing.messages(), landing.quarantine
 
 
 # --- ingest: land + write ----------------------------------------------------------------------
@@ -543,6 +572,30 @@ def _setting(config, key: str, given, default):
     return default
 
 
+def _store_messages(storage, landing: _Landing, read: int) -> int:
+    """Store the landing's new messages; return how many.
+
+    With the read cached and Parquet storage, the rows to leave out (repeats within the
+    landing, keys already stored) are found on keys and positions alone and broadcast, so
+    the messages go from the cache to the table without a shuffle. A Delta table, an
+    uncached read, or more than ``SKIP_BROADCAST_ROWS`` rows to leave out (re-landing a
+    large dump) take ``merge_new``, which deduplicates the whole rows."""
+    if not landing.persisted or storage.format == "delta":
+        return storage.merge_new("messages", landing.messages())
+    stored = storage.read("messages").select("message_key") if storage.exists("messages") else None
+    skip = skipped_rows(landing.raw, stored).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        skipped = skip.count()
+        if skipped > SKIP_BROADCAST_ROWS:
+            return storage.merge_new("messages", landing.messages())
+        if skipped >= read:
+            return 0  # nothing new: leave no empty file behind
+        storage.append("messages", landing.messages(skip))
+        return read - skipped
+    finally:
+        skip.unpersist()
+
+
 def ingest(
     spark: SparkSession,
     storage,
@@ -573,7 +626,7 @@ def ingest(
         per_file = landing.per_file or {}
         read = sum(c["messages"] for c in per_file.values())
         quarantined = sum(c["quarantined"] for c in per_file.values())
-        landed = storage.merge_new("messages", landing.messages)
+        landed = _store_messages(storage, landing, read)
         crash_point("ingest-messages-stored")
         added = storage.merge_new("quarantine", landing.quarantine) if quarantined else 0
     finally:

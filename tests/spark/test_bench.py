@@ -25,7 +25,7 @@ def test_tiny_run_writes_every_comparison(spark, tmp_path):
     assert {"cores", "memory_gb", "python", "java", "spark"} <= set(doc["machine"])
     assert doc["decode"]["ratios"]["row_udf_over_pandas_udf"] > 0
     assert all(t["agreement"]["agree"] == t["agreement"]["rows"] for t in doc["classify"]["tables"].values())
-    assert doc["ingest"]["ratios"]["land_speedup_1_to_2_cores"] > 0
+    assert doc["ingest"]["ratios"]["parse_speedup_1_to_2_cores"] > 0
     assert all(p["puts_per_s"] > 0 for p in doc["replay"]["partitions"].values())
     assert "crossover_messages" in doc["end_to_end"]["crossover"]
     assert set(doc["memory"]["cases"]) == {"small_payload", "large_payload", "large_payload_whole_data_udf"}

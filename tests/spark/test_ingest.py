@@ -273,6 +273,34 @@ def test_ingest_is_idempotent_for_messages_and_quarantine(spark, tmp_path, corru
     assert_same_rows(storage.read("quarantine"), ref_quarantine)
 
 
+@pytest.mark.parametrize("broadcast_limit", [100_000, 0], ids=["skip-list-broadcast", "whole-row-merge"])
+def test_ingest_stores_each_key_once_when_landings_overlap(spark, tmp_path, big_dump, monkeypatch,
+                                                           broadcast_limit):
+    """Repeats inside one landing and keys stored by an earlier ingest are left out, the
+    first in file order kept: alike when the rows to leave out are broadcast (the data is
+    not shuffled) and when there are too many and whole rows are deduplicated."""
+    import dlq_pipeline.spark.ingest as ingest_module
+
+    monkeypatch.setattr(ingest_module, "SKIP_BROADCAST_ROWS", broadcast_limit)
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    generated = list(generate_messages(40, seed=23, max_size=2048))
+    write_dump(generated[:25], dumps / "a.dmp")
+    write_dump(generated[20:] + generated[30:33], dumps / "b.dmp")  # overlaps a.dmp, repeats itself
+    storage = Storage(spark, path=str(tmp_path / "warehouse"))
+    first = ingest(spark, storage, [str(dumps / "a.dmp")], run_id=RUN, landed_at=LANDED, split_bytes=4096)
+    later = LANDED + dt.timedelta(hours=1)
+    second = ingest(spark, storage, [str(big_dump), str(dumps / "b.dmp")], run_id="second", landed_at=later,
+                    split_bytes=big_dump.stat().st_size // 5)
+    assert (first.messages_landed, first.duplicates_skipped) == (25, 0)
+    # big.dmp: 303 distinct (one repeat); b.dmp: 23 rows of which 5 are in a.dmp and 3 repeat
+    assert (second.messages_read, second.messages_landed, second.duplicates_skipped) == (304 + 23, 303 + 15, 9)
+    ref_first, _ = reference(spark, [dumps / "a.dmp"])
+    ref_second, _ = reference(spark, [big_dump, dumps / "b.dmp"], run_id="second", landed_at=later)
+    expected = ref_first.unionByName(ref_second.join(ref_first.select("message_key"), "message_key", "left_anti"))
+    assert_same_rows(storage.read("messages"), expected)
+
+
 def test_the_same_message_in_two_files_lands_once(spark, tmp_path, real_fixtures):
     folder = tmp_path / "dumps"
     (folder / "sub").mkdir(parents=True)
