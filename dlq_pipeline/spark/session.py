@@ -110,6 +110,19 @@ def launcher_conf() -> dict[str, str]:
     return {str(k): str(v) for k, v in SparkConf().getAll()}
 
 
+def local_driver_memory(total_bytes: int | None = None) -> str:
+    """The heap of a local session this process starts: a quarter of the machine's memory,
+    1 to 8 GB. Spark's default of 1 GB runs out reading a realistic ``messages`` table
+    (Parquet reads a whole row group's column chunk, up to 128 MB of payload, per task):
+    decode over 1M messages died with "Java heap space" on 2 cores (benchmarks/run.py)."""
+    if total_bytes is None:
+        try:
+            total_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):  # not POSIX: keep Spark's default
+            return "1g"
+    return f"{max(1, min(8, total_bytes // 4 // 2**30))}g"
+
+
 def session_conf(settings: Mapping[str, Any] | None = None, launcher: Mapping[str, str] | None = None) -> dict[str, str]:
     """The Spark settings ``get_spark`` uses for a new local session (pure; for tests and docs).
 
@@ -126,6 +139,8 @@ def session_conf(settings: Mapping[str, Any] | None = None, launcher: Mapping[st
     conf = dict(BASE_CONF)
     conf["spark.master"] = s.get("master") or "local[*]"
     conf["spark.app.name"] = s.get("app_name") or "dlq-pipeline"
+    if not launcher and conf["spark.master"].startswith("local"):
+        conf["spark.driver.memory"] = local_driver_memory()
     user = {str(k): str(v) for k, v in (s.get("spark_conf") or {}).items()}
     conf.update(user)
     conf.update({str(k): str(v) for k, v in (launcher or {}).items()})

@@ -56,6 +56,17 @@ def test_session_conf_defaults_and_overrides():
     assert session_conf({"spark_conf": {"spark.ui.enabled": "true"}})["spark.ui.enabled"] == "true"
 
 
+def test_a_local_session_gets_a_heap_sized_to_the_machine():
+    assert session_module.local_driver_memory(24 * 2**30) == "6g"
+    assert session_module.local_driver_memory(2 * 2**30) == "1g"
+    assert session_module.local_driver_memory(256 * 2**30) == "8g"
+    assert session_conf({"master": "local[2]"})["spark.driver.memory"] == session_module.local_driver_memory()
+    assert session_conf({"master": "local[2]", "spark_conf": {"spark.driver.memory": "3g"}})["spark.driver.memory"] == "3g"
+    assert "spark.driver.memory" not in session_conf({"master": "spark://host:7077"})
+    # spark-submit started the JVM already: what it was told stands
+    assert "spark.driver.memory" not in session_conf({"master": "local[2]"}, {"spark.master": "local[2]"})
+
+
 def test_session_conf_rejects_unknown_settings():
     with pytest.raises(ValueError, match="unknown settings"):
         session_conf({"mastr": "local[1]"})
