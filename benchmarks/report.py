@@ -75,9 +75,11 @@ def replay_lines(d: dict) -> list[str]:
     for parts, p in d["partitions"].items():
         v = p["variants"]
         rows.append([int(parts), v["writer_to_sim"]["seconds"], v["writer_to_sim"]["per_s"], p["puts_per_s"],
-                     v["iterate_only"]["seconds"], p["overhead_us_per_put"], p["writer_over_iterate"]])
-    return (_table(["partitions", "writer s", "messages/s", "puts/s", "iterate only s", "overhead µs/put",
-                    "writer / iterate"], rows)
+                     v.get("writer_dry_run", {}).get("seconds"), v["iterate_only"]["seconds"], p["overhead_us_per_put"],
+                     p.get("writer_own_us_per_message"), p.get("sim_and_checkpoints_us_per_put"),
+                     p["writer_over_iterate"]])
+    return (_table(["partitions", "writer s", "messages/s", "puts/s", "dry-run writer s", "iterate only s",
+                    "overhead µs/put", "writer's own µs/message", "sim + checkpoints µs/put", "writer / iterate"], rows)
             + [f"{d['messages']:,} decisions, {d['puts']:,} puts; sim latency (ms) {d['latency_ms']}. "
                + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items()), ""])
 

@@ -24,7 +24,11 @@ What it models (see docs/replay.md for the full list and the simplifications):
 - faults on demand: a reason code (or only a delay) for an operation, optionally only for one
   queue, after N matching operations, at most K times, with probability p (seeded RNG);
   connection reasons (2009, 2059, 2161, 2162) break the connection; a ``committed`` commit
-  fault commits and then reports the failure (MQ's in-doubt window).
+  fault commits and then reports the failure (MQ's in-doubt window). A plain delay (no
+  reason, no ``after``/``times``: latency) met inside a unit of work is slept when the unit
+  ends, after its database transaction: SQLite has one writer at a time, and sleeping while
+  holding it would make connections wait on each other's latency, which a real queue
+  manager does not (benchmarks/ measure parallel connections against these delays).
 
 The `put_log` table is the append-only record of every committed put, each descriptor as the
 caller passed it: the truth that replay tests compare the ledger against.
@@ -404,6 +408,7 @@ class SimConnection:
         self._got: list[int] = []
         self._cursors: dict[str, int] = {}
         self._broken: int | None = None
+        self._owed_delay = 0.0  # latency met inside the unit of work (see the module docstring)
         self._fault("connect", None)
         self._db = qm._open()
 
@@ -433,7 +438,10 @@ class SimConnection:
             if gated or fault.reason:
                 self._counter.bump(index, fired=True)
             if fault.delay:
-                time.sleep(fault.delay)
+                if self._in_uow and not gated and not fault.reason:
+                    self._owed_delay += fault.delay  # latency: slept when the unit of work ends
+                else:
+                    time.sleep(fault.delay)
             if not fault.reason:
                 continue
             text = f"injected fault on {op}" + (f" for {queue}" if queue else "")
@@ -597,11 +605,18 @@ class SimConnection:
         self._usable()
         self._fault("commit", None)
         self._finish_commit()
+        self._pay_latency()
 
     def backout(self) -> None:
         self._usable()
         self._fault("backout", None)
         self._rollback()
+        self._pay_latency()
+
+    def _pay_latency(self) -> None:
+        owed, self._owed_delay = self._owed_delay, 0.0
+        if owed:
+            time.sleep(owed)
 
     def mqget(self, q: str, *, max_length: int, browse: str | None = None, msg_id: bytes | None = None,
               correl_id: bytes | None = None, syncpoint: bool = True) -> Message:

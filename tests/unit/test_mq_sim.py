@@ -408,3 +408,32 @@ def test_state_is_shared_between_processes_and_kill_9_backs_out(tmp_path):
     assert [r.data for r in SimQueueManager(path, "QM1").put_log()] == [b"committed", b"after"]
     with pytest.raises(ValueError):
         SimQueueManager(path, "OTHER")
+
+
+def test_latency_inside_a_unit_of_work_is_slept_after_it_without_holding_the_database(qm):
+    """Two connections with slow puts and commits overlap their latency, as two connections
+    to a real queue manager do: the delays fall after each unit of work's transaction."""
+    import threading
+
+    qm.configure({"faults": [{"op": "put", "delay": 0.05}, {"op": "commit", "delay": 0.2}]})
+    first, second = qm.connect(), qm.connect()
+    put(first, "Q1", 1)  # no unit of work open yet: slept at once
+    began = time.monotonic()
+    put(first, "Q1", 2)
+    assert time.monotonic() - began < 0.05  # inside the unit of work: owed ...
+    began = time.monotonic()
+    first.commit()
+    assert time.monotonic() - began >= 0.25  # ... and paid with the commit's own delay
+
+    def put_and_commit(conn, n):
+        put(conn, "Q1", n)  # opens the unit of work: slept at once, before the database is held
+        conn.commit()  # the database is held only while committing, then the latency is slept
+
+    began = time.monotonic()
+    threads = [threading.Thread(target=put_and_commit, args=(c, n)) for n, c in ((3, first), (4, second))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert time.monotonic() - began < 0.4  # one after the other they take 0.5 s: the latency overlapped
+    assert sorted(m.data for m in qm.messages("Q1")) == [b"body-1", b"body-2", b"body-3", b"body-4"]
