@@ -406,6 +406,7 @@ class SimConnection:
         self._rng = random.Random(self._config["seed"])
         self._in_uow = False
         self._got: list[int] = []
+        self._put: list[tuple[int, int]] = []  # (messages id, put_log seq) of this unit's puts
         self._cursors: dict[str, int] = {}
         self._broken: int | None = None
         self._owed_delay = 0.0  # latency met inside the unit of work (see the module docstring)
@@ -475,6 +476,7 @@ class SimConnection:
             return
         db.execute("ROLLBACK")
         self._in_uow = False
+        self._put = []
         got, self._got = self._got, []
         if got:
             db.execute("BEGIN IMMEDIATE")
@@ -485,15 +487,18 @@ class SimConnection:
         db = self._db
         if db is None or not self._in_uow:
             return
-        db.execute(
-            "INSERT INTO get_log (qmgr, queue, md, data, connection) "
-            "SELECT qmgr, queue, md, data, ? FROM messages WHERE state=2", (self.id,))
-        db.execute("DELETE FROM messages WHERE state=2")
-        db.execute("UPDATE messages SET state=0 WHERE state=1")
-        db.execute("UPDATE put_log SET committed=1 WHERE committed=0")
+        # By the rows this unit touched: a scan for state 1/2 would cost the whole table per
+        # commit (a runmqdlq-like loop commits every message).
+        got = sorted(self._got)
+        db.executemany("INSERT INTO get_log (qmgr, queue, md, data, connection) "
+                       "SELECT qmgr, queue, md, data, ? FROM messages WHERE id=?", [(self.id, i) for i in got])
+        db.executemany("DELETE FROM messages WHERE id=?", [(i,) for i in got])
+        db.executemany("UPDATE messages SET state=0 WHERE id=?", [(m,) for m, _ in self._put])
+        db.executemany("UPDATE put_log SET committed=1 WHERE seq=?", [(q,) for _, q in self._put])
         db.execute("COMMIT")
         self._in_uow = False
         self._got = []
+        self._put = []
 
     def _run(self, syncpoint: bool, work):
         """Run ``work(db)`` in the unit of work (syncpoint) or in its own transaction."""
@@ -593,11 +598,15 @@ class SimConnection:
             if depth >= qdef.maxdepth:
                 raise MQError(reasons.MQRC_Q_FULL, f"{handle.queue} holds {depth} messages (MAXDEPTH {qdef.maxdepth})")
             state = 1 if syncpoint else 0
-            db.execute("INSERT INTO messages (qmgr, queue, md, data, msg_id, correl_id, state) VALUES (?,?,?,?,?,?,?)",
-                       (handle.token, handle.queue, md_to_json(stored), data, stored.msg_id, stored.correl_id, state))
-            db.execute("INSERT INTO put_log (qmgr, queue, md, data, user, connection, committed) VALUES (?,?,?,?,?,?,?)",
-                       (handle.token, handle.queue, md_to_json(md), data,
-                        (handle.alternate_user or self.user).strip(), self.id, 1 - state))
+            message = db.execute(
+                "INSERT INTO messages (qmgr, queue, md, data, msg_id, correl_id, state) VALUES (?,?,?,?,?,?,?)",
+                (handle.token, handle.queue, md_to_json(stored), data, stored.msg_id, stored.correl_id, state)).lastrowid
+            logged = db.execute(
+                "INSERT INTO put_log (qmgr, queue, md, data, user, connection, committed) VALUES (?,?,?,?,?,?,?)",
+                (handle.token, handle.queue, md_to_json(md), data, (handle.alternate_user or self.user).strip(),
+                 self.id, 1 - state)).lastrowid
+            if syncpoint:
+                self._put.append((message, logged))
 
         self._run(syncpoint, work)
 
