@@ -393,6 +393,11 @@ def _timestamp(when: dt.datetime | None) -> dt.datetime:
     return as_utc(when) or utc_now()
 
 
+def _occurrence():
+    """1 for a key's first row in file order, 2 for its second, ..."""
+    return F.row_number().over(Window.partitionBy("message_key").orderBy("source_file", "source_offset"))
+
+
 def messages_rows(positioned: DataFrame, *, run_id: str, landed_at: dt.datetime,
                   skip: DataFrame | None = None) -> DataFrame:
     """The ``messages`` rows, conformed: one per message key, the first in file order.
@@ -402,8 +407,7 @@ def messages_rows(positioned: DataFrame, *, run_id: str, landed_at: dt.datetime,
     broadcast) names the rows to leave out instead, so the data does not move."""
     rows = positioned.where(F.col("rec") == "message")
     if skip is None:
-        first = Window.partitionBy("message_key").orderBy("source_file", "source_offset")
-        rows = rows.withColumn("_n", F.row_number().over(first)).where(F.col("_n") == 1)
+        rows = rows.withColumn("_n", _occurrence()).where(F.col("_n") == 1)
     else:
         rows = rows.join(F.broadcast(skip), ["source_file", "source_offset"], "left_anti")
     rows = rows.withColumn("landed_at", F.lit(_timestamp(landed_at)).cast("timestamp")).withColumn(
@@ -417,8 +421,7 @@ def skipped_rows(raw: DataFrame, stored_keys: DataFrame | None = None) -> DataFr
     every occurrence of a key after its first in file order, and every row whose key is in
     ``stored_keys``. Only keys and positions are shuffled, never the data."""
     narrow = raw.where(F.col("rec") == "message").select("message_key", "source_file", "source_offset")
-    first = Window.partitionBy("message_key").orderBy("source_file", "source_offset")
-    skip = narrow.withColumn("_n", F.row_number().over(first)).where(F.col("_n") > 1)
+    skip = narrow.withColumn("_n", _occurrence()).where(F.col("_n") > 1)
     if stored_keys is not None:
         skip = skip.select("source_file", "source_offset").unionByName(
             narrow.join(stored_keys.select("message_key").distinct(), "message_key", "left_semi")
