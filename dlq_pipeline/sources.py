@@ -84,22 +84,30 @@ def read_source(
     label = name if name is not None else os.fspath(path)
     kind = sniff(path)
     if kind == "dmpmqmsg":
-        yield from read_dump(path, name=label, start=start, end=end,
-                             max_line_length=max_line_length, max_message_bytes=max_message_bytes)
+        records = read_dump(path, name=label, start=start, end=end,
+                            max_line_length=max_line_length, max_message_bytes=max_message_bytes)
+    elif start > 0:
         return
-    if start > 0:
+    elif kind == "amqsbcg":
+        records = read_amqsbcg(path, name=label, max_line_length=max_line_length)
+    else:
+        yield _unknown(path, label)
         return
-    if kind == "amqsbcg":
-        for record in read_amqsbcg(path, name=label, max_line_length=max_line_length):
-            if (max_message_bytes is not None and isinstance(record, DumpedMessage)
-                    and max(len(record.data), record.total_length or 0) > max_message_bytes):
-                record = RecordError(label, record.line, record.offset, "message_too_large",
-                                     f"the message has {max(len(record.data), record.total_length or 0)} bytes of "
-                                     f"data, more than the {max_message_bytes}-byte limit (ingest.max_message_bytes)",
-                                     "", record.index)
-            yield record
-        return
-    yield _unknown(path, label)
+    for record in records:
+        if max_message_bytes is not None and isinstance(record, DumpedMessage):
+            record = too_large(record, label, max_message_bytes) or record
+        yield record
+
+
+def too_large(msg: DumpedMessage, file: str, max_message_bytes: int) -> RecordError | None:
+    """The error a message over ``ingest.max_message_bytes`` becomes (its real length counts,
+    also when a listing holds only part of it)."""
+    length = msg.total_length if msg.truncated and msg.total_length is not None else len(msg.data)
+    if length <= max_message_bytes:
+        return None
+    return RecordError(file, msg.line, msg.offset, "message_too_large",
+                       f"the message has {length} bytes of data, more than the {max_message_bytes}-byte "
+                       "limit (ingest.max_message_bytes)", "", msg.index)
 
 
 def _unknown(path, label: str) -> RecordError:

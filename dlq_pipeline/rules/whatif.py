@@ -17,6 +17,7 @@ from dlq_pipeline.rules.matcher import decide, rule_matches
 from dlq_pipeline.rules.model import Decision, RulesTable
 from dlq_pipeline.rules.parser import format_rule
 from dlq_pipeline.rules.view import match_view
+from dlq_pipeline.sources import too_large
 
 # The keys of a `rules test --json` object, in order.
 OUTPUT_KEYS = ("file", "index", "action", "rule_line", "target_q", "target_qmgr", "header", "putaut",
@@ -47,16 +48,6 @@ def landed_md(md: MQMD) -> MQMD:
     changed = {name: stored_text(getattr(md, name)) for name in MQMD_CHAR_LENGTHS
                if isinstance(getattr(md, name), str)}
     return replace(md, **changed)
-
-
-def too_large(msg: DumpedMessage, file: str, max_message_bytes: int) -> RecordError | None:
-    """The error ingest quarantines a message with when it is over ``ingest.max_message_bytes``."""
-    length = msg.total_length if msg.truncated and msg.total_length is not None else len(msg.data)
-    if length <= max_message_bytes:
-        return None
-    return RecordError(file, msg.line, msg.offset, "message_too_large",
-                       f"the message has {length} bytes of data, more than the {max_message_bytes}-byte "
-                       "limit (ingest.max_message_bytes)", "", msg.index)
 
 
 def decide_message(table: RulesTable, msg: DumpedMessage, file: str, attempts: int = 0, *,

@@ -229,14 +229,11 @@ class _NewlineCounter:
         self.file.close()
 
 
-def _message_row(msg: DumpedMessage, path: str, max_message_bytes: int) -> dict[str, Any] | RecordError:
+def _message_row(msg: DumpedMessage) -> dict[str, Any]:
+    """A message's row (``read_source`` has already turned one over the size limit into an error)."""
     md = msg.md
     data = bytes(msg.data)
     length = msg.total_length if msg.truncated and msg.total_length is not None else len(data)
-    if length > max_message_bytes:
-        return RecordError(path, msg.line, msg.offset, "message_too_large",
-                           f"the message has {length} bytes of data, more than the {max_message_bytes}-byte "
-                           "limit (ingest.max_message_bytes)", "", msg.index)
     digest = data_digest(data)
     notes = list(msg.notes)
     row: dict[str, Any] = {"rec": "message"}
@@ -295,12 +292,7 @@ def read_item(item: WorkItem, *, max_line_length: int = MAX_LINE_LENGTH,
         records = read_source(item.path, name=item.path, start=item.start, end=item.end,
                               max_line_length=max_line_length, max_message_bytes=max_message_bytes)
         for record in records:
-            if isinstance(record, DumpedMessage):
-                row = _message_row(record, item.path, max_message_bytes)
-                if isinstance(row, RecordError):
-                    row = _error_row(row)
-            else:
-                row = _error_row(record)
+            row = _message_row(record) if isinstance(record, DumpedMessage) else _error_row(record)
             last_offset = row["source_offset"]
             if row["reader_index"] is not None:
                 row["ordinal"] = ordinal
