@@ -51,7 +51,6 @@ log = logging.getLogger(__name__)
 ENDED_OUTCOMES = ("delivered", "discarded")
 BROWSE_CHUNK_MESSAGES = 10_000
 CHUNK_BYTES = 64 * 1024 * 1024
-NO_LIMIT = 1 << 62  # MQ's largest message is 100 MB: nothing a drain reads is refused
 _MESSAGES = table_schema("messages")
 
 
@@ -92,7 +91,7 @@ def message_rows(messages: list[tuple[int, Message]], live: LiveQueue, *, run_id
     by the same function ingest uses."""
     out = []
     for index, m in messages:
-        row = _message_row(DumpedMessage(m.md, m.data, index), live.label, NO_LIMIT)
+        row = _message_row(DumpedMessage(m.md, m.data, index))  # no size limit: MQ gave it
         row.update(source_kind="drain", source_qmgr=live.qmgr, source_queue=live.queue, source_file=None,
                    source_index=index, source_line=None, source_offset=None, landed_at=landed_at, run_id=run_id)
         out.append(tuple(row.get(f.name) for f in _MESSAGES.fields))
