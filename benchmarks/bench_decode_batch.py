@@ -13,8 +13,8 @@ import sys
 import time
 from dataclasses import replace
 
-from dlq_pipeline.model import MQMD
-from dlq_pipeline.structures import (
+from dlq_pipeline.formats.mqmd import MQMD
+from dlq_pipeline.formats.structures import (
     DeadLetterHeader, TransmissionQueueHeader, decode_dlh, decode_dlh_batch, encode_dlh, encode_xqh,
     to_columns,
 )

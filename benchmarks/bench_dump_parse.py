@@ -23,8 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from dlq_pipeline.dumpfile import plan_splits, read_dump, write_dump
-from dlq_pipeline.model import MQMD
+from dlq_pipeline.dumps.dmpmqmsg import plan_splits, read_dump, write_dump
+from dlq_pipeline.formats.mqmd import MQMD
 
 
 def dead_letters(target_bytes: int, seed: int = 7):

@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from dlq_pipeline.constants import reason_name
-from dlq_pipeline.generator import write_generated
+from dlq_pipeline.formats.constants import reason_name
+from dlq_pipeline.dumps.generator import write_generated
 
 STARTER_RULES = str(Path(__file__).resolve().parents[1] / "conf" / "rules" / "starter.rules")
 

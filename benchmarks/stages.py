@@ -95,7 +95,7 @@ def row_udf_decode(df):
     from pyspark.sql import functions as F
 
     from dlq_pipeline.spark.decode import decoded_struct, header_slice
-    from dlq_pipeline.structures import decode_dlh, to_columns
+    from dlq_pipeline.formats.structures import decode_dlh, to_columns
 
     schema = decoded_struct()
     names = [f.name for f in schema.fields]
@@ -323,7 +323,7 @@ def bench_classify(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
 
 def python_parse(path: str, repeats: int) -> dict:
     """One core, no Spark: ``read_dump`` against reading the lines (bench_dump_parse.py)."""
-    from dlq_pipeline.dumpfile import read_dump
+    from dlq_pipeline.dumps.dmpmqmsg import read_dump
 
     size = os.path.getsize(path)
     count = {}
@@ -374,7 +374,7 @@ def bench_ingest(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     dump = data.dumps(work / "ingest-dump", sizes.ingest_messages, seed=202, files=1, max_size=256 * 1024)[0]
     size = os.path.getsize(dump)
     split = max(size // 8, 1024)
-    from dlq_pipeline.dumpfile import read_dump
+    from dlq_pipeline.dumps.dmpmqmsg import read_dump
 
     messages = sum(1 for _ in read_dump(dump))
     out = {"dump_mb": round(size / 1e6, 1), "messages": messages, "split_bytes": split,
@@ -519,7 +519,7 @@ def child_reference(params: dict) -> dict:
     """What runmqdlq does, one message at a time: browse the DLQ, decode and match, put the
     rebuilt message, get the original off the DLQ and commit, all under one unit of work."""
     began = time.perf_counter()
-    from dlq_pipeline.dumpfile import read_dump
+    from dlq_pipeline.dumps.dmpmqmsg import read_dump
     from dlq_pipeline.mq.interface import MQError
     from dlq_pipeline.mq.sim import SimQueueManager
     from dlq_pipeline.replay.rebuild import RebuildError, rebuild
@@ -634,7 +634,7 @@ def memory_input(out: Path, messages: int, payload: int, seed: int = 505) -> str
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from dlq_pipeline.generator import generate_messages
+    from dlq_pipeline.dumps.generator import generate_messages
 
     params = {"messages": messages, "payload": payload, "seed": seed}
     stamp = out.with_suffix(".json")

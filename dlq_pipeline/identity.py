@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 
-from dlq_pipeline.model import MQMD, text_to_bytes
+from dlq_pipeline.formats.mqmd import MQMD, text_to_bytes
 
 
 def data_digest(data: bytes) -> str:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from dlq_pipeline.codepages import decode
-from dlq_pipeline.structures import DLH_LENGTH
+from dlq_pipeline.formats.codepages import decode
+from dlq_pipeline.formats.structures import DLH_LENGTH
 
 PREVIEW_CHARS = 80
 

@@ -6,7 +6,7 @@ import re
 
 import click
 
-from dlq_pipeline.generator import (
+from dlq_pipeline.dumps.generator import (
     DEFAULT_MAX_SIZE,
     MIN_MAX_SIZE,
     PAYLOADS,

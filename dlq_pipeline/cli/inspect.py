@@ -14,8 +14,8 @@ import sys
 import click
 
 from dlq_pipeline import exitcodes
-from dlq_pipeline.inspect import describe, format_message, format_summary, summarize
-from dlq_pipeline.model import RecordError
+from dlq_pipeline.dumps.inspect import describe, format_message, format_summary, summarize
+from dlq_pipeline.dumps.records import RecordError
 from dlq_pipeline.redact import redact_snippet
 
 # RecordError codes that say the whole file is not a dump or listing (the readers report
@@ -97,7 +97,7 @@ class _Tally:
 def _describe_all(files, limit: int | None, state: _Tally, *, errors_inline: bool, redact: bool = False):
     """`describe` objects of every message, in file order, up to ``limit``. Bad records go
     to stderr as they are met (and inline on stdout as error objects when asked)."""
-    from dlq_pipeline.sources import read_source
+    from dlq_pipeline.dumps.sources import read_source
 
     shown = 0
     for path in files:

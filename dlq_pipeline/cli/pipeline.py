@@ -364,7 +364,7 @@ def demo_cmd(out, count, seed, files, max_size, rules_path, target, master):
     with the starter rules table, replayed into a simulated queue manager, and reported.
     Runs offline; re-running with the same --out changes nothing that should not change.
     """
-    from dlq_pipeline.generator import write_generated
+    from dlq_pipeline.dumps.generator import write_generated
     from dlq_pipeline.spark.run import run_pipeline
     from dlq_pipeline.report_render import render_text
 

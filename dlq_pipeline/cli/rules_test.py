@@ -14,7 +14,7 @@ import click
 
 from dlq_pipeline import exitcodes
 from dlq_pipeline.cli.rules import summary_line
-from dlq_pipeline.model import RecordError
+from dlq_pipeline.dumps.records import RecordError
 
 FILE = click.Path(exists=True, dir_okay=False)
 
@@ -75,7 +75,7 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
     """
     from dlq_pipeline.rules.parser import load_rules
     from dlq_pipeline.rules.whatif import Tally, decide_message, file_width, format_outcome, format_tally, text_header
-    from dlq_pipeline.sources import expand_paths, read_source
+    from dlq_pipeline.dumps.sources import expand_paths, read_source
 
     table = load_rules(file)
     for diagnostic in table.diagnostics:

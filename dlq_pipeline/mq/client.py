@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Iterator, Mapping
 
 from dlq_pipeline.config import secret
-from dlq_pipeline.model import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text, text_to_bytes
+from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text, text_to_bytes
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import DEFAULT_BUFFER, Message, MQError, PutHandle, read_whole
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterator, Protocol, runtime_checkable
 
-from dlq_pipeline.model import MQMD
+from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import reasons
 
 # First buffer for a get/browse; grown to the real length on 2080 (never truncate).

@@ -50,7 +50,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from dlq_pipeline.model import MQMD, MQMD_BYTE_LENGTHS
+from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.private import private_file
 from dlq_pipeline.mq.interface import DEFAULT_BUFFER, Message, MQError, PutHandle, read_whole

@@ -17,8 +17,8 @@ that value when the message is put, so the restored MQMD carries the real CCSID.
 
 from __future__ import annotations
 
-from dlq_pipeline.model import MQMD
-from dlq_pipeline.structures import DLH_LENGTH, decode_dlh
+from dlq_pipeline.formats.mqmd import MQMD
+from dlq_pipeline.formats.structures import DLH_LENGTH, decode_dlh
 
 MQCCSI_INHERIT = -2
 PUT_ACTIONS = ("RETRY", "FWD")

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
-from dlq_pipeline.dumpfile import write_dump
-from dlq_pipeline.model import MQMD, text_to_bytes
+from dlq_pipeline.dumps.dmpmqmsg import write_dump
+from dlq_pipeline.formats.mqmd import MQMD, text_to_bytes
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, Message, MQError, PutHandle
 from dlq_pipeline.private import open_private, private_dirs

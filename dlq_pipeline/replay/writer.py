@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from dlq_pipeline.clock import as_utc, from_epoch, iso_z
-from dlq_pipeline.model import MQMD
+from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, MQError, PutHandle
 from dlq_pipeline.private import private_dirs

@@ -14,7 +14,7 @@ import re
 import string
 from pathlib import Path
 
-from dlq_pipeline import constants
+from dlq_pipeline.formats import constants
 from dlq_pipeline.rules.lexer import BLANKS, MAX_LINE, Entry, Item, Position, split_entries, tokenize
 from dlq_pipeline.rules.matcher import glob_match
 from dlq_pipeline.rules.model import (

@@ -8,8 +8,8 @@ trailing blanks and NULs decide matches.
 
 from __future__ import annotations
 
-from dlq_pipeline import structures
-from dlq_pipeline.model import MQMD, MQMD_FIELDS
+from dlq_pipeline.formats import structures
+from dlq_pipeline.formats.mqmd import MQMD, MQMD_FIELDS
 
 # MQMD attribute -> messages-table column, where the names differ
 MQMD_COLUMNS = {name: ("md_version" if name == "version" else name) for name in MQMD_FIELDS}

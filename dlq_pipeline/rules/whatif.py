@@ -12,12 +12,14 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from dlq_pipeline.model import MQMD, MQMD_CHAR_LENGTHS, DumpedMessage, RecordError, stored_text
+from dlq_pipeline.formats.mqmd import MQMD, MQMD_CHAR_LENGTHS
+from dlq_pipeline.dumps.records import DumpedMessage, RecordError
+from dlq_pipeline.tables import stored_text
 from dlq_pipeline.rules.matcher import decide, rule_matches
 from dlq_pipeline.rules.model import Decision, RulesTable
 from dlq_pipeline.rules.parser import format_rule
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.sources import too_large
+from dlq_pipeline.dumps.sources import too_large
 
 # The keys of a `rules test --json` object, in order.
 OUTPUT_KEYS = ("file", "index", "action", "rule_line", "target_q", "target_qmgr", "header", "putaut",

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
 from dlq_pipeline.spark.schemas import table_schema
-from dlq_pipeline.structures import CHAIN_SCAN_LIMIT, decode_dlh_batch
+from dlq_pipeline.formats.structures import CHAIN_SCAN_LIMIT, decode_dlh_batch
 
 
 def decoded_struct() -> StructType:

@@ -46,10 +46,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dlq_pipeline.clock import as_utc, utc_now
-from dlq_pipeline.dumpfile import MAX_LINE_LENGTH, SNIPPET_LENGTH, plan_splits, read_dump_info
+from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH, plan_splits, read_dump_info
 from dlq_pipeline.identity import data_digest, message_key
-from dlq_pipeline.model import MQMD_CHAR_LENGTHS, MQMD_FIELDS, DumpedMessage, RecordError, stored_text, text_to_bytes
-from dlq_pipeline.sources import expand_paths, local_path as _local  # noqa: F401 - re-exported
+from dlq_pipeline.formats.mqmd import MQMD_CHAR_LENGTHS, MQMD_FIELDS, text_to_bytes
+from dlq_pipeline.dumps.records import DumpedMessage, RecordError
+from dlq_pipeline.tables import stored_text
+from dlq_pipeline.dumps.sources import expand_paths, local_path as _local  # noqa: F401 - re-exported
 from dlq_pipeline.spark.progress import Report, TaskTicker
 from dlq_pipeline.spark.schemas import conform, table_schema
 from dlq_pipeline.testhooks import crash_point
@@ -100,7 +102,7 @@ def _listing_queue(path: str) -> str | None:
 
 def plan_work(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[WorkItem]:
     """The work items for ``paths`` (see the module docstring); reads only file heads."""
-    from dlq_pipeline.sources import sniff
+    from dlq_pipeline.dumps.sources import sniff
 
     if split_bytes < 1:
         raise ValueError("split_bytes must be positive")
@@ -274,7 +276,7 @@ def _error_row(err: RecordError) -> dict[str, Any]:
 def read_item(item: WorkItem, *, max_line_length: int = MAX_LINE_LENGTH,
               max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Iterator[dict[str, Any]]:
     """The raw rows of one work item (plain dicts; runs on an executor)."""
-    from dlq_pipeline.sources import read_source
+    from dlq_pipeline.dumps.sources import read_source
 
     split_file = item.splits > 1
     counter = _NewlineCounter(item.path, item.start) if split_file else None

@@ -39,7 +39,7 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.live import LiveError, LiveQueue, QueueLock, live_queue, lock_path, resolve_queue
-from dlq_pipeline.model import DumpedMessage
+from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import DEFAULT_BUFFER, Message, MQError
 from dlq_pipeline.spark.ingest import _message_row, _timestamp

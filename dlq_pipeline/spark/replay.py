@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from dlq_pipeline.clock import as_utc, from_epoch_micros, utc_now
 from dlq_pipeline.config import Config
 from dlq_pipeline.locks import local_path
-from dlq_pipeline.model import MQMD, MQMD_FIELDS
+from dlq_pipeline.formats.mqmd import MQMD, MQMD_FIELDS
 from dlq_pipeline.replay.targets import Target, TargetError, check_run_id, open_target
 from dlq_pipeline.replay.writer import (LEDGER_COLUMNS, OUTCOMES, Checkpoint, ReplaySettings, WorkItem,
                                         replay_partition)

@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from dlq_pipeline.config import Config, load_config
-from dlq_pipeline.constants import reason_name
+from dlq_pipeline.formats.constants import reason_name
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.classify import ENDED_OUTCOMES, classify, pending_with_attempts
 from dlq_pipeline.spark.decode import decode_headers

@@ -60,7 +60,7 @@ def fail_once(marker_dir: str, seed: int, partition_id: int, batches: int) -> No
 
 def main(warehouse: str, result_path: str, count: int, seed: int) -> None:
     from dlq_pipeline.config import load_config
-    from dlq_pipeline.generator import generate_messages
+    from dlq_pipeline.dumps.generator import generate_messages
     from dlq_pipeline.identity import data_digest, message_key
     from dlq_pipeline.mq.sim import SimQueueManager
     from dlq_pipeline.spark.replay import replay

@@ -22,15 +22,15 @@ import pytest
 from pyspark.sql import functions as F
 
 from dlq_pipeline.config import load_config
-from dlq_pipeline.dumpfile import write_dump
-from dlq_pipeline.generator import generate_messages, write_generated
+from dlq_pipeline.dumps.dmpmqmsg import write_dump
+from dlq_pipeline.dumps.generator import generate_messages, write_generated
 from dlq_pipeline.identity import data_digest, message_key
-from dlq_pipeline.model import DumpedMessage, RecordError
+from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.sources import read_source
+from dlq_pipeline.dumps.sources import read_source
 from dlq_pipeline.spark.run import run_pipeline, storage_from_config
 
 from .harness import kill_run, markers, start_run, wait_for

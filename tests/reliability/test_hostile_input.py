@@ -18,13 +18,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlq_pipeline import structures
-from dlq_pipeline.dumpfile import NOTE_FILE_ENDS_MID_LINE, read_dump, write_dump
-from dlq_pipeline.generator import generate_messages
-from dlq_pipeline.inspect import describe, format_message
-from dlq_pipeline.model import MQMD, DumpedMessage, RecordError, text_to_bytes
+from dlq_pipeline.formats import structures
+from dlq_pipeline.dumps.dmpmqmsg import NOTE_FILE_ENDS_MID_LINE, read_dump, write_dump
+from dlq_pipeline.dumps.generator import generate_messages
+from dlq_pipeline.dumps.inspect import describe, format_message
+from dlq_pipeline.formats.mqmd import MQMD, text_to_bytes
+from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.rules.parser import load_rules, parse_rules
-from dlq_pipeline.sources import read_source
+from dlq_pipeline.dumps.sources import read_source
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LONG = os.environ.get("DLQ_SOAK") == "long"

@@ -13,7 +13,7 @@ import resource
 import pytest
 
 from dlq_pipeline.config import load_config
-from dlq_pipeline.dumpfile import write_dump
+from dlq_pipeline.dumps.dmpmqmsg import write_dump
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.rules.model import Decision

@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
 from dlq_pipeline.config import ConfigError, load_config
-from dlq_pipeline.dumpfile import write_dump
-from dlq_pipeline.generator import write_generated
-from dlq_pipeline.model import MQMD
+from dlq_pipeline.dumps.dmpmqmsg import write_dump
+from dlq_pipeline.dumps.generator import write_generated
+from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq.client import MQClientMissing
 from dlq_pipeline.redact import REDACTED, payloads_visible, redact_preview, redact_snippet
 from dlq_pipeline.rules.parser import parse_rules

@@ -53,8 +53,8 @@ def frame(spark, table: str, rows: list[dict]):
 
 
 def dead_letter(n: int, dest_q: str = "APP.IN"):
-    from dlq_pipeline.model import MQMD
-    from dlq_pipeline.structures import DeadLetterHeader, encode_dlh
+    from dlq_pipeline.formats.mqmd import MQMD
+    from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
 
     md = MQMD(version=2, encoding=546, ccsid=819, format="MQDEAD  ", persistence=1, priority=4,
               msg_id=b"M" + n.to_bytes(4, "big") + b"\x11" * 19, correl_id=b"C" + n.to_bytes(4, "big") + b"\x22" * 19,

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from dlq_pipeline.rules.compiler import CHUNK, DECISION_COLUMNS, classify_columns, glob_regex, string_predicate
 from dlq_pipeline.rules.matcher import decide, glob_match, rule_matches
 from dlq_pipeline.rules.model import PATTERN_FIELDS, Decision, Rule, RulesTable
-from dlq_pipeline.structures import DeadLetterHeader, decode_dlh, encode_dlh, to_columns
+from dlq_pipeline.formats.structures import DeadLetterHeader, decode_dlh, encode_dlh, to_columns
 
 pytestmark = pytest.mark.spark
 
@@ -59,7 +59,7 @@ def random_text(rnd: random.Random, max_len: int, wildcards: bool, chars: str = 
 @lru_cache(maxsize=None)
 def ebcdic_chars(ccsid: int) -> str:
     """The test characters that code page ``ccsid`` can hold."""
-    from dlq_pipeline.codepages import encode
+    from dlq_pipeline.formats.codepages import encode
 
     def encodable(c: str) -> bool:
         try:

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from dlq_pipeline.amqsbcg import read_amqsbcg
-from dlq_pipeline.dumpfile import read_dump, read_dump_info, write_dump
-from dlq_pipeline.generator import generate_messages
+from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
+from dlq_pipeline.dumps.dmpmqmsg import read_dump, read_dump_info, write_dump
+from dlq_pipeline.dumps.generator import generate_messages
 from dlq_pipeline.identity import data_digest, message_key
-from dlq_pipeline.model import MQMD, DumpedMessage, RecordError, bytes_to_text
+from dlq_pipeline.formats.mqmd import MQMD, bytes_to_text
+from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.spark.ingest import (
     _local,
     expand_paths,

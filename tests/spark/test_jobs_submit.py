@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from dlq_pipeline.generator import write_generated
-from dlq_pipeline.model import DumpedMessage
-from dlq_pipeline.dumpfile import read_dump
+from dlq_pipeline.dumps.generator import write_generated
+from dlq_pipeline.dumps.records import DumpedMessage
+from dlq_pipeline.dumps.dmpmqmsg import read_dump
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.rules.view import match_view

@@ -8,8 +8,8 @@ import datetime as dt
 
 import pytest
 
-from dlq_pipeline.dumpfile import write_dump
-from dlq_pipeline.generator import generate_messages
+from dlq_pipeline.dumps.dmpmqmsg import write_dump
+from dlq_pipeline.dumps.generator import generate_messages
 from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.live import LiveError, QueueLock, QueueLocked, live_queue, lock_path
 from dlq_pipeline.mq.sim import SimQueueManager

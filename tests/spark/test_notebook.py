@@ -9,7 +9,7 @@ import pytest
 from nbclient import NotebookClient
 
 from dlq_pipeline.config import load_config
-from dlq_pipeline.generator import write_generated
+from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.spark.run import run_pipeline
 

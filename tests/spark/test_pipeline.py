@@ -7,18 +7,18 @@ import datetime as dt
 import pytest
 from pyspark.sql import Row
 
-from dlq_pipeline.generator import generate_messages, write_generated
+from dlq_pipeline.dumps.generator import generate_messages, write_generated
 from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.sources import read_source
+from dlq_pipeline.dumps.sources import read_source
 from dlq_pipeline.spark.classify import classify, message_states, pending_with_attempts
 from dlq_pipeline.spark.decode import decode_headers, decoded_struct
 from dlq_pipeline.spark.ingest import ingest
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.spark.storage import Storage
-from dlq_pipeline.structures import decode_dlh, to_columns
+from dlq_pipeline.formats.structures import decode_dlh, to_columns
 
 from ..conftest import REPO
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dlq_pipeline.config import load_config
-from dlq_pipeline.dumpfile import read_dump
+from dlq_pipeline.dumps.dmpmqmsg import read_dump
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import TargetError

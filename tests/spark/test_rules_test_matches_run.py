@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.cli import cli
 from dlq_pipeline.config import load_config
-from dlq_pipeline.generator import write_generated
+from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.whatif import OUTPUT_KEYS
 from dlq_pipeline.spark.classify import classify

@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
-from dlq_pipeline.dumpfile import read_dump
-from dlq_pipeline.generator import write_generated
+from dlq_pipeline.dumps.dmpmqmsg import read_dump
+from dlq_pipeline.dumps.generator import write_generated
 
 from ..conftest import REPO
 

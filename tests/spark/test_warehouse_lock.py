@@ -36,7 +36,7 @@ def snapshot(root: Path) -> dict:
 
 
 def test_writing_commands_are_refused_while_another_run_holds_the_warehouse(spark, tmp_path):
-    from dlq_pipeline.dumpfile import write_dump
+    from dlq_pipeline.dumps.dmpmqmsg import write_dump
 
     wh = tmp_path / "wh"
     dump = tmp_path / "dlq.dmp"

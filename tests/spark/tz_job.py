@@ -32,7 +32,7 @@ COUNT = 3
 
 def pipeline(spark, root: Path) -> dict:
     from dlq_pipeline.config import load_config
-    from dlq_pipeline.dumpfile import write_dump
+    from dlq_pipeline.dumps.dmpmqmsg import write_dump
     from dlq_pipeline.mq.sim import SimQueueManager
     from dlq_pipeline.rules.parser import load_rules
     from dlq_pipeline.spark.run import run_pipeline

@@ -18,16 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlq_pipeline.amqsbcg import read_amqsbcg
-from dlq_pipeline.model import (
-    MQMD,
-    MQMD_BYTE_LENGTHS,
-    MQMD_CHAR_LENGTHS,
-    DumpedMessage,
-    RecordError,
-    bytes_to_text,
-    text_to_bytes,
-)
+from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
+from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text, text_to_bytes
+from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 BUFFER = 65536  # amqsbcg's BUFFERLENGTH on 9.x

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlq_pipeline import codepages
-from dlq_pipeline.codepages import INVARIANT, KNOWN_CCSIDS, decode, encode, table
+from dlq_pipeline.formats import codepages
+from dlq_pipeline.formats.codepages import INVARIANT, KNOWN_CCSIDS, decode, encode, table
 
 REPO = Path(__file__).resolve().parents[2]
 FFFD = "\ufffd"

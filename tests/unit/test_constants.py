@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlq_pipeline import constants
-from dlq_pipeline.constants import FAMILIES, lookup, name_of, reason_name, suggest
+from dlq_pipeline.formats import constants
+from dlq_pipeline.formats.constants import FAMILIES, lookup, name_of, reason_name, suggest
 
 REPO = Path(__file__).resolve().parents[2]
 ALL_NAMES = sorted((name, family) for family, table in FAMILIES.items() for name in table)

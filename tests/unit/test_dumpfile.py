@@ -13,24 +13,17 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from dlq_pipeline.dumpfile import (
+from dlq_pipeline.dumps.dmpmqmsg import (
     DATA_STYLES,
     MAX_LINE_LENGTH,
-    _Lines,
+    LineReader,
     plan_splits,
     read_dump,
     read_dump_info,
     write_dump,
 )
-from dlq_pipeline.model import (
-    MQMD,
-    MQMD_BYTE_LENGTHS,
-    MQMD_CHAR_LENGTHS,
-    DumpedMessage,
-    DumpInfo,
-    RecordError,
-    bytes_to_text,
-)
+from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text
+from dlq_pipeline.dumps.records import DumpedMessage, DumpInfo, RecordError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REAL_DUMP = "mq10-dmpmqmsg-stdout.dmp"
@@ -326,7 +319,7 @@ def test_reader_streams(tmp_path):
     with open(path, "rb") as f:
         first = next(read_dump(f))
         assert first.data == bytes(1000)
-        assert f.tell() <= 2 * _Lines.BLOCK < path.stat().st_size // 8
+        assert f.tell() <= 2 * LineReader.BLOCK < path.stat().st_size // 8
 
 
 # --- not message dumps -----------------------------------------------------------------------
@@ -690,8 +683,8 @@ def test_fast_paths_read_exactly_like_the_line_by_line_path(content, limit):
     """Runs of X lines, of quoted S lines and the usual 28-line MQMD block have fast paths; with them switched
     off the reader must give identical records, positions and errors."""
     fast = read_bytes(content, max_line_length=limit)
-    with patch.object(_Lines, "data_run", lambda self: None), \
-            patch.object(_Lines, "md_run", lambda self: None):
+    with patch.object(LineReader, "data_run", lambda self: None), \
+            patch.object(LineReader, "md_run", lambda self: None):
         slow = read_bytes(content, max_line_length=limit)
     assert fast == slow
 
@@ -714,6 +707,6 @@ def test_x_runs_without_the_regular_expression_read_like_with_it(lines, tail, li
     a damaged line anywhere in the run must give exactly what the regular expression gives."""
     content = b"A PRI 1\n" + b"".join(lines) + tail
     fast = read_bytes(content, max_line_length=limit)
-    with patch.object(_Lines, "_plain_x_run", lambda self: None):
+    with patch.object(LineReader, "_plain_x_run", lambda self: None):
         slow = read_bytes(content, max_line_length=limit)
     assert fast == slow

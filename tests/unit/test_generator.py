@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from dlq_pipeline import codepages
+from dlq_pipeline.formats import codepages
 from dlq_pipeline.cli import cli
-from dlq_pipeline.dumpfile import read_dump, read_dump_info
-from dlq_pipeline.generator import (
+from dlq_pipeline.dumps.dmpmqmsg import read_dump, read_dump_info
+from dlq_pipeline.dumps.generator import (
     DEFAULT_END,
     DEFAULT_SPAN,
     FLEET,
@@ -27,8 +27,8 @@ from dlq_pipeline.generator import (
     split_counts,
     write_generated,
 )
-from dlq_pipeline.model import RecordError
-from dlq_pipeline.structures import DLH_LENGTH, decode_dlh
+from dlq_pipeline.dumps.records import RecordError
+from dlq_pipeline.formats.structures import DLH_LENGTH, decode_dlh
 
 SMALL = 32 * 1024  # keeps samples fast; the size tests use the real default
 

@@ -12,11 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
-from dlq_pipeline.dumpfile import read_dump
-from dlq_pipeline.generator import generate, write_generated
-from dlq_pipeline.inspect import describe, format_message, format_summary, summarize
-from dlq_pipeline.model import MQMD, DumpedMessage, RecordError
-from dlq_pipeline.structures import (
+from dlq_pipeline.dumps.dmpmqmsg import read_dump
+from dlq_pipeline.dumps.generator import generate, write_generated
+from dlq_pipeline.dumps.inspect import describe, format_message, format_summary, summarize
+from dlq_pipeline.formats.mqmd import MQMD
+from dlq_pipeline.dumps.records import DumpedMessage, RecordError
+from dlq_pipeline.formats.structures import (
     DeadLetterHeader,
     RulesFormattingHeader2,
     TransmissionQueueHeader,
@@ -500,7 +501,7 @@ def test_summary_equals_a_straightforward_recount():
             destinations[(d["dlh"]["dest_qmgr"], d["dlh"]["dest_q"])] += 1
         else:
             problems[d["dlh_problem"]] += 1
-    from dlq_pipeline.constants import reason_name
+    from dlq_pipeline.formats.constants import reason_name
 
     assert summary == {
         "messages": 300,

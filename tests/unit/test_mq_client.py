@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-from dlq_pipeline.model import MQMD
+from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import client
 from dlq_pipeline.mq.client import (ClientConnection, MQClientMissing, browse_options, client_settings, get_options,
                                     md_fields, md_from_fields, object_descriptor, put_open_options, put_options)

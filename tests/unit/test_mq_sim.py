@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from dlq_pipeline.model import MQMD
+from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import MQError, read_whole, Message
 from dlq_pipeline.mq.sim import SimQueueManager, normalize_config
@@ -375,7 +375,7 @@ def test_configuration_is_validated():
 
 SCRIPT = textwrap.dedent("""
     import sys, time
-    from dlq_pipeline.model import MQMD
+    from dlq_pipeline.formats.mqmd import MQMD
     from dlq_pipeline.mq.sim import SimQueueManager
     qm = SimQueueManager(sys.argv[1], "QM1")
     c = qm.connect()

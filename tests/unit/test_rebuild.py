@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlq_pipeline.model import MQMD
+from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.replay.rebuild import RebuildError, rebuild
 from dlq_pipeline.replay.writer import WorkItem
 from dlq_pipeline.rules.model import Decision
-from dlq_pipeline.structures import DeadLetterHeader, encode_dlh
+from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
 
 PAYLOAD = b"<order id='42'>\x00\x01\xff</order>"
 

@@ -10,11 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dlq_pipeline.cli import cli
-from dlq_pipeline.dumpfile import write_dump
-from dlq_pipeline.model import MQMD, DumpedMessage
+from dlq_pipeline.dumps.dmpmqmsg import write_dump
+from dlq_pipeline.formats.mqmd import MQMD
+from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.whatif import OUTPUT_KEYS, decide_message
-from dlq_pipeline.structures import DeadLetterHeader, encode_dlh
+from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"

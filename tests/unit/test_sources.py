@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlq_pipeline.amqsbcg import read_amqsbcg
-from dlq_pipeline.dumpfile import read_dump
-from dlq_pipeline.model import DumpedMessage, RecordError
-from dlq_pipeline.sources import SNIFF_BYTES, read_source, sniff
+from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
+from dlq_pipeline.dumps.dmpmqmsg import read_dump
+from dlq_pipeline.dumps.records import DumpedMessage, RecordError
+from dlq_pipeline.dumps.sources import SNIFF_BYTES, read_source, sniff
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlq_pipeline import codepages
-from dlq_pipeline.model import MQMD
-from dlq_pipeline.structures import (
+from dlq_pipeline.formats import codepages
+from dlq_pipeline.formats.mqmd import MQMD
+from dlq_pipeline.formats.structures import (
     CHAIN_SCAN_LIMIT, DECODE_COLUMNS, DeadLetterHeader, HeaderResult, MessageDescriptorExtension,
     RulesFormattingHeader2, StructureError, TransmissionQueueHeader, TriggerMessage, byte_order,
     decode_dlh, decode_dlh_batch, decode_mde, decode_mqmd, decode_rfh2, decode_tm, decode_xqh,

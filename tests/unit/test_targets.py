@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dlq_pipeline.config import load_config
-from dlq_pipeline.dumpfile import read_dump, read_dump_info
-from dlq_pipeline.model import DumpedMessage
+from dlq_pipeline.dumps.dmpmqmsg import read_dump, read_dump_info
+from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.mq.client import MQClientMissing
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import (LOCAL_QMGR_DIR, TargetError, open_target, parse_target, safe_file_name)

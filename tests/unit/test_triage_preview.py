@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dlq_pipeline.codepages import encode
+from dlq_pipeline.formats.codepages import encode
 from dlq_pipeline.triage import body_preview
 
 DLH = b"DLH " + b"\x00" * 168  # only its length matters here

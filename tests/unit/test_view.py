@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dlq_pipeline.model import MQMD
+from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.model import Decision, Rule, RulesTable
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.structures import DeadLetterHeader, encode_dlh
+from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
 
 DLH = DeadLetterHeader(
     reason=2053,

@@ -8,14 +8,14 @@ import json
 
 import pytest
 
-from dlq_pipeline.model import MQMD
+from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq.interface import MQError
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import DryRunConnection
 from dlq_pipeline.replay.writer import (LEDGER_COLUMNS, Checkpoint, ReplaySettings, TokenBucket, WorkItem,
                                         replay_partition, utc_from_epoch)
-from dlq_pipeline.structures import DeadLetterHeader, encode_dlh
+from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
 
 START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 NOW = utc_from_epoch(START)

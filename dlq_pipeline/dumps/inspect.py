@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable
 
-from dlq_pipeline import codepages, constants
-from dlq_pipeline.model import MQMD_CHAR_LENGTHS, DumpedMessage
-from dlq_pipeline.structures import DLH_LENGTH, MQCCSI_INHERIT, decode_dlh
+from dlq_pipeline.formats import codepages
+from dlq_pipeline.formats import constants
+from dlq_pipeline.formats.mqmd import MQMD_CHAR_LENGTHS
+from dlq_pipeline.dumps.records import DumpedMessage
+from dlq_pipeline.formats.structures import DLH_LENGTH, MQCCSI_INHERIT, decode_dlh
 from dlq_pipeline.redact import REDACTED, redact_preview
 
 __all__ = ["PREVIEW_BYTES", "describe", "format_message", "summarize", "format_summary"]

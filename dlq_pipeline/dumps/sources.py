@@ -21,16 +21,17 @@ import re
 from typing import Iterable, Iterator, Literal
 from urllib.parse import urlparse
 
-from dlq_pipeline.amqsbcg import read_amqsbcg
-from dlq_pipeline.dumpfile import (
+from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
+from dlq_pipeline.dumps.dmpmqmsg import (
     HEADER_SEARCH_LINES,
     MAX_LINE_LENGTH,
     SNIPPET_LENGTH,
-    _classify,
-    _MD_KINDS,
+    line_kind,
+    MD_KINDS,
     read_dump,
 )
-from dlq_pipeline.model import DumpedMessage, RecordError, bytes_to_text
+from dlq_pipeline.dumps.records import DumpedMessage, RecordError
+from dlq_pipeline.formats.mqmd import bytes_to_text
 
 __all__ = ["SNIFF_BYTES", "sniff", "read_source", "expand_paths", "local_path"]
 
@@ -60,7 +61,7 @@ def _sniff_head(head: bytes) -> Kind | None:
             return "dmpmqmsg"
         if text.startswith(_LISTING_MARKS):
             return "amqsbcg"
-        if first and _classify(line) in _MD_KINDS:
+        if first and line_kind(line) in MD_KINDS:
             return "dmpmqmsg"
         first = False
     return None

@@ -33,16 +33,10 @@ import re
 import struct
 from typing import Iterator
 
-from dlq_pipeline import codepages
-from dlq_pipeline.dumpfile import MAX_LINE_LENGTH, SNIPPET_LENGTH, _Lines, _open_source
-from dlq_pipeline.model import (
-    MQMD,
-    MQMD_BYTE_LENGTHS,
-    MQMD_CHAR_LENGTHS,
-    DumpedMessage,
-    RecordError,
-    bytes_to_text,
-)
+from dlq_pipeline.formats import codepages
+from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH, LineReader, open_source
+from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text
+from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 
 __all__ = ["read_amqsbcg", "DLH_LENGTH", "NOTE_DLH_REBUILT"]
 
@@ -313,7 +307,7 @@ def _swap(value: int) -> int:
 
 def _rebuild_dlh(printed: dict, md: MQMD) -> bytes:
     """The 172 MQDLH bytes amqsbcg 9.4 printed as a block (see the module docstring)."""
-    from dlq_pipeline.structures import DeadLetterHeader, encode_dlh
+    from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
 
     missing = [bytes_to_text(n) for n, spec in _DLH_NAMES.items() if spec[0] not in printed]
     if missing:
@@ -361,10 +355,10 @@ def read_amqsbcg(
     failed MQGET printed in the listing yields a ``listing_get_failed`` error; a line longer
     than ``max_line_length`` makes its message a ``line_too_long`` error.
     """
-    with _open_source(source, name) as (f, label):
+    with open_source(source, name) as (f, label):
         index = 0
         current: _Listing | None = None
-        for offset, lineno, line, _, too_long in _Lines(f, 0, 1, max_line_length):
+        for offset, lineno, line, _, too_long in LineReader(f, 0, 1, max_line_length):
             if current is not None:
                 if _continues(current, line, too_long):
                     continue

@@ -40,14 +40,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import BinaryIO, Iterable, Iterator
 
-from dlq_pipeline.model import (
-    MQMD,
-    DumpedMessage,
-    DumpInfo,
-    RecordError,
-    bytes_to_text,
-    text_to_bytes,
-)
+from dlq_pipeline.formats.mqmd import MQMD, bytes_to_text, text_to_bytes
+from dlq_pipeline.dumps.records import DumpedMessage, DumpInfo, RecordError
 
 __all__ = [
     "MAX_LINE_LENGTH",
@@ -173,7 +167,7 @@ K_ATTR, K_NOMD, K_HEX, K_STRING, K_TEXT = "A", "N", "X", "S", "T"
 K_IGNORED, K_OTHER = "#", "?"
 _LETTER_KINDS = {b"A": K_ATTR, b"N": K_NOMD, b"X": K_HEX, b"S": K_STRING, b"T": K_TEXT}
 _DATA_KINDS = (K_HEX, K_STRING, K_TEXT)
-_MD_KINDS = (K_ATTR, K_NOMD)
+MD_KINDS = (K_ATTR, K_NOMD)
 
 # dmpmqmsg's own statistics (printed to stderr; present when 2>&1 was captured).
 _STATS_LINE = re.compile(rb"(Read|Written) +- Files:")
@@ -193,7 +187,7 @@ _LONG_VALUE = re.compile(rb"[ \t]*([+-]?[0-9]+)[ \t]*")
 _QUOTED = re.compile(rb'((?:[^"~]|~["~])*)"')
 
 
-def _classify(line: bytes, too_long: bool = False) -> str:
+def line_kind(line: bytes, too_long: bool = False) -> str:
     """The kind of a line from its first characters (a too-long line is never blank)."""
     first = line[:1]
     kind = _LETTER_KINDS.get(first)
@@ -219,7 +213,7 @@ def _snippet(line: bytes) -> str:
 _Line = tuple[int, int, bytes, int, bool]
 
 
-class _Lines:
+class LineReader:
     """Lines of ``f`` from its current position (which is ``offset``), read in big blocks.
 
     A line longer than ``max_len`` is skipped, never held whole. ``data_run`` is the fast
@@ -267,7 +261,7 @@ class _Lines:
         self.buf += chunk
         return True
 
-    def __iter__(self) -> "_Lines":
+    def __iter__(self) -> "LineReader":
         return self
 
     def __next__(self) -> _Line:
@@ -459,7 +453,7 @@ def _previous_kind(f: BinaryIO, pos: int, floor: int, max_len: int) -> str | Non
         f.seek(begin)
         size = end - begin
         if size > max_len + 2:
-            kind = _classify(f.read(SNIPPET_LENGTH), True)
+            kind = line_kind(f.read(SNIPPET_LENGTH), True)
         else:
             line = f.read(size)
             if line[-1:] == b"\n":
@@ -467,7 +461,7 @@ def _previous_kind(f: BinaryIO, pos: int, floor: int, max_len: int) -> str | Non
             if line[-1:] == b"\r":
                 line = line[:-1]
             too_long = len(line) > max_len
-            kind = _classify(line[:SNIPPET_LENGTH] if too_long else line, too_long)
+            kind = line_kind(line[:SNIPPET_LENGTH] if too_long else line, too_long)
         if kind != K_IGNORED:
             return kind
         end = begin
@@ -498,7 +492,7 @@ def _scan_prologue(lines: Iterator[_Line], name: str, *, header_only: bool = Fal
                 continue
             if first_nonblank is None:
                 first_nonblank = item
-                if _classify(line, too_long) in _MD_KINDS:  # -dH: written without a header
+                if line_kind(line, too_long) in MD_KINDS:  # -dH: written without a header
                     return _Prologue(info, offset, None if header_only else item)
             header = None if too_long else _HEADER_LINE.match(line)
             if header:
@@ -513,7 +507,7 @@ def _scan_prologue(lines: Iterator[_Line], name: str, *, header_only: bool = Fal
             if nonblank >= HEADER_SEARCH_LINES:
                 break
             continue
-        kind = _classify(line, too_long)
+        kind = line_kind(line, too_long)
         if kind == K_IGNORED:
             if line[:1] != b"*":
                 if header_only:
@@ -723,7 +717,7 @@ def _orphan_error(kind: str) -> tuple[str, str]:
 
 
 def _records(
-    lines: _Lines,
+    lines: LineReader,
     name: str,
     first: _Line | None,
     end: int | None,
@@ -744,7 +738,7 @@ def _records(
                 record.take(data, at, b"")
                 prev_kind = K_HEX  # (or K_STRING: both are data lines, all that matters)
                 continue
-        if prev_kind not in _MD_KINDS:
+        if prev_kind not in MD_KINDS:
             block = lines.md_run()
             if block is not None:  # a message start, its whole MQMD read at once
                 offset, lineno, first_line, fields = block
@@ -762,10 +756,10 @@ def _records(
         if item is None:
             break
         offset, lineno, line, _, too_long = item
-        kind = _classify(line, too_long)
+        kind = line_kind(line, too_long)
         if kind == K_IGNORED:
             continue
-        starts = kind == K_NOMD or (kind == K_ATTR and prev_kind not in _MD_KINDS)
+        starts = kind == K_NOMD or (kind == K_ATTR and prev_kind not in MD_KINDS)
         prev_kind = kind
         if not starts and offset != first_offset:
             if record is not None and record.error is None:
@@ -793,7 +787,7 @@ def _records(
 
 
 @contextmanager
-def _open_source(source, name: str | None):
+def open_source(source, name: str | None):
     if isinstance(source, (str, os.PathLike)):
         with open(source, "rb", buffering=1 << 20) as f:
             yield f, name if name is not None else os.fspath(source)
@@ -822,9 +816,9 @@ def read_dump(
     """
     if max_line_length < 1:
         raise ValueError("max_line_length must be positive")
-    with _open_source(source, name) as (f, label):
+    with open_source(source, name) as (f, label):
         if start <= 0:
-            lines = _Lines(f, 0, 1, max_line_length)
+            lines = LineReader(f, 0, 1, max_line_length)
             prologue = _scan_prologue(lines, label)
             if prologue.verdict is not None:
                 yield prologue.verdict
@@ -836,7 +830,7 @@ def read_dump(
             return
 
         f.seek(0)
-        prologue = _scan_prologue(_Lines(f, 0, -1, max_line_length), label)
+        prologue = _scan_prologue(LineReader(f, 0, -1, max_line_length), label)
         if prologue.verdict is not None or prologue.first is None:
             return  # reported by the split that starts at 0
         first_offset = prologue.first[0]
@@ -848,14 +842,14 @@ def read_dump(
         else:
             prev_kind = _previous_kind(f, pos, prologue.body_start, max_line_length)
         f.seek(pos)
-        yield from _records(_Lines(f, pos, -1, max_line_length), label, prologue.first,
+        yield from _records(LineReader(f, pos, -1, max_line_length), label, prologue.first,
                             end, False, prev_kind, max_line_length, max_message_bytes)
 
 
 def read_dump_info(source) -> DumpInfo:
     """What the dump header says (tool, version, created, qmgr, queue); empty if none."""
-    with _open_source(source, None) as (f, label):
-        return _scan_prologue(_Lines(f, 0, 1, MAX_LINE_LENGTH), label, header_only=True).info
+    with open_source(source, None) as (f, label):
+        return _scan_prologue(LineReader(f, 0, 1, MAX_LINE_LENGTH), label, header_only=True).info
 
 
 def plan_splits(path, target_bytes: int) -> list[tuple[int, int]]:

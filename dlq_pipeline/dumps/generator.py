@@ -28,10 +28,11 @@ from pathlib import Path
 from dlq_pipeline.private import private_dirs
 from typing import Iterator, Mapping
 
-from dlq_pipeline import codepages
-from dlq_pipeline.dumpfile import write_dump
-from dlq_pipeline.model import MQMD, MQMD_CHAR_LENGTHS, DumpedMessage
-from dlq_pipeline.structures import (
+from dlq_pipeline.formats import codepages
+from dlq_pipeline.dumps.dmpmqmsg import write_dump
+from dlq_pipeline.formats.mqmd import MQMD, MQMD_CHAR_LENGTHS
+from dlq_pipeline.dumps.records import DumpedMessage
+from dlq_pipeline.formats.structures import (
     DLH_LENGTH,
     DeadLetterHeader,
     RulesFormattingHeader2,

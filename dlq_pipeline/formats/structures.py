@@ -21,8 +21,9 @@ from typing import Sequence
 
 import numpy as np
 
-from dlq_pipeline import codepages, constants
-from dlq_pipeline.model import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS
+from dlq_pipeline.formats import codepages
+from dlq_pipeline.formats import constants
+from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS
 
 __all__ = [
     "CHAIN_SCAN_LIMIT", "DECODE_COLUMNS", "DLH_LENGTH", "MQMD_V1_LENGTH", "MQMD_V2_LENGTH",
