@@ -36,7 +36,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from dlq_pipeline.rules.compiler import DECISION_COLUMNS, classify_columns, resolved_sql, rule_sql
+from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns, resolved_sql, rule_sql
 from dlq_pipeline.rules.model import Rule, RulesTable
 
 REASONS = (2053, 2035, 2051, 2085, 2087, 265)

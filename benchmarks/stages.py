@@ -197,7 +197,7 @@ def reference_classify(df, table):
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from dlq_pipeline.rules.compiler import DECISION_COLUMNS
+    from dlq_pipeline.spark.compiler import DECISION_COLUMNS
     from dlq_pipeline.rules.matcher import SUBSTITUTION_COLUMNS, decide
     from dlq_pipeline.rules.model import PATTERN_FIELDS
 
@@ -220,7 +220,7 @@ def reference_classify(df, table):
 
 
 def compiled_classify(df, table):
-    from dlq_pipeline.rules.compiler import DECISION_COLUMNS, classify_columns
+    from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns
 
     return classify_columns(table, df, "prior_attempts").select("message_key", *DECISION_COLUMNS)
 
@@ -228,7 +228,7 @@ def compiled_classify(df, table):
 def classify_agreement(spark, df, table) -> dict:
     from pyspark.sql import functions as F
 
-    from dlq_pipeline.rules.compiler import DECISION_COLUMNS
+    from dlq_pipeline.spark.compiler import DECISION_COLUMNS
 
     a, b = compiled_classify(df, table).alias("a"), reference_classify(df, table).alias("b")
     same = F.lit(True)
@@ -347,7 +347,8 @@ def python_parse(path: str, repeats: int) -> dict:
 def child_ingest(params: dict) -> dict:
     """In a fresh process with ``params['master']``: text lines vs parse (the dump's records
     as rows, ``scan``) vs ingest (parse, number, deduplicate and store) of one dump."""
-    from dlq_pipeline.spark.ingest import ingest, plan_work, scan
+    from dlq_pipeline.dumps.plan import plan_work
+    from dlq_pipeline.spark.ingest import ingest, scan
     from dlq_pipeline.spark.session import get_spark
     from dlq_pipeline.spark.storage import Storage
 
@@ -424,7 +425,8 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     from pyspark.sql import functions as F
 
     from dlq_pipeline.replay.targets import open_target
-    from dlq_pipeline.replay.writer import LEDGER_COLUMNS, ReplaySettings
+    from dlq_pipeline.replay.writer import ReplaySettings
+    from dlq_pipeline.tables import LEDGER_COLUMNS
     from dlq_pipeline.spark.ingest import ingest
     from dlq_pipeline.spark.replay import _partition_function, row_to_item, work_items
     from dlq_pipeline.spark.run import decide

@@ -27,6 +27,7 @@ import socket
 import threading
 from pathlib import Path
 
+from dlq_pipeline.paths import PathError, local_path
 from dlq_pipeline.private import private_dirs
 
 LOCKS_DIR = "_locks"
@@ -162,33 +163,15 @@ def writer_lock(config, *, command: str, run_id: str = ""):
     `LockUnavailable` when ``storage.path`` is not a file system path."""
     if not config.get("storage", "lock"):
         return NoLock()
-    from dlq_pipeline.replay.targets import TargetError
-
     path = config.get("storage", "path")
     try:
-        warehouse = local_path(path)
-    except TargetError:
+        warehouse = Path(local_path(path)).absolute()
+    except PathError:
         raise LockUnavailable(
             f"storage.path {path!r} is not a file system path, so the warehouse cannot be locked against a second "
             "writer: put storage.path on a local, NFS or /dbfs path, or set storage.lock = false and make sure "
             "your scheduler never starts two writing commands for these tables at once") from None
     return WarehouseLock(warehouse, command=command, run_id=run_id)
-
-
-def local_path(path: str) -> Path:
-    """``storage.path`` as an OS path (``dbfs:/x`` is ``/dbfs/x``); TargetError for other URIs."""
-    from urllib.parse import urlparse
-
-    from dlq_pipeline.replay.targets import TargetError
-
-    parsed = urlparse(path)
-    if parsed.scheme in ("", "file") and not parsed.netloc:
-        return Path(parsed.path if parsed.scheme == "file" else path).absolute()
-    if parsed.scheme == "dbfs":
-        return Path("/dbfs") / parsed.path.lstrip("/")
-    if len(parsed.scheme) == 1:  # a Windows drive letter
-        return Path(path).absolute()
-    raise TargetError(f"{path!r} is not a file system path every process can open (local, NFS, /dbfs)")
 
 
 try:

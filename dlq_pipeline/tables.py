@@ -1,7 +1,106 @@
-"""The tables as a concept, without Spark: the column vocabulary shared by every stage and the
-conversion of a message to what the tables store."""
+"""The tables as a concept, without Spark: their schemas, the column vocabulary every stage
+shares, and a message turned into the row the tables store.
+
+The schema files (``dlq_pipeline/data/schemas/<table>.json``: Spark's JSON schema plus
+``table``, ``key`` and ``description``) are the single source of truth; `spark.schemas`
+turns them into Spark types, `rules test` and the replay writer use the column names from
+here, so no stage restates a table by hand.
+"""
 
 from __future__ import annotations
+
+import json
+import os
+import re
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from dlq_pipeline.dumps.records import DumpedMessage
+from dlq_pipeline.formats.mqmd import MQMD, MQMD_CHAR_LENGTHS, MQMD_FIELDS
+from dlq_pipeline.identity import data_digest, message_key
+
+SCHEMAS_ENV = "DLQ_PIPELINE_SCHEMAS"
+TABLES = ("messages", "decisions", "ledger", "quarantine", "decoded")
+STORED_TABLES = ("messages", "decisions", "ledger", "quarantine")
+
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+class SchemaError(ValueError):
+    """A table or column that the schemas do not know, or a schema file that is wrong."""
+
+
+# --- the schema files ------------------------------------------------------------------------
+
+
+def _read_text(name: str) -> tuple[str, str]:
+    """(text, where) of ``<name>.json``: ``$DLQ_PIPELINE_SCHEMAS`` (a deployment that keeps
+    its own copies) or the package's data."""
+    if not _NAME.fullmatch(name):
+        raise SchemaError(f"not a table name: {name!r}")
+    override = os.environ.get(SCHEMAS_ENV)
+    if override:
+        path = Path(override) / f"{name}.json"
+        if not path.is_file():
+            raise SchemaError(f"no schema for table {name!r} in ${SCHEMAS_ENV} ({override})")
+        return path.read_text(encoding="utf-8"), str(path)
+    packaged = resources.files("dlq_pipeline").joinpath("data", "schemas", f"{name}.json")
+    if packaged.is_file():
+        return packaged.read_text(encoding="utf-8"), str(packaged)
+    raise SchemaError(f"no schema for table {name!r} (known tables: {', '.join(TABLES)})")
+
+
+@lru_cache(maxsize=None)
+def table_document(name: str) -> dict[str, Any]:
+    """The parsed schema file of ``name`` (``table``, ``description``, ``key``, ``schema``)."""
+    text, where = _read_text(name)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"{where}: not JSON: {exc}") from None
+    for field in ("schema", "key", "description"):
+        if field not in doc:
+            raise SchemaError(f"{where}: no {field!r}")
+    return doc
+
+
+def table_key(name: str) -> list[str]:
+    """The columns that identify a row of ``name`` (empty for the append-only ledger)."""
+    return list(table_document(name)["key"])
+
+
+def table_description(name: str) -> str:
+    return table_document(name)["description"]
+
+
+def table_columns(name: str) -> tuple[str, ...]:
+    """The column names of ``name``, in schema order."""
+    return tuple(field["name"] for field in table_document(name)["schema"]["fields"])
+
+
+# --- the column vocabulary -------------------------------------------------------------------
+
+# MQMD field -> `messages` column (MQMD.Version is `md_version` there: `version` would be ambiguous).
+MD_COLUMNS = {name: ("md_version" if name == "version" else name) for name in MQMD_FIELDS}
+
+# The actions that put a message somewhere, and so count as attempts.
+PUT_ACTIONS = ("RETRY", "FWD")
+# Every `ledger.outcome`.
+OUTCOMES = ("delivered", "discarded", "ignored", "failed", "deferred", "dry_run")
+# A put that reached MQ, or was refused by it: an attempt that counts against RETRY(n).
+ATTEMPT_OUTCOMES = ("delivered", "failed")
+# The message's processing is over: it is never decided again.
+ENDED_OUTCOMES = ("delivered", "discarded")
+# Outcomes that make a run exit 3 (done, but something needs attention).
+ATTENTION_OUTCOMES = ("failed", "deferred")
+
+LEDGER_COLUMNS = table_columns("ledger")
+
+# --- a message as the tables store it ----------------------------------------------------------
+
+NOTE_NOT_UTF8 = "char_field_not_utf8"
 
 
 def stored_text(text: str | None) -> str | None:
@@ -14,3 +113,41 @@ def stored_text(text: str | None) -> str | None:
         return text
     except UnicodeEncodeError:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def stored_md(md: MQMD) -> MQMD:
+    """The MQMD as the ``messages`` table holds it (character fields through ``stored_text``)."""
+    changed = {name: stored_text(getattr(md, name)) for name in MQMD_CHAR_LENGTHS
+               if stored_text(getattr(md, name)) != getattr(md, name)}
+    return md.replace(**changed) if changed else md
+
+
+def message_row(msg: DumpedMessage) -> dict[str, Any]:
+    """A message's `messages` columns that come from the message itself (ingest and drain add
+    where and when it was landed). The size limit was applied by the reader."""
+    md = msg.md
+    data = bytes(msg.data)
+    length = msg.total_length if msg.truncated and msg.total_length is not None else len(data)
+    digest = data_digest(data)
+    notes = list(msg.notes)
+    row: dict[str, Any] = {"rec": "message"}
+    for name, column in MD_COLUMNS.items():
+        value = getattr(md, name)
+        if name in MQMD_CHAR_LENGTHS:
+            clean = stored_text(value)
+            if clean != value:
+                notes.append(f"{NOTE_NOT_UTF8}:{name}")
+            value = clean
+        row[column] = value
+    row.update(
+        data=data,
+        data_length=length,
+        data_digest=digest,
+        message_key=message_key(md, digest),
+        truncated=bool(msg.truncated),
+        notes=notes,
+        reader_index=msg.index,
+        reader_line=msg.line,
+        source_offset=msg.offset,
+    )
+    return row

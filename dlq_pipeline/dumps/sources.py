@@ -19,7 +19,6 @@ import glob
 import os
 import re
 from typing import Iterable, Iterator, Literal
-from urllib.parse import urlparse
 
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
 from dlq_pipeline.dumps.dmpmqmsg import (
@@ -32,8 +31,9 @@ from dlq_pipeline.dumps.dmpmqmsg import (
 )
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.formats.mqmd import bytes_to_text
+from dlq_pipeline.paths import local_path
 
-__all__ = ["SNIFF_BYTES", "sniff", "read_source", "expand_paths", "local_path"]
+__all__ = ["SNIFF_BYTES", "sniff", "read_source", "expand_paths"]
 
 SNIFF_BYTES = 8192
 _GLOB_CHARS = re.compile(r"[*?\[]")
@@ -133,23 +133,6 @@ def _unknown(path, label: str) -> RecordError:
         bytes_to_text(line.rstrip(b"\r")[:SNIPPET_LENGTH]))
 
 
-def local_path(path: str) -> str:
-    """The path Python opens for ``path`` (``dbfs:/x`` is ``/dbfs/x``, ``file:`` URIs are
-    paths); ValueError for an object-store URI, which executors cannot open."""
-    parsed = urlparse(path)
-    if parsed.scheme == "dbfs":
-        return "/dbfs/" + (parsed.netloc + parsed.path).lstrip("/")
-    if parsed.scheme == "file":
-        return parsed.path
-    if parsed.scheme and len(parsed.scheme) > 1:
-        raise ValueError(
-            f"cannot ingest {path!r}: input files are read by Python on the executors, so they "
-            "must be on a path every node mounts (/dbfs/..., /Volumes/..., a shared file "
-            "system); copy them from object storage first"
-        )
-    return path
-
-
 def expand_paths(paths: Iterable[str]) -> list[str]:
     """Files named by ``paths``: files as they are, directories searched recursively, globs
     expanded. Hidden files and names starting with ``_`` inside directories are skipped.
@@ -159,7 +142,8 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
     see the same messages."""
     out: dict[str, None] = {}
     for given in paths:
-        path = local_path(os.fspath(given))
+        path = local_path(os.fspath(given), needed_for="ingest (input files are read by Python on the executors; "
+                          "copy them from object storage first)")
         if os.path.isfile(path):
             matches = [path]
         elif os.path.isdir(path):

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.formats.structures import DLH_LENGTH, decode_dlh
+from dlq_pipeline.tables import PUT_ACTIONS
 
 MQCCSI_INHERIT = -2
-PUT_ACTIONS = ("RETRY", "FWD")
 
 
 class RebuildError(ValueError):

@@ -57,14 +57,12 @@ from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, MQError, PutHandle
 from dlq_pipeline.private import private_dirs
-from dlq_pipeline.replay.rebuild import PUT_ACTIONS, RebuildError, rebuild
+from dlq_pipeline.replay.rebuild import RebuildError, rebuild
+from dlq_pipeline.tables import PUT_ACTIONS
 from dlq_pipeline.testhooks import crash_point
 
 log = logging.getLogger(__name__)
 
-LEDGER_COLUMNS = ("run_id", "message_key", "action", "rule_line", "attempt", "target_q", "target_qmgr", "outcome",
-                  "reason_code", "error_text", "started_at", "finished_at", "partition_id", "batch_id")
-OUTCOMES = ("delivered", "discarded", "ignored", "failed", "deferred", "dry_run")
 # Failing to connect for these reasons will not get better by trying again (and repeated bad
 # passwords can lock an account): give up at once.
 CONNECT_FATAL = frozenset({reasons.MQRC_NOT_AUTHORIZED, 2063})  # 2063 MQRC_SECURITY_ERROR

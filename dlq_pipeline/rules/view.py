@@ -1,7 +1,7 @@
 """The match view of one message: the row the rules look at, without Spark.
 
 Column names and values are those of the ``messages`` table plus the decode columns
-(schemas/messages.json, schemas/decoded.json), so the reference matcher and the Spark
+(`dlq_pipeline.tables`), so the reference matcher and the Spark
 compiler read the same names. Character values are decoded and kept unstripped, because
 trailing blanks and NULs decide matches.
 """
@@ -9,16 +9,14 @@ trailing blanks and NULs decide matches.
 from __future__ import annotations
 
 from dlq_pipeline.formats import structures
-from dlq_pipeline.formats.mqmd import MQMD, MQMD_FIELDS
-
-# MQMD attribute -> messages-table column, where the names differ
-MQMD_COLUMNS = {name: ("md_version" if name == "version" else name) for name in MQMD_FIELDS}
+from dlq_pipeline.formats.mqmd import MQMD
+from dlq_pipeline.tables import MD_COLUMNS
 
 
 def match_view(md: MQMD, data: bytes, *, truncated: bool = False) -> dict:
     """Every MQMD field (as landed), the decoded MQDLH columns (``has_dlh``, ``dlh_problem``,
     ``dlh_*``, ...) read with the MQMD's Encoding and CCSID, and ``truncated``."""
-    view = {column: getattr(md, name) for name, column in MQMD_COLUMNS.items()}
+    view = {column: getattr(md, name) for name, column in MD_COLUMNS.items()}
     header = structures.decode_dlh(data, md.encoding, md.ccsid, md.format)
     view.update(structures.to_columns(header))
     view["truncated"] = bool(truncated)

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from dlq_pipeline.formats.mqmd import MQMD, MQMD_CHAR_LENGTHS
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
-from dlq_pipeline.tables import stored_text
+from dlq_pipeline.tables import stored_md
 from dlq_pipeline.rules.matcher import decide, rule_matches
 from dlq_pipeline.rules.model import Decision, RulesTable
 from dlq_pipeline.rules.parser import format_rule
@@ -45,13 +44,6 @@ class Outcome:
                 "putaut": d.putaut, "ignore_reason": d.ignore_reason}
 
 
-def landed_md(md: MQMD) -> MQMD:
-    """The MQMD as the ``messages`` table holds it (character fields through ``stored_text``)."""
-    changed = {name: stored_text(getattr(md, name)) for name in MQMD_CHAR_LENGTHS
-               if isinstance(getattr(md, name), str)}
-    return replace(md, **changed)
-
-
 def decide_message(table: RulesTable, msg: DumpedMessage, file: str, attempts: int = 0, *,
                    max_message_bytes: int | None = None) -> Outcome | RecordError:
     """What ``table`` decides for ``msg`` after ``attempts`` prior attempts, as a run would."""
@@ -59,7 +51,7 @@ def decide_message(table: RulesTable, msg: DumpedMessage, file: str, attempts: i
         error = too_large(msg, file, max_message_bytes)
         if error is not None:
             return error
-    view = match_view(landed_md(msg.md), bytes(msg.data), truncated=msg.truncated)
+    view = match_view(stored_md(msg.md), bytes(msg.data), truncated=msg.truncated)
     decision = decide(table, view, attempts)
     eligible = view.get("has_dlh") and not view.get("truncated")
     matched = tuple(r.index for r in table.rules if rule_matches(r, view)) if eligible else ()

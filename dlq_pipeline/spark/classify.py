@@ -14,13 +14,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from dlq_pipeline.clock import as_utc
-from dlq_pipeline.rules.compiler import DECISION_COLUMNS, classify_columns
+from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.schemas import conform
+from dlq_pipeline.tables import ATTEMPT_OUTCOMES, ENDED_OUTCOMES, PUT_ACTIONS
 
-ATTEMPT_OUTCOMES = ("delivered", "failed")
-ENDED_OUTCOMES = ("delivered", "discarded")
-PUT_ACTIONS = ("RETRY", "FWD")
 
 
 def message_states(ledger: DataFrame) -> DataFrame:

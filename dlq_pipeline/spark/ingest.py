@@ -34,8 +34,6 @@ from the bytes as read, before that replacement).
 from __future__ import annotations
 
 import datetime as dt
-import os
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -46,81 +44,24 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dlq_pipeline.clock import as_utc, utc_now
-from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH, plan_splits, read_dump_info
-from dlq_pipeline.identity import data_digest, message_key
-from dlq_pipeline.formats.mqmd import MQMD_CHAR_LENGTHS, MQMD_FIELDS, text_to_bytes
+from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH
+from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES, FileSplit, plan_work
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
-from dlq_pipeline.tables import stored_text
-from dlq_pipeline.dumps.sources import expand_paths, local_path as _local  # noqa: F401 - re-exported
+from dlq_pipeline.tables import MD_COLUMNS, message_row
 from dlq_pipeline.spark.progress import Report, TaskTicker
 from dlq_pipeline.spark.schemas import conform, table_schema
 from dlq_pipeline.testhooks import crash_point
 
-DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_MESSAGE_BYTES = 104_857_600
 ARROW_BATCH_ROWS = 2048
 ARROW_BATCH_BYTES = 32 * 1024 * 1024  # keeps every batch's binary column well under 2 GB
-NOTE_NOT_UTF8 = "char_field_not_utf8"
 SKIP_BROADCAST_ROWS = 100_000  # rows to leave out of a landing, above which ingest deduplicates whole rows
 
 # MQMD attribute -> messages column (only Version is renamed).
-MD_COLUMNS = {name: ("md_version" if name == "version" else name) for name in MQMD_FIELDS}
 
-_LISTING_QUEUE = re.compile(rb"\s*MQOPEN - '(.*)'\s*$")
-_LISTING_HEAD_LINES = 16
 
 
 # --- planning (driver) ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WorkItem:
-    """One task's share of the input: records whose first line starts in ``[start, end)``."""
-
-    path: str
-    kind: str  # "dmpmqmsg" | "amqsbcg" | "unknown"
-    start: int
-    end: int | None
-    split: int  # 0-based number of this range within its file
-    splits: int  # how many ranges the file has
-    qmgr: str | None = None
-    queue: str | None = None
-
-
-def _listing_queue(path: str) -> str | None:
-    """The queue an amqsbcg listing browsed (its `` MQOPEN - 'QUEUE'`` line)."""
-    with open(path, "rb") as f:
-        for _ in range(_LISTING_HEAD_LINES):
-            line = f.readline(4096)
-            if not line:
-                break
-            match = _LISTING_QUEUE.match(line)
-            if match:
-                return stored_text(match.group(1).decode("utf-8", "replace")).strip() or None
-    return None
-
-
-def plan_work(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[WorkItem]:
-    """The work items for ``paths`` (see the module docstring); reads only file heads."""
-    from dlq_pipeline.dumps.sources import sniff
-
-    if split_bytes < 1:
-        raise ValueError("split_bytes must be positive")
-    items: list[WorkItem] = []
-    for path in expand_paths(paths):
-        kind = sniff(path)
-        if kind == "dmpmqmsg":
-            info = read_dump_info(path)
-            ranges = plan_splits(path, split_bytes)
-            items += [
-                WorkItem(path, kind, start, end, k, len(ranges), info.qmgr or None, info.queue or None)
-                for k, (start, end) in enumerate(ranges)
-            ]
-        elif kind == "amqsbcg":
-            items.append(WorkItem(path, kind, 0, None, 0, 1, None, _listing_queue(path)))
-        else:
-            items.append(WorkItem(path, "unknown", 0, None, 0, 1))
-    return items
 
 
 # --- the rows a task produces ----------------------------------------------------------------
@@ -231,36 +172,6 @@ class _NewlineCounter:
         self.file.close()
 
 
-def _message_row(msg: DumpedMessage) -> dict[str, Any]:
-    """A message's row (``read_source`` has already turned one over the size limit into an error)."""
-    md = msg.md
-    data = bytes(msg.data)
-    length = msg.total_length if msg.truncated and msg.total_length is not None else len(data)
-    digest = data_digest(data)
-    notes = list(msg.notes)
-    row: dict[str, Any] = {"rec": "message"}
-    for name, column in MD_COLUMNS.items():
-        value = getattr(md, name)
-        if name in MQMD_CHAR_LENGTHS:
-            clean = stored_text(value)
-            if clean != value:
-                notes.append(f"{NOTE_NOT_UTF8}:{name}")
-            value = clean
-        row[column] = value
-    row.update(
-        data=data,
-        data_length=length,
-        data_digest=digest,
-        message_key=message_key(md, digest),
-        truncated=bool(msg.truncated),
-        notes=notes,
-        reader_index=msg.index,
-        reader_line=msg.line,
-        source_offset=msg.offset,
-    )
-    return row
-
-
 def _error_row(err: RecordError) -> dict[str, Any]:
     return {
         "rec": "error",
@@ -273,7 +184,7 @@ def _error_row(err: RecordError) -> dict[str, Any]:
     }
 
 
-def read_item(item: WorkItem, *, max_line_length: int = MAX_LINE_LENGTH,
+def read_item(item: FileSplit, *, max_line_length: int = MAX_LINE_LENGTH,
               max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Iterator[dict[str, Any]]:
     """The raw rows of one work item (plain dicts; runs on an executor)."""
     from dlq_pipeline.dumps.sources import read_source
@@ -294,7 +205,7 @@ def read_item(item: WorkItem, *, max_line_length: int = MAX_LINE_LENGTH,
         records = read_source(item.path, name=item.path, start=item.start, end=item.end,
                               max_line_length=max_line_length, max_message_bytes=max_message_bytes)
         for record in records:
-            row = _message_row(record) if isinstance(record, DumpedMessage) else _error_row(record)
+            row = message_row(record) if isinstance(record, DumpedMessage) else _error_row(record)
             last_offset = row["source_offset"]
             if row["reader_index"] is not None:
                 row["ordinal"] = ordinal
@@ -321,7 +232,7 @@ def read_item(item: WorkItem, *, max_line_length: int = MAX_LINE_LENGTH,
         yield {**common, "rec": "split", "source_offset": item.start, "ordinal": ordinal, "newlines": total}
 
 
-def _read_items(items: Sequence[WorkItem], max_line_length: int, max_message_bytes: int):
+def _read_items(items: Sequence[FileSplit], max_line_length: int, max_message_bytes: int):
     """The mapInArrow function: each input row is the number of a work item."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -340,7 +251,7 @@ def _read_items(items: Sequence[WorkItem], max_line_length: int, max_message_byt
     return run
 
 
-def scan(spark: SparkSession, items: Sequence[WorkItem], *, max_line_length: int = MAX_LINE_LENGTH,
+def scan(spark: SparkSession, items: Sequence[FileSplit], *, max_line_length: int = MAX_LINE_LENGTH,
          max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> DataFrame:
     """The raw rows of ``items``, one work item per partition (``RAW_SCHEMA``)."""
     if not items:
@@ -442,7 +353,7 @@ def quarantine_rows(positioned: DataFrame, *, run_id: str, landed_at: dt.datetim
 
 @dataclass
 class _Landing:
-    items: list[WorkItem]
+    items: list[FileSplit]
     raw: DataFrame
     positioned: DataFrame
     quarantine: DataFrame
@@ -470,7 +381,7 @@ def file_counts(raw: DataFrame, paths: Iterable[str] = ()) -> dict[str, dict[str
     return counts
 
 
-def _plan_line(items: Sequence[WorkItem]) -> str:
+def _plan_line(items: Sequence[FileSplit]) -> str:
     sizes = {}
     for item in items:
         sizes.setdefault(item.path, 0)

@@ -14,7 +14,7 @@ MQCMIT. A failure before the commit backs the unit of work out, so the messages 
 queue (BackoutCount + 1); if they had been landed already, the next drain gets them again,
 lands nothing new (the key ignores BackoutCount) and commits.
 
-Rows are the ones ingest writes (`dlq_pipeline.spark.ingest._message_row`: same columns,
+Rows are the ones ingest writes (`dlq_pipeline.tables.message_row`: same columns,
 ``data_digest``, ``message_key``), with ``source_kind`` ``drain``, ``source_qmgr``/
 ``source_queue`` the live queue, ``source_index`` the position in this drain and no file.
 A message repeated on the queue (same key) lands once.
@@ -42,13 +42,13 @@ from dlq_pipeline.live import LiveError, LiveQueue, QueueLock, live_queue, lock_
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import DEFAULT_BUFFER, Message, MQError
-from dlq_pipeline.spark.ingest import _message_row, _timestamp
+from dlq_pipeline.spark.ingest import _timestamp
+from dlq_pipeline.tables import ENDED_OUTCOMES, message_row
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.spark.storage import Storage
 
 log = logging.getLogger(__name__)
 
-ENDED_OUTCOMES = ("delivered", "discarded")
 BROWSE_CHUNK_MESSAGES = 10_000
 CHUNK_BYTES = 64 * 1024 * 1024
 _MESSAGES = table_schema("messages")
@@ -91,7 +91,7 @@ def message_rows(messages: list[tuple[int, Message]], live: LiveQueue, *, run_id
     by the same function ingest uses."""
     out = []
     for index, m in messages:
-        row = _message_row(DumpedMessage(m.md, m.data, index))  # no size limit: MQ gave it
+        row = message_row(DumpedMessage(m.md, m.data, index))  # no size limit: MQ gave it
         row.update(source_kind="drain", source_qmgr=live.qmgr, source_queue=live.queue, source_file=None,
                    source_index=index, source_line=None, source_offset=None, landed_at=landed_at, run_id=run_id)
         out.append(tuple(row.get(f.name) for f in _MESSAGES.fields))

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.clock import as_utc, from_epoch_micros, iso_z
 from dlq_pipeline.formats.constants import reason_name
-from dlq_pipeline.spark.classify import ENDED_OUTCOMES
+from dlq_pipeline.tables import ENDED_OUTCOMES
 from dlq_pipeline.spark.decode import decode_headers
 from dlq_pipeline.spark.storage import Storage
 

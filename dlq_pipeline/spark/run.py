@@ -28,12 +28,12 @@ from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.classify import classify, pending_with_attempts
 from dlq_pipeline.spark.decode import decode_headers
 from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.tables import ATTENTION_OUTCOMES
 from dlq_pipeline.testhooks import crash_point
 
 log = logging.getLogger(__name__)
 
 # Outcomes and ignore reasons that mean a person should look (exit status 3).
-ATTENTION_OUTCOMES = ("failed", "deferred")
 ATTENTION_IGNORES = ("no_dlh", "no_match", "retries_exhausted", "truncated")
 
 

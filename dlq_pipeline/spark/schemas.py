@@ -1,27 +1,14 @@
-"""Table schemas, loaded from ``schemas/*.json``: the single source of truth.
+"""The tables' schemas as Spark types, and `conform`, which every stored table is written through.
 
-Each file holds Spark's JSON schema (``schema``) plus ``table``, ``key`` and ``description``.
-A field's ``type`` may be Spark's JSON form or a DDL type string (``array<string>``).
-
-Where the files are found, first match wins:
-
-1. ``$DLQ_PIPELINE_SCHEMAS`` (a directory), for a deployment that keeps them elsewhere;
-2. package data ``dlq_pipeline/data/schema-<table>.json``: in the repository these are
-   symlinks to ``schemas/<table>.json`` (so there is still one copy), and setuptools puts the
-   files' contents in the wheel (``data/*`` is package data), so an installed wheel works
-   without the source tree;
-3. ``schemas/`` beside the package, i.e. the source tree (editable installs, tests).
+The schema files are `dlq_pipeline.tables`'s (package data, the single source of truth). A
+field's ``type`` may be Spark's JSON form or a DDL type string (``array<string>``).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import json
-import os
 import re
 from functools import lru_cache
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -47,53 +34,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-SCHEMAS_ENV = "DLQ_PIPELINE_SCHEMAS"
-TABLES = ("messages", "decisions", "ledger", "quarantine", "decoded")
-STORED_TABLES = ("messages", "decisions", "ledger", "quarantine")
-
-_SOURCE_TREE = Path(__file__).resolve().parents[2] / "schemas"
-_NAME = re.compile(r"[a-z][a-z0-9_]*")
-
-
-class SchemaError(ValueError):
-    """A table or column that the schemas do not know, or a schema file that is wrong."""
-
-
-# --- locating and loading ----------------------------------------------------------------
-
-
-def _read_text(name: str) -> tuple[str, str]:
-    """(text, where) of ``<name>.json``."""
-    if not _NAME.fullmatch(name):
-        raise SchemaError(f"not a table name: {name!r}")
-    override = os.environ.get(SCHEMAS_ENV)
-    if override:
-        path = Path(override) / f"{name}.json"
-        if not path.is_file():
-            raise SchemaError(f"no schema for table {name!r} in ${SCHEMAS_ENV} ({override})")
-        return path.read_text(encoding="utf-8"), str(path)
-    packaged = resources.files("dlq_pipeline").joinpath("data", f"schema-{name}.json")
-    if packaged.is_file():
-        return packaged.read_text(encoding="utf-8"), str(packaged)
-    path = _SOURCE_TREE / f"{name}.json"
-    if path.is_file():
-        return path.read_text(encoding="utf-8"), str(path)
-    raise SchemaError(f"no schema for table {name!r} (known tables: {', '.join(TABLES)})")
-
-
-@lru_cache(maxsize=None)
-def table_document(name: str) -> dict[str, Any]:
-    """The parsed schema file of ``name`` (``table``, ``description``, ``key``, ``schema``)."""
-    text, where = _read_text(name)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SchemaError(f"{where}: not JSON: {exc}") from None
-    for field in ("schema", "key", "description"):
-        if field not in doc:
-            raise SchemaError(f"{where}: no {field!r}")
-    return doc
-
+from dlq_pipeline.tables import TABLES, SchemaError, table_document
 
 @lru_cache(maxsize=None)
 def table_schema(name: str) -> StructType:
@@ -103,15 +44,6 @@ def table_schema(name: str) -> StructType:
         return _struct(doc["schema"])
     except (KeyError, TypeError, ValueError) as exc:
         raise SchemaError(f"schema of {name!r}: {exc}") from None
-
-
-def table_key(name: str) -> list[str]:
-    """The columns that identify a row of ``name`` (empty for the append-only ledger)."""
-    return list(table_document(name)["key"])
-
-
-def table_description(name: str) -> str:
-    return table_document(name)["description"]
 
 
 # --- JSON and DDL type parsing (pure Python: no JVM needed) ----------------------------------
@@ -291,11 +223,11 @@ def render_tables_md() -> str:
     lines = [
         "# Tables",
         "",
-        "<!-- Generated from schemas/*.json by dlq_pipeline.spark.schemas.render_tables_md();",
+        "<!-- Generated from dlq_pipeline/data/schemas/*.json by dlq_pipeline.spark.schemas.render_tables_md();",
         "     tests/spark/test_storage.py fails when this page and the schemas disagree. -->",
         "",
-        "The schemas in `schemas/*.json` are the single source of truth: the code loads them",
-        "(`dlq_pipeline.spark.schemas`), every stored table is written through `conform`, and",
+        "The schemas in `dlq_pipeline/data/schemas/*.json` are the single source of truth: the code",
+        "loads them (`dlq_pipeline.tables`, `dlq_pipeline.spark.schemas`), every stored table is written through `conform`, and",
         "the tests compare what was written with them. `messages`, `decisions`, `ledger` and",
         "`quarantine` are stored (Parquet dataset directories `WAREHOUSE/<table>`, or Delta",
         "tables by path or by catalog name); `decoded` lists the columns the decode stage adds",

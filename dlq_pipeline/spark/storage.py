@@ -29,13 +29,14 @@ import secrets
 import shutil
 from functools import reduce
 from typing import Any, Sequence
-from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from dlq_pipeline.paths import plain_path
 from dlq_pipeline.private import private_dirs
-from dlq_pipeline.spark.schemas import conform, table_key, table_schema
+from dlq_pipeline.spark.schemas import conform, table_schema
+from dlq_pipeline.tables import table_key
 from dlq_pipeline.spark.session import DELTA_FIX, delta_available
 
 log = logging.getLogger(__name__)
@@ -51,22 +52,12 @@ class StorageError(RuntimeError):
     """The storage cannot be used as configured."""
 
 
-def _local_path(path: str) -> str | None:
-    """The OS path for ``path`` when Python can open it directly, else None (a Hadoop URI)."""
-    parsed = urlparse(path)
-    if parsed.scheme in ("", "file") and not parsed.netloc:
-        return parsed.path if parsed.scheme == "file" else path
-    if len(parsed.scheme) == 1:  # a Windows drive letter
-        return path
-    return None
-
-
 class _Files:
     """The few file-system operations Storage needs, locally or through Hadoop's FileSystem."""
 
     def __init__(self, spark: SparkSession, root: str):
         self.spark = spark
-        self.local = _local_path(root)
+        self.local = plain_path(root)
 
     def _hadoop(self, path: str):
         jvm = getattr(self.spark, "_jvm", None)
@@ -76,7 +67,7 @@ class _Files:
         return jvm, jpath, jpath.getFileSystem(self.spark._jsc.hadoopConfiguration())
 
     def exists(self, path: str) -> bool:
-        local = _local_path(path)
+        local = plain_path(path)
         if local is not None:
             return os.path.exists(local)
         _, jpath, fs = self._hadoop(path)
@@ -84,7 +75,7 @@ class _Files:
 
     def has_data(self, path: str) -> bool:
         """A dataset directory that a write has completed in (not just an empty directory)."""
-        local = _local_path(path)
+        local = plain_path(path)
         if local is not None:
             if not os.path.isdir(local):
                 return False
@@ -99,7 +90,7 @@ class _Files:
 
     def makedirs(self, path: str) -> None:
         """Create ``path`` and missing parents owner-only; existing directories are left as they are."""
-        local = _local_path(path)
+        local = plain_path(path)
         if local is not None:
             private_dirs(local)
             return
@@ -109,7 +100,7 @@ class _Files:
 
     def remove_tree(self, path: str) -> bool:
         """Delete ``path`` and everything under it; True if it existed."""
-        local = _local_path(path)
+        local = plain_path(path)
         if local is not None:
             if not os.path.lexists(local):
                 return False
@@ -120,7 +111,7 @@ class _Files:
 
     def write_text(self, path: str, text: str) -> None:
         """Write ``text`` to ``path`` (owner-only), replacing it atomically where the FS allows."""
-        local = _local_path(path)
+        local = plain_path(path)
         if local is not None:
             tmp = f"{local}.{secrets.token_hex(4)}.tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

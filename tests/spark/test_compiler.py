@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from dlq_pipeline.rules.compiler import CHUNK, DECISION_COLUMNS, classify_columns, glob_regex, string_predicate
+from dlq_pipeline.spark.compiler import CHUNK, DECISION_COLUMNS, classify_columns, glob_regex, string_predicate
 from dlq_pipeline.rules.matcher import decide, glob_match, rule_matches
 from dlq_pipeline.rules.model import PATTERN_FIELDS, Decision, Rule, RulesTable
 from dlq_pipeline.formats.structures import DeadLetterHeader, decode_dlh, encode_dlh, to_columns

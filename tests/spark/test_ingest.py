@@ -20,14 +20,10 @@ from dlq_pipeline.dumps.generator import generate_messages
 from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.formats.mqmd import MQMD, bytes_to_text
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
-from dlq_pipeline.spark.ingest import (
-    _local,
-    expand_paths,
-    ingest,
-    land,
-    plan_work,
-    scan,
-)
+from dlq_pipeline.dumps.plan import plan_work
+from dlq_pipeline.dumps.sources import expand_paths
+from dlq_pipeline.paths import local_path as _local
+from dlq_pipeline.spark.ingest import ingest, land, scan
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.spark.storage import Storage
 from tests.spark.test_storage import assert_same_rows, expected_struct

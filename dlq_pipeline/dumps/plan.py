@@ -1,0 +1,66 @@
+"""Planning ingest's parallel read: which files the inputs name, and the byte ranges (splits)
+each Spark task reads. A dmpmqmsg dump is split on message boundaries (`plan_splits`) so a
+large file is read by several tasks; an amqsbcg listing is one split."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from dlq_pipeline.dumps.dmpmqmsg import plan_splits, read_dump_info
+from dlq_pipeline.dumps.sources import expand_paths, sniff
+from dlq_pipeline.tables import stored_text
+
+DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
+_LISTING_QUEUE = re.compile(rb"\s*MQOPEN - '(.*)'\s*$")
+_LISTING_HEAD_LINES = 16
+
+
+@dataclass(frozen=True)
+class FileSplit:
+    """One Spark task's share of the input: the records whose first line starts in ``[start, end)``
+    of ``path`` (a listing is one split: it is read whole)."""
+
+    path: str
+    kind: str  # "dmpmqmsg" | "amqsbcg" | "unknown"
+    start: int
+    end: int | None
+    split: int  # 0-based number of this range within its file
+    splits: int  # how many ranges the file has
+    qmgr: str | None = None
+    queue: str | None = None
+
+
+def _listing_queue(path: str) -> str | None:
+    """The queue an amqsbcg listing browsed (its `` MQOPEN - 'QUEUE'`` line)."""
+    with open(path, "rb") as f:
+        for _ in range(_LISTING_HEAD_LINES):
+            line = f.readline(4096)
+            if not line:
+                break
+            match = _LISTING_QUEUE.match(line)
+            if match:
+                return stored_text(match.group(1).decode("utf-8", "replace")).strip() or None
+    return None
+
+
+def plan_work(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[FileSplit]:
+    """The splits of the files ``paths`` names, planned on the driver; reads only file heads."""
+    if split_bytes < 1:
+        raise ValueError("split_bytes must be positive")
+    items: list[FileSplit] = []
+    for path in expand_paths(paths):
+        kind = sniff(path)
+        if kind == "dmpmqmsg":
+            info = read_dump_info(path)
+            ranges = plan_splits(path, split_bytes)
+            items += [
+                FileSplit(path, kind, start, end, k, len(ranges), info.qmgr or None, info.queue or None)
+                for k, (start, end) in enumerate(ranges)
+            ]
+        elif kind == "amqsbcg":
+            items.append(FileSplit(path, kind, 0, None, 0, 1, None, _listing_queue(path)))
+        else:
+            items.append(FileSplit(path, "unknown", 0, None, 0, 1))
+    return items

@@ -1,0 +1,43 @@
+"""Where a path given by a user can be opened: the one answer for ingest, the warehouse lock,
+replay's checkpoints and storage.
+
+Python code on the driver and the executors opens local paths, ``file:`` URIs, and ``dbfs:``
+paths through Databricks' ``/dbfs`` mount (``/Volumes/...`` is already a path). Anything else
+(``hdfs://``, ``s3a://``, ``abfss://``, ``gs://``) is only reachable through Hadoop's FileSystem.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+
+class PathError(ValueError):
+    """A path that Python cannot open where the caller needs it."""
+
+
+def _is_drive(scheme: str) -> bool:
+    return len(scheme) == 1  # C:\dumps: a Windows drive letter, not a URI scheme
+
+
+def plain_path(path: str) -> str | None:
+    """The OS path for a local path or ``file:`` URI, else None (a URI for Hadoop)."""
+    parsed = urlparse(path)
+    if parsed.scheme == "file" and parsed.netloc in ("", "localhost"):
+        return parsed.path
+    if parsed.scheme == "" or _is_drive(parsed.scheme):
+        return path
+    return None
+
+
+def local_path(path: str, *, needed_for: str = "this") -> str:
+    """The OS path Python opens for ``path``: ``dbfs:/x`` (or ``dbfs://x``) is ``/dbfs/x``.
+
+    PathError, saying what it was ``needed_for``, for a URI only Hadoop can open."""
+    plain = plain_path(path)
+    if plain is not None:
+        return plain
+    parsed = urlparse(path)
+    if parsed.scheme == "dbfs":
+        return "/dbfs/" + (parsed.netloc + parsed.path).lstrip("/")
+    raise PathError(f"{path!r} is not a file system path every process can open (local, NFS, /dbfs/..., "
+                    f"/Volumes/...), which {needed_for} needs")
