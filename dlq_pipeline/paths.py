@@ -39,5 +39,5 @@ def local_path(path: str, *, needed_for: str = "this") -> str:
     parsed = urlparse(path)
     if parsed.scheme == "dbfs":
         return "/dbfs/" + (parsed.netloc + parsed.path).lstrip("/")
-    raise PathError(f"{path!r} is not a file system path every process can open (local, NFS, /dbfs/..., "
-                    f"/Volumes/...), which {needed_for} needs")
+    raise PathError(f"{path!r} is not on a file system every node mounts (local, NFS, /dbfs/..., /Volumes/...), "
+                    f"which {needed_for} needs")
