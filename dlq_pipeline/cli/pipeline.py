@@ -113,9 +113,19 @@ def writing(config: Config, command: str, run_id: str = ""):
     """Hold the warehouse's writer lock (`dlq_pipeline.locks`) for the rest of a command.
     Taken before Spark starts: a command refused touches nothing. Another holder: exit 1
     naming it; a warehouse that cannot be locked (storage.lock true, storage.path not a file
-    system path): exit 2."""
-    from dlq_pipeline.locks import LockHeld, LockUnavailable, writer_lock
+    system path) or a local warehouse that cannot be made or written (a file, say): exit 2."""
+    from dlq_pipeline.locks import LockHeld, LockUnavailable, local_path, writer_lock
+    from dlq_pipeline.private import directory_problem
+    from dlq_pipeline.replay.targets import TargetError
 
+    path = config.get("storage", "path")
+    try:
+        problem = directory_problem(local_path(path))
+    except TargetError:
+        problem = None  # not a file system path: the lock (or the table format) says what it needs
+    if problem:
+        _err(f"error: the warehouse storage.path {path!r} cannot be used: {problem}")
+        sys.exit(exitcodes.USAGE)
     try:
         lock = writer_lock(config, command=command, run_id=run_id)
     except LockUnavailable as exc:
@@ -241,7 +251,7 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
 
     table = load_valid_rules(rules_path or _required(config, "rules"))
     target = target or config.get("pipeline", "target")
-    _check_target(target)
+    _check_target(target, config)
     inputs = list(inputs) or list(config.get("pipeline", "inputs"))
     source = source or config.get("drain", "source") or None
     _check_source(source, config, table)
@@ -258,10 +268,27 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
     sys.exit(summary.exit_status)
 
 
-def _check_target(target: str) -> None:
-    kind = target.split(":", 1)[0]
-    if target != "dry-run" and (kind not in ("dir", "sim", "mq") or ":" not in target):
-        _err(f"error: bad --target '{target}': use dry-run, dir:PATH, sim:[NAME] or mq:QMGR")
+def _check_target(target: str, config: Config) -> None:
+    """The replay target must be usable before anything is touched (exit 2, one line each):
+    its spec, the warehouse path replay keeps checkpoints in, a ``dir:`` directory that can
+    be made and written, for ``mq:`` its [mq.qmgrs.X] table, the MQ client and the secrets."""
+    from dlq_pipeline.mq.client import MQClientMissing
+    from dlq_pipeline.replay.targets import TargetError, local_warehouse, open_target, parse_target
+
+    try:
+        parse_target(target)
+    except TargetError as exc:
+        _err(f"error: bad --target '{target}': {exc}")
+        sys.exit(exitcodes.USAGE)
+    try:
+        warehouse = local_warehouse(config.get("storage", "path"))
+        open_target(target, warehouse=warehouse, config=config).preflight()
+    except (TargetError, MQClientMissing) as exc:
+        _err(f"error: {exc}")
+        sys.exit(exitcodes.USAGE)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            _err(f"error: {problem}")
         sys.exit(exitcodes.USAGE)
 
 
@@ -374,9 +401,9 @@ def demo_cmd(out, count, seed, files, max_size, rules_path, target, master):
         _err(f"error: no rules table at {rules_path}; pass --rules FILE")
         sys.exit(exitcodes.USAGE)
     table = load_valid_rules(rules_path)
-    _check_target(target)
     config = load_config(None, overrides={"storage": {"path": str(out_dir / "warehouse")},
                                           "spark": {"master": master}})
+    _check_target(target, config)
     with writing(config, "demo"):
         _err(f"generating {count} messages (seed {seed}) into {out_dir / 'dumps'}")
         paths = write_generated(out_dir / "dumps", count, seed, files=files, max_size=max_size)

@@ -31,7 +31,7 @@ from dlq_pipeline.dumpfile import write_dump
 from dlq_pipeline.model import MQMD, text_to_bytes
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, Message, MQError, PutHandle
-from dlq_pipeline.private import open_private, private_dirs
+from dlq_pipeline.private import directory_problem, open_private, private_dirs
 from dlq_pipeline.replay.writer import Checkpoint, CheckpointState, queue_key
 from dlq_pipeline.testhooks import crash_point
 
@@ -375,7 +375,12 @@ class Target:
         return self.kind == "dry-run"
 
     def preflight(self) -> None:
-        """Driver-side checks before any task starts: the MQ client and secrets are there."""
+        """Driver-side checks before anything is touched: a ``dir:`` directory can be made
+        and written; for ``mq:`` the MQ client and the secrets are there."""
+        if self.kind == "dir":
+            problem = directory_problem(self.location)
+            if problem:
+                raise TargetError(f"target {self.spec}: {problem}")
         if self.kind != "mq":
             return
         from dlq_pipeline.config import secret
@@ -416,6 +421,18 @@ class Target:
             from dlq_pipeline.mq.client import ClientConnection
 
             yield Partition(lambda: ClientConnection(self.location, self.settings), checkpoint)
+
+
+def local_warehouse(path: str) -> Path:
+    """The warehouse as a path every process can open (``dbfs:/x`` is ``/dbfs/x``); replay's
+    checkpoints and the simulated queue managers need one. TargetError for other URIs."""
+    from dlq_pipeline.locks import local_path
+
+    try:
+        return local_path(path)
+    except TargetError:
+        raise TargetError(f"replay keeps checkpoints next to the tables and needs storage.path to be a file system "
+                          f"path every executor can open (local, NFS, /dbfs), not {path!r}") from None
 
 
 def parse_target(spec: str) -> tuple[str, str]:

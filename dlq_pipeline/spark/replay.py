@@ -31,9 +31,9 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.clock import as_utc, from_epoch_micros, utc_now
 from dlq_pipeline.config import Config
-from dlq_pipeline.locks import local_path
 from dlq_pipeline.model import MQMD, MQMD_FIELDS
-from dlq_pipeline.replay.targets import Target, TargetError, check_run_id, complete_partition, open_target
+from dlq_pipeline.replay.targets import (Target, TargetError, check_run_id, complete_partition, local_warehouse,
+                                         open_target)
 from dlq_pipeline.replay.writer import (LEDGER_COLUMNS, OUTCOMES, Checkpoint, ReplaySettings, WorkItem,
                                         replay_partition)
 from dlq_pipeline.spark.schemas import table_schema
@@ -49,16 +49,6 @@ PUT_ACTIONS = ("RETRY", "FWD")
 MD_COLUMNS = {name: ("md_version" if name == "version" else name) for name in MQMD_FIELDS}
 DECISION_COLUMNS = ("message_key", "action", "rule_line", "attempt", "target_q", "target_qmgr", "header",
                     "putaut", "not_before", "source_file", "source_index")
-
-
-def local_warehouse(path: str) -> Path:
-    """The warehouse as a path every process can open (``dbfs:/x`` is ``/dbfs/x``); replay's
-    checkpoints and the simulated queue managers need one. TargetError for other URIs."""
-    try:
-        return local_path(path)
-    except TargetError:
-        raise TargetError(f"replay keeps checkpoints next to the tables and needs storage.path to be a file system "
-                          f"path every executor can open (local, NFS, /dbfs), not {path!r}") from None
 
 
 def row_to_item(row) -> WorkItem:
