@@ -3,7 +3,7 @@
 Why: a rules table compiled into one ordered CASE WHEN chain grows one generated Java method
 with the table. Past ~8000 bytes of bytecode HotSpot stops JIT-compiling it, past 64 KB it
 cannot be compiled at all and Spark falls back (hugeMethodLimit, codegen fallback). This
-measures where that bites, and that `rules.compiler.classify_columns` stays flat.
+measures where that bites, and that `spark.compiler.classify_columns` stays flat.
 
 Approaches (all in one projection over the same Parquet input):
   compiler   classify_columns: exact §8 semantics (match list in chunks + aggregate + lookups)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 FILE_MODE = 0o600
@@ -67,3 +68,25 @@ def open_private(path: str | os.PathLike, mode: str = "wb", **kwargs):
     except BaseException:
         os.close(fd)
         raise
+
+
+def directory_problem(path: str | os.PathLike) -> str | None:
+    """Why this process could not create and write the directory ``path`` (it or a parent is
+    a file, or the nearest existing parent refuses a new entry), or None. Checked by making
+    and removing a probe directory in the nearest existing parent: permission bits say
+    nothing for root or for file systems like /proc. Leaves nothing behind."""
+    path = Path(path).absolute()
+    probe = path
+    while not probe.exists():
+        if probe.is_symlink():
+            return f"{probe} is a broken symbolic link"
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is not a directory" if probe == path else f"{probe} is a file, so {path} cannot be made"
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".dlq-pipeline-probe-", dir=probe))
+    except OSError as exc:
+        return f"cannot write in {probe}: {exc.strerror or exc}"
+    return None

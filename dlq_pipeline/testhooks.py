@@ -12,7 +12,12 @@ one environment lookup. docs/reliability.md describes the tests.
 Points: ``after-ingest``, ``ingest-messages-stored`` (messages written, quarantine not yet),
 ``ingest-record:N`` (a reader task after its N-th record), ``after-classify``,
 ``replay-batch:N`` (a replay task right after its N-th committed batch and checkpoint line),
-``after-replay`` (ledger appended, run summary not yet written).
+the ``dir:`` target's publish (`dlq_pipeline.replay.targets.DumpSink.finish`):
+``dir-files-written`` (files written in the staging directory, not recorded),
+``dir-publish-recorded`` (publish line on disk, nothing renamed), ``dir-file-renamed:N``
+(after the N-th rename), ``dir-published`` (all renamed, staging removed, ledger not yet
+appended); ``replay-ledger-appended`` (ledger appended, checkpoints not yet deleted),
+``after-replay`` (checkpoints deleted, run summary not yet written).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import signal
 CRASH_AT_ENV = "DLQ_PIPELINE_CRASH_AT"
 MARKER_ENV = "DLQ_PIPELINE_CRASH_MARKER"
 POINTS = ("after-ingest", "ingest-messages-stored", "ingest-record", "after-classify", "replay-batch",
+          "dir-files-written", "dir-publish-recorded", "dir-file-renamed", "dir-published", "replay-ledger-appended",
           "after-replay")
 
 

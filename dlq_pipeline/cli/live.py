@@ -164,7 +164,7 @@ def replay_cmd(run_id, target, as_json, config: Config):
     from dlq_pipeline.spark.run import storage_from_config
 
     target = target or config.get("pipeline", "target")
-    _check_target(target)
+    _check_target(target, config)
     with writing(config, "replay", run_id or "(latest decisions)"):
         spark = _spark(config)
         try:

@@ -10,6 +10,7 @@ import contextlib
 import functools
 import json
 import logging
+import re
 import sys
 import time
 from pathlib import Path
@@ -108,14 +109,67 @@ def _spark(config: Config):
                       "format": config.get("storage", "format")})
 
 
+_OUT_OF_MEMORY = re.compile(r"java\.lang\.OutOfMemoryError(?::[ \t]*([^\r\n]*))?")
+
+
+def out_of_memory(exc: BaseException) -> str | None:
+    """The JVM's OutOfMemoryError line inside ``exc`` or the exceptions it came from (py4j
+    puts the Java exception's text in its own), or None (pure)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        found = _OUT_OF_MEMORY.search(str(exc))
+        if found:
+            return found.group(0).strip()
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def heap_advice(config: Config) -> str:
+    """Which setting gives Spark more memory, and its value now (pure but for the machine's memory)."""
+    from dlq_pipeline.spark.session import local_driver_memory
+
+    conf = config.get("spark", "conf") or {}
+    now = conf.get("spark.driver.memory") or f"{local_driver_memory()} by default"
+    return (f"raise spark.driver.memory (now {now}), e.g. --set 'spark.conf={{\"spark.driver.memory\"=\"8g\"}}' "
+            "or [spark] conf in the configuration; under spark-submit pass --driver-memory (and --executor-memory "
+            "on a cluster). See docs/configuration.md")
+
+
+@contextlib.contextmanager
+def spark_errors(config: Config):
+    """Spark running out of memory ends a command with one ``error:`` line naming the setting to
+    raise (exit 1) instead of py4j tracebacks."""
+    try:
+        yield
+    except Exception as exc:
+        what = out_of_memory(exc)
+        if what is None:
+            raise
+        log.debug("out of memory", exc_info=True)
+        _err(f"error: Spark ran out of memory ({what}): {heap_advice(config)}")
+        sys.exit(exitcodes.FAILURE)
+
+
 @contextlib.contextmanager
 def writing(config: Config, command: str, run_id: str = ""):
     """Hold the warehouse's writer lock (`dlq_pipeline.locks`) for the rest of a command.
     Taken before Spark starts: a command refused touches nothing. Another holder: exit 1
     naming it; a warehouse that cannot be locked (storage.lock true, storage.path not a file
-    system path): exit 2."""
-    from dlq_pipeline.locks import LockHeld, LockUnavailable, writer_lock
+    system path) or a local warehouse that cannot be made or written (a file, say): exit 2.
+    Spark running out of memory in the command: `spark_errors`."""
+    from dlq_pipeline.locks import LockHeld, LockUnavailable, local_path, writer_lock
+    from dlq_pipeline.private import directory_problem
+    from dlq_pipeline.replay.targets import TargetError
 
+    path = config.get("storage", "path")
+    try:
+        problem = directory_problem(local_path(path))
+    except TargetError:
+        problem = None  # not a file system path: the lock (or the table format) says what it needs
+    if problem:
+        _err(f"error: the warehouse storage.path {path!r} cannot be used: {problem}")
+        sys.exit(exitcodes.USAGE)
     try:
         lock = writer_lock(config, command=command, run_id=run_id)
     except LockUnavailable as exc:
@@ -127,7 +181,8 @@ def writing(config: Config, command: str, run_id: str = ""):
         _err(f"error: {exc}")
         sys.exit(exitcodes.FAILURE)
     try:
-        yield
+        with spark_errors(config):
+            yield
     finally:
         lock.__exit__(None, None, None)
 
@@ -241,7 +296,7 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
 
     table = load_valid_rules(rules_path or _required(config, "rules"))
     target = target or config.get("pipeline", "target")
-    _check_target(target)
+    _check_target(target, config)
     inputs = list(inputs) or list(config.get("pipeline", "inputs"))
     source = source or config.get("drain", "source") or None
     _check_source(source, config, table)
@@ -258,10 +313,27 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
     sys.exit(summary.exit_status)
 
 
-def _check_target(target: str) -> None:
-    kind = target.split(":", 1)[0]
-    if target != "dry-run" and (kind not in ("dir", "sim", "mq") or ":" not in target):
-        _err(f"error: bad --target '{target}': use dry-run, dir:PATH, sim:[NAME] or mq:QMGR")
+def _check_target(target: str, config: Config) -> None:
+    """The replay target must be usable before anything is touched (exit 2, one line each):
+    its spec, the warehouse path replay keeps checkpoints in, a ``dir:`` directory that can
+    be made and written, for ``mq:`` its [mq.qmgrs.X] table, the MQ client and the secrets."""
+    from dlq_pipeline.mq.client import MQClientMissing
+    from dlq_pipeline.replay.targets import TargetError, local_warehouse, open_target, parse_target
+
+    try:
+        parse_target(target)
+    except TargetError as exc:
+        _err(f"error: bad --target '{target}': {exc}")
+        sys.exit(exitcodes.USAGE)
+    try:
+        warehouse = local_warehouse(config.get("storage", "path"))
+        open_target(target, warehouse=warehouse, config=config).preflight()
+    except (TargetError, MQClientMissing) as exc:
+        _err(f"error: {exc}")
+        sys.exit(exitcodes.USAGE)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            _err(f"error: {problem}")
         sys.exit(exitcodes.USAGE)
 
 
@@ -310,9 +382,10 @@ def report_cmd(run_id, as_json, html_path, config: Config):
     """
     from dlq_pipeline.spark.run import storage_from_config
 
-    spark = _spark(config)
-    report = _build_and_write_report(storage_from_config(spark, config), config, run_id=run_id,
-                                     html_path=html_path or config.get("report", "html") or None)
+    with spark_errors(config):
+        spark = _spark(config)
+        report = _build_and_write_report(storage_from_config(spark, config), config, run_id=run_id,
+                                         html_path=html_path or config.get("report", "html") or None)
     if as_json:
         _echo_json(report)
     else:
@@ -374,9 +447,9 @@ def demo_cmd(out, count, seed, files, max_size, rules_path, target, master):
         _err(f"error: no rules table at {rules_path}; pass --rules FILE")
         sys.exit(exitcodes.USAGE)
     table = load_valid_rules(rules_path)
-    _check_target(target)
     config = load_config(None, overrides={"storage": {"path": str(out_dir / "warehouse")},
                                           "spark": {"master": master}})
+    _check_target(target, config)
     with writing(config, "demo"):
         _err(f"generating {count} messages (seed {seed}) into {out_dir / 'dumps'}")
         paths = write_generated(out_dir / "dumps", count, seed, files=files, max_size=max_size)

@@ -4,7 +4,7 @@
 | spec | target | checkpoints |
 |---|---|---|
 | ``dry-run`` | nothing is put; every RETRY/FWD is recorded ``dry_run`` | no (no side effects) |
-| ``dir:PATH`` | dmpmqmsg files ``PATH/<run>/<qmgr>/<queue>.dmp`` that ``dmpmqmsg -o QUEUE -f FILE`` loads | no: each partition's files appear atomically when it ends, so a retried task rewrites them whole |
+| ``dir:PATH`` | dmpmqmsg files ``PATH/<run>/<qmgr>/<queue>.dmp`` that ``dmpmqmsg -o QUEUE -f FILE`` loads | yes: the record of what each partition published (`DumpSink`) |
 | ``sim:NAME`` | the simulated queue manager in ``WAREHOUSE/_sim/NAME.sqlite`` (``sim:`` = ``SIM``) | yes |
 | ``mq:QMGR`` | a real queue manager, client settings from ``[mq.qmgrs.QMGR]`` | yes |
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import os
 import pickle
 import re
@@ -24,13 +25,18 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping, NamedTuple
 
 from dlq_pipeline.dumps.dmpmqmsg import write_dump
 from dlq_pipeline.formats.mqmd import MQMD, text_to_bytes
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, Message, MQError, PutHandle
-from dlq_pipeline.private import open_private, private_dirs
+from dlq_pipeline.paths import PathError, local_path
+from dlq_pipeline.private import directory_problem, open_private, private_dirs
+from dlq_pipeline.replay.writer import Checkpoint, CheckpointState, queue_key
+from dlq_pipeline.testhooks import crash_point
+
+log = logging.getLogger(__name__)
 
 KINDS = ("dry-run", "dir", "sim", "mq")
 DEFAULT_SIM_NAME = "SIM"
@@ -135,17 +141,60 @@ class DryRunConnection:
 # --- dmpmqmsg directory --------------------------------------------------------------------
 
 
-class DumpSink:
-    """One partition's output under ``root``: committed messages are staged per target queue
-    manager and queue, and `finish` writes each file atomically (temporary name + rename)."""
+class StagedCheckpoint:
+    """The checkpoint a ``dir:`` partition's writer sees: `load` gives what earlier attempts
+    of the task published (the partition's own checkpoint), `record` keeps what it commits
+    now in the staging directory: none of it counts until `DumpSink.finish` publishes it."""
 
-    def __init__(self, root: Path, partition_id: int):
-        self.root = root
+    def __init__(self, published: Checkpoint, progress: Checkpoint):
+        self.published, self.progress = published, progress
+
+    def load(self) -> CheckpointState:
+        return self.published.load()
+
+    def record(self, rows: list[dict], *, next_batch: int, breakers: list) -> None:
+        self.progress.record(rows, next_batch=next_batch, breakers=breakers)
+
+
+class _Hashing:
+    """A binary file that also hashes what is written to it."""
+
+    def __init__(self, f):
+        self.f, self.sha256 = f, hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.sha256.update(data)
+        return self.f.write(data)
+
+
+class DumpSink:
+    """One partition's output under ``root`` (``OUT/<run>``), published exactly once.
+
+    Committed messages are staged in ``root/.staging-pNNNNN-*``, a directory the partition's
+    checkpoint names before it is made. `finish` writes every dump file into the staging
+    directory (fsynced), then appends ONE checkpoint line that names each file (final path,
+    staged path, SHA-256, message count, message keys) and holds all the partition's ledger
+    rows, and only then renames the files into place. That line is the commit point:
+    `complete_partition` (run by a retried task and, through replay's recovery, by the next
+    run) renames whatever a recorded line names that is still staged and removes the staging
+    directories, so a partition killed after the line is published whole and its rows reach
+    the ledger; one killed before it published nothing and recorded nothing, so its messages
+    are decided and written again. A published file is never overwritten (`_free_name`).
+    """
+
+    def __init__(self, root: Path, partition_id: int, checkpoint: Checkpoint):
+        self.root, self.checkpoint = root, checkpoint
+        complete_partition(checkpoint.load())  # an earlier attempt of this task: finish or clear it
         self.staging = root / f".staging-p{partition_id:05d}-{uuid.uuid4().hex[:8]}"
-        for stale in root.glob(f".staging-p{partition_id:05d}-*"):  # left by a failed attempt
-            shutil.rmtree(stale, ignore_errors=True)
+        checkpoint.record_staging(self.staging)
         private_dirs(self.staging)
+        self.progress = Checkpoint(self.staging / "progress.jsonl", durable=False)
         self.files: dict[tuple[str, str], Path] = {}
+        self.counts: dict[tuple[str, str], int] = {}
+
+    @property
+    def writer_checkpoint(self) -> StagedCheckpoint:
+        return StagedCheckpoint(self.checkpoint, self.progress)
 
     def path_for(self, qmgr: str, queue: str) -> Path:
         qdir = safe_file_name(qmgr) if qmgr.strip(" ") else LOCAL_QMGR_DIR
@@ -156,27 +205,93 @@ class DumpSink:
             key = (qmgr, queue)
             if key not in self.files:
                 self.files[key] = self.staging / f"{len(self.files):06d}.pickle"
+                self.counts[key] = 0
             with open_private(self.files[key], "ab") as f:
                 pickle.dump((md, data), f, protocol=pickle.HIGHEST_PROTOCOL)
+            self.counts[key] += 1
 
     def finish(self) -> list[Path]:
-        written = []
-        taken: dict[Path, tuple[str, str]] = {}
-        for (qmgr, queue), staged in sorted(self.files.items()):
-            final = self.path_for(qmgr, queue)
-            if final in taken:  # only a cut name's digest could collide; keep both, visibly
-                final = final.with_name(final.stem + f"~{len(taken)}" + final.suffix)
-            taken[final] = (qmgr, queue)
-            private_dirs(final.parent)
-            temporary = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
-            write_dump(_staged(staged), temporary, qmgr=_header_text(qmgr), queue=_header_text(queue))
-            os.replace(temporary, final)
-            written.append(final)
+        """Publish the partition's files and rows (see the class doc); the files' paths."""
+        staged = self.progress.load()
+        rows = [row for key_rows in staged.rows.values() for row in key_rows]
+        keys: dict[tuple[str, str], list[str]] = {}
+        for row in rows:
+            if row["outcome"] == "delivered":
+                keys.setdefault(queue_key(row["target_qmgr"], row["target_q"]), []).append(row["message_key"])
+        entries: list[dict] = []
+        taken: set[Path] = set()
+        for n, (key, pickled) in enumerate(sorted(self.files.items())):
+            qmgr, queue = key
+            final = _free_name(self.path_for(qmgr, queue), taken)
+            taken.add(final)
+            written = self.staging / f"{n:06d}.dmp"
+            with open_private(written, "wb") as f:
+                out = _Hashing(f)
+                write_dump(_staged(pickled), out, qmgr=_header_text(qmgr), queue=_header_text(queue))
+                f.flush()
+                os.fsync(f.fileno())  # on disk before the line that publishes it
+            entries.append({"file": str(final), "staged": str(written), "sha256": out.sha256.hexdigest(),
+                            "messages": self.counts[key], "keys": keys.get(key, [])})
+        crash_point("dir-files-written")
+        if entries or rows:
+            self.checkpoint.record(rows, next_batch=staged.next_batch, breakers=staged.breakers, publish=entries)
+        crash_point("dir-publish-recorded")
+        published = _publish(entries)
         shutil.rmtree(self.staging, ignore_errors=True)
-        return written
+        crash_point("dir-published")
+        return published
 
     def discard(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def _free_name(path: Path, taken) -> Path:
+    """``path``, or ``NAME~N.dmp`` when that is taken in this publish or already on disk (a run
+    id used again): a published file is never overwritten. Safe names hold ``~`` only
+    before 16 hex digits, so ``~N`` cannot collide with one."""
+    candidate, n = path, 0
+    while candidate in taken or candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.stem}~{n}{path.suffix}")
+    return candidate
+
+
+def _publish(entries: list[dict]) -> list[Path]:
+    """Rename each recorded file that is still staged into place; the final paths."""
+    published = []
+    for n, entry in enumerate(entries, 1):
+        staged, final = Path(entry["staged"]), Path(entry["file"])
+        if staged.exists():
+            private_dirs(final.parent)
+            if final.exists():  # something took the name after the record: keep both
+                final = _free_name(final, ())
+                log.warning("%s: %s existed already; published as %s", entry["file"], final.name, final)
+            os.replace(staged, final)
+        elif not final.exists():
+            log.warning("%s was published (%d messages) and has since been removed", final, entry["messages"])
+        published.append(final)
+        crash_point("dir-file-renamed", n)
+    return published
+
+
+def complete_partition(state: CheckpointState) -> int:
+    """Finish what a ``dir:`` partition that stopped left behind, from its checkpoint: rename
+    into place every file a publish record names that is still staged, and remove its
+    staging directories (unpublished messages, pickled) and the run's output directory if
+    that leaves it empty. Idempotent; the number of files it renamed. Targets without files
+    have neither kind of record: nothing to do."""
+    renamed = sum(1 for e in state.published if Path(e["staged"]).exists())
+    if renamed:
+        log.warning("publishing %d dmpmqmsg files recorded by a replay that stopped", renamed)
+    _publish(state.published)
+    for directory in map(Path, state.staging):
+        if directory.exists():
+            shutil.rmtree(directory, ignore_errors=True)
+            try:
+                directory.parent.rmdir()  # OUT/<run>, when the dead run published nothing
+            except OSError:
+                pass
+    return renamed
 
 
 def _staged(path: Path) -> Iterator[tuple[MQMD, bytes]]:
@@ -233,6 +348,13 @@ class DirConnection:
 # --- the targets ---------------------------------------------------------------------------
 
 
+class Partition(NamedTuple):
+    """One partition's connector, and the checkpoint its writer records progress in."""
+
+    connect: Callable[[], Connection]
+    checkpoint: "Checkpoint | StagedCheckpoint | None"
+
+
 @dataclass(frozen=True)
 class Target:
     """A parsed target; picklable, so Spark ships it to the executors."""
@@ -245,15 +367,21 @@ class Target:
 
     @property
     def resumable(self) -> bool:
-        """True when a retried task must skip what an earlier attempt committed (checkpoints)."""
-        return self.kind in ("sim", "mq")
+        """True when a retried task must skip what an earlier attempt committed (checkpoints);
+        for ``dir:`` the checkpoint also records what each partition published."""
+        return self.kind in ("dir", "sim", "mq")
 
     @property
     def dry_run(self) -> bool:
         return self.kind == "dry-run"
 
     def preflight(self) -> None:
-        """Driver-side checks before any task starts: the MQ client and secrets are there."""
+        """Driver-side checks before anything is touched: a ``dir:`` directory can be made
+        and written; for ``mq:`` the MQ client and the secrets are there."""
+        if self.kind == "dir":
+            problem = directory_problem(self.location)
+            if problem:
+                raise TargetError(f"target {self.spec}: {problem}")
         if self.kind != "mq":
             return
         from dlq_pipeline.config import secret
@@ -269,15 +397,18 @@ class Target:
                 secret(env)
 
     @contextmanager
-    def partition(self, run_id: str, partition_id: int) -> Iterator[Callable[[], Connection]]:
-        """The connector one partition uses; for ``dir:`` the files are written when the
-        block ends normally (nothing is written if it raises)."""
+    def partition(self, run_id: str, partition_id: int, checkpoint: Checkpoint | None = None) -> Iterator[Partition]:
+        """What one partition's writer uses: its connector and its checkpoint. ``dir:`` needs
+        ``checkpoint`` (its publish record) and publishes the files when the block ends
+        normally (nothing is published if it raises)."""
         if self.kind == "dry-run":
-            yield DryRunConnection
+            yield Partition(DryRunConnection, checkpoint)
         elif self.kind == "dir":
-            sink = DumpSink(Path(self.location) / check_run_id(run_id), partition_id)
+            if checkpoint is None:
+                raise TargetError("the dir: target needs the partition's checkpoint (it records what is published)")
+            sink = DumpSink(Path(self.location) / check_run_id(run_id), partition_id, checkpoint)
             try:
-                yield lambda: DirConnection(sink)
+                yield Partition(lambda: DirConnection(sink), sink.writer_checkpoint)
             except BaseException:
                 sink.discard()
                 raise
@@ -286,11 +417,21 @@ class Target:
             from dlq_pipeline.mq.sim import SimQueueManager
 
             qm = SimQueueManager(self.location, self.name)
-            yield qm.connect
+            yield Partition(qm.connect, checkpoint)
         else:
             from dlq_pipeline.mq.client import ClientConnection
 
-            yield lambda: ClientConnection(self.location, self.settings)
+            yield Partition(lambda: ClientConnection(self.location, self.settings), checkpoint)
+
+
+def local_warehouse(path: str) -> Path:
+    """The warehouse as a path every process can open (``dbfs:/x`` is ``/dbfs/x``); replay's
+    checkpoints and the simulated queue managers need one. TargetError for other URIs."""
+    try:
+        return Path(local_path(path)).absolute()
+    except PathError:
+        raise TargetError(f"replay keeps checkpoints next to the tables and needs storage.path to be a file system "
+                          f"path every executor can open (local, NFS, /dbfs), not {path!r}") from None
 
 
 def parse_target(spec: str) -> tuple[str, str]:

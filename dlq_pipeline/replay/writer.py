@@ -109,6 +109,12 @@ class ReplaySettings:
                    backoff_initial=float(r["reconnect_backoff"]))
 
 
+def queue_key(qmgr: str | None, queue: str | None) -> tuple[str, str]:
+    """The queue a put goes to, as (queue manager, queue) without trailing blanks: breakers
+    and depths are kept per queue, and the ``dir:`` target writes one file per queue."""
+    return (qmgr or "").rstrip(" "), (queue or "").rstrip(" ")
+
+
 def utc_from_epoch(seconds: float) -> dt.datetime:
     """Aware UTC, the convention of every timestamp the pipeline writes (`dlq_pipeline.clock`)."""
     return from_epoch(seconds)
@@ -148,16 +154,26 @@ class CheckpointState:
     rows: dict[str, list[dict]] = field(default_factory=dict)
     next_batch: int = 0
     breakers: list = field(default_factory=list)
+    published: list[dict] = field(default_factory=list)  # dir: files a publish record names
+    staging: list[str] = field(default_factory=list)  # dir: staging directories the partition made
 
 
 class Checkpoint:
     """A partition's progress: one JSON line appended (and fsynced) after every committed
     batch, holding the ledger rows settled since the previous line, the next batch id and the
     circuit breakers. A line torn by a crash is ignored: its batch is the at-least-once window.
+
+    The ``dir:`` target (`dlq_pipeline.replay.targets`) adds two kinds of line: ``staging``
+    (a staging directory, recorded before it is made, so recovery can remove it) and
+    ``publish`` (the files a partition is about to rename into place, what each holds, and
+    all its rows in the same line: once that line is on disk, the files are published).
+    ``durable=False`` skips the fsync (the ``dir:`` target's own staged progress, which dies
+    with its staging directory anyway).
     """
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, *, durable: bool = True):
         self.path = Path(path)
+        self.durable = durable
 
     @classmethod
     def for_partition(cls, root: str | os.PathLike, run_id: str, partition_id: int) -> "Checkpoint":
@@ -179,6 +195,9 @@ class Checkpoint:
             except ValueError:
                 log.warning("%s: ignoring a torn checkpoint line", self.path)
                 continue
+            if "staging" in record:
+                state.staging.append(record["staging"])
+                continue
             for row in record["rows"]:
                 for column in _TIME_COLUMNS:
                     if row.get(column) is not None:
@@ -186,19 +205,32 @@ class Checkpoint:
                 state.rows.setdefault(row["message_key"], []).append(row)
             state.next_batch = record["next_batch"]
             state.breakers = record["breakers"]
+            state.published.extend(record.get("publish", ()))
         return state
 
-    def record(self, rows: list[dict], *, next_batch: int, breakers: list) -> None:
+    def record(self, rows: list[dict], *, next_batch: int, breakers: list, publish: list[dict] | None = None) -> None:
         def plain(row):
             return {k: (v.isoformat() if isinstance(v, dt.datetime) else v) for k, v in row.items()}
 
-        line = json.dumps({"next_batch": next_batch, "breakers": breakers, "rows": [plain(r) for r in rows]},
-                          separators=(",", ":")).encode() + b"\n"
+        record = {"next_batch": next_batch, "breakers": breakers, "rows": [plain(r) for r in rows]}
+        if publish is not None:
+            record["publish"] = publish
+        self._append(record)
+
+    def record_staging(self, directory: str | os.PathLike) -> None:
+        """Note a ``dir:`` staging directory before it is made (recovery removes it)."""
+        self._append({"staging": str(directory)})
+
+    def _append(self, record: dict) -> None:
+        line = json.dumps(record, separators=(",", ":")).encode() + b"\n"
         private_dirs(self.path.parent)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, line)
-            os.fsync(fd)
+            view = memoryview(line)
+            while view:  # a publish line can be large: a write may take only part of it
+                view = view[os.write(fd, view):]
+            if self.durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
 
@@ -311,7 +343,7 @@ class _Writer:
 
     @staticmethod
     def queue_key(item: WorkItem) -> tuple[str, str]:
-        return ((item.target_qmgr or "").rstrip(" "), (item.target_q or "").rstrip(" "))
+        return queue_key(item.target_qmgr, item.target_q)
 
     def hold(self, p: _Pending) -> str | None:
         """Why ``p`` must not be sent now, or None."""
@@ -369,8 +401,8 @@ class _Writer:
         handle = self.handles.get(key)
         if handle is None:
             try:
-                handle = self.conn.open_for_put(item.target_q.rstrip(" "), (item.target_qmgr or "").rstrip(" "),
-                                                set_all_context=True, alternate_user=alternate)
+                qmgr, queue = queue_key(item.target_qmgr, item.target_q)
+                handle = self.conn.open_for_put(queue, qmgr, set_all_context=True, alternate_user=alternate)
             except MQError as exc:
                 raise _AtOpen(exc) from None
             self.handles[key] = handle

@@ -11,9 +11,10 @@ A retried task (or an accidental second evaluation) resumes from the partition's
 under ``WAREHOUSE/_checkpoints/<run_id>/`` and re-emits the rows of what was already
 committed instead of putting it again. When the ledger append has succeeded the run's
 checkpoints are deleted. Checkpoints still present when a replay starts belong to a run
-that died after putting (``kill -9``): their rows are appended to the ledger first and
-their delivered messages are left out of this run, so a rerun never puts them again.
-This assumes one run at a time per warehouse.
+that died after putting (``kill -9``): what a ``dir:`` partition recorded as published is
+renamed into place and its staging removed, their rows are appended to the ledger first and
+their delivered messages are left out of this run, so a rerun never puts (or writes) them
+again. This assumes one run at a time per warehouse.
 """
 
 from __future__ import annotations
@@ -30,30 +31,20 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.clock import as_utc, from_epoch_micros, utc_now
 from dlq_pipeline.config import Config
-from dlq_pipeline.paths import PathError, local_path
 from dlq_pipeline.formats.mqmd import MQMD
-from dlq_pipeline.replay.targets import Target, TargetError, check_run_id, open_target
-from dlq_pipeline.replay.writer import (Checkpoint, ReplaySettings, WorkItem,
-                                        replay_partition)
+from dlq_pipeline.replay.targets import (Target, TargetError, check_run_id, complete_partition, local_warehouse,
+                                         open_target)
+from dlq_pipeline.replay.writer import Checkpoint, ReplaySettings, WorkItem, replay_partition
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.spark.storage import Storage
 from dlq_pipeline.tables import ENDED_OUTCOMES, LEDGER_COLUMNS, MD_COLUMNS, OUTCOMES, PUT_ACTIONS
+from dlq_pipeline.testhooks import crash_point
 
 log = logging.getLogger(__name__)
 
 CHECKPOINTS_DIR = "_checkpoints"
 DECISION_COLUMNS = ("message_key", "action", "rule_line", "attempt", "target_q", "target_qmgr", "header",
                     "putaut", "not_before", "source_file", "source_index")
-
-
-def local_warehouse(path: str) -> Path:
-    """The warehouse as a path every process can open (``dbfs:/x`` is ``/dbfs/x``); replay's
-    checkpoints and the simulated queue managers need one. TargetError for other URIs."""
-    try:
-        return Path(local_path(path)).absolute()
-    except PathError:
-        raise TargetError(f"replay keeps checkpoints next to the tables and needs storage.path to be a file system "
-                          f"path every executor can open (local, NFS, /dbfs), not {path!r}") from None
 
 
 def row_to_item(row) -> WorkItem:
@@ -90,12 +81,28 @@ def _partition_function(target: Target, settings: ReplaySettings, run_id: str, n
         checkpoint = Checkpoint.for_partition(checkpoint_root, run_id, index) if checkpoint_root else None
         on_commit = (lambda batches: task_hook(index, batches)) if task_hook is not None else None
         items = (row_to_item(r) for r in rows)
-        with target.partition(run_id, index) as connect:
-            for row in replay_partition(items, connect, settings, run_id=run_id, partition_id=index,
-                                        checkpoint=checkpoint, now=now, on_commit=on_commit):
+        with target.partition(run_id, index, checkpoint) as part:
+            for row in replay_partition(items, part.connect, settings, run_id=run_id, partition_id=index,
+                                        checkpoint=part.checkpoint, now=now, on_commit=on_commit):
                 yield tuple(row[c] for c in LEDGER_COLUMNS)
 
     return run
+
+
+def checkpointed_rows(run_dirs: list[Path], appended: set[str]) -> list[dict]:
+    """The checkpointed ledger rows of the dead runs in ``run_dirs`` that are not in
+    ``appended`` (runs whose ledger append succeeded). First finishes what each partition of
+    every run left behind (`complete_partition`: ``dir:`` files a publish record names are
+    renamed into place, staging directories removed), so the rows say exactly what is in the
+    output. File work only, no Spark."""
+    rows = []
+    for run_dir in run_dirs:
+        for path in sorted(run_dir.glob("partition-*.jsonl")):
+            state = Checkpoint(path).load()
+            complete_partition(state)
+            if run_dir.name not in appended:
+                rows.extend(row for key_rows in state.rows.values() for row in key_rows)
+    return rows
 
 
 def recover_checkpoints(spark: SparkSession, storage: Storage, root: Path) -> set[str]:
@@ -109,12 +116,7 @@ def recover_checkpoints(spark: SparkSession, storage: Storage, root: Path) -> se
     names = [d.name for d in runs]
     appended = {r["run_id"] for r in storage.read("ledger").where(F.col("run_id").isin(names))
                 .select("run_id").distinct().collect()}
-    rows = []
-    for run_dir in runs:
-        if run_dir.name not in appended:
-            for path in sorted(run_dir.glob("partition-*.jsonl")):
-                for key_rows in Checkpoint(path).load().rows.values():
-                    rows.extend(key_rows)
+    rows = checkpointed_rows(runs, appended)
     if rows:
         log.warning("recovering %d ledger rows from the checkpoints of runs that did not finish: %s",
                     len(rows), ", ".join(sorted(set(names) - appended)))
@@ -192,6 +194,7 @@ def replay(
         observation, *[F.sum(F.when(F.col("outcome") == o, 1).otherwise(0)).alias(o) for o in OUTCOMES])
     storage.append("ledger", observed)
     counts = {o: int(observation.get.get(o) or 0) for o in OUTCOMES}
+    crash_point("replay-ledger-appended")
     shutil.rmtree(root / run_id, ignore_errors=True)
     return {o: n for o, n in counts.items() if n}
 

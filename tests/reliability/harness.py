@@ -59,8 +59,9 @@ def kill_run(proc: subprocess.Popen) -> None:
 
 
 def start_run(args: list[str], *, crash_at: str | None, marker_dir: Path, cwd: Path,
-              extra_env: dict | None = None) -> subprocess.Popen:
-    """``dlq-pipeline ARGS`` in a new session, stopping at ``crash_at``."""
+              extra_env: dict | None = None, module: str | None = None) -> subprocess.Popen:
+    """``dlq-pipeline ARGS`` (or ``python -m MODULE ARGS``) in a new session, stopping at
+    ``crash_at``."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
     env["PYSPARK_PYTHON"] = sys.executable
@@ -71,7 +72,8 @@ def start_run(args: list[str], *, crash_at: str | None, marker_dir: Path, cwd: P
     env.update(extra_env or {})
     marker_dir.mkdir(parents=True, exist_ok=True)
     out = open(cwd / "run.log", "wb")
-    return subprocess.Popen([sys.executable, "-c", "from dlq_pipeline.cli import main; main()", *args],
+    command = ["-m", module] if module else ["-c", "from dlq_pipeline.cli import main; main()"]
+    return subprocess.Popen([sys.executable, *command, *args],
                             cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 

@@ -16,17 +16,28 @@ from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.mq.client import MQClientMissing
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import (LOCAL_QMGR_DIR, TargetError, open_target, parse_target, safe_file_name)
-from dlq_pipeline.replay.writer import ReplaySettings, WorkItem, replay_partition
+from dlq_pipeline.replay.writer import Checkpoint, ReplaySettings, WorkItem, replay_partition
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_writer import NOW, FakeClock, dead_letter, item  # noqa: E402
 
 
+def checkpoint_for(target, run_id="R1", partition_id=0):
+    """The partition's checkpoint as replay makes it, in a ``_checkpoints`` folder beside the
+    target's output (None for the dry run, as in replay)."""
+    if not target.resumable:
+        return None
+    return Checkpoint.for_partition(Path(target.location).parent / "_checkpoints", run_id, partition_id)
+
+
 def run(target, items, run_id="R1", partition_id=0):
+    """One partition as a replay task runs it."""
     clock = FakeClock()
-    with target.partition(run_id, partition_id) as connect:
-        return list(replay_partition(items, connect, ReplaySettings(batch_size=2), run_id=run_id,
-                                     partition_id=partition_id, clock=clock, sleep=clock.sleep, now=NOW))
+    checkpoint = checkpoint_for(target, run_id, partition_id)
+    with target.partition(run_id, partition_id, checkpoint) as part:
+        return list(replay_partition(items, part.connect, ReplaySettings(batch_size=2), run_id=run_id,
+                                     partition_id=partition_id, checkpoint=part.checkpoint, clock=clock,
+                                     sleep=clock.sleep, now=NOW))
 
 
 @pytest.mark.parametrize("spec,expected", [
@@ -47,7 +58,8 @@ def test_open_target(tmp_path):
     sim = open_target("sim:", warehouse=tmp_path)
     assert (sim.kind, sim.name, Path(sim.location)) == ("sim", "SIM", tmp_path / "_sim" / "SIM.sqlite")
     assert sim.resumable and not sim.dry_run
-    assert not open_target("dir:x", warehouse=tmp_path).resumable and open_target("dry-run", warehouse=tmp_path).dry_run
+    assert open_target("dir:x", warehouse=tmp_path).resumable  # its checkpoint records what it published
+    assert not open_target("dry-run", warehouse=tmp_path).resumable and open_target("dry-run", warehouse=tmp_path).dry_run
     with pytest.raises(TargetError, match=r"\[mq.qmgrs.QM1\]"):
         open_target("mq:QM1", warehouse=tmp_path, config=load_config())
     config = load_config(overrides={"mq": {"qmgrs": {"QM1": {"channel": "APP.SVRCONN", "conn_name": "mq(1414)"}}}})
@@ -148,19 +160,25 @@ def test_dir_target_retried_partition_writes_each_message_once(tmp_path):
     target = open_target(f"dir:{tmp_path / 'out'}", warehouse=tmp_path)
     items = [item(n) for n in range(5)]
     with pytest.raises(RuntimeError):
-        with target.partition("R1", 7) as connect:
-            for n, _row in enumerate(replay_partition(items, connect, ReplaySettings(batch_size=2), run_id="R1",
-                                                      partition_id=7, now=NOW)):
+        with target.partition("R1", 7, checkpoint_for(target, "R1", 7)) as part:
+            for n, _row in enumerate(replay_partition(items, part.connect, ReplaySettings(batch_size=2), run_id="R1",
+                                                      partition_id=7, checkpoint=part.checkpoint, now=NOW)):
                 if n == 3:
                     raise RuntimeError("task killed")
     assert not [p for p in (tmp_path / "out").rglob("*.dmp")]  # nothing appears from a failed attempt
-    for _attempt in range(2):  # the retry, and an accidental second evaluation
-        run(target, items, partition_id=7)
+    assert checkpoint_for(target, "R1", 7).load().rows == {}  # and nothing is recorded
+    outcomes = []
+    for _attempt in range(2):  # the retry, and an accidental second evaluation (re-emits, writes nothing)
+        outcomes.append([(r["message_key"], r["outcome"]) for r in run(target, items, partition_id=7)])
         (dump,) = (tmp_path / "out").rglob("*.dmp")
         assert [m.md.msg_id for m in read_dump(str(dump))] == [dead_letter(n)[0].msg_id for n in range(5)]
+    assert outcomes[0] == outcomes[1] == [(f"k{n:03d}", "delivered") for n in range(5)]
     assert [p.name for p in (tmp_path / "out" / "R1").iterdir()] == [LOCAL_QMGR_DIR]
     with pytest.raises(TargetError):
-        with target.partition("../R2", 0):
+        with target.partition("../R2", 0, checkpoint_for(target)):
+            pass
+    with pytest.raises(TargetError, match="checkpoint"):
+        with target.partition("R3", 0):
             pass
 
 
