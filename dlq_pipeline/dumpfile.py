@@ -71,6 +71,24 @@ NOTE_FILE_ENDS_MID_LINE = "file_ends_mid_line"
 
 _MQLONG_MIN, _MQLONG_MAX = -(2**31), 2**31 - 1
 
+
+def mqlong(digits: bytes) -> int | None:
+    """The value of a decimal integer (optional sign) if it fits a 4-byte MQLONG, else None.
+
+    Never converts more than a few digits: ``int()`` of thousands of digits raises (Python's
+    int_max_str_digits), and a reader must report such a value, not crash on it."""
+    magnitude = digits.lstrip(b"+-").lstrip(b"0")
+    if len(magnitude) > 10:
+        return None
+    value = int(digits)
+    return value if _MQLONG_MIN <= value <= _MQLONG_MAX else None
+
+
+def shown_number(digits: bytes, limit: int = 24) -> str:
+    """A number from a file for an error message, shortened when it is very long."""
+    text = bytes_to_text(digits)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
 # --- the attribute table (message-formats.md §4, qload's Flds[] order) ---------------------
 
 LONG, CHAR, BYTE, HEXTEXT = "LONG", "CHAR", "BYTE", "HEXTEXT"
@@ -654,9 +672,10 @@ def _apply_attribute(line: bytes, fields: dict, notes: list[str]) -> tuple[str, 
         number = _LONG_VALUE.fullmatch(value)
         if number is None:
             return "bad_number", f"{attr.code} value {bytes_to_text(value)!r} is not a decimal integer"
-        n = int(number.group(1))
-        if not _MQLONG_MIN <= n <= _MQLONG_MAX:
-            return "number_out_of_range", f"{attr.code} value {n} does not fit a 4-byte MQLONG"
+        n = mqlong(number.group(1))
+        if n is None:
+            return "number_out_of_range", (f"{attr.code} value {shown_number(number.group(1))} does not "
+                                           "fit a 4-byte MQLONG")
         fields[attr.field] = n
     elif attr.kind is CHAR:
         if len(value) > attr.length:
