@@ -363,12 +363,13 @@ class _Lines:
         self.lineno += self.step * _MD_BLOCK_LINES
         return item
 
-    def data_run(self) -> bytes | None:
+    def data_run(self, budget: int | None = None) -> bytes | None:
         """The data of the plain ``X`` lines, or the quoted ``S`` lines, that come next,
         consumed; None if there are none.
 
         Lines the per-line path would reject (odd digit count, too long) end the run, so
-        that path sees them and reports them.
+        that path sees them and reports them. So does the first line that would take the
+        data past ``budget`` bytes: the size limit's error then names that line.
         """
         if self.pending is not None:
             return None
@@ -376,7 +377,7 @@ class _Lines:
             self._more()
         first = self.buf[self.pos:self.pos + 1]
         if first == b"X":
-            data = self._plain_x_run()
+            data = self._plain_x_run(budget)
             if data is not None:
                 return data
         regex = self.x_run if first == b"X" else self.s_run if first == b"S" else None
@@ -387,13 +388,32 @@ class _Lines:
         if kept is None:
             return None
         raw, lines = kept
-        self._consume(raw)
         if regex is self.x_run:
-            return binascii.a2b_hex(b"".join(lines).replace(b"X ", b""))
-        text = b"".join([line[3:-1] for line in lines])  # inside the quotes
-        return _unescape(text) if b"~" in text else text
+            data = binascii.a2b_hex(b"".join(lines).replace(b"X ", b""))
+        else:
+            text = b"".join([line[3:-1] for line in lines])  # inside the quotes
+            data = _unescape(text) if b"~" in text else text
+        return self._take(raw, lines, data, budget, hexed=regex is self.x_run)
 
-    def _plain_x_run(self) -> bytes | None:
+    def _take(self, raw: list[bytes], lines: list[bytes], data: bytes, budget: int | None, *,
+              hexed: bool) -> bytes | None:
+        """Consume the lines of a run and return their data, or only the lines whose data
+        fits ``budget`` (None when not even the first one does)."""
+        if budget is not None and len(data) > budget:
+            size = keep = 0
+            for line in lines:
+                grows = (len(line) - 2) // 2 if hexed else len(_unescape(line[3:-1]))
+                if size + grows > budget:
+                    break
+                size += grows
+                keep += 1
+            if keep == 0:
+                return None
+            raw, data = raw[:keep], data[:size]
+        self._consume(raw)
+        return data
+
+    def _plain_x_run(self, budget: int | None = None) -> bytes | None:
         """``data_run`` for X lines without the regular expression, which matched at about
         160 MB/s: find where lines stop starting with ``X``, then let the hex decoder check
         the digits. Anything it cannot vouch for returns None, and the regular expression
@@ -416,8 +436,7 @@ class _Lines:
             data = binascii.a2b_hex(digits)
         except binascii.Error:  # not a hex digit somewhere
             return None
-        self._consume(raw)
-        return data
+        return self._take(raw, lines, data, budget, hexed=True)
 
     def _good_lines(self, block: bytes, *, hexed: bool) -> tuple[list[bytes], list[bytes]] | None:
         """The lines of ``block`` up to the first one the per-line path would reject (odd
@@ -600,6 +619,10 @@ class _Record:
     def fail(self, code: str, offset: int, what: str, line: bytes) -> None:
         self.error = (code, f"line at byte {offset}: {what}", line)
 
+    def room(self) -> int | None:
+        """How many more data bytes fit under the size limit (None: no limit)."""
+        return None if self.limit is None else max(self.limit - self.size, 0)
+
     def take(self, data: bytes, offset: int, line: bytes) -> None:
         """Add message data; past the size limit, drop it all and fail (memory stays bounded)."""
         self.size += len(data)
@@ -758,7 +781,7 @@ def _records(
     while True:
         if record is not None and record.error is None:
             at = lines.base + lines.pos
-            data = lines.data_run()
+            data = lines.data_run(record.room())
             if data is not None:
                 record.take(data, at, b"")
                 prev_kind = K_HEX  # (or K_STRING: both are data lines, all that matters)
