@@ -193,8 +193,11 @@ _LETTER_KINDS = {b"A": K_ATTR, b"N": K_NOMD, b"X": K_HEX, b"S": K_STRING, b"T": 
 _DATA_KINDS = (K_HEX, K_STRING, K_TEXT)
 _MD_KINDS = (K_ATTR, K_NOMD)
 
-# dmpmqmsg's own statistics (printed to stderr; present when 2>&1 was captured).
-_STATS_LINE = re.compile(rb"(Read|Written) +- Files:")
+# dmpmqmsg's own statistics (printed to stderr; present when 2>&1 was captured), and the
+# banner it prints before the header with -f stdout: files concatenated from several runs
+# hold it between the last message of one run and the header of the next.
+_STATS_LINE = re.compile(rb"(Read|Written) +- Files:|\d{4}-[0-9A-Z]{3} \(C\) Copyright IBM Corp\.|"
+                         rb"(IBM MQ|WebSphere MQ|MQSeries) Queue Load/Unload Utility\s*$")
 _HEADER_LINE = re.compile(rb"\* (DMPMQMSG|QLOAD) Version:(\S*)(?: Created:(.*))?")
 _QMGR_LINE = re.compile(rb"\* Qmgr +=(.*)")
 _QUEUE_LINE = re.compile(rb"\* Queue +=(.*)")

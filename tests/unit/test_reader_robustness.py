@@ -189,3 +189,40 @@ def test_a_listing_over_the_limit_is_message_too_large_too(tmp_path):
     conf.write_text("[ingest]\nmax_message_bytes = 100\n")
     result = CliRunner().invoke(cli, ["inspect", "--config", str(conf), str(path)])
     assert result.exit_code == 3 and ": message_too_large: the message has 300 bytes of data" in result.stderr
+
+
+# --- dumps people make: several runs in one file, EBCDIC transferred in binary -----------------
+
+
+def test_dumps_of_several_runs_concatenated_read_whole(tmp_path):
+    """`dmpmqmsg -f stdout` twice into one file: the second run's banner ('5724-H72 (C)
+    Copyright IBM Corp.', 'IBM MQ Queue Load/Unload Utility') comes right after the first
+    run's last X line; it used to make that message 'unexpected_line'."""
+    one = DUMP.replace(b"\n", b"\r\n")  # written on Windows
+    path = tmp_path / "two-runs.dmp"
+    path.write_bytes(one + one)
+    single = list(read_dump(io.BytesIO(one), name="d"))
+    assert len(single) == 5 and all(isinstance(r, DumpedMessage) for r in single)
+    both = list(read_dump(str(path)))
+    assert [(r.md, r.data, r.notes) for r in both] == [(r.md, r.data, r.notes) for r in single] * 2
+    assert [r.index for r in both] == list(range(10))
+    assert [(r.offset, r.line) for r in both[5:]] == [
+        (len(one) + r.offset, one.count(b"\n") + r.line) for r in single]
+    for cut in (len(one) - 5, len(one) + 3, len(one) + 60):
+        parts = list(read_dump(str(path), end=cut)) + list(read_dump(str(path), start=cut))
+        assert [(r.md, r.data, r.offset) for r in parts] == [(r.md, r.data, r.offset) for r in both]
+
+
+def test_ebcdic_files_transferred_in_binary_get_a_clear_error(tmp_path):
+    from dlq_pipeline import codepages
+    from dlq_pipeline.sources import read_source
+
+    for name, text, kind in (("d.dmp", DUMP, "dmpmqmsg dump"),
+                             ("l.txt", LISTINGS["amqsbcg-old.txt"], "amqsbcg listing")):
+        for newline in (b"\x15", b"\x25"):  # z/OS NL, or LF as some converters write it
+            path = tmp_path / name
+            path.write_bytes(codepages.encode(text.decode("latin-1"), 1047).replace(b"\x25", newline))
+            [error] = read_source(path)
+            assert (error.code, error.line, error.offset) == ("unknown_format", 1, 0)
+            assert error.message.startswith(f"this is a {kind} in EBCDIC (a z/OS text file transferred in "
+                                            "binary), which is not read: transfer it as text (FTP ASCII mode)")
