@@ -293,9 +293,14 @@ def load_config(
     return Config(values=values, source=where, profile=profile or "")
 
 
-def secret(env_name: str) -> str:
-    """The value of a secret named in the configuration; the message never shows the value."""
+def secret(env_name: str, where: str) -> str:
+    """The value of the secret in environment variable ``env_name``, which the setting
+    ``where`` (e.g. ``mq.qmgrs.QM1.password_env``) names.
+
+    The error names the setting, never ``env_name``: a password pasted into ``password_env``
+    passes as a variable name when it is made of letters, digits and ``_``."""
     value = os.environ.get(env_name)
     if value is None:
-        raise ConfigError([f"environment variable {env_name} (named by the configuration) is not set"])
+        raise ConfigError([f"the environment variable that '{where}' names is not set (its name is not "
+                           "shown, in case a password was put there by mistake)"])
     return value

@@ -14,7 +14,7 @@ import sys
 import click
 
 from dlq_pipeline import exitcodes
-from dlq_pipeline.dumps.inspect import describe, format_message, format_summary, summarize
+from dlq_pipeline.dumps.inspect import describe, format_message, format_summary, printable, summarize
 from dlq_pipeline.dumps.records import RecordError
 from dlq_pipeline.redact import redact_snippet
 
@@ -45,7 +45,11 @@ def _error_object(error: RecordError) -> dict:
 @click.option("--redact", is_flag=True,
               help="Show no message data: no preview, and bad records without their text (bodies may hold "
                    "personal data; report.redact_payloads does the same for reports).")
-def inspect_cmd(files, as_json, summary, limit, redact):
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="Configuration file: its ingest limits (max_message_bytes, max_line_length) apply, "
+                   "as in a run (default: the default limits).")
+@click.option("--profile", default=None, help="Profile in the configuration file.")
+def inspect_cmd(files, as_json, summary, limit, redact, config_path, profile):
     """Decode dmpmqmsg dumps and amqsbcg listings: MQMD, MQDLH (with reason names) and a
     preview of each message's data, decoded in its own code page.
 
@@ -72,11 +76,18 @@ def inspect_cmd(files, as_json, summary, limit, redact):
     rest of the file is still read.
 
     \b
+    A message larger than ingest.max_message_bytes (100 MB unless --config says otherwise) is
+    a bad record (message_too_large), as it is in a run.
+
+    \b
     Exit status: 0 all read; 3 some records were bad; 2 a file could not be read or is not
     a dump or listing (or bad usage).
     """
+    from dlq_pipeline.cli.rules_test import ingest_limits
+
     state = _Tally()
-    descs = _describe_all(files, limit, state, errors_inline=as_json and not summary, redact=redact)
+    descs = _describe_all(files, limit, state, errors_inline=as_json and not summary, redact=redact,
+                          limits=ingest_limits(config_path, profile))
     if summary:
         counts = summarize(descs)  # streams: nothing is kept per message
         counts["bad_records"] = state.bad_records
@@ -94,19 +105,21 @@ class _Tally:
     unreadable = False
 
 
-def _describe_all(files, limit: int | None, state: _Tally, *, errors_inline: bool, redact: bool = False):
+def _describe_all(files, limit: int | None, state: _Tally, *, errors_inline: bool, redact: bool = False,
+                  limits: dict | None = None):
     """`describe` objects of every message, in file order, up to ``limit``. Bad records go
-    to stderr as they are met (and inline on stdout as error objects when asked)."""
+    to stderr as they are met (and inline on stdout as error objects when asked); ``limits``
+    are the ingest limits (``max_line_length``, ``max_message_bytes``) a run would apply."""
     from dlq_pipeline.dumps.sources import read_source
 
     shown = 0
     for path in files:
         try:
-            for record in read_source(path, name=path):
+            for record in read_source(path, name=path, **(limits or {})):
                 if isinstance(record, RecordError):
                     if redact:
                         record = replace(record, snippet=redact_snippet(record.snippet))
-                    click.echo(str(record), err=True)
+                    click.echo(printable(str(record)), err=True)
                     if record.code in FILE_LEVEL_CODES:
                         state.unreadable = True
                     else:
@@ -119,5 +132,5 @@ def _describe_all(files, limit: int | None, state: _Tally, *, errors_inline: boo
                 shown += 1
                 yield describe(record, path, redact=redact)
         except OSError as exc:
-            click.echo(f"{path}: cannot read: {exc.strerror or exc}", err=True)
+            click.echo(printable(f"{path}: cannot read: {exc.strerror or exc}"), err=True)
             state.unreadable = True

@@ -19,7 +19,7 @@ from dlq_pipeline.dumps.records import RecordError
 FILE = click.Path(exists=True, dir_okay=False)
 
 
-def _limits(config_path: str | None, profile: str | None) -> dict:
+def ingest_limits(config_path: str | None, profile: str | None) -> dict:
     """The ingest settings a run would use (defaults, or the configuration given)."""
     from dlq_pipeline.config import ConfigError, load_config
 
@@ -73,6 +73,7 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
     A record that cannot be read is reported on stderr as FILE:LINE: CODE: MESSAGE and
     the rest is still read (exit 3 at the end). Exit 0 when every record was read.
     """
+    from dlq_pipeline.dumps.inspect import printable
     from dlq_pipeline.rules.parser import load_rules
     from dlq_pipeline.rules.whatif import Tally, decide_message, file_width, format_outcome, format_tally, text_header
     from dlq_pipeline.dumps.sources import expand_paths, read_source
@@ -83,7 +84,7 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
     if not table.ok:
         click.echo(summary_line(table), err=True)
         sys.exit(exitcodes.USAGE)
-    limits = _limits(config_path, profile)
+    limits = ingest_limits(config_path, profile)
     try:
         paths = expand_paths(inputs)
     except (FileNotFoundError, ValueError) as exc:
@@ -102,13 +103,13 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
                     record = decide_message(table, record, path, attempts,
                                             max_message_bytes=limits["max_message_bytes"])
                 if isinstance(record, RecordError):
-                    click.echo(str(record), err=True)
+                    click.echo(printable(str(record)), err=True)
                     tally.bad_records += 1
                     continue
                 tally.add(record)
                 click.echo(json.dumps(record.as_dict(), ensure_ascii=True) if as_json else format_outcome(record, width))
         except OSError as exc:
-            click.echo(f"{path}: cannot read: {exc.strerror or exc}", err=True)
+            click.echo(printable(f"{path}: cannot read: {exc.strerror or exc}"), err=True)
             tally.bad_records += 1
     if not as_json:
         click.echo("")

@@ -8,9 +8,23 @@ Only the descriptor fields, the offsets and the hex groups are read; the charact
 is lossy and locale dependent and is never looked at. Offsets must run on without gaps
 (multi-byte characters may push a line past 16 bytes; the next offset says so).
 
+**Layouts seen in the field.** Releases and platforms differ in white space: AIX and older
+releases indent the hex lines by a blank (`` 00000000:  444C 4820 ...``), mail and forum
+copies indent every line, blog copies drop the blank lines. Lines are therefore matched
+with any leading blanks, and blank lines are ignored everywhere.
+
 **Truncation.** amqsbcg prints at most 64 KB. When `` length - N of M bytes`` has N < M
 the message lands with ``truncated=True``, ``total_length`` the real length and the N
-bytes printed: it must never be replayed.
+bytes printed (note ``listing_partial:N/M``): it must never be replayed. A listing that
+holds fewer hex bytes than its length line says was cut (by hand, or the file ends early):
+what is there lands the same way, ``truncated`` with the note ``listing_cut:HAVE/PRINTED``,
+and its MQDLH is decoded as usual when the header bytes are present. A last hex group cut
+in the middle (an odd number of digits) keeps its whole bytes, but only on the last hex
+line: anywhere else it is an error. More hex than the length line says is an error
+(``length_mismatch``).
+
+**Numbers.** Every printed integer is an MQLONG; a value outside -2**31..2**31-1 cannot
+come from amqsbcg and is a ``number_out_of_range`` error for that message, never a crash.
 
 **The 9.4 Dead Letter Header block.** amqsbcg prints the block only for an MQMD Format of
 ``MQDEAD`` and a StrucId of ASCII ``DLH ``, reading the header's integers in the byte order
@@ -34,14 +48,17 @@ import struct
 from typing import Iterator
 
 from dlq_pipeline.formats import codepages
-from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH, LineReader, open_source
+from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH, LineReader, mqlong, open_source, shown_number
 from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 
-__all__ = ["read_amqsbcg", "DLH_LENGTH", "NOTE_DLH_REBUILT"]
+__all__ = ["read_amqsbcg", "DLH_LENGTH", "NOTE_DLH_REBUILT", "NOTE_LISTING_CUT", "NOTE_LISTING_PARTIAL"]
 
 DLH_LENGTH = 172
 NOTE_DLH_REBUILT = "dlh_rebuilt_from_listing"
+# notes on a truncated message: "<note>:<bytes in the listing>/<bytes it should hold>"
+NOTE_LISTING_CUT = "listing_cut"  # fewer hex bytes than the length line says
+NOTE_LISTING_PARTIAL = "listing_partial"  # amqsbcg printed only the first N of M bytes
 
 INT, TEXT, HEX = "int", "text", "hex"
 
@@ -87,8 +104,9 @@ _DLH_START = b"****Dead Letter Header****"
 _MESSAGE_START = re.compile(rb"\*{4}\s+Message\s+\*{4}\s*$")
 _SUMMARY_START = re.compile(rb"\*{4}\s+Summary\s+\*{4}")
 _LENGTH_LINE = re.compile(rb"\s*length - (\d+)(?: of (\d+))? bytes\s*$")
-_HEX_LINE = re.compile(rb"([0-9A-Fa-f]{8}):(.*)")
+_HEX_LINE = re.compile(rb"[ \t]*([0-9A-Fa-f]{8}):(.*)")
 _HEX_GROUP = re.compile(rb"(?:[0-9A-Fa-f]{2})+")
+_HEX_DIGITS = re.compile(rb"[0-9A-Fa-f]+")
 _NAME = re.compile(rb"\s*([A-Za-z]+)\s*:\s*")
 _NUMBER = re.compile(rb"[+-]?\d+")
 _REASON_NAME = re.compile(rb"\s*\[[^\]]*\]")
@@ -136,7 +154,7 @@ def _pairs(line: bytes) -> list[tuple[bytes, tuple[str, object] | None]]:
             if number is None:
                 raise _Bad("bad_field", f"{name.decode()} value is not a number, 'text' or "
                            "X'hex'", line)
-            pairs.append((name, (INT, int(number.group()))))
+            pairs.append((name, (INT, number.group())))  # digits: _set checks the range
             pos = number.end()
             reason_name = _REASON_NAME.match(line, pos)  # "Reason : 2053 [MQRC_Q_FULL]"
             if reason_name:
@@ -166,9 +184,14 @@ def _set(target: dict, names: dict, name: bytes, value: tuple[str, object], line
     field_name, kind = spec[0], spec[1]
     value_kind, raw = value
     if kind == INT and value_kind == TEXT and _NUMBER.fullmatch(raw):
-        value_kind, raw = INT, int(raw)  # PutApplType : '6'
+        value_kind = INT  # PutApplType : '6'
     if value_kind != kind:
         raise _Bad("bad_field", f"{bytes_to_text(name)} should be {kind}, not {value_kind}", line)
+    if kind == INT:
+        digits, raw = raw, mqlong(raw)
+        if raw is None:
+            raise _Bad("number_out_of_range", f"{bytes_to_text(name)} value {shown_number(digits)} does "
+                       "not fit a 4-byte MQLONG (amqsbcg never prints one)", line)
     if kind == HEX:
         if not _HEX_GROUP.fullmatch(raw) or len(raw) != 2 * MQMD_BYTE_LENGTHS[field_name]:
             raise _Bad("bad_field", f"{bytes_to_text(name)} should be "
@@ -192,6 +215,7 @@ class _Listing:
         self.length: tuple[int, int | None] | None = None
         self.hex: list[bytes] = []
         self.size = 0
+        self.cut_line: bytes | None = None  # the hex line whose last group was cut short
         self.error: _Bad | None = None
 
     def take(self, line: bytes) -> bool:
@@ -248,14 +272,23 @@ class _Listing:
                 _set(target, names, name, value, line)
 
     def _hex(self, offset: int, rest: bytes, line: bytes) -> None:
+        if self.cut_line is not None:
+            raise _Bad("bad_hex", "a hex group with an odd number of digits before the last hex "
+                       "line", self.cut_line)
         if offset != self.size:
             raise _Bad("bad_offset", f"hex line offset {offset:08X} where {self.size:08X} "
                        "was expected", line)
-        for group in rest.split():
+        groups = rest.split()
+        for at, group in enumerate(groups):
             if group[:1] == b"'":
                 break  # the character column
             if not _HEX_GROUP.fullmatch(group):
-                raise _Bad("bad_hex", f"{bytes_to_text(group)!r} is not a hex group", line)
+                if at == len(groups) - 1 and _HEX_DIGITS.fullmatch(group):  # odd count
+                    group = group[:-1]  # the line was cut inside its last group
+                    self.cut_line = line
+                else:
+                    hint = " (was the listing edited by hand?)" if group.strip(b"*") == b"" else ""
+                    raise _Bad("bad_hex", f"{bytes_to_text(group)!r} is not a hex group{hint}", line)
             self.hex.append(group)
             self.size += len(group) // 2
 
@@ -274,18 +307,23 @@ class _Listing:
         md = _mqmd(self.md, self.head)
         data = binascii.a2b_hex(b"".join(self.hex))
         printed, total = self.length
-        if len(data) != printed:
+        if len(data) > printed:
             raise _Bad("length_mismatch", f"the length line says {printed} bytes but the hex "
                        f"holds {len(data)}", self.head)
-        notes: tuple[str, ...] = ()
+        notes: list[str] = []
+        if len(data) < printed:
+            notes.append(f"{NOTE_LISTING_CUT}:{len(data)}/{printed}")
+        elif total is not None and printed < total:
+            notes.append(f"{NOTE_LISTING_PARTIAL}:{printed}/{total}")
+        if total is None:
+            total = printed  # the old layout prints the whole length
         if self.dlh:
             data = _rebuild_dlh(self.dlh, md) + data
-            notes = (NOTE_DLH_REBUILT,)
-            if total is not None:
-                total += DLH_LENGTH
-        truncated = total is not None and len(data) < total
+            notes.insert(0, NOTE_DLH_REBUILT)
+            total += DLH_LENGTH
+        truncated = len(data) < total
         return DumpedMessage(md, data, index, self.lineno, self.offset, truncated,
-                             total if truncated else None, notes)
+                             total if truncated else None, tuple(notes))
 
 
 def _mqmd(fields: dict, head: bytes) -> MQMD:

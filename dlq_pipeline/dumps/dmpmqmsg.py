@@ -65,6 +65,24 @@ NOTE_FILE_ENDS_MID_LINE = "file_ends_mid_line"
 
 _MQLONG_MIN, _MQLONG_MAX = -(2**31), 2**31 - 1
 
+
+def mqlong(digits: bytes) -> int | None:
+    """The value of a decimal integer (optional sign) if it fits a 4-byte MQLONG, else None.
+
+    Never converts more than a few digits: ``int()`` of thousands of digits raises (Python's
+    int_max_str_digits), and a reader must report such a value, not crash on it."""
+    magnitude = digits.lstrip(b"+-").lstrip(b"0")
+    if len(magnitude) > 10:
+        return None
+    value = int(digits)
+    return value if _MQLONG_MIN <= value <= _MQLONG_MAX else None
+
+
+def shown_number(digits: bytes, limit: int = 24) -> str:
+    """A number from a file for an error message, shortened when it is very long."""
+    text = bytes_to_text(digits)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
 # --- the attribute table (message-formats.md §4, qload's Flds[] order) ---------------------
 
 LONG, CHAR, BYTE, HEXTEXT = "LONG", "CHAR", "BYTE", "HEXTEXT"
@@ -169,8 +187,11 @@ _LETTER_KINDS = {b"A": K_ATTR, b"N": K_NOMD, b"X": K_HEX, b"S": K_STRING, b"T": 
 _DATA_KINDS = (K_HEX, K_STRING, K_TEXT)
 MD_KINDS = (K_ATTR, K_NOMD)
 
-# dmpmqmsg's own statistics (printed to stderr; present when 2>&1 was captured).
-_STATS_LINE = re.compile(rb"(Read|Written) +- Files:")
+# dmpmqmsg's own statistics (printed to stderr; present when 2>&1 was captured), and the
+# banner it prints before the header with -f stdout: files concatenated from several runs
+# hold it between the last message of one run and the header of the next.
+_STATS_LINE = re.compile(rb"(Read|Written) +- Files:|\d{4}-[0-9A-Z]{3} \(C\) Copyright IBM Corp\.|"
+                         rb"(IBM MQ|WebSphere MQ|MQSeries) Queue Load/Unload Utility\s*$")
 _HEADER_LINE = re.compile(rb"\* (DMPMQMSG|QLOAD) Version:(\S*)(?: Created:(.*))?")
 _QMGR_LINE = re.compile(rb"\* Qmgr +=(.*)")
 _QUEUE_LINE = re.compile(rb"\* Queue +=(.*)")
@@ -339,12 +360,13 @@ class LineReader:
         self.lineno += self.step * _MD_BLOCK_LINES
         return item
 
-    def data_run(self) -> bytes | None:
+    def data_run(self, budget: int | None = None) -> bytes | None:
         """The data of the plain ``X`` lines, or the quoted ``S`` lines, that come next,
         consumed; None if there are none.
 
         Lines the per-line path would reject (odd digit count, too long) end the run, so
-        that path sees them and reports them.
+        that path sees them and reports them. So does the first line that would take the
+        data past ``budget`` bytes: the size limit's error then names that line.
         """
         if self.pending is not None:
             return None
@@ -352,7 +374,7 @@ class LineReader:
             self._more()
         first = self.buf[self.pos:self.pos + 1]
         if first == b"X":
-            data = self._plain_x_run()
+            data = self._plain_x_run(budget)
             if data is not None:
                 return data
         regex = self.x_run if first == b"X" else self.s_run if first == b"S" else None
@@ -363,13 +385,32 @@ class LineReader:
         if kept is None:
             return None
         raw, lines = kept
-        self._consume(raw)
         if regex is self.x_run:
-            return binascii.a2b_hex(b"".join(lines).replace(b"X ", b""))
-        text = b"".join([line[3:-1] for line in lines])  # inside the quotes
-        return _unescape(text) if b"~" in text else text
+            data = binascii.a2b_hex(b"".join(lines).replace(b"X ", b""))
+        else:
+            text = b"".join([line[3:-1] for line in lines])  # inside the quotes
+            data = _unescape(text) if b"~" in text else text
+        return self._take(raw, lines, data, budget, hexed=regex is self.x_run)
 
-    def _plain_x_run(self) -> bytes | None:
+    def _take(self, raw: list[bytes], lines: list[bytes], data: bytes, budget: int | None, *,
+              hexed: bool) -> bytes | None:
+        """Consume the lines of a run and return their data, or only the lines whose data
+        fits ``budget`` (None when not even the first one does)."""
+        if budget is not None and len(data) > budget:
+            size = keep = 0
+            for line in lines:
+                grows = (len(line) - 2) // 2 if hexed else len(_unescape(line[3:-1]))
+                if size + grows > budget:
+                    break
+                size += grows
+                keep += 1
+            if keep == 0:
+                return None
+            raw, data = raw[:keep], data[:size]
+        self._consume(raw)
+        return data
+
+    def _plain_x_run(self, budget: int | None = None) -> bytes | None:
         """``data_run`` for X lines without the regular expression, which matched at about
         160 MB/s: find where lines stop starting with ``X``, then let the hex decoder check
         the digits. Anything it cannot vouch for returns None, and the regular expression
@@ -392,8 +433,7 @@ class LineReader:
             data = binascii.a2b_hex(digits)
         except binascii.Error:  # not a hex digit somewhere
             return None
-        self._consume(raw)
-        return data
+        return self._take(raw, lines, data, budget, hexed=True)
 
     def _good_lines(self, block: bytes, *, hexed: bool) -> tuple[list[bytes], list[bytes]] | None:
         """The lines of ``block`` up to the first one the per-line path would reject (odd
@@ -576,6 +616,10 @@ class _Record:
     def fail(self, code: str, offset: int, what: str, line: bytes) -> None:
         self.error = (code, f"line at byte {offset}: {what}", line)
 
+    def room(self) -> int | None:
+        """How many more data bytes fit under the size limit (None: no limit)."""
+        return None if self.limit is None else max(self.limit - self.size, 0)
+
     def take(self, data: bytes, offset: int, line: bytes) -> None:
         """Add message data; past the size limit, drop it all and fail (memory stays bounded)."""
         self.size += len(data)
@@ -648,9 +692,10 @@ def _apply_attribute(line: bytes, fields: dict, notes: list[str]) -> tuple[str, 
         number = _LONG_VALUE.fullmatch(value)
         if number is None:
             return "bad_number", f"{attr.code} value {bytes_to_text(value)!r} is not a decimal integer"
-        n = int(number.group(1))
-        if not _MQLONG_MIN <= n <= _MQLONG_MAX:
-            return "number_out_of_range", f"{attr.code} value {n} does not fit a 4-byte MQLONG"
+        n = mqlong(number.group(1))
+        if n is None:
+            return "number_out_of_range", (f"{attr.code} value {shown_number(number.group(1))} does not "
+                                           "fit a 4-byte MQLONG")
         fields[attr.field] = n
     elif attr.kind is CHAR:
         if len(value) > attr.length:
@@ -733,7 +778,7 @@ def _records(
     while True:
         if record is not None and record.error is None:
             at = lines.base + lines.pos
-            data = lines.data_run()
+            data = lines.data_run(record.room())
             if data is not None:
                 record.take(data, at, b"")
                 prev_kind = K_HEX  # (or K_STRING: both are data lines, all that matters)

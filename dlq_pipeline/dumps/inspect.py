@@ -19,7 +19,7 @@ from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.formats.structures import DLH_LENGTH, MQCCSI_INHERIT, decode_dlh
 from dlq_pipeline.redact import REDACTED, redact_preview
 
-__all__ = ["PREVIEW_BYTES", "describe", "format_message", "summarize", "format_summary"]
+__all__ = ["PREVIEW_BYTES", "describe", "format_message", "summarize", "format_summary", "printable"]
 
 PREVIEW_BYTES = 32
 _PAD = " \x00"
@@ -29,15 +29,19 @@ def _chars(value: str) -> str:
     return value.rstrip(_PAD)
 
 
-def _printable(text: str) -> str:
-    """One visible character per character: controls, surrogates and U+FFFD become '.'."""
+def printable(text: str) -> str:
+    """One visible character per character: controls, surrogates and U+FFFD become '.'.
+
+    Every text a command prints that may hold message fields or file names goes through
+    this (``inspect``, ``rules test``): a field holding ESC ]0;...BEL must not retitle or
+    reprogram the terminal."""
     return "".join(c if c.isprintable() and c != "\ufffd" else "." for c in text)
 
 
 def _preview(data: bytes, offset: int, ccsid: int) -> dict:
     chunk = data[offset:offset + PREVIEW_BYTES]
     text, _exact = codepages.decode(chunk, ccsid)
-    return {"offset": offset, "hex": chunk.hex().upper(), "text": _printable(text)}
+    return {"offset": offset, "hex": chunk.hex().upper(), "text": printable(text)}
 
 
 def describe(msg: DumpedMessage, file: str, *, redact: bool = False) -> dict:
@@ -113,7 +117,7 @@ def _named(family: str, value: int) -> str:
 
 
 def _quoted(text: str) -> str:
-    return "'" + _printable(text) + "'"
+    return "'" + printable(text) + "'"
 
 
 def _hex_groups(hex_text: str) -> str:
@@ -122,7 +126,7 @@ def _hex_groups(hex_text: str) -> str:
 
 def format_message(desc: dict) -> str:
     """A few lines per message: where it is, its MQMD and MQDLH with names, a data preview."""
-    lines = [f"#{desc['index']}  {_printable(desc['file'])}  line {desc['line']}"]
+    lines = [f"#{desc['index']}  {printable(desc['file'])}  line {desc['line']}"]
     lines.append(
         f"  MQMD   Format {_quoted(desc['format'])}  Encoding {desc['encoding']}  "
         f"CCSID {desc['ccsid']}  MsgType {_named('MQMT', desc['msg_type'])}  "
@@ -143,7 +147,7 @@ def format_message(desc: dict) -> str:
         lines.append(f"         Dest     {_quoted(dlh['dest_q'])} at {_quoted(dlh['dest_qmgr'])}")
         lines.append(
             f"         Next     Encoding {dlh['encoding']}  CCSID {dlh['ccsid']}  "
-            f"Format {_quoted(dlh['format'])}  Chain {_printable(dlh['chain'])}")
+            f"Format {_quoted(dlh['format'])}  Chain {printable(dlh['chain'])}")
         lines.append(
             f"         Put      {dlh['put_date']} {dlh['put_time']} by "
             f"{_named('MQAT', dlh['put_appl_type'])} {_quoted(dlh['put_appl_name'])}")
@@ -204,7 +208,7 @@ def summarize(descs: Iterable[dict], bad_records: int = 0) -> dict:
 def _table(title: str, header: tuple[str, ...], rows: list[tuple]) -> list[str]:
     """A titled table; columns of numbers are right-aligned."""
     numeric = [all(isinstance(row[i], int) for row in rows) for i in range(len(header))]
-    cells = [header] + [tuple(_printable("" if v is None else str(v)) for v in row) for row in rows]
+    cells = [header] + [tuple(printable("" if v is None else str(v)) for v in row) for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     out = [title]
     for row in cells:

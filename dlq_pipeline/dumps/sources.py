@@ -121,6 +121,14 @@ def _unknown(path, label: str) -> RecordError:
         return RecordError(label, 1, 0, "unknown_format",
                            "binary data (NUL bytes near the start): neither a dmpmqmsg dump "
                            "nor an amqsbcg listing", head[:32].hex(" "))
+    ebcdic = _ebcdic_kind(head)
+    if ebcdic is not None:
+        return RecordError(
+            label, 1, 0, "unknown_format",
+            f"this is a {ebcdic} in EBCDIC (a z/OS text file transferred in binary), which is not "
+            "read: transfer it as text (FTP ASCII mode), or convert it, e.g. "
+            "iconv -f IBM-1047 -t ISO-8859-1 (newline 0x15 becomes 0x85: tr '\\205' '\\n')",
+            head[:32].hex(" "))
     offset = 0
     for number, line in enumerate(head.split(b"\n"), 1):
         if line.strip():
@@ -131,6 +139,16 @@ def _unknown(path, label: str) -> RecordError:
         "no '* DMPMQMSG'/'* QLOAD' header and no 'AMQSBCG0' banner near the start: "
         "neither a dmpmqmsg dump nor an amqsbcg listing",
         bytes_to_text(line.rstrip(b"\r")[:SNIPPET_LENGTH]))
+
+
+def _ebcdic_kind(head: bytes) -> str | None:
+    """What an EBCDIC text file holds, judged by its first lines read as CCSID 1047 (the
+    marks are invariant characters, the same in every EBCDIC code page); None if neither."""
+    from dlq_pipeline.formats.codepages import decode
+
+    text = decode(head[:SNIFF_BYTES], 1047)[0].replace("\x85", "\n")
+    kind = _sniff_head(text.encode("utf-8", "replace"))
+    return {"dmpmqmsg": "dmpmqmsg dump", "amqsbcg": "amqsbcg listing"}.get(kind) if kind else None
 
 
 def expand_paths(paths: Iterable[str]) -> list[str]:

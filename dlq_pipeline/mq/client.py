@@ -242,11 +242,12 @@ class ClientConnection:
             sco = lib.SCO()
             sco.KeyRepository = s.key_repository.encode()
             if s.key_stash_password_env:
-                sco.KeyRepoPassword = secret(s.key_stash_password_env).encode()
+                sco.KeyRepoPassword = secret(s.key_stash_password_env,
+                                             f"mq.qmgrs.{qmgr}.key_stash_password_env").encode()
             kwargs["sco"] = sco
         if s.user:
             kwargs["user"] = s.user.encode()
-            kwargs["password"] = secret(s.password_env).encode()
+            kwargs["password"] = secret(s.password_env, f"mq.qmgrs.{qmgr}.password_env").encode()
         self._open: dict = {}
         self._qm = lib.QueueManager(None)
         self._call(lambda: self._qm.connect_with_options(qmgr.encode(), **kwargs),

@@ -392,9 +392,9 @@ class Target:
             s = client_settings(self.location, self.settings)
         except ValueError as exc:
             raise TargetError(str(exc)) from None
-        for env in (s.password_env, s.key_stash_password_env):
-            if env:
-                secret(env)
+        for key in ("password_env", "key_stash_password_env"):
+            if getattr(s, key):
+                secret(getattr(s, key), f"mq.qmgrs.{self.location}.{key}")
 
     @contextmanager
     def partition(self, run_id: str, partition_id: int, checkpoint: Checkpoint | None = None) -> Iterator[Partition]:

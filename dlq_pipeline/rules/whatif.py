@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.tables import stored_md
+from dlq_pipeline.dumps.inspect import printable
 from dlq_pipeline.rules.matcher import decide, rule_matches
 from dlq_pipeline.rules.model import Decision, RulesTable
 from dlq_pipeline.rules.parser import format_rule
@@ -116,7 +117,7 @@ def file_width(paths, cwd: str | None = None) -> int:
 
 
 def format_outcome(outcome: Outcome, width: int = 32, cwd: str | None = None) -> str:
-    """One row of the text table."""
+    """One row of the text table, terminal-safe (``inspect.printable``)."""
     d = outcome.decision
     rule = str(d.rule_line) if d.rule_line is not None else "-"
     if d.action in ("RETRY", "FWD"):
@@ -125,7 +126,8 @@ def format_outcome(outcome: Outcome, width: int = 32, cwd: str | None = None) ->
         detail = f"left on the DLQ: {d.ignore_reason}"
     else:
         detail = ""
-    return f"{display_path(outcome.file, cwd):<{width}} {outcome.index:>6}  {d.action:<7} {rule:>5}  {detail}".rstrip()
+    row = f"{display_path(outcome.file, cwd):<{width}} {outcome.index:>6}  {d.action:<7} {rule:>5}  {detail}"
+    return printable(row.rstrip())  # targets may come from message fields (&REPLYQ)
 
 
 def format_tally(tally: Tally, attempts: int) -> str:

@@ -325,6 +325,18 @@ def test_amqsbcg_listing_lands_with_its_queue(spark):
     assert {r.source_kind for r in messages.collect()} == {"amqsbcg"}
 
 
+def test_a_listing_pasted_in_part_lands_truncated_with_its_note(spark):
+    """384 of 856 bytes of an AIX dead letter: a messages row (not quarantine), truncated,
+    data_length the whole 856, the note saying what is missing."""
+    path = REPO / "tests" / "fixtures" / "amqsbcg-field-aix-trigger-cut.txt"
+    messages, quarantine = land(spark, [str(path)], run_id=RUN, landed_at=LANDED)
+    assert quarantine.count() == 0
+    [row] = messages.collect()
+    assert (row.truncated, row.data_length, len(row.data), list(row.notes)) == (
+        True, 856, 384, ["listing_cut:384/856"])
+    assert bytes(row.data[:12]) == b"DLH \x00\x00\x00\x01\x00\x00\x01\x09"  # big-endian, reason 265
+
+
 def test_char_fields_that_are_not_utf8_are_noted_and_keyed_on_their_bytes(spark, tmp_path):
     path = tmp_path / "latin1.dmp"
     path.write_bytes(HEADER.encode() + b"A VER 2\nA PAN caf\xe9 app\nA USR ok\nX 4142434445\n")

@@ -163,8 +163,11 @@ def _print_hex(buf: bytes, mbcs_max: int, lines_printed: int) -> bytes:
 
 def listing(messages: list[Browsed], *, layout: str = "9.4", queue: str = "Q1",
             mbcs_max: int = 1, host: str = "<") -> bytes:
-    """What ``amqsbcg queue`` prints for these messages (layout "old" or "9.4")."""
-    new = layout == "9.4"
+    """What ``amqsbcg queue`` prints for these messages: layout "old" (before 9.0), "9.1"
+    (``, CompCode:c Reason:r``, `` length - N of M bytes``) or "9.4" (also the Dead Letter
+    Header block and the summary, since 9.3.4)."""
+    new = layout in ("9.1", "9.4")
+    latest = layout == "9.4"
     out = [b"\nAMQSBCG0 - starts here\n", b"**********************\n ",
            b"\n MQOPEN - '%s'" % queue.encode()]
     with_props = any(m.properties is not None for m in messages)
@@ -197,7 +200,7 @@ def listing(messages: list[Browsed], *, layout: str = "9.4", queue: str = "Q1",
             for name, value in message.properties:
                 out.append(b"\n  %s : %s" % (name.encode(), value.encode()))
         header = 0
-        if new and message.md.format == "MQDEAD  ":
+        if latest and message.md.format == "MQDEAD  ":
             block, header = _print_dlh(data[:BUFFER], host)
             out.append(block)
         out.append(b"\n ")
@@ -214,7 +217,7 @@ def listing(messages: list[Browsed], *, layout: str = "9.4", queue: str = "Q1",
         if messages:
             out.append(b"\n ")  # the page spacing of the MQGET that finds no message
         out.append(b"\n \n \n No more messages ")
-    if new and sizes:
+    if latest and sizes:
         out.append(b"\n\n****   Summary      ****\n %d messages browsed.\n Smallest message %d bytes."
                    b"\n Largest message %d bytes.\n Average message %d bytes.\n"
                    % (len(sizes), min(sizes), max(sizes), sum(sizes) // len(sizes)))
@@ -422,7 +425,10 @@ def bad_second(transform) -> bytes:
     ("transform", "code"),
     [
         (lambda s: s.replace(b"00000000:  7365", b"00000010:  7365"), "bad_offset"),
-        (lambda s: s.replace(b"length - 6 of 6", b"length - 9 of 9"), "length_mismatch"),
+        (lambda s: s.replace(b"length - 6 of 6", b"length - 4 of 4"), "length_mismatch"),
+        (lambda s: s.replace(b"CodedCharSetId : 819", b"CodedCharSetId : 2147483648"), "number_out_of_range"),
+        (lambda s: s.replace(b"Version : 2", b"Version : " + b"9" * 5000), "number_out_of_range"),
+        (lambda s: s.replace(b"7365 636F", b"7365 ****"), "bad_hex"),
         (lambda s: s.replace(b" length - 6 of 6 bytes", b" size 6"), "bad_length_line"),
         (lambda s: s.replace(b"  BackoutCount : 0\n", b""), "incomplete_descriptor"),
         (lambda s: s.replace(b"BackoutCount", b"Backouts"), "unknown_field"),

@@ -85,10 +85,19 @@ def test_bad_toml_and_missing_file(tmp_path):
 
 def test_secret_reads_environment_and_never_shows_values(monkeypatch):
     monkeypatch.setenv("MY_PW", "s3cr3t")
-    assert secret("MY_PW") == "s3cr3t"
-    monkeypatch.delenv("MY_PW")
-    with pytest.raises(ConfigError, match="MY_PW"):
-        secret("MY_PW")
+    assert secret("MY_PW", "mq.qmgrs.QM1.password_env") == "s3cr3t"
+
+
+def test_a_password_pasted_into_password_env_is_not_echoed(monkeypatch):
+    """'Passw0rd_2024' passes as a variable name; when no such variable is set the error
+    names the setting that holds it, never the value."""
+    monkeypatch.delenv("Passw0rd_2024", raising=False)
+    with pytest.raises(ConfigError) as caught:
+        secret("Passw0rd_2024", "mq.qmgrs.QM1.password_env")
+    assert caught.value.problems == [
+        "the environment variable that 'mq.qmgrs.QM1.password_env' names is not set (its name is not "
+        "shown, in case a password was put there by mistake)"]
+    assert "Passw0rd" not in str(caught.value)
 
 
 def test_every_option_is_documented():

@@ -678,14 +678,15 @@ def test_damaged_files_never_raise_and_still_split_exactly(tmp_path_factory, dat
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(dump_files() | corrupted((FIXTURES / "dmpmqmsg-options.dmp").read_bytes())
        | corrupted(dump_bytes([(MQMD(priority=p), bytes(range(p * 20))) for p in range(5)])),
-       st.sampled_from([40, 120, MAX_LINE_LENGTH]))
-def test_fast_paths_read_exactly_like_the_line_by_line_path(content, limit):
+       st.sampled_from([40, 120, MAX_LINE_LENGTH]), st.sampled_from([None, None, 0, 7, 64, 100]))
+def test_fast_paths_read_exactly_like_the_line_by_line_path(content, limit, max_message):
     """Runs of X lines, of quoted S lines and the usual 28-line MQMD block have fast paths; with them switched
-    off the reader must give identical records, positions and errors."""
-    fast = read_bytes(content, max_line_length=limit)
-    with patch.object(LineReader, "data_run", lambda self: None), \
+    off the reader must give identical records, positions and errors (a size limit's error included: it names
+    the line that crosses the limit either way)."""
+    fast = read_bytes(content, max_line_length=limit, max_message_bytes=max_message)
+    with patch.object(LineReader, "data_run", lambda self, budget=None: None), \
             patch.object(LineReader, "md_run", lambda self: None):
-        slow = read_bytes(content, max_line_length=limit)
+        slow = read_bytes(content, max_line_length=limit, max_message_bytes=max_message)
     assert fast == slow
 
 
@@ -701,12 +702,12 @@ x_line = st.builds(
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(x_line, min_size=1, max_size=12), st.sampled_from([b"", b"A PRI 2\nX 01\n", b"X 0"]),
-       st.sampled_from([40, MAX_LINE_LENGTH]))
-def test_x_runs_without_the_regular_expression_read_like_with_it(lines, tail, limit):
+       st.sampled_from([40, MAX_LINE_LENGTH]), st.sampled_from([None, 0, 5, 30]))
+def test_x_runs_without_the_regular_expression_read_like_with_it(lines, tail, limit, max_message):
     """The X-run fast path finds the run's end and lets the hex decoder check the digits;
     a damaged line anywhere in the run must give exactly what the regular expression gives."""
     content = b"A PRI 1\n" + b"".join(lines) + tail
-    fast = read_bytes(content, max_line_length=limit)
-    with patch.object(LineReader, "_plain_x_run", lambda self: None):
-        slow = read_bytes(content, max_line_length=limit)
+    fast = read_bytes(content, max_line_length=limit, max_message_bytes=max_message)
+    with patch.object(LineReader, "_plain_x_run", lambda self, budget=None: None):
+        slow = read_bytes(content, max_line_length=limit, max_message_bytes=max_message)
     assert fast == slow
