@@ -429,7 +429,7 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     from dlq_pipeline.tables import LEDGER_COLUMNS
     from dlq_pipeline.spark.ingest import ingest
     from dlq_pipeline.spark.replay import _partition_function, row_to_item, work_items
-    from dlq_pipeline.spark.run import decide
+    from dlq_pipeline.spark.classify import decide_pending
     from dlq_pipeline.spark.schemas import table_schema
     from dlq_pipeline.spark.storage import Storage
 
@@ -442,7 +442,7 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     now = dt.datetime(2026, 11, 2)
     ingest(spark, storage, dumps, run_id="bench-ingest")
     table = load_rules(data.STARTER_RULES)
-    decisions = decide(spark, storage, table, run_id="bench-decide", now=now).cache()
+    decisions = decide_pending(spark, storage, table, run_id="bench-decide", now=now).cache()
     n = decisions.count()
     puts = decisions.where(F.col("action").isin("RETRY", "FWD")).count()
     settings = ReplaySettings()

@@ -84,7 +84,9 @@ def drain_cmd(source, queue, qmgr, rules_path, mode, limit, run_id, as_json, con
     written; a failure in between leaves it on the queue.
     """
     from dlq_pipeline.spark.live import drain
-    from dlq_pipeline.spark.run import new_run_id, storage_from_config, utc_now
+    from dlq_pipeline.identity import new_run_id
+    from dlq_pipeline.spark.storage import storage_from_config
+    from dlq_pipeline.clock import utc_now
 
     live, warehouse = _live(config, source, queue, qmgr, rules_path)
     mode = mode or config.get("drain", "mode")
@@ -120,7 +122,9 @@ def settle_cmd(source, queue, qmgr, rules_path, run_id, as_json, config: Config)
       dlq-pipeline settle --source mq:QM1 --config prod.toml
     """
     from dlq_pipeline.spark.live import settle
-    from dlq_pipeline.spark.run import new_run_id, storage_from_config, utc_now
+    from dlq_pipeline.identity import new_run_id
+    from dlq_pipeline.spark.storage import storage_from_config
+    from dlq_pipeline.clock import utc_now
 
     live, warehouse = _live(config, source, queue, qmgr, rules_path)
     run_id = run_id or config.get("pipeline", "run_id") or new_run_id(utc_now())
@@ -161,7 +165,7 @@ def replay_cmd(run_id, target, as_json, config: Config):
     """
     from dlq_pipeline.replay.targets import TargetError
     from dlq_pipeline.spark.replay import ReplayError, replay_decisions
-    from dlq_pipeline.spark.run import storage_from_config
+    from dlq_pipeline.spark.storage import storage_from_config
 
     target = target or config.get("pipeline", "target")
     _check_target(target, config)

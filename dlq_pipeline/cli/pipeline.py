@@ -158,14 +158,14 @@ def writing(config: Config, command: str, run_id: str = ""):
     naming it; a warehouse that cannot be locked (storage.lock true, storage.path not a file
     system path) or a local warehouse that cannot be made or written (a file, say): exit 2.
     Spark running out of memory in the command: `spark_errors`."""
-    from dlq_pipeline.locks import LockHeld, LockUnavailable, local_path, writer_lock
+    from dlq_pipeline.locks import LockHeld, LockUnavailable, writer_lock
+    from dlq_pipeline.paths import PathError, local_path
     from dlq_pipeline.private import directory_problem
-    from dlq_pipeline.replay.targets import TargetError
 
     path = config.get("storage", "path")
     try:
-        problem = directory_problem(local_path(path))
-    except TargetError:
+        problem = directory_problem(Path(local_path(path)).absolute())
+    except PathError:
         problem = None  # not a file system path: the lock (or the table format) says what it needs
     if problem:
         _err(f"error: the warehouse storage.path {path!r} cannot be used: {problem}")
@@ -212,7 +212,9 @@ def ingest_cmd(paths, as_json, config: Config):
       dlq-pipeline ingest dumps/ --warehouse ./warehouse
     """
     from dlq_pipeline.spark.ingest import ingest
-    from dlq_pipeline.spark.run import new_run_id, storage_from_config, utc_now
+    from dlq_pipeline.identity import new_run_id
+    from dlq_pipeline.spark.storage import storage_from_config
+    from dlq_pipeline.clock import utc_now
 
     run_id = config.get("pipeline", "run_id") or new_run_id(utc_now())
     started = time.monotonic()
@@ -243,7 +245,10 @@ def classify_cmd(rules_path, as_json, config: Config):
     """
     from pyspark.sql import functions as F
 
-    from dlq_pipeline.spark.run import decide, new_run_id, storage_from_config, utc_now
+    from dlq_pipeline.spark.classify import decide_pending
+    from dlq_pipeline.identity import new_run_id
+    from dlq_pipeline.spark.storage import storage_from_config
+    from dlq_pipeline.clock import utc_now
 
     table = load_valid_rules(rules_path or _required(config, "rules"))
     now = utc_now()
@@ -251,7 +256,7 @@ def classify_cmd(rules_path, as_json, config: Config):
     started = time.monotonic()
     with writing(config, "classify", run_id):
         spark = _spark(config)
-        decisions = decide(spark, storage_from_config(spark, config), table, run_id=run_id, now=now,
+        decisions = decide_pending(spark, storage_from_config(spark, config), table, run_id=run_id, now=now,
                            retry_interval=config.get("classify", "retry_interval"))
         counts = {r["action"]: r["n"] for r in decisions.groupBy("action").agg(F.count("*").alias("n")).collect()}
     _stage_event("classify", run_id, started, {"decisions": counts})
@@ -292,7 +297,9 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
     messages without a header or matching rule, failed or deferred puts), 1 failure,
     2 bad usage, configuration or rules table (nothing touched).
     """
-    from dlq_pipeline.spark.run import new_run_id, run_pipeline, utc_now
+    from dlq_pipeline.identity import new_run_id
+    from dlq_pipeline.spark.run import run_pipeline
+    from dlq_pipeline.clock import utc_now
 
     table = load_valid_rules(rules_path or _required(config, "rules"))
     target = target or config.get("pipeline", "target")
@@ -380,7 +387,7 @@ def report_cmd(run_id, as_json, html_path, config: Config):
       dlq-pipeline report --warehouse ./warehouse --html dlq-report.html
       dlq-pipeline report --warehouse ./warehouse --json | jq .overall.by_reason
     """
-    from dlq_pipeline.spark.run import storage_from_config
+    from dlq_pipeline.spark.storage import storage_from_config
 
     with spark_errors(config):
         spark = _spark(config)
@@ -399,7 +406,7 @@ def report_cmd(run_id, as_json, html_path, config: Config):
 def _build_and_write_report(storage, config: Config, *, run_id=None, html_path=None) -> dict:
     from dlq_pipeline.report_render import render_html
     from dlq_pipeline.spark.report import build_report
-    from dlq_pipeline.spark.run import utc_now
+    from dlq_pipeline.clock import utc_now
 
     report = build_report(storage, now=utc_now(), run_id=run_id, top=config.get("report", "top"))
     if html_path:
@@ -458,7 +465,7 @@ def demo_cmd(out, count, seed, files, max_size, rules_path, target, master):
         spark = _spark(config)
         summary = run_pipeline(spark, config, table, inputs=[str(p) for p in paths], target=target,
                                progress=lambda m: _err(m))
-        from dlq_pipeline.spark.run import storage_from_config
+        from dlq_pipeline.spark.storage import storage_from_config
 
         html_path = out_dir / "report.html"
         report = _build_and_write_report(storage_from_config(spark, config), config, run_id=summary.run_id,

@@ -1,47 +1,22 @@
-"""Classify stage: pending messages + their durable attempt history + the rules -> decisions.
-
-A message's state is derived from its ledger rows only. An *attempt* is a put that was
-actually tried (outcome ``delivered`` or ``failed``); ``deferred`` and ``dry_run`` rows do
-not consume a rule's RETRY count. A message whose processing has *ended* (``delivered`` or
-``discarded``) is no longer pending.
-"""
+"""Classify stage: pending messages + their durable attempt history (`spark.ledger`) + the
+rules (`spark.compiler`) -> decisions."""
 
 from __future__ import annotations
 
 import datetime as dt
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dlq_pipeline.clock import as_utc
 from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.schemas import conform
-from dlq_pipeline.tables import ATTEMPT_OUTCOMES, ENDED_OUTCOMES, PUT_ACTIONS
+from dlq_pipeline.spark.decode import decode_headers
+from dlq_pipeline.spark.ledger import pending_with_attempts, recover_interrupted
+from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.tables import PUT_ACTIONS
 
-
-
-def message_states(ledger: DataFrame) -> DataFrame:
-    """One row per message in the ledger: prior_attempts, last attempt (time, rule), ended."""
-    tried = F.col("outcome").isin(*ATTEMPT_OUTCOMES) & F.col("action").isin(*PUT_ACTIONS)
-    return ledger.groupBy("message_key").agg(
-        F.sum(F.when(tried, 1).otherwise(0)).cast("int").alias("prior_attempts"),
-        F.max(F.when(tried, F.struct(F.col("finished_at").alias("at"), F.col("rule_line").alias("rule_line")))).alias(
-            "last_attempt"
-        ),
-        F.max(F.col("outcome").isin(*ENDED_OUTCOMES)).alias("ended"),
-    )
-
-
-def pending_with_attempts(messages: DataFrame, ledger: DataFrame) -> DataFrame:
-    """Messages whose processing has not ended, each with its prior attempt count."""
-    states = message_states(ledger)
-    joined = messages.join(states, "message_key", "left")
-    return joined.where(~F.coalesce(F.col("ended"), F.lit(False))).select(
-        *messages.columns,
-        F.coalesce(F.col("prior_attempts"), F.lit(0)).alias("prior_attempts"),
-        F.col("last_attempt"),
-    )
 
 
 def classify(
@@ -80,3 +55,24 @@ def classify(
         now_lit.alias("decided_at"),
     )
     return conform(decisions, "decisions")
+
+
+def decide_pending(
+    spark: SparkSession,
+    storage: Storage,
+    table: RulesTable,
+    *,
+    run_id: str,
+    now: dt.datetime,
+    retry_interval: int | None = None,
+) -> DataFrame:
+    """Classify every pending message in the warehouse and append the decisions.
+
+    First, the ledger rows of a replay that died (``kill -9``) after putting are recovered
+    from its checkpoints, so messages it delivered are not pending any more: a decision is
+    never made for a message whose delivery is only recorded in a checkpoint."""
+    recover_interrupted(spark, storage)
+    pending = pending_with_attempts(storage.read("messages"), storage.read("ledger"))
+    decisions = classify(decode_headers(pending), table, run_id=run_id, now=now, retry_interval=retry_interval)
+    storage.append("decisions", decisions)
+    return storage.read("decisions").where(F.col("run_id") == run_id)

@@ -23,7 +23,6 @@ import datetime as dt
 import logging
 import secrets
 import shutil
-from pathlib import Path
 from typing import Callable
 
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -32,17 +31,16 @@ from pyspark.sql import functions as F
 from dlq_pipeline.clock import as_utc, from_epoch_micros, utc_now
 from dlq_pipeline.config import Config
 from dlq_pipeline.formats.mqmd import MQMD
-from dlq_pipeline.replay.targets import (Target, TargetError, check_run_id, complete_partition, local_warehouse,
-                                         open_target)
+from dlq_pipeline.replay.targets import Target, check_run_id, local_warehouse, open_target
 from dlq_pipeline.replay.writer import Checkpoint, ReplaySettings, WorkItem, replay_partition
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.spark.storage import Storage
-from dlq_pipeline.tables import ENDED_OUTCOMES, LEDGER_COLUMNS, MD_COLUMNS, OUTCOMES, PUT_ACTIONS
+from dlq_pipeline.tables import LEDGER_COLUMNS, MD_COLUMNS, OUTCOMES, PUT_ACTIONS
+from dlq_pipeline.spark.ledger import CHECKPOINTS_DIR, message_states, recover_checkpoints
 from dlq_pipeline.testhooks import crash_point
 
 log = logging.getLogger(__name__)
 
-CHECKPOINTS_DIR = "_checkpoints"
 DECISION_COLUMNS = ("message_key", "action", "rule_line", "attempt", "target_q", "target_qmgr", "header",
                     "putaut", "not_before", "source_file", "source_index")
 
@@ -87,55 +85,6 @@ def _partition_function(target: Target, settings: ReplaySettings, run_id: str, n
                 yield tuple(row[c] for c in LEDGER_COLUMNS)
 
     return run
-
-
-def checkpointed_rows(run_dirs: list[Path], appended: set[str]) -> list[dict]:
-    """The checkpointed ledger rows of the dead runs in ``run_dirs`` that are not in
-    ``appended`` (runs whose ledger append succeeded). First finishes what each partition of
-    every run left behind (`complete_partition`: ``dir:`` files a publish record names are
-    renamed into place, staging directories removed), so the rows say exactly what is in the
-    output. File work only, no Spark."""
-    rows = []
-    for run_dir in run_dirs:
-        for path in sorted(run_dir.glob("partition-*.jsonl")):
-            state = Checkpoint(path).load()
-            complete_partition(state)
-            if run_dir.name not in appended:
-                rows.extend(row for key_rows in state.rows.values() for row in key_rows)
-    return rows
-
-
-def recover_checkpoints(spark: SparkSession, storage: Storage, root: Path) -> set[str]:
-    """Append to the ledger the checkpointed rows of runs that died before their ledger
-    append, delete those checkpoints, and return the keys whose processing those rows ended."""
-    if not root.is_dir():
-        return set()
-    runs = [d for d in sorted(root.iterdir()) if d.is_dir()]
-    if not runs:
-        return set()
-    names = [d.name for d in runs]
-    appended = {r["run_id"] for r in storage.read("ledger").where(F.col("run_id").isin(names))
-                .select("run_id").distinct().collect()}
-    rows = checkpointed_rows(runs, appended)
-    if rows:
-        log.warning("recovering %d ledger rows from the checkpoints of runs that did not finish: %s",
-                    len(rows), ", ".join(sorted(set(names) - appended)))
-        frame = spark.createDataFrame([tuple(r[c] for c in LEDGER_COLUMNS) for r in rows], table_schema("ledger"))
-        storage.append("ledger", frame)
-    for run_dir in runs:
-        shutil.rmtree(run_dir, ignore_errors=True)
-    return {r["message_key"] for r in rows if r["outcome"] in ENDED_OUTCOMES}
-
-
-def recover_interrupted(spark: SparkSession, storage: Storage) -> set[str]:
-    """`recover_checkpoints` for the warehouse of ``storage``, when it is a file system path
-    (other warehouses cannot hold checkpoints: replay refuses them). Classify calls this
-    before deciding, so what a dead run delivered is not decided again."""
-    try:
-        warehouse = local_warehouse(storage.path)
-    except TargetError:
-        return set()
-    return recover_checkpoints(spark, storage, warehouse / CHECKPOINTS_DIR)
 
 
 def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: set[str]) -> DataFrame:
@@ -221,8 +170,6 @@ def replay_decisions(
     decision was made with (another run tried it; classify again). The ledger rows get the
     decisions' run id when that run has none yet, else ``<run_id>.replay-<hex>``.
     """
-    from dlq_pipeline.spark.classify import message_states
-
     everything = storage.read("decisions")
     if run_id is None:
         latest = everything.orderBy(F.col("decided_at").desc(), F.col("run_id").desc()).select("run_id").limit(1)

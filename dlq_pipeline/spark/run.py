@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import secrets
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -20,14 +19,14 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline import exitcodes
 from dlq_pipeline.clock import as_utc, iso_z
-from dlq_pipeline.clock import utc_now as _utc_now
+from dlq_pipeline.clock import utc_now
 from dlq_pipeline.config import Config
 from dlq_pipeline.locks import writer_lock
 from dlq_pipeline.metrics import prometheus_text, run_metrics, write_textfile
 from dlq_pipeline.rules.model import RulesTable
-from dlq_pipeline.spark.classify import classify, pending_with_attempts
-from dlq_pipeline.spark.decode import decode_headers
-from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.identity import new_run_id
+from dlq_pipeline.spark.classify import decide_pending
+from dlq_pipeline.spark.storage import storage_from_config
 from dlq_pipeline.tables import ATTENTION_OUTCOMES
 from dlq_pipeline.testhooks import crash_point
 
@@ -35,15 +34,6 @@ log = logging.getLogger(__name__)
 
 # Outcomes and ignore reasons that mean a person should look (exit status 3).
 ATTENTION_IGNORES = ("no_dlh", "no_match", "retries_exhausted", "truncated")
-
-
-def new_run_id(now: dt.datetime) -> str:
-    return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
-
-
-def utc_now() -> dt.datetime:
-    """Now, aware UTC (`dlq_pipeline.clock`: what Spark stores is right in any time zone)."""
-    return _utc_now()
 
 
 @dataclass
@@ -71,11 +61,6 @@ class RunSummary:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def storage_from_config(spark: SparkSession, config: Config) -> Storage:
-    s = config.section("storage")
-    return Storage(spark, format=s["format"], path=s["path"], catalog=s["catalog"] or None, schema=s["schema"] or None)
 
 
 def attention_status(summary: RunSummary) -> int:
@@ -122,29 +107,6 @@ class _Stages:
                          extra={"event": event, "run_id": stages.summary.run_id, "stage": name, "duration_s": seconds})
 
         return _Timer()
-
-
-def decide(
-    spark: SparkSession,
-    storage: Storage,
-    table: RulesTable,
-    *,
-    run_id: str,
-    now: dt.datetime,
-    retry_interval: int | None = None,
-) -> DataFrame:
-    """Classify every pending message in the warehouse and append the decisions.
-
-    First, the ledger rows of a replay that died (``kill -9``) after putting are recovered
-    from its checkpoints, so messages it delivered are not pending any more: a decision is
-    never made for a message whose delivery is only recorded in a checkpoint."""
-    from dlq_pipeline.spark.replay import recover_interrupted
-
-    recover_interrupted(spark, storage)
-    pending = pending_with_attempts(storage.read("messages"), storage.read("ledger"))
-    decisions = classify(decode_headers(pending), table, run_id=run_id, now=now, retry_interval=retry_interval)
-    storage.append("decisions", decisions)
-    return storage.read("decisions").where(F.col("run_id") == run_id)
 
 
 def run_pipeline(
@@ -198,7 +160,7 @@ def _run_pipeline(spark, config, table, *, inputs, target, run_id, now, progress
 
     with stage("classify"):
         retry_interval = config.get("classify", "retry_interval")
-        decisions = decide(spark, storage, table, run_id=run_id, now=now, retry_interval=retry_interval).cache()
+        decisions = decide_pending(spark, storage, table, run_id=run_id, now=now, retry_interval=retry_interval).cache()
         summary.pending = decisions.count()
         summary.decisions = _counts(decisions, "action")
         summary.ignore_reasons = _counts(decisions.where(F.col("ignore_reason").isNotNull()), "ignore_reason")

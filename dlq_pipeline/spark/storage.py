@@ -302,3 +302,9 @@ class Storage:
         self._files.makedirs(f"{self.path}/{RUNS_DIR}")
         self._files.write_text(target, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
         return target
+
+
+def storage_from_config(spark: SparkSession, config) -> Storage:
+    """The `Storage` a command's configuration (`[storage]`) describes: built once, at the edge."""
+    s = config.section("storage")
+    return Storage(spark, format=s["format"], path=s["path"], catalog=s["catalog"] or None, schema=s["schema"] or None)

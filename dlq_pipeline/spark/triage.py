@@ -19,7 +19,8 @@ from pyspark.sql import functions as F
 from dlq_pipeline.config import Config, load_config
 from dlq_pipeline.formats.constants import reason_name
 from dlq_pipeline.rules.model import RulesTable
-from dlq_pipeline.spark.classify import classify, pending_with_attempts
+from dlq_pipeline.spark.classify import classify
+from dlq_pipeline.spark.ledger import pending_with_attempts
 from dlq_pipeline.tables import ENDED_OUTCOMES
 from dlq_pipeline.spark.decode import decode_headers
 from dlq_pipeline.spark.report import AGE_BUCKETS, _dead_lettered_at

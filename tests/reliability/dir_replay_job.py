@@ -19,7 +19,9 @@ from dlq_pipeline.dumps.generator import generate_messages
 from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.replay.targets import open_target
 from dlq_pipeline.replay.writer import ReplaySettings
-from dlq_pipeline.spark.replay import CHECKPOINTS_DIR, MD_COLUMNS, _partition_function
+from dlq_pipeline.spark.ledger import CHECKPOINTS_DIR
+from dlq_pipeline.tables import MD_COLUMNS
+from dlq_pipeline.spark.replay import _partition_function
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.timezone.utc)
 BATCH = 5

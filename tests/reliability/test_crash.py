@@ -31,7 +31,8 @@ from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.view import match_view
 from dlq_pipeline.dumps.sources import read_source
-from dlq_pipeline.spark.run import run_pipeline, storage_from_config
+from dlq_pipeline.spark.run import run_pipeline
+from dlq_pipeline.spark.storage import storage_from_config
 
 from .harness import kill_run, markers, start_run, wait_for
 

@@ -14,7 +14,7 @@ from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.replay.writer import Checkpoint, ReplaySettings, WorkItem, replay_partition
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.spark.replay import replay
-from dlq_pipeline.spark.run import decide
+from dlq_pipeline.spark.classify import decide_pending as decide
 from dlq_pipeline.spark.storage import Storage
 from tests.spark.replay_retry_job import NOW, dead_letter, frame, message_row
 

@@ -18,7 +18,8 @@ from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.rules.model import Decision
 from dlq_pipeline.rules.parser import parse_rules
-from dlq_pipeline.spark.run import run_pipeline, storage_from_config
+from dlq_pipeline.spark.run import run_pipeline
+from dlq_pipeline.spark.storage import storage_from_config
 from tests.spark.replay_retry_job import dead_letter
 
 pytestmark = pytest.mark.spark

@@ -25,7 +25,8 @@ from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.spark.run import run_pipeline, utc_now
+from dlq_pipeline.spark.run import run_pipeline
+from dlq_pipeline.clock import utc_now
 from dlq_pipeline.spark.storage import Storage
 from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
 from tests.spark.test_live import seed_queue

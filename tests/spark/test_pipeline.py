@@ -13,7 +13,8 @@ from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.rules.view import match_view
 from dlq_pipeline.dumps.sources import read_source
-from dlq_pipeline.spark.classify import classify, message_states, pending_with_attempts
+from dlq_pipeline.spark.classify import classify
+from dlq_pipeline.spark.ledger import message_states, pending_with_attempts
 from dlq_pipeline.spark.decode import decode_headers, decoded_struct
 from dlq_pipeline.spark.ingest import ingest
 from dlq_pipeline.spark.schemas import table_schema

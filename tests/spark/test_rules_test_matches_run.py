@@ -19,7 +19,8 @@ from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.whatif import OUTPUT_KEYS
 from dlq_pipeline.spark.classify import classify
 from dlq_pipeline.spark.decode import decode_headers
-from dlq_pipeline.spark.run import run_pipeline, storage_from_config
+from dlq_pipeline.spark.run import run_pipeline
+from dlq_pipeline.spark.storage import storage_from_config
 
 from ..conftest import REPO
 
