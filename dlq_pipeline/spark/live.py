@@ -158,8 +158,8 @@ def drain(
         raise ValueError(f"drain mode must be browse or move, not {mode!r}")
     live.target.preflight()
     landed_at = _timestamp(landed_at)  # aware UTC, as ingest stamps it
-    with live.target.partition(run_id, 0) as connect:
-        conn = connect()
+    with live.target.partition(run_id, 0) as part:
+        conn = part.connect()
         ok = False
         try:
             live = resolve_queue(live, conn)
@@ -262,8 +262,8 @@ def settle(
 ) -> SettleResult:
     """Remove from ``live`` the messages whose processing has ended (see the module doc)."""
     live.target.preflight()
-    with live.target.partition(run_id, 0) as connect:
-        conn = connect()
+    with live.target.partition(run_id, 0) as part:
+        conn = part.connect()
         ok = False
         try:
             live = resolve_queue(live, conn)
