@@ -9,15 +9,13 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-REAL_FIXTURES = SHARED / "fixtures" / "real"
+REAL_FIXTURES = REPO / "tests" / "fixtures" / "real"
 
 
 @pytest.fixture(scope="session")
 def real_fixtures() -> Path:
-    """The files from real MQ installations (../shared/fixtures/real)."""
-    if not REAL_FIXTURES.is_dir():
-        pytest.fail(f"real fixtures missing: {REAL_FIXTURES} (shared/ must sit beside the repo)")
+    """The files from real MQ installations, kept in the repository (tests/fixtures/real,
+    with where each came from in its README.md): a clone needs nothing beside it."""
     return REAL_FIXTURES
 
 
