@@ -22,8 +22,9 @@ def cli(verbose: int, log_format: str | None) -> None:
       dlq-pipeline inspect dlq.dmp
       dlq-pipeline inspect --json dlq.dmp | jq .dlh.reason_name
     Check and try a rules table:
-      dlq-pipeline rules check conf/rules/starter.rules
-      dlq-pipeline rules test conf/rules/starter.rules --input dlq.dmp
+      dlq-pipeline rules example starter > my.rules
+      dlq-pipeline rules check my.rules
+      dlq-pipeline rules test my.rules --input dlq.dmp
     Run the whole pipeline on dumps:
       dlq-pipeline run --input dlq.dmp --rules my.rules --warehouse ./warehouse --target dry-run
 

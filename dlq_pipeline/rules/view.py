@@ -1,7 +1,7 @@
 """The match view of one message: the row the rules look at, without Spark.
 
 Column names and values are those of the ``messages`` table plus the decode columns
-(schemas/messages.json, schemas/decoded.json), so the reference matcher and the Spark
+(data/schemas/messages.json, data/schemas/decoded.json), so the reference matcher and the Spark
 compiler read the same names. Character values are decoded and kept unstripped, because
 trailing blanks and NULs decide matches.
 """

@@ -1,27 +1,17 @@
-"""Table schemas, loaded from ``schemas/*.json``: the single source of truth.
+"""Table schemas, loaded from the package data ``dlq_pipeline/data/schemas/<table>.json``:
+the single source of truth, in the wheel as in the source tree (one copy, one lookup).
 
 Each file holds Spark's JSON schema (``schema``) plus ``table``, ``key`` and ``description``.
 A field's ``type`` may be Spark's JSON form or a DDL type string (``array<string>``).
-
-Where the files are found, first match wins:
-
-1. ``$DLQ_PIPELINE_SCHEMAS`` (a directory), for a deployment that keeps them elsewhere;
-2. package data ``dlq_pipeline/data/schema-<table>.json``: in the repository these are
-   symlinks to ``schemas/<table>.json`` (so there is still one copy), and setuptools puts the
-   files' contents in the wheel (``data/*`` is package data), so an installed wheel works
-   without the source tree;
-3. ``schemas/`` beside the package, i.e. the source tree (editable installs, tests).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import re
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -47,11 +37,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-SCHEMAS_ENV = "DLQ_PIPELINE_SCHEMAS"
 TABLES = ("messages", "decisions", "ledger", "quarantine", "decoded")
 STORED_TABLES = ("messages", "decisions", "ledger", "quarantine")
 
-_SOURCE_TREE = Path(__file__).resolve().parents[2] / "schemas"
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
@@ -62,23 +50,19 @@ class SchemaError(ValueError):
 # --- locating and loading ----------------------------------------------------------------
 
 
+def schema_files():
+    """The package's schema directory (an importlib.resources Traversable)."""
+    return resources.files("dlq_pipeline").joinpath("data", "schemas")
+
+
 def _read_text(name: str) -> tuple[str, str]:
     """(text, where) of ``<name>.json``."""
     if not _NAME.fullmatch(name):
         raise SchemaError(f"not a table name: {name!r}")
-    override = os.environ.get(SCHEMAS_ENV)
-    if override:
-        path = Path(override) / f"{name}.json"
-        if not path.is_file():
-            raise SchemaError(f"no schema for table {name!r} in ${SCHEMAS_ENV} ({override})")
-        return path.read_text(encoding="utf-8"), str(path)
-    packaged = resources.files("dlq_pipeline").joinpath("data", f"schema-{name}.json")
-    if packaged.is_file():
-        return packaged.read_text(encoding="utf-8"), str(packaged)
-    path = _SOURCE_TREE / f"{name}.json"
-    if path.is_file():
-        return path.read_text(encoding="utf-8"), str(path)
-    raise SchemaError(f"no schema for table {name!r} (known tables: {', '.join(TABLES)})")
+    packaged = schema_files().joinpath(f"{name}.json")
+    if not packaged.is_file():
+        raise SchemaError(f"no schema for table {name!r} (known tables: {', '.join(TABLES)})")
+    return packaged.read_text(encoding="utf-8"), str(packaged)
 
 
 @lru_cache(maxsize=None)
@@ -291,11 +275,12 @@ def render_tables_md() -> str:
     lines = [
         "# Tables",
         "",
-        "<!-- Generated from schemas/*.json by dlq_pipeline.spark.schemas.render_tables_md();",
+        "<!-- Generated from dlq_pipeline/data/schemas/*.json by dlq_pipeline.spark.schemas.render_tables_md();",
         "     tests/spark/test_storage.py fails when this page and the schemas disagree. -->",
         "",
-        "The schemas in `schemas/*.json` are the single source of truth: the code loads them",
-        "(`dlq_pipeline.spark.schemas`), every stored table is written through `conform`, and",
+        "The schemas in `dlq_pipeline/data/schemas/*.json` (package data, so the wheel carries",
+        "them) are the single source of truth: the code loads them (`dlq_pipeline.spark.schemas`),",
+        "every stored table is written through `conform`, and",
         "the tests compare what was written with them. `messages`, `decisions`, `ledger` and",
         "`quarantine` are stored (Parquet dataset directories `WAREHOUSE/<table>`, or Delta",
         "tables by path or by catalog name); `decoded` lists the columns the decode stage adds",

@@ -55,7 +55,9 @@ def test_wheel_and_packed_environment_run_their_entry_points(tmp_path, monkeypat
 
     names = set(zipfile.ZipFile(wheel).namelist())
     tables = ["decisions", "decoded", "ledger", "messages", "quarantine"]
-    assert {f"dlq_pipeline/data/schema-{t}.json" for t in tables} <= names
+    assert {f"dlq_pipeline/data/schemas/{t}.json" for t in tables} <= names
+    rules = ["starter", "ibm-distributed-example", "ibm-zos-example"]
+    assert {f"dlq_pipeline/data/rules/{r}.rules" for r in rules} <= names
     assert {"dlq_pipeline/data/mq_constants.json", "dlq_pipeline/jobs.py"} <= names
     assert not any(n.startswith(("tests/", "jobs/")) for n in names)
 

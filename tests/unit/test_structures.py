@@ -224,7 +224,7 @@ def test_to_columns_with_and_without_a_header():
 def test_decode_columns_are_those_of_the_schema():
     import json
     from pathlib import Path
-    schema = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "decoded.json").read_text())
+    schema = json.loads((Path(__file__).resolve().parents[2] / "dlq_pipeline" / "data" / "schemas" / "decoded.json").read_text())
     assert tuple(f["name"] for f in schema["schema"]["fields"] if f["name"] != "message_key") == DECODE_COLUMNS
 
 
