@@ -28,3 +28,16 @@ def spark():
     session = get_spark({"master": "local[2]", "app_name": "dlq-pipeline-tests"})
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory) -> Path:
+    """The wheel `make package` builds, built once per session (tools/package.py --wheel-only)."""
+    import subprocess
+
+    dist = tmp_path_factory.mktemp("dist")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    subprocess.run([sys.executable, str(REPO / "tools" / "package.py"), "--dist", str(dist), "--wheel-only"],
+                   env=env, check=True, capture_output=True, timeout=600)
+    [wheel] = dist.glob("*.whl")
+    return wheel

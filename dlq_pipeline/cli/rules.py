@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from dlq_pipeline import exitcodes
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.rules.parser import diagnostic_as_dict, format_table, load_rules, table_as_dict
 
@@ -158,7 +159,7 @@ def example_cmd(name: str | None) -> None:
         path = shipped_path(name)
     except KeyError as exc:
         click.echo(f"error: {exc.args[0]}", err=True)
-        sys.exit(2)
+        sys.exit(exitcodes.USAGE)
     click.echo(path.read_text(encoding="utf-8"), nl=False)
 
 
