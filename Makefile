@@ -7,13 +7,15 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The tested environment: Spark 4.2 + Delta 4.4, every package pinned (constraints/README.md).
+CONSTRAINTS ?= constraints/spark-4.2.txt
 
 .PHONY: venv demo test package clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,package]'
+	$(BIN)/pip install --quiet -c $(CONSTRAINTS) -e '.[spark,delta,test,package]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -25,7 +27,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 package: $(STAMP)
-	$(BIN)/python tools/package.py --dist dist $(PACKAGE_ARGS)
+	$(BIN)/python tools/package.py --dist dist --constraints $(CONSTRAINTS) $(PACKAGE_ARGS)
 
 # every stage against the obvious way and the limit; QUICK=1 for a few minutes (docs/performance.md)
 .PHONY: bench

@@ -13,7 +13,7 @@ from pathlib import Path
 from dlq_pipeline.formats.constants import reason_name
 from dlq_pipeline.dumps.generator import write_generated
 
-STARTER_RULES = str(Path(__file__).resolve().parents[1] / "conf" / "rules" / "starter.rules")
+STARTER_RULES = str(Path(__file__).resolve().parents[1] / "dlq_pipeline" / "data" / "rules" / "starter.rules")
 
 # --- rules tables ------------------------------------------------------------------------------
 

@@ -43,8 +43,11 @@ def main(stage: str, argv: Sequence[str] | None = None) -> NoReturn:
         print(f"error: this dlq-pipeline has no '{stage}' stage (available: {', '.join(available_stages())})",
               file=sys.stderr)
         sys.exit(exitcodes.USAGE)
+    from dlq_pipeline.cli import pyspark_required
+
     args = list(sys.argv[1:] if argv is None else argv)
-    command.main(args=args, prog_name=f"dlq-pipeline-{stage}", standalone_mode=True)
+    with pyspark_required():
+        command.main(args=args, prog_name=f"dlq-pipeline-{stage}", standalone_mode=True)
     sys.exit(exitcodes.OK)  # pragma: no cover - standalone_mode always exits
 
 

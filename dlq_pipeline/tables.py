@@ -10,18 +10,15 @@ here, so no stage restates a table by hand.
 from __future__ import annotations
 
 import json
-import os
 import re
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.formats.mqmd import MQMD, MQMD_CHAR_LENGTHS, MQMD_FIELDS
 from dlq_pipeline.identity import data_digest, message_key
 
-SCHEMAS_ENV = "DLQ_PIPELINE_SCHEMAS"
 TABLES = ("messages", "decisions", "ledger", "quarantine", "decoded")
 STORED_TABLES = ("messages", "decisions", "ledger", "quarantine")
 
@@ -35,21 +32,19 @@ class SchemaError(ValueError):
 # --- the schema files ------------------------------------------------------------------------
 
 
+def schema_files():
+    """The package's schema directory (an importlib.resources Traversable): the wheel carries it."""
+    return resources.files("dlq_pipeline").joinpath("data", "schemas")
+
+
 def _read_text(name: str) -> tuple[str, str]:
-    """(text, where) of ``<name>.json``: ``$DLQ_PIPELINE_SCHEMAS`` (a deployment that keeps
-    its own copies) or the package's data."""
+    """(text, where) of ``<name>.json``."""
     if not _NAME.fullmatch(name):
         raise SchemaError(f"not a table name: {name!r}")
-    override = os.environ.get(SCHEMAS_ENV)
-    if override:
-        path = Path(override) / f"{name}.json"
-        if not path.is_file():
-            raise SchemaError(f"no schema for table {name!r} in ${SCHEMAS_ENV} ({override})")
-        return path.read_text(encoding="utf-8"), str(path)
-    packaged = resources.files("dlq_pipeline").joinpath("data", "schemas", f"{name}.json")
-    if packaged.is_file():
-        return packaged.read_text(encoding="utf-8"), str(packaged)
-    raise SchemaError(f"no schema for table {name!r} (known tables: {', '.join(TABLES)})")
+    packaged = schema_files().joinpath(f"{name}.json")
+    if not packaged.is_file():
+        raise SchemaError(f"no schema for table {name!r} (known tables: {', '.join(TABLES)})")
+    return packaged.read_text(encoding="utf-8"), str(packaged)
 
 
 @lru_cache(maxsize=None)

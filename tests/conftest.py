@@ -9,15 +9,13 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-REAL_FIXTURES = SHARED / "fixtures" / "real"
+REAL_FIXTURES = REPO / "tests" / "fixtures" / "real"
 
 
 @pytest.fixture(scope="session")
 def real_fixtures() -> Path:
-    """The files from real MQ installations (../shared/fixtures/real)."""
-    if not REAL_FIXTURES.is_dir():
-        pytest.fail(f"real fixtures missing: {REAL_FIXTURES} (shared/ must sit beside the repo)")
+    """The files from real MQ installations, kept in the repository (tests/fixtures/real,
+    with where each came from in its README.md): a clone needs nothing beside it."""
     return REAL_FIXTURES
 
 
@@ -30,3 +28,16 @@ def spark():
     session = get_spark({"master": "local[2]", "app_name": "dlq-pipeline-tests"})
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory) -> Path:
+    """The wheel `make package` builds, built once per session (tools/package.py --wheel-only)."""
+    import subprocess
+
+    dist = tmp_path_factory.mktemp("dist")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    subprocess.run([sys.executable, str(REPO / "tools" / "package.py"), "--dist", str(dist), "--wheel-only"],
+                   env=env, check=True, capture_output=True, timeout=600)
+    [wheel] = dist.glob("*.whl")
+    return wheel

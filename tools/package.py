@@ -8,8 +8,10 @@
   ``spark-submit --archives DIST/dlq-pipeline-env-<version>.tar.gz#environment``.
   ``--py-files`` cannot carry these: they are compiled extensions. PySpark itself is left
   out (the cluster's Spark provides it, matching its JVM); ``--with-pyspark`` puts it in.
+  The versions are those of a constraints file (``--constraints``, default the tested
+  ``constraints/spark-4.2.txt``; pick the file of the cluster's Spark tier).
 
-    python tools/package.py --dist dist [--extra mq] [--with-pyspark] [--compress-level 4]
+    python tools/package.py --dist dist [--extra mq] [--with-pyspark] [--constraints FILE] [--compress-level 4]
 
 Run with the project's virtual environment (it needs ``build`` and ``venv-pack``: the
 ``package`` extra). Prints the two paths.
@@ -28,6 +30,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 LEFT_OUT = {"pyspark", "py4j"}  # provided by the cluster's Spark
+DEFAULT_CONSTRAINTS = REPO / "constraints" / "spark-4.2.txt"
 
 
 def _name(requirement: str) -> str:
@@ -35,10 +38,10 @@ def _name(requirement: str) -> str:
 
 
 def runtime_requirements(pyproject: dict, extras: list[str], with_pyspark: bool = False) -> list[str]:
-    """The pinned requirements the packed environment installs (pure)."""
+    """The requirements (ranges) the packed environment installs; the constraints file pins them (pure)."""
     project = pyproject["project"]
     requirements = list(project["dependencies"])
-    for extra in extras:
+    for extra in [*extras, *(["spark"] if with_pyspark else [])]:
         requirements += project["optional-dependencies"][extra]
     return [r for r in requirements if with_pyspark or _name(r) not in LEFT_OUT]
 
@@ -65,14 +68,15 @@ def build_wheel(dist: Path) -> Path:
     return target
 
 
-def pack_environment(wheel: Path, dist: Path, requirements: list[str], compress_level: int) -> Path:
+def pack_environment(wheel: Path, dist: Path, requirements: list[str], compress_level: int,
+                     constraints: Path = DEFAULT_CONSTRAINTS) -> Path:
     version = wheel.name.split("-")[1]
     target = dist / f"dlq-pipeline-env-{version}.tar.gz"
     with tempfile.TemporaryDirectory(prefix="dlq-env-") as tmp:
         env = Path(tmp) / "env"
         run([sys.executable, "-m", "venv", str(env)])
         pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        run([*pip, *requirements])
+        run([*pip, "-c", str(constraints), *requirements])
         run([*pip, "--no-deps", str(wheel)])
         if target.exists():
             target.unlink()
@@ -86,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dist", default=str(REPO / "dist"), help="output directory (default: dist/)")
     parser.add_argument("--extra", action="append", default=[], help="also install this extra (e.g. mq)")
     parser.add_argument("--with-pyspark", action="store_true", help="put PySpark in the environment too")
+    parser.add_argument("--constraints", default=str(DEFAULT_CONSTRAINTS),
+                        help="pins for the packed environment (default: constraints/spark-4.2.txt)")
     parser.add_argument("--compress-level", type=int, default=4, help="gzip level of the archive (0-9)")
     parser.add_argument("--wheel-only", action="store_true", help="build only the wheel")
     args = parser.parse_args(argv)
@@ -96,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     print(wheel)
     if not args.wheel_only:
         requirements = runtime_requirements(pyproject, args.extra, args.with_pyspark)
-        print(pack_environment(wheel, dist, requirements, args.compress_level))
+        print(pack_environment(wheel, dist, requirements, args.compress_level, Path(args.constraints).resolve()))
     return 0
 
 

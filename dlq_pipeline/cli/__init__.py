@@ -3,12 +3,39 @@ libraries (pyspark) only when it runs, so `inspect` and `rules` start instantly.
 
 from __future__ import annotations
 
+import contextlib
+import sys
+
 import click
 
-from dlq_pipeline import __version__
+from dlq_pipeline import __version__, exitcodes
+
+# What a Spark command says, on one line, when no pyspark can be imported (exit 2).
+NO_PYSPARK = ("error: this command needs PySpark, which is not installed here: "
+              "pip install 'dlq-pipeline[spark]' (or run it where a Spark runtime provides pyspark; "
+              "inspect, generate and rules work without it)")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@contextlib.contextmanager
+def pyspark_required():
+    """Turn a missing pyspark (or py4j) into NO_PYSPARK and exit 2. Commands import Spark
+    before they touch anything, so nothing was written when this fires."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in ("pyspark", "py4j"):
+            raise
+        click.echo(NO_PYSPARK, err=True)
+        sys.exit(exitcodes.USAGE)
+
+
+class _Cli(click.Group):
+    def invoke(self, ctx):
+        with pyspark_required():
+            return super().invoke(ctx)
+
+
+@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="dlq-pipeline")
 @click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
 @click.option("--log-format", type=click.Choice(["text", "json"]), default=None,
@@ -22,8 +49,9 @@ def cli(verbose: int, log_format: str | None) -> None:
       dlq-pipeline inspect dlq.dmp
       dlq-pipeline inspect --json dlq.dmp | jq .dlh.reason_name
     Check and try a rules table:
-      dlq-pipeline rules check conf/rules/starter.rules
-      dlq-pipeline rules test conf/rules/starter.rules --input dlq.dmp
+      dlq-pipeline rules example starter > my.rules
+      dlq-pipeline rules check my.rules
+      dlq-pipeline rules test my.rules --input dlq.dmp
     Run the whole pipeline on dumps:
       dlq-pipeline run --input dlq.dmp --rules my.rules --warehouse ./warehouse --target dry-run
 

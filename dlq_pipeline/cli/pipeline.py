@@ -417,11 +417,6 @@ def _build_and_write_report(storage, config: Config, *, run_id=None, html_path=N
     return report
 
 
-def default_rules_path() -> Path:
-    """The starter table shipped in the repository's conf/rules."""
-    return Path(__file__).resolve().parents[2] / "conf" / "rules" / "starter.rules"
-
-
 @click.command("demo")
 @click.option("--out", default="demo-out", show_default=True, type=click.Path(file_okay=False),
               help="Where the generated dumps, the warehouse and the HTML report go.")
@@ -431,7 +426,7 @@ def default_rules_path() -> Path:
 @click.option("--max-size", default=256 * 1024, show_default=True,
               help="Largest generated message in bytes (sizes are long-tailed up to this).")
 @click.option("--rules", "rules_path", type=click.Path(exists=True, dir_okay=False),
-              help="Rules table (default: conf/rules/starter.rules).")
+              help="Rules table (default: the shipped starter table, `dlq-pipeline rules example starter`).")
 @click.option("--target", default="sim:DEMO", show_default=True,
               help="Replay target: the simulated queue manager, dry-run or dir:PATH.")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master.")
@@ -449,7 +444,10 @@ def demo_cmd(out, count, seed, files, max_size, rules_path, target, master):
     from dlq_pipeline.report_render import render_text
 
     out_dir = Path(out)
-    rules_path = rules_path or str(default_rules_path())
+    if rules_path is None:
+        from dlq_pipeline.rules.shipped import STARTER, shipped_path
+
+        rules_path = str(shipped_path(STARTER))
     if not Path(rules_path).is_file():
         _err(f"error: no rules table at {rules_path}; pass --rules FILE")
         sys.exit(exitcodes.USAGE)

@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from dlq_pipeline import exitcodes
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.rules.parser import diagnostic_as_dict, format_table, load_rules, table_as_dict
 
@@ -46,7 +47,8 @@ def rules_group() -> None:
 
     \b
     Examples:
-      dlq-pipeline rules check conf/rules/starter.rules
+      dlq-pipeline rules example starter > my.rules
+      dlq-pipeline rules check my.rules
       dlq-pipeline rules check --strict --json my.rules | jq .errors
       dlq-pipeline rules show my.rules
       dlq-pipeline rules test my.rules --input dlq.dmp --attempts 2
@@ -116,7 +118,8 @@ def show_cmd(file: str, as_json: bool) -> None:
 
     \b
     Examples:
-      dlq-pipeline rules show conf/rules/ibm-distributed-example.rules
+      dlq-pipeline rules example ibm-distributed-example > ibm.rules
+      dlq-pipeline rules show ibm.rules
       dlq-pipeline rules show --json my.rules | jq '.rules[] | {line, action}'
     """
     table = load_rules(file)
@@ -130,6 +133,34 @@ def show_cmd(file: str, as_json: bool) -> None:
     else:
         click.echo(f"* {table.path}: {_plural(len(table.rules), 'rule')}")
         click.echo(format_table(table, annotate=True), nl=False)
+
+
+@rules_group.command("example")
+@click.argument("name", required=False)
+def example_cmd(name: str | None) -> None:
+    """Print the shipped rules table NAME, to copy and edit; without NAME, list them.
+
+    The tables ship inside the package (dlq_pipeline/data/rules/): `starter` is the
+    production-style table `demo` uses, the `ibm-*-example` ones are IBM's documented
+    examples. Exit 2 for a NAME that is not shipped.
+
+    \b
+    Examples:
+      dlq-pipeline rules example
+      dlq-pipeline rules example starter > my.rules
+    """
+    from dlq_pipeline.rules.shipped import shipped_names, shipped_path
+
+    if name is None:
+        for known in shipped_names():
+            click.echo(f"{known}\t{shipped_path(known)}")
+        return
+    try:
+        path = shipped_path(name)
+    except KeyError as exc:
+        click.echo(f"error: {exc.args[0]}", err=True)
+        sys.exit(exitcodes.USAGE)
+    click.echo(path.read_text(encoding="utf-8"), nl=False)
 
 
 # `rules test` lives in its own module, which reuses helpers defined above.

@@ -53,7 +53,7 @@ MQCCSI_INHERIT = -2
 # what we use when the StrucId proves the CCSID we were given wrong.
 _NO_CCSID = 0
 
-# The decode columns of schemas/decoded.json, in schema order.
+# The decode columns of data/schemas/decoded.json, in schema order.
 DECODE_COLUMNS = (
     "has_dlh", "dlh_problem", "dlh_reason", "dlh_dest_q", "dlh_dest_qmgr", "dlh_encoding",
     "dlh_ccsid", "dlh_format", "dlh_put_appl_type", "dlh_put_appl_name", "dlh_put_date",
@@ -663,7 +663,7 @@ _DLH_ATTRIBUTES = tuple(f.name for f in fields(DeadLetterHeader))
 
 
 def to_columns(result: HeaderResult) -> dict:
-    """The decode columns of schemas/decoded.json for one message."""
+    """The decode columns of data/schemas/decoded.json for one message."""
     dlh = result.dlh if result.has_dlh else None
     row = {"has_dlh": result.has_dlh, "dlh_problem": result.problem}
     for attribute in _DLH_ATTRIBUTES:

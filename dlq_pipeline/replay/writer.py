@@ -2,7 +2,7 @@
 
 `replay_partition` opens one connection (lazily, on the first message to put), puts in
 syncpoint batches of ``batch_size`` and commits each batch, and yields one ledger row per
-work item (schemas/ledger.json). What it decides, in order, for each item:
+work item (data/schemas/ledger.json). What it decides, in order, for each item:
 
 - DISCARD -> ``discarded`` (``dry_run`` "would discard" for the dry-run target, which ends
   nothing), IGNORE -> ``ignored`` (no MQ call; removing a message from a live DLQ is

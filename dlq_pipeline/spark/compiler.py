@@ -296,7 +296,7 @@ def outputs_sql(rules: tuple[Rule, ...], index: str, seen: str) -> dict[str, str
 
 
 def classify_columns(table: RulesTable, df: DataFrame, attempts_col: str = "prior_attempts") -> DataFrame:
-    """``df`` plus the decision columns (schemas/decisions.json types), in one narrow pass.
+    """``df`` plus the decision columns (data/schemas/decisions.json types), in one narrow pass.
 
     ``df`` holds the match-view columns (names as in the view, strings as decoded, not
     stripped) and ``attempts_col``, the attempts already made on each message (null: 0).

@@ -26,7 +26,7 @@ from dlq_pipeline.rules.view import match_view
 from ..conftest import REPO
 
 pytestmark = [pytest.mark.spark, pytest.mark.deploy]
-STARTER = str(REPO / "conf" / "rules" / "starter.rules")
+STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
 SPARK_SUBMIT = str(Path(sys.executable).with_name("spark-submit"))
 HARNESS = str(Path(__file__).with_name("jobs_harness.py"))
 COUNT = 80

@@ -17,7 +17,7 @@ from ..conftest import REPO
 
 pytestmark = [pytest.mark.spark, pytest.mark.deploy]
 NOTEBOOK = REPO / "notebooks" / "triage.ipynb"
-STARTER = REPO / "conf" / "rules" / "starter.rules"
+STARTER = REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules"
 
 
 def test_notebook_is_committed_without_outputs():

@@ -24,7 +24,7 @@ from dlq_pipeline.formats.structures import decode_dlh, to_columns
 from ..conftest import REPO
 
 NOW = dt.datetime(2026, 11, 21, 12, 0, 0)
-STARTER = REPO / "conf" / "rules" / "starter.rules"
+STARTER = REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules"
 
 
 def test_pandas_udf_decode_equals_the_pure_decoder(spark):

@@ -23,7 +23,7 @@ from dlq_pipeline.spark.storage import Storage
 from ..conftest import REPO
 
 pytestmark = pytest.mark.spark
-STARTER = str(REPO / "conf" / "rules" / "starter.rules")
+STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
 
 
 def invoke(*args):

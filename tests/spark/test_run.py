@@ -13,7 +13,7 @@ from dlq_pipeline.dumps.generator import write_generated
 
 from ..conftest import REPO
 
-STARTER = str(REPO / "conf" / "rules" / "starter.rules")
+STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
 
 
 @pytest.fixture(scope="module")

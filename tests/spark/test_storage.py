@@ -67,9 +67,12 @@ def test_table_schema_is_the_json_file(spark, table):
     assert table_key(table) == json_schema(table)["key"]
 
 
-def test_every_schema_file_is_known():
+def test_every_schema_file_is_known_and_is_the_one_copy():
     files = {p.stem for p in SCHEMA_DIR.glob("*.json")}
     assert files == set(schemas.TABLES)
+    assert {p.name for p in schemas.schema_files().iterdir()} == {f"{t}.json" for t in files}
+    assert not any(p.is_symlink() for p in SCHEMA_DIR.iterdir())
+    assert not (REPO / "schemas").exists()  # no second copy outside the package
 
 
 def test_unknown_table_is_a_clear_error():
@@ -79,25 +82,14 @@ def test_unknown_table_is_a_clear_error():
         table_schema("../messages")
 
 
-def test_schema_directory_override(tmp_path, monkeypatch):
-    doc = {"table": "t", "description": "d", "key": ["a"],
-           "schema": {"type": "struct", "fields": [
-               {"name": "a", "type": "map<string,array<long>>", "nullable": False, "metadata": {}},
-               {"name": "b", "type": "decimal(10, 2)", "nullable": True, "metadata": {}},
-               {"name": "c", "type": "struct<x:int,y:string>", "nullable": True, "metadata": {}}]}}
-    (tmp_path / "t.json").write_text(json.dumps(doc))
-    monkeypatch.setenv(schemas.SCHEMAS_ENV, str(tmp_path))
-    schemas.table_document.cache_clear()
-    spark_schemas.table_schema.cache_clear()
-    try:
-        got = table_schema("t")
-        assert [f.dataType.simpleString() for f in got.fields] == [
-            "map<string,array<bigint>>", "decimal(10,2)", "struct<x:int,y:string>"]
-        assert table_key("t") == ["a"]
-    finally:
-        monkeypatch.delenv(schemas.SCHEMAS_ENV)
-        schemas.table_document.cache_clear()
-        spark_schemas.table_schema.cache_clear()
+def test_ddl_type_strings_in_a_schema_file_parse():
+    got = spark_schemas._struct({"type": "struct", "fields": [
+        {"name": "a", "type": "map<string,array<long>>", "nullable": False, "metadata": {}},
+        {"name": "b", "type": "decimal(10, 2)", "nullable": True, "metadata": {}},
+        {"name": "c", "type": "struct<x:int,y:string>", "nullable": True, "metadata": {}}]})
+    assert [f.dataType.simpleString() for f in got.fields] == [
+        "map<string,array<bigint>>", "decimal(10,2)", "struct<x:int,y:string>"]
+    assert [f.nullable for f in got.fields] == [False, True, True]
 
 
 def test_docs_tables_md_is_generated_from_the_schemas():

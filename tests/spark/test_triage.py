@@ -22,7 +22,7 @@ from dlq_pipeline.triage import body_preview
 from ..conftest import REPO
 
 pytestmark = pytest.mark.spark
-STARTER = REPO / "conf" / "rules" / "starter.rules"
+STARTER = REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules"
 NOW = dt.datetime(2026, 3, 1, 12, 0, 0)
 DRAFT_TOP = "REASON(MQRC_Q_FULL) ACTION(FWD) FWDQ(HOLD.QFULL) HEADER(YES)\n"
 

@@ -22,7 +22,7 @@ from tests.unit.test_locks import hold, kill
 from ..conftest import REPO
 
 pytestmark = pytest.mark.spark
-STARTER = str(REPO / "conf" / "rules" / "starter.rules")
+STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
 
 
 def snapshot(root: Path) -> dict:

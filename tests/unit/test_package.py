@@ -33,15 +33,16 @@ def test_make_package_runs_the_packaging_tool():
     # --no-print-directory: under `make test` this is a sub-make, which would add "Leaving directory"
     dry = subprocess.run(["make", "--no-print-directory", "-n", "package", f"VENV={Path(sys.executable).parents[1]}"],
                          cwd=REPO, capture_output=True, text=True, check=True)
-    assert dry.stdout.splitlines()[-1].strip() == f"{sys.executable} tools/package.py --dist dist"
+    assert dry.stdout.splitlines()[-1].strip() == (
+        f"{sys.executable} tools/package.py --dist dist --constraints constraints/spark-4.2.txt")
 
 
 def test_runtime_requirements_leave_spark_to_the_cluster():
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
-    deps = pyproject["project"]["dependencies"]
-    assert package.runtime_requirements(pyproject, []) == [d for d in deps if not d.startswith("pyspark")]
-    assert package.runtime_requirements(pyproject, ["mq"], with_pyspark=True) == [
-        *deps, *pyproject["project"]["optional-dependencies"]["mq"]]
+    deps, extras = pyproject["project"]["dependencies"], pyproject["project"]["optional-dependencies"]
+    assert not any(package._name(d) in package.LEFT_OUT for d in deps)
+    assert package.runtime_requirements(pyproject, []) == deps
+    assert package.runtime_requirements(pyproject, ["mq"], with_pyspark=True) == [*deps, *extras["mq"], *extras["spark"]]
 
 
 def test_wheel_and_packed_environment_run_their_entry_points(tmp_path, monkeypatch):
@@ -56,6 +57,8 @@ def test_wheel_and_packed_environment_run_their_entry_points(tmp_path, monkeypat
     names = set(zipfile.ZipFile(wheel).namelist())
     tables = ["decisions", "decoded", "ledger", "messages", "quarantine"]
     assert {f"dlq_pipeline/data/schemas/{t}.json" for t in tables} <= names
+    rules = ["starter", "ibm-distributed-example", "ibm-zos-example"]
+    assert {f"dlq_pipeline/data/rules/{r}.rules" for r in rules} <= names
     assert {"dlq_pipeline/data/mq_constants.json", "dlq_pipeline/jobs.py"} <= names
     assert not any(n.startswith(("tests/", "jobs/")) for n in names)
 

@@ -2,7 +2,7 @@
 
 errors/*.rules and warnings/*.rules each have a .expected file holding exactly what
 `rules check` prints on stderr; valid/*.show.json hold the whole `rules show --json` output
-of the example tables in conf/rules/ and of valid/syntax-tour.rules.
+of the shipped example tables (dlq_pipeline/data/rules/) and of valid/syntax-tour.rules.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dlq_pipeline.rules.parser import parse_rules
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden" / "rules"
-CONF_RULES = REPO / "conf" / "rules"
+SHIPPED_RULES = REPO / "dlq_pipeline" / "data" / "rules"
 
 
 def run(*args: str):
@@ -91,7 +91,7 @@ def test_check_json(tmp_path, monkeypatch):
     assert json.loads(strict.stdout)["valid"] is False
 
 
-@pytest.mark.parametrize("table", sorted(CONF_RULES.glob("*.rules")), ids=lambda p: p.name)
+@pytest.mark.parametrize("table", sorted(SHIPPED_RULES.glob("*.rules")), ids=lambda p: p.name)
 def test_shipped_tables_pass_strict_check(table):
     result = run("check", "--strict", str(table))
     assert result.exit_code == 0, result.stderr
@@ -99,12 +99,28 @@ def test_shipped_tables_pass_strict_check(table):
 
 
 def test_every_shipped_table_has_a_golden_show_output():
-    shipped = {p.stem for p in CONF_RULES.glob("*.rules")}
+    shipped = {p.stem for p in SHIPPED_RULES.glob("*.rules")}
     assert shipped == {"ibm-distributed-example", "ibm-zos-example", "starter"}
     assert shipped <= {p.name.removesuffix(".show.json") for p in (GOLDEN / "valid").glob("*.show.json")}
 
 
-SHOWN = [(CONF_RULES, name) for name in ("ibm-distributed-example", "ibm-zos-example", "starter")]
+def test_rules_example_lists_the_shipped_tables_and_prints_one_byte_for_byte():
+    listed = run("example")
+    assert (listed.exit_code, listed.stderr) == (0, "")
+    assert listed.stdout == "".join(f"{name}\t{SHIPPED_RULES / (name + '.rules')}\n"
+                                    for name in ("ibm-distributed-example", "ibm-zos-example", "starter"))
+    starter = run("example", "starter")
+    assert (starter.exit_code, starter.stdout) == (0, (SHIPPED_RULES / "starter.rules").read_text())
+
+
+def test_rules_example_of_an_unknown_name_exits_2_naming_the_shipped_ones():
+    result = run("example", "nope")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == ("error: no shipped rules table 'nope' "
+                             "(shipped: ibm-distributed-example, ibm-zos-example, starter)\n")
+
+
+SHOWN = [(SHIPPED_RULES, name) for name in ("ibm-distributed-example", "ibm-zos-example", "starter")]
 SHOWN.append((GOLDEN / "valid", "syntax-tour"))
 
 

@@ -19,7 +19,7 @@ from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
-CONF_RULES = REPO / "conf" / "rules"
+SHIPPED_RULES = REPO / "dlq_pipeline" / "data" / "rules"
 
 
 def run(*args: str):
@@ -192,7 +192,7 @@ def test_real_dump_and_listings_with_ibms_example_table(real_fixtures):
     dead letters (tests/fixtures/README.md)."""
     real = str(real_fixtures / "mq10-dmpmqmsg-stdout.dmp")
     old, new = str(FIXTURES / "amqsbcg-old.txt"), str(FIXTURES / "amqsbcg-94.txt")
-    result = run(str(CONF_RULES / "ibm-distributed-example.rules"), "--input", real, "--input", old,
+    result = run(str(SHIPPED_RULES / "ibm-distributed-example.rules"), "--input", real, "--input", old,
                  "--input", new, "--json")
     assert json_lines(result) == [
         decision(real, 0, "IGNORE", ignore_reason="no_dlh"),
@@ -212,7 +212,7 @@ def test_real_dump_and_listings_with_ibms_example_table(real_fixtures):
 
 def test_real_fixtures_directory_reads_every_file(real_fixtures):
     """A directory is read as ingest reads it: its README is not a dump (a bad record)."""
-    result = run(str(CONF_RULES / "starter.rules"), "--input", str(real_fixtures), "--json")
+    result = run(str(SHIPPED_RULES / "starter.rules"), "--input", str(real_fixtures), "--json")
     dmp = str(real_fixtures / "mq10-dmpmqmsg-stdout.dmp")
     assert json_lines(result) == [decision(dmp, 0, "IGNORE", ignore_reason="no_dlh")]
     assert result.stderr.startswith(f"{real_fixtures / 'README.md'}:1: unknown_format: ")

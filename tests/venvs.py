@@ -1,0 +1,59 @@
+"""Virtual environments for tests that need a different one (no pyspark, another Spark tier).
+
+Created once from a constraints file and kept outside the repository, under
+``~/.cache/dlq-pipeline/venvs/`` (or ``$DLQ_PIPELINE_TEST_CACHE/venvs``), keyed by what is
+installed in them, so only the first run pays for the install. A file lock serialises
+creation and every change to one environment (two pytest processes may share it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+CACHE = Path(os.environ.get("DLQ_PIPELINE_TEST_CACHE") or Path.home() / ".cache" / "dlq-pipeline") / "venvs"
+
+
+def clean_env() -> dict[str, str]:
+    """The environment for a subprocess in another venv: nothing of this one leaks in."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+
+
+def pip(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run([str(root / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", *args],
+                          env=clean_env(), capture_output=True, text=True, check=check, timeout=1800)
+
+
+@contextlib.contextmanager
+def locked(root: Path):
+    """Hold ``root``'s lock (creation, installs and uninstalls happen under it)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(f"{root}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def cached_venv(name: str, requirements: list[str], constraints: Path) -> Path:
+    """A venv with ``requirements`` installed at ``constraints``' versions (created if missing)."""
+    key = hashlib.sha256(json.dumps([requirements, constraints.read_text()]).encode()).hexdigest()[:12]
+    root = CACHE / f"{name}-{key}"
+    with locked(root):
+        if not (root / ".complete").exists():
+            shutil.rmtree(root, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", str(root)], check=True, env=clean_env())
+            pip(root, "install", "--quiet", "-c", str(constraints), *requirements)
+            (root / ".complete").touch()
+    return root
+
+
+def installed(root: Path) -> dict[str, str]:
+    """name -> version of every distribution installed in ``root`` (``pip list``)."""
+    return {d["name"].lower().replace("_", "-"): d["version"]
+            for d in json.loads(pip(root, "list", "--format=json").stdout)}
