@@ -8,7 +8,8 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test package clean
+.PHONY: venv demo test package clean delta-jars
+
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,10 +19,15 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# Delta Lake's jars, fetched once from Maven Central into ~/.cache/dlq-pipeline/jars (outside
+# the repository; a no-op when they are there): Delta sessions then start without network.
+delta-jars: $(STAMP)
+	$(BIN)/python -m dlq_pipeline.spark.delta
+
 demo: $(STAMP)
 	$(BIN)/dlq-pipeline demo --out demo-out
 
-test: $(STAMP)
+test: $(STAMP) delta-jars
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 package: $(STAMP)
