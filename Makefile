@@ -10,7 +10,8 @@ STAMP  := $(VENV)/.installed
 # The tested environment: Spark 4.2 + Delta 4.4, every package pinned (constraints/README.md).
 CONSTRAINTS ?= constraints/spark-4.2.txt
 
-.PHONY: venv demo test package clean
+.PHONY: venv demo test package clean delta-jars
+
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -20,10 +21,15 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 
 venv: $(STAMP)
 
+# Delta Lake's jars, fetched once from Maven Central into ~/.cache/dlq-pipeline/jars (outside
+# the repository; a no-op when they are there): Delta sessions then start without network.
+delta-jars: $(STAMP)
+	$(BIN)/python -m dlq_pipeline.spark.delta
+
 demo: $(STAMP)
 	$(BIN)/dlq-pipeline demo --out demo-out
 
-test: $(STAMP)
+test: $(STAMP) delta-jars
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 package: $(STAMP)

@@ -43,7 +43,8 @@ def text_table(rows: list[dict], columns: list[str]) -> str:
 def render_text(report: dict) -> str:
     overall = report["overall"]
     out = [
-        f"DLQ report, generated {report['generated_at']}",
+        f"DLQ report, as of {report['as_of']} (time travel)" if report.get("as_of")
+        else f"DLQ report, generated {report['generated_at']}",
         f"messages landed {overall['messages']}, still pending {overall['pending']}, "
         f"truncated {overall['truncated']}, runs {len(report['runs'])}"
         + (f", latest run {report['run_id']}" if report.get("run_id") else ""),

@@ -1,8 +1,16 @@
-"""Shared fixtures. The SparkSession is started once for the whole suite (it takes ~5 s)."""
+"""Shared fixtures. The SparkSession is started once for the whole suite (it takes ~5 s); it
+has Delta Lake (the jars `make delta-jars` fetched), so one session serves Parquet and Delta.
+
+Storage kinds: the tests of storage, ingest, pipeline, replay, crash and idempotency run on
+``parquet``, ``delta`` (tables by path) and ``delta-name`` (tables by catalog name in
+Spark's built-in catalog, managed under the session's ``spark.sql.warehouse.dir``: no Hive
+metastore needed). The Delta kinds carry the ``delta`` marker.
+"""
 
 from __future__ import annotations
 
 import os
+import secrets
 import sys
 from pathlib import Path
 
@@ -20,12 +28,15 @@ def real_fixtures() -> Path:
 
 
 @pytest.fixture(scope="session")
-def spark():
-    """One local SparkSession for the whole suite, built by the project's session factory."""
+def spark(tmp_path_factory):
+    """One local SparkSession for the whole suite, built by the project's session factory
+    with Delta (when its jars have been fetched: the Delta tests fail otherwise)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from dlq_pipeline.spark.session import get_spark
 
-    session = get_spark({"master": "local[2]", "app_name": "dlq-pipeline-tests"})
+    catalog_dir = tmp_path_factory.mktemp("spark-catalog")
+    session = get_spark({"master": "local[2]", "app_name": "dlq-pipeline-tests", "format": "delta",
+                         "spark_conf": {"spark.sql.warehouse.dir": str(catalog_dir)}})
     yield session
     session.stop()
 
@@ -41,3 +52,42 @@ def built_wheel(tmp_path_factory) -> Path:
                    env=env, check=True, capture_output=True, timeout=600)
     [wheel] = dist.glob("*.whl")
     return wheel
+
+
+STORAGE_KINDS = [
+    pytest.param("parquet"),
+    pytest.param("delta", marks=pytest.mark.delta),
+    pytest.param("delta-name", marks=pytest.mark.delta),
+]
+
+
+def require_delta(spark) -> None:
+    from dlq_pipeline.spark.delta import FETCH_COMMAND
+    from dlq_pipeline.spark.session import delta_available
+
+    if not delta_available(spark):
+        pytest.fail(f"Delta Lake is not on the test session's classpath: run `make delta-jars` ({FETCH_COMMAND})")
+
+
+def storage_settings(kind: str, warehouse) -> dict:
+    """The [storage] settings of a fresh warehouse of this kind (a new schema for each call by name)."""
+    if kind == "parquet":
+        return {"format": "parquet", "path": str(warehouse)}
+    if kind == "delta":
+        return {"format": "delta", "path": str(warehouse)}
+    return {"format": "delta", "path": str(warehouse), "catalog": "spark_catalog",
+            "schema": f"dlq_{secrets.token_hex(4)}"}
+
+
+def make_storage(spark, kind: str, warehouse):
+    from dlq_pipeline.spark.storage import Storage
+
+    return Storage(spark, **storage_settings(kind, warehouse))
+
+
+@pytest.fixture(params=STORAGE_KINDS)
+def storage_kind(request, spark) -> str:
+    """parquet | delta | delta-name: a test taking it runs once per kind."""
+    if request.param != "parquet":
+        require_delta(spark)
+    return request.param

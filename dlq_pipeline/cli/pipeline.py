@@ -102,11 +102,18 @@ def load_valid_rules(path: str, *, strict: bool = False):
 
 
 def _spark(config: Config):
-    from dlq_pipeline.spark.session import get_spark
+    """The session for a command; storage.format = delta without Delta's jars is exit 2
+    (checked before a JVM starts when this process builds the session)."""
+    from dlq_pipeline.spark.session import DELTA_FIX, delta_available, delta_missing, get_spark
 
     s = config.section("spark")
-    return get_spark({"master": s["master"], "app_name": s["app_name"], "spark_conf": s["conf"],
-                      "format": config.get("storage", "format")})
+    settings = {"master": s["master"], "app_name": s["app_name"], "spark_conf": s["conf"],
+                "format": config.get("storage", "format")}
+    spark = None if delta_missing(settings) else get_spark(settings)
+    if settings["format"] == "delta" and (spark is None or not delta_available(spark)):
+        _err(f"error: storage.format is delta, but Delta Lake is not on the Spark classpath: {DELTA_FIX}")
+        sys.exit(exitcodes.USAGE)
+    return spark
 
 
 _OUT_OF_MEMORY = re.compile(r"java\.lang\.OutOfMemoryError(?::[ \t]*([^\r\n]*))?")
@@ -378,20 +385,35 @@ def _print_summary(summary) -> None:
 @click.option("--run-id", help="Run to report on (default: the latest).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write a self-contained HTML page.")
+@click.option("--as-of", "as_of", metavar="RUN_ID|TIMESTAMP",
+              help="Delta only: the tables as they were at the end of that run, or at that instant (ISO 8601, UTC "
+                   "unless it says otherwise).")
 @config_options
-def report_cmd(run_id, as_json, html_path, config: Config):
+def report_cmd(run_id, as_json, html_path, as_of, config: Config):
     """Counts by reason, destination, rule, action and outcome; age of what is pending.
 
     \b
       dlq-pipeline report --warehouse ./warehouse
       dlq-pipeline report --warehouse ./warehouse --html dlq-report.html
       dlq-pipeline report --warehouse ./warehouse --json | jq .overall.by_reason
+      dlq-pipeline report --format delta --as-of 20261123T170500Z-1a2b3c   # time travel
     """
-    from dlq_pipeline.spark.storage import storage_from_config
+    from dlq_pipeline.spark.storage import StorageError, storage_from_config
 
+    if as_of and config.get("storage", "format") != "delta":
+        _err("error: --as-of needs storage.format = \"delta\": Parquet tables keep no history")
+        sys.exit(exitcodes.USAGE)
     with spark_errors(config):
         spark = _spark(config)
-        report = _build_and_write_report(storage_from_config(spark, config), config, run_id=run_id,
+        storage = storage_from_config(spark, config)
+        if as_of:
+            try:
+                storage = storage.as_of(as_of)
+            except StorageError as exc:
+                _err(f"error: {exc}")
+                sys.exit(exitcodes.USAGE)
+            run_id = run_id or (as_of if storage.as_of_time and not _is_instant(as_of) else None)
+        report = _build_and_write_report(storage, config, run_id=run_id,
                                          html_path=html_path or config.get("report", "html") or None)
     if as_json:
         _echo_json(report)
@@ -403,12 +425,19 @@ def report_cmd(run_id, as_json, html_path, config: Config):
             click.echo(f"HTML report: {html_path}")
 
 
+def _is_instant(text: str) -> bool:
+    from dlq_pipeline.spark.storage import parse_instant
+
+    return parse_instant(text) is not None
+
+
 def _build_and_write_report(storage, config: Config, *, run_id=None, html_path=None) -> dict:
     from dlq_pipeline.report_render import render_html
     from dlq_pipeline.spark.report import build_report
     from dlq_pipeline.clock import utc_now
 
-    report = build_report(storage, now=utc_now(), run_id=run_id, top=config.get("report", "top"))
+    # as of a past instant, pending messages age up to that instant, not to now
+    report = build_report(storage, now=storage.as_of_time or utc_now(), run_id=run_id, top=config.get("report", "top"))
     if html_path:
         from dlq_pipeline.private import open_private
 

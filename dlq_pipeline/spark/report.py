@@ -86,6 +86,7 @@ def build_report(storage: Storage, *, now: dt.datetime, run_id: str | None = Non
     with_dlh = messages.where(F.col("has_dlh"))
     report = {
         "generated_at": iso_z(now),
+        "as_of": iso_z(storage.as_of_time) if storage.as_of_time else None,
         "run_id": run_id,
         "runs": runs,
         "overall": {

@@ -17,14 +17,17 @@ from typing import Any, Mapping
 
 from pyspark.sql import SparkSession
 
+from dlq_pipeline.spark.delta import cached_jars
+
 log = logging.getLogger(__name__)
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 DELTA_FIX = (
-    "install Delta Lake for Spark 4 (pip install 'dlq-pipeline[delta]' and let get_spark add "
-    "the io.delta:delta-spark package, or start Spark with --packages io.delta:delta-spark_2.13:<version>),"
-    " run on Databricks, or use storage.format = \"parquet\""
+    "fetch Delta Lake's jars once with `python -m dlq_pipeline.spark.delta` (from Maven Central into "
+    "~/.cache/dlq-pipeline/jars; `make delta-jars` in a clone), or start Spark with "
+    "--packages io.delta:delta-spark_<spark>_2.13:<release>, or run on Databricks, "
+    "or use storage.format = \"parquet\""
 )
 
 # Settings every locally built session gets; `spark_conf` entries override them.
@@ -68,7 +71,7 @@ def _settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _delta_jars_present(conf: Mapping[str, str]) -> bool:
-    """Delta classes will be on the classpath without any download."""
+    """Delta classes will be on the classpath: Databricks, Delta named in the settings, or in SPARK_HOME."""
     if os.environ.get("DATABRICKS_RUNTIME_VERSION"):
         return True
     listed = " ".join(conf.get(k, "") for k in ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath"))
@@ -76,23 +79,6 @@ def _delta_jars_present(conf: Mapping[str, str]) -> bool:
         return True
     spark_home = os.environ.get("SPARK_HOME") or os.path.dirname(importlib.util.find_spec("pyspark").origin)
     return bool(glob.glob(os.path.join(spark_home, "jars", "delta-spark_*.jar")))
-
-
-def _delta_package() -> str | None:
-    """The Maven package delta-spark's pip package would fetch, when that package is installed.
-
-    Asks delta-spark itself (its artifact naming changes between releases) by letting it
-    configure a throwaway builder; building a Builder starts nothing.
-    """
-    if importlib.util.find_spec("delta") is None:
-        return None
-    try:  # pragma: no cover - delta-spark is not installed in the test environment
-        from delta import configure_spark_with_delta_pip
-
-        builder = configure_spark_with_delta_pip(SparkSession.Builder())
-        return builder._options.get("spark.jars.packages")
-    except Exception:  # noqa: BLE001 - any problem means: no package
-        return None
 
 
 def launcher_conf() -> dict[str, str]:
@@ -127,9 +113,9 @@ def session_conf(settings: Mapping[str, Any] | None = None, launcher: Mapping[st
     """The Spark settings ``get_spark`` uses for a new local session (pure; for tests and docs).
 
     Delta's SQL extension and catalog are added only when ``format`` is ``delta`` *and* Delta
-    can be on the classpath (jars present, or the delta-spark pip package names the Maven
-    package to fetch): naming a catalog class that does not exist would break every query,
-    Parquet ones included.
+    will be on the classpath (already there or named, or fetched once into the jar cache of
+    `dlq_pipeline.spark.delta`, which then goes into ``spark.jars``): naming a catalog class
+    that does not exist would break every query, Parquet ones included.
 
     ``launcher``: the settings spark-submit was started with (``launcher_conf()``). They win
     over the defaults and the configuration file: ``spark-submit --master yarn jobs/run.py``
@@ -146,10 +132,10 @@ def session_conf(settings: Mapping[str, Any] | None = None, launcher: Mapping[st
     conf.update({str(k): str(v) for k, v in (launcher or {}).items()})
     if s.get("format") == "delta":
         if not _delta_jars_present(conf):
-            package = _delta_package()
-            if package:
-                packages = [p for p in conf.get("spark.jars.packages", "").split(",") if p]
-                conf["spark.jars.packages"] = ",".join([*packages, package])
+            jars = cached_jars()
+            if jars:
+                listed = [j for j in conf.get("spark.jars", "").split(",") if j]
+                conf["spark.jars"] = ",".join([*listed, *jars])
         if _delta_jars_present(conf):
             extensions = [e for e in conf.get("spark.sql.extensions", "").split(",") if e]
             if DELTA_EXTENSION not in extensions:
@@ -200,20 +186,7 @@ def get_spark(settings: Mapping[str, Any] | None = None) -> SparkSession:
                 log.debug("cannot set %s on the active session", key)
         return active
 
-    launcher = launcher_conf()
-    conf = session_conf(s, launcher)
-    try:
-        spark = _build(conf)
-    except Exception:
-        asked = (s.get("spark_conf") or {}).get("spark.jars.packages") or launcher.get("spark.jars.packages")
-        if "spark.jars.packages" not in conf or asked:
-            raise
-        # Fetching Delta from Maven failed (offline?): start without it; Storage(format="delta")
-        # then says what to install. Delta's absence must not stop anything else.
-        log.warning("could not start Spark with Delta Lake (%s); starting without it", conf["spark.jars.packages"])
-        conf = {k: v for k, v in conf.items() if k not in ("spark.jars.packages", "spark.sql.extensions",
-                                                           "spark.sql.catalog.spark_catalog")}
-        spark = _build(conf)
+    spark = _build(session_conf(s, launcher_conf()))
     _quiet(spark, s.get("log_level") or LOG_LEVEL)
     return spark
 
@@ -229,3 +202,12 @@ def delta_available(spark: SparkSession) -> bool:
         return bool(jvm.org.apache.spark.util.Utils.classIsLoadable("org.apache.spark.sql.delta.DeltaLog"))
     except Exception:  # noqa: BLE001
         return False
+
+
+def delta_missing(settings: Mapping[str, Any] | None = None) -> bool:
+    """``format`` is delta but a session ``get_spark`` would build could not load Delta: the
+    CLI's exit 2 *before* a JVM starts. An active session is judged by `delta_available`."""
+    s = _settings(settings)
+    if s.get("format") != "delta" or SparkSession.getActiveSession() is not None:
+        return False
+    return DELTA_EXTENSION not in session_conf(s, launcher_conf()).get("spark.sql.extensions", "").split(",")

@@ -9,11 +9,16 @@ exactly the schema in ``schemas/<table>.json``.
   ``hdfs:``, ``s3a:``, ... anything Spark's Hadoop file systems open). ``merge_new`` is an
   anti-join against the keys already stored, then an append.
 - **Delta**: by path (``PATH/t``) or, with ``catalog``/``schema``, by name
-  (``catalog.schema.t``). ``merge_new`` is ``MERGE ... WHEN NOT MATCHED THEN INSERT *``.
-  Needs Delta Lake on the classpath (Databricks, or delta-spark); without it the
-  constructor fails with one error that says how to fix it. The Delta code path is exercised
-  where the jars exist (Databricks, a cluster with delta-spark); this repository's tests run
-  Parquet, since no Maven repository is reachable to fetch the jars.
+  (``catalog.schema.t``; the schema is created when missing). Each table is created with its
+  declared schema (NOT NULL columns are enforced by Delta on every write, and a write with
+  another schema is refused), the ``ledger`` with ``delta.appendOnly`` (Delta refuses any
+  UPDATE or DELETE of audit rows). ``merge_new`` is ``MERGE ... WHEN NOT MATCHED THEN INSERT
+  *``: a commit is atomic (nothing to clean up after a killed write), and a MERGE that loses
+  an optimistic-concurrency race to another writer is retried on the new snapshot, so two
+  writers landing the same rows insert them once. ``as_of(RUN_ID | TIMESTAMP)`` gives a
+  read-only view of the tables as they were (time travel). Needs Delta Lake on the classpath
+  (Databricks, ``--packages``, or the jars of `dlq_pipeline.spark.delta`); without it the
+  constructor fails with one error that says how to fix it.
 
 The warehouse directory and the run summaries are created owner-only (0700 / 0600): message
 bodies may hold personal data.
@@ -25,14 +30,17 @@ import json
 import logging
 import os
 import re
+import datetime as dt
 import secrets
 import shutil
+import time
 from functools import reduce
 from typing import Any, Sequence
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from dlq_pipeline.clock import as_utc, iso_z
 from dlq_pipeline.paths import plain_path
 from dlq_pipeline.private import private_dirs
 from dlq_pipeline.spark.schemas import conform, table_schema
@@ -46,6 +54,12 @@ RUNS_DIR = "_runs"
 STAGING_DIR = "_temporary"  # Hadoop's FileOutputCommitter stages task output here
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _TABLE = re.compile(r"[a-z][a-z0-9_]*")
+APPEND_ONLY = ("ledger",)  # Delta tables declared delta.appendOnly: audit rows are never changed
+# A commit that lost an optimistic-concurrency race (ConcurrentAppendException & co., or the
+# table created by the other writer first): redone on the new snapshot.
+_CONFLICT = re.compile(r"Concurrent\w*Exception|DELTA_CONCURRENT|ProtocolChanged|MetadataChanged|"
+                       r"TABLE_OR_VIEW_ALREADY_EXISTS|DELTA_TABLE_ALREADY_EXISTS")
+COMMIT_ATTEMPTS = 8
 
 
 class StorageError(RuntimeError):
@@ -109,6 +123,24 @@ class _Files:
         _, jpath, fs = self._hadoop(path)
         return bool(fs.exists(jpath)) and bool(fs.delete(jpath, True))
 
+    def read_text(self, path: str) -> str | None:
+        """The text of ``path``, or None when there is no such file."""
+        local = plain_path(path)
+        if local is not None:
+            try:
+                with open(local, encoding="utf-8") as f:
+                    return f.read()
+            except FileNotFoundError:
+                return None
+        jvm, jpath, fs = self._hadoop(path)
+        if not fs.exists(jpath):
+            return None
+        stream = fs.open(jpath)
+        try:
+            return jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+        finally:
+            stream.close()
+
     def write_text(self, path: str, text: str) -> None:
         """Write ``text`` to ``path`` (owner-only), replacing it atomically where the FS allows."""
         local = plain_path(path)
@@ -136,6 +168,20 @@ def _quote(identifier: str) -> str:
     return "`" + identifier.replace("`", "``") + "`"
 
 
+def _conflict(exc: BaseException) -> bool:
+    return bool(_CONFLICT.search(f"{type(exc).__name__} {exc}"))
+
+
+def parse_instant(text: str) -> dt.datetime | None:
+    """``2026-11-23``, ``2026-11-23T17:05:00Z``, ``2026-11-23 17:05:00+01:00`` -> aware UTC; else None
+    (naive means UTC, as everywhere in the pipeline)."""
+    try:
+        value = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return as_utc(value)
+
+
 def _null_safe_match(left: str, right: str, key: Sequence[str]):
     return reduce(lambda a, b: a & b, [F.col(f"{left}.{_quote(k)}").eqNullSafe(F.col(f"{right}.{_quote(k)}")) for k in key])
 
@@ -154,6 +200,7 @@ class Storage:
         path: str = "./warehouse",
         catalog: str | None = None,
         schema: str | None = None,
+        as_of: dt.datetime | None = None,
     ):
         if format not in FORMATS:
             raise StorageError(f"storage format must be one of {', '.join(FORMATS)}, not {format!r}")
@@ -168,11 +215,28 @@ class Storage:
         self.path = path.rstrip("/") or "/"
         self.catalog = catalog or None
         self.schema = schema or None
+        self.as_of_time = as_utc(as_of)
         self._files = _Files(spark, self.path)
 
     def __repr__(self) -> str:
         where = f"{self.catalog}.{self.schema}" if self.by_name else self.path
-        return f"Storage({self.format}, {where})"
+        when = f", as of {iso_z(self.as_of_time)}" if self.as_of_time else ""
+        return f"Storage({self.format}, {where}{when})"
+
+    def as_of(self, when: str | dt.datetime) -> "Storage":
+        """A read-only view of the tables as they were at ``when``: an instant (ISO 8601, naive
+        = UTC) or a run id (the end of that run, from its summary). Delta only: Parquet keeps
+        no history."""
+        if self.format != "delta":
+            raise StorageError("time travel (--as-of) needs storage.format = \"delta\": Parquet tables keep no history")
+        instant = as_utc(when) if isinstance(when, dt.datetime) else parse_instant(when)
+        if instant is None:
+            summary = self._files.read_text(self.summary_path(when))
+            if summary is None:
+                raise StorageError(f"--as-of {when!r} is neither a timestamp (ISO 8601) nor a run with a summary "
+                                   f"in {self.path}/{RUNS_DIR}")
+            instant = parse_instant(json.loads(summary)["finished_at"])
+        return Storage(self.spark, self.format, self.path, self.catalog, self.schema, as_of=instant)
 
     # --- where ---------------------------------------------------------------------------
 
@@ -202,13 +266,25 @@ class Storage:
             return self._files.exists(f"{where}/_delta_log")
         return self._files.has_data(where)
 
+    def _history_starts_after(self, table: str, instant: dt.datetime) -> bool:
+        """The table's first commit is later than ``instant`` (it did not exist then)."""
+        first = self.spark.sql(f"DESCRIBE HISTORY {self._delta_ref(table)}").agg(
+            F.min(F.unix_micros("timestamp")).alias("us")).collect()[0]["us"]
+        return first is None or first > int(instant.timestamp() * 1_000_000)
+
     def read(self, table: str) -> DataFrame:
-        """The table, with exactly its schema; an empty DataFrame with that schema when absent."""
+        """The table, with exactly its schema; an empty DataFrame with that schema when absent
+        (or, for a view `as_of` an instant, when it did not exist yet then)."""
         schema = table_schema(table)
         if not self.exists(table):
             return self.spark.createDataFrame([], schema)
         where = self.location(table)
-        if self.by_name:
+        if self.as_of_time is not None:
+            if self._history_starts_after(table, self.as_of_time):
+                return self.spark.createDataFrame([], schema)
+            stamp = self.as_of_time.strftime("%Y-%m-%d %H:%M:%S.%f")  # the session time zone is UTC
+            df = self.spark.sql(f"SELECT * FROM {self._delta_ref(table)} TIMESTAMP AS OF '{stamp}'")
+        elif self.by_name:
             df = self.spark.read.table(where)
         elif self.format == "delta":
             df = self.spark.read.format("delta").load(where)
@@ -221,17 +297,48 @@ class Storage:
     # --- writing -------------------------------------------------------------------------
 
     def _prepare(self) -> None:
+        if self.as_of_time is not None:
+            raise StorageError(f"{self!r} is a read-only view of the past")
         if not self.by_name:
             self._files.makedirs(self.path)
+        elif self.format == "delta":
+            namespace = ".".join(_quote(p) for p in (self.catalog, self.schema) if p)
+            self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {namespace}")
+
+    def _committed(self, what: str, commit):
+        """Run ``commit`` (one Delta transaction), redoing it when another writer committed
+        first and Delta refused this one (optimistic concurrency)."""
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            try:
+                return commit()
+            except Exception as exc:  # noqa: BLE001 - py4j/Spark wrap Delta's exceptions
+                if attempt == COMMIT_ATTEMPTS or not _conflict(exc):
+                    raise
+                log.info("%s lost a concurrent commit race (attempt %d), retrying: %s",
+                         what, attempt, str(exc).splitlines()[0][:200])
+                time.sleep(0.05 * attempt + secrets.randbelow(100) / 1000)
+
+    def _create_delta(self, table: str) -> None:
+        """Create the Delta table with its declared schema (and ledger: append-only) if absent."""
+        if self.exists(table):
+            return
+        if not self.by_name:
+            self._files.makedirs(self.location(table))
+        properties = "TBLPROPERTIES ('delta.appendOnly' = 'true')" if table in APPEND_ONLY else ""
+        ddl = table_schema(table).toDDL()
+        self._committed(f"create {table}", lambda: self.spark.sql(
+            f"CREATE TABLE IF NOT EXISTS {self._delta_ref(table)} ({ddl}) USING delta {properties}"))
 
     def _write(self, table: str, df: DataFrame) -> None:
         where = self.location(table)
         writer = df.write.mode("append")
-        if self.by_name:
-            writer.format("delta").saveAsTable(where)
-        elif self.format == "delta":
-            self._files.makedirs(where)
-            writer.format("delta").save(where)
+        if self.format == "delta":
+            self._create_delta(table)
+            # Blind appends never conflict with other writers in Delta.
+            if self.by_name:
+                writer.format("delta").saveAsTable(where)
+            else:
+                writer.format("delta").save(where)
         else:
             self._files.makedirs(where)
             # A Parquet write that was killed leaves its committed task output under
@@ -259,29 +366,30 @@ class Storage:
             raise StorageError(f"table {table!r} has no key: use append (it is append-only)")
         self._prepare()
         new = conform(df, table).dropDuplicates(key)
-        if self.format == "delta":
-            return self._delta_merge(table, new, key)
         if self.exists(table):
             stored = self.read(table).select(*key)
-            new = new.alias("n").join(stored.alias("s"), _null_safe_match("n", "s", key), "left_anti")
-            if new.isEmpty():  # nothing new: do not leave an empty file behind
+            unseen = new.alias("n").join(stored.alias("s"), _null_safe_match("n", "s", key), "left_anti")
+            if unseen.isEmpty():  # nothing new: no empty file, no empty Delta commit
                 return 0
+            if self.format == "parquet":
+                new = unseen
+        if self.format == "delta":  # MERGE decides atomically on the snapshot it commits against
+            return self._delta_merge(table, new, key)
         observation = Observation(f"merge_new_{table}_{secrets.token_hex(4)}")
         counted = new.observe(observation, F.count(F.lit(1)).alias("rows"))
         self._write(table, counted)
         return int(observation.get.get("rows", 0))
 
     def _delta_merge(self, table: str, new: DataFrame, key: Sequence[str]) -> int:
-        if not self.exists(table):
-            self._write(table, new.limit(0))  # create it with the declared schema
+        self._create_delta(table)
         view = f"_dlq_merge_{table}_{secrets.token_hex(6)}"
         new.createOrReplaceTempView(view)
         try:
             condition = " AND ".join(f"t.{_quote(k)} <=> s.{_quote(k)}" for k in key)
-            result = self.spark.sql(
+            result = self._committed(f"merge into {table}", lambda: self.spark.sql(
                 f"MERGE INTO {self._delta_ref(table)} AS t USING {_quote(view)} AS s ON {condition} "
                 "WHEN NOT MATCHED THEN INSERT *"
-            ).collect()
+            ).collect())
         finally:
             self.spark.catalog.dropTempView(view)
         if result and "num_inserted_rows" in result[0].asDict():

@@ -26,6 +26,7 @@ from dlq_pipeline.paths import local_path as _local
 from dlq_pipeline.spark.ingest import ingest, land, scan
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.spark.storage import Storage
+from tests.conftest import make_storage
 from tests.spark.test_storage import assert_same_rows, expected_struct
 
 REPO = Path(__file__).resolve().parents[2]
@@ -239,8 +240,8 @@ def test_a_large_dump_is_split_across_tasks_and_lands_as_a_full_read(spark, big_
 # --- ingest into storage: idempotent ---------------------------------------------------------
 
 
-def test_ingest_is_idempotent_for_messages_and_quarantine(spark, tmp_path, corrupt_dump, real_fixtures):
-    storage = Storage(spark, path=str(tmp_path / "warehouse"))
+def test_ingest_is_idempotent_for_messages_and_quarantine(spark, tmp_path, corrupt_dump, real_fixtures, storage_kind):
+    storage = make_storage(spark, storage_kind, tmp_path / "warehouse")
     inputs = [str(corrupt_dump), str(real_fixtures / "mq10-dmpmqmsg-stdout.dmp")]
     lines = []
     first = ingest(spark, storage, inputs, run_id=RUN, landed_at=LANDED, split_bytes=100, progress=lines.append)

@@ -21,7 +21,8 @@ from dlq_pipeline.replay.targets import TargetError
 from dlq_pipeline.replay.writer import Checkpoint, ReplaySettings, WorkItem, replay_partition
 from dlq_pipeline.rules.model import Decision
 from dlq_pipeline.spark.replay import local_warehouse, replay
-from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.spark.storage import storage_from_config
+from tests.conftest import storage_settings
 from tests.spark.replay_retry_job import NOW, dead_letter, decision_row, frame, message_row
 
 pytestmark = pytest.mark.spark
@@ -29,10 +30,10 @@ JOB = Path(__file__).with_name("replay_retry_job.py")
 REPO = Path(__file__).resolve().parents[2]
 
 
-def setup(spark, warehouse: Path, decisions: list[dict], *, truncated=(), **replay_options):
-    config = load_config(overrides={"storage": {"path": str(warehouse)},
+def setup(spark, warehouse: Path, decisions: list[dict], *, truncated=(), kind="parquet", **replay_options):
+    config = load_config(overrides={"storage": storage_settings(kind, warehouse),
                                     "replay": {"batch_size": 2, "max_connections": 2, **replay_options}})
-    storage = Storage(spark, format="parquet", path=str(warehouse))
+    storage = storage_from_config(spark, config)
     keys = sorted({d["message_key"] for d in decisions})
     rows = [message_row(k, *dead_letter(int(k[3:]), "APP.IN"), index=int(k[3:]), truncated=k in truncated)
             for k in keys if not k.startswith("nomsg")]
@@ -96,7 +97,7 @@ def test_dir_target_through_spark(spark, tmp_path):
         assert got == [rebuild(*dead_letter(n), Decision("RETRY")) for n in numbers]  # in DLQ order
 
 
-def test_a_rerun_after_a_run_died_never_puts_its_committed_messages_again(spark, tmp_path):
+def test_a_rerun_after_a_run_died_never_puts_its_committed_messages_again(spark, tmp_path, storage_kind):
     warehouse = tmp_path / "wh"
     items = [WorkItem(f"key{n:03d}", "RETRY", *dead_letter(n), target_q="APP.IN", target_qmgr="", putaut="DEF",
                       attempt=1) for n in range(5)]
@@ -114,7 +115,7 @@ def test_a_rerun_after_a_run_died_never_puts_its_committed_messages_again(spark,
 
     decisions = [decision_row(f"key{n:03d}", "RETRY", run_id="NEXT", index=n, target_q="APP.IN", target_qmgr="",
                               putaut="DEF", attempt=1) for n in range(5)]
-    config, storage = setup(spark, warehouse, decisions)
+    config, storage = setup(spark, warehouse, decisions, kind=storage_kind)
     counts = replay(spark, storage, frame(spark, "decisions", decisions), target="sim:", config=config,
                     run_id="NEXT", now=NOW)
     assert counts == {"delivered": 3}

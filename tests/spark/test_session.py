@@ -8,7 +8,10 @@ import sys
 import pytest
 
 from dlq_pipeline.spark import session as session_module
-from dlq_pipeline.spark.session import DELTA_CATALOG, DELTA_EXTENSION, delta_available, get_spark, session_conf
+from dlq_pipeline.spark.delta import (JARS_ENV, DeltaJarsError, cached_jars, jar_dir, package_for,
+                                      spark_provided)
+from dlq_pipeline.spark.session import (DELTA_CATALOG, DELTA_EXTENSION, delta_available, delta_missing, get_spark,
+                                        session_conf)
 
 
 def test_get_spark_returns_the_active_session(spark):
@@ -74,7 +77,7 @@ def test_session_conf_rejects_unknown_settings():
 
 def test_delta_confs_only_when_delta_can_be_loaded(monkeypatch):
     monkeypatch.delenv("DATABRICKS_RUNTIME_VERSION", raising=False)
-    monkeypatch.setattr(session_module, "_delta_package", lambda: None)
+    monkeypatch.setattr(session_module, "cached_jars", lambda: [])
     without = session_conf({"format": "delta"})
     assert "spark.sql.catalog.spark_catalog" not in without  # would break every query
     assert DELTA_EXTENSION not in without.get("spark.sql.extensions", "")
@@ -84,18 +87,54 @@ def test_delta_confs_only_when_delta_can_be_loaded(monkeypatch):
     assert with_jars["spark.sql.extensions"] == f"my.Ext,{DELTA_EXTENSION}"
     assert with_jars["spark.sql.catalog.spark_catalog"] == DELTA_CATALOG
 
-    monkeypatch.setattr(session_module, "_delta_package", lambda: "io.delta:delta-spark_4.3_2.13:9.9.9")
-    from_pip = session_conf({"format": "delta"})
-    assert from_pip["spark.jars.packages"] == "io.delta:delta-spark_4.3_2.13:9.9.9"
-    assert from_pip["spark.sql.catalog.spark_catalog"] == DELTA_CATALOG
+    cached = ["/c/io.delta_delta-spark_4.2_2.13-4.4.0.jar", "/c/io.delta_delta-storage-4.4.0.jar"]
+    monkeypatch.setattr(session_module, "cached_jars", lambda: cached)
+    from_cache = session_conf({"format": "delta", "spark_conf": {"spark.jars": "/x/mine.jar"}})
+    assert from_cache["spark.jars"] == ",".join(["/x/mine.jar", *cached])
+    assert from_cache["spark.sql.catalog.spark_catalog"] == DELTA_CATALOG
+    assert from_cache["spark.sql.extensions"] == DELTA_EXTENSION
 
     parquet = session_conf({"format": "parquet"})
-    assert "spark.sql.catalog.spark_catalog" not in parquet and "spark.jars.packages" not in parquet
+    assert "spark.sql.catalog.spark_catalog" not in parquet and "spark.jars" not in parquet
 
 
-def test_delta_is_not_on_this_classpath(spark, monkeypatch):
+def test_the_suite_session_has_delta_from_the_jar_cache(spark, monkeypatch):
     monkeypatch.delenv("DATABRICKS_RUNTIME_VERSION", raising=False)
-    assert delta_available(spark) is False  # no Maven here: the Parquet path is what runs
+    assert delta_available(spark) is True  # `make delta-jars` fetched them; Parquet runs on it too
+    assert set(cached_jars()) <= set(spark.sparkContext.getConf().get("spark.jars").split(","))
+
+
+def test_delta_release_per_spark_version_and_the_cache_layout(tmp_path, monkeypatch):
+    monkeypatch.setenv(JARS_ENV, str(tmp_path))
+    assert package_for("4.2.1") == "io.delta:delta-spark_4.2_2.13:4.4.0"
+    assert package_for("4.0.1") == "io.delta:delta-spark_4.0_2.13:4.4.0"
+    assert package_for("3.5.7") == "io.delta:delta-spark_2.12:3.3.2"
+    with pytest.raises(DeltaJarsError, match="no Delta Lake release is known for Spark 9.1"):
+        package_for("9.1.0")
+    assert jar_dir("4.2.1") == tmp_path / "delta-4.4.0-spark4.2"
+    assert cached_jars("4.2.1") == []  # nothing fetched
+    folder = jar_dir("4.2.1")
+    folder.mkdir()
+    (folder / "a.jar").write_bytes(b"PK")
+    assert cached_jars("4.2.1") == []  # no manifest: an interrupted fetch
+    (folder / "jars.txt").write_text("a.jar\n")
+    assert cached_jars("4.2.1") == [str(folder / "a.jar")]
+    (folder / "jars.txt").write_text("a.jar\nb.jar\n")
+    assert cached_jars("4.2.1") == []  # a listed jar is missing
+    assert cached_jars("9.1.0") == []
+    assert delta_missing({"format": "delta", "spark_conf": {}}) is False  # the suite's session is active
+    assert delta_missing({"format": "parquet"}) is False
+
+
+def test_only_the_jars_spark_does_not_ship_are_kept():
+    resolved = ["io.delta_delta-spark_4.2_2.13-4.4.0.jar", "io.delta_delta-storage-4.4.0.jar",
+                "com.fasterxml.jackson.core_jackson-core-2.13.5.jar", "com.github.luben_zstd-jni-1.5.7-3.jar",
+                "org.apache.hadoop_hadoop-client-api-3.4.2.jar", "org.roaringbitmap_shims-0.9.25.jar"]
+    shipped = ["jackson-core-2.21.2.jar", "zstd-jni-1.5.7-7.jar", "hadoop-client-api-3.5.0.jar",
+               "spark-core_2.13-4.2.1.jar", "RoaringBitmap-1.6.10.jar"]
+    assert spark_provided(resolved, shipped) == {
+        "com.fasterxml.jackson.core_jackson-core-2.13.5.jar", "com.github.luben_zstd-jni-1.5.7-3.jar",
+        "org.apache.hadoop_hadoop-client-api-3.4.2.jar"}
 
 
 def test_python_env_points_workers_at_this_interpreter(monkeypatch):

@@ -1,4 +1,4 @@
-"""Schemas from dlq_pipeline/data/schemas/*.json, conform, and Storage (Parquet here; Delta where the jars exist)."""
+"""Schemas from dlq_pipeline/data/schemas/*.json, conform, and Storage on Parquet, Delta by path and Delta by catalog name."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from dlq_pipeline.spark import schemas as spark_schemas
 from dlq_pipeline.spark.schemas import conform, render_tables_md, table_schema
 from dlq_pipeline.tables import SchemaError, table_key
 from dlq_pipeline.spark.storage import Storage, StorageError
+
+from ..conftest import make_storage
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = REPO / "dlq_pipeline" / "data" / "schemas"
@@ -157,8 +159,8 @@ def warehouse(tmp_path):
     return tmp_path / "wh" / "house"
 
 
-def test_read_of_an_absent_table_is_empty_with_the_schema(spark, warehouse):
-    storage = Storage(spark, path=str(warehouse))
+def test_read_of_an_absent_table_is_empty_with_the_schema(spark, warehouse, storage_kind):
+    storage = make_storage(spark, storage_kind, warehouse)
     for table in schemas.STORED_TABLES:
         df = storage.read(table)
         assert df.schema == expected_struct(table)
@@ -167,8 +169,8 @@ def test_read_of_an_absent_table_is_empty_with_the_schema(spark, warehouse):
     assert not warehouse.exists()  # reading creates nothing
 
 
-def test_append_and_read_round_trip_every_stored_table(spark, warehouse):
-    storage = Storage(spark, path=str(warehouse))
+def test_append_and_read_round_trip_every_stored_table(spark, warehouse, storage_kind):
+    storage = make_storage(spark, storage_kind, warehouse)
     rows = {
         "quarantine": quarantine_df(spark, [q("/d/a.dmp", 10, "odd_length_hex"), q("/d/a.dmp", None, "empty_file")]),
         "ledger": conform(_ledger_rows(spark, [(T0, "delivered", "k1", "r1", "RETRY", T0, 7, "-"),
@@ -187,8 +189,8 @@ def test_append_and_read_round_trip_every_stored_table(spark, warehouse):
     assert storage.read("ledger").count() == 4  # append is an append
 
 
-def test_merge_new_inserts_only_new_keys_and_is_idempotent(spark, warehouse):
-    storage = Storage(spark, path=str(warehouse))
+def test_merge_new_inserts_only_new_keys_and_is_idempotent(spark, warehouse, storage_kind):
+    storage = make_storage(spark, storage_kind, warehouse)
     first = quarantine_df(spark, [q("/d/a.dmp", 10, "odd_length_hex"), q("/d/a.dmp", 10, "unknown_attribute"),
                                   q("/d/a.dmp", None, "empty_file")])
     assert storage.merge_new("quarantine", first) == 3
@@ -197,19 +199,20 @@ def test_merge_new_inserts_only_new_keys_and_is_idempotent(spark, warehouse):
     again = quarantine_df(spark, [q("/d/a.dmp", 10, "odd_length_hex", run="r2"), q("/d/a.dmp", None, "empty_file", run="r2"),
                                   q("/d/b.dmp", 10, "odd_length_hex", run="r2"),
                                   q("/d/b.dmp", 10, "odd_length_hex", run="r2")])  # repeated within the input
-    files_before = sorted(os.listdir(warehouse / "quarantine"))
     assert storage.merge_new("quarantine", again) == 1  # null offsets match null-safely
     expected = first.unionByName(quarantine_df(spark, [q("/d/b.dmp", 10, "odd_length_hex", run="r2")]))
     assert_same_rows(storage.read("quarantine"), expected)
 
-    files_before = sorted(os.listdir(warehouse / "quarantine"))
+    data_files = (lambda: sorted(p.name for p in (warehouse / "quarantine").glob("*.parquet"))) \
+        if storage_kind != "delta-name" else (lambda: [])
+    files_before = data_files()
     assert storage.merge_new("quarantine", again) == 0
-    assert sorted(os.listdir(warehouse / "quarantine")) == files_before  # no empty files either
+    assert data_files() == files_before  # no empty files either
     assert_same_rows(storage.read("quarantine"), expected)
 
 
-def test_merge_new_with_an_explicit_key(spark, warehouse):
-    storage = Storage(spark, path=str(warehouse))
+def test_merge_new_with_an_explicit_key(spark, warehouse, storage_kind):
+    storage = make_storage(spark, storage_kind, warehouse)
     storage.merge_new("quarantine", quarantine_df(spark, [q("/d/a.dmp", 10, "odd_length_hex")]), key=["source_file"])
     added = storage.merge_new("quarantine", quarantine_df(spark, [q("/d/a.dmp", 99, "bad_hex"), q("/d/c.dmp", 1, "x")]),
                               key=["source_file"])
@@ -217,16 +220,19 @@ def test_merge_new_with_an_explicit_key(spark, warehouse):
     assert sorted(r.source_file for r in storage.read("quarantine").collect()) == ["/d/a.dmp", "/d/c.dmp"]
 
 
-def test_merge_new_refuses_the_append_only_ledger(spark, warehouse):
+def test_merge_new_refuses_the_append_only_ledger(spark, warehouse, storage_kind):
     with pytest.raises(StorageError, match="append-only"):
-        Storage(spark, path=str(warehouse)).merge_new("ledger", spark.createDataFrame([], table_schema("ledger")))
+        make_storage(spark, storage_kind, warehouse).merge_new("ledger", spark.createDataFrame([], table_schema("ledger")))
 
 
-def test_warehouse_is_owner_only_and_summaries_are_json(spark, warehouse):
-    storage = Storage(spark, path=str(warehouse))
+@pytest.mark.parametrize("kind", ["parquet", pytest.param("delta", marks=pytest.mark.delta)])
+def test_warehouse_is_owner_only_and_summaries_are_json(spark, warehouse, kind):
+    storage = make_storage(spark, kind, warehouse)
     storage.append("quarantine", quarantine_df(spark, [q("/d/a.dmp", 1, "x")]))
     for directory in (warehouse.parent, warehouse, warehouse / "quarantine"):
         assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+    for path in (warehouse / "quarantine").rglob("*"):  # data files and Delta's log alike
+        assert stat.S_IMODE(path.stat().st_mode) == (0o700 if path.is_dir() else 0o600), path
     path = storage.write_summary("20260922T023433Z-abc123", {"run_id": "x", "when": T0, "counts": {"a": 1}})
     assert path == f"{warehouse}/_runs/20260922T023433Z-abc123.json"
     assert stat.S_IMODE((warehouse / "_runs").stat().st_mode) == 0o700
@@ -255,7 +261,8 @@ def test_bad_run_ids_cannot_escape_the_runs_directory(spark, warehouse):
 
 def test_configuration_errors(spark, warehouse, monkeypatch):
     monkeypatch.delenv("DATABRICKS_RUNTIME_VERSION", raising=False)
-    with pytest.raises(StorageError, match="needs Delta Lake on the Spark classpath.*pip install"):
+    monkeypatch.setattr("dlq_pipeline.spark.storage.delta_available", lambda s: False)  # a session without the jars
+    with pytest.raises(StorageError, match="needs Delta Lake on the Spark classpath.*python -m dlq_pipeline.spark.delta"):
         Storage(spark, format="delta", path=str(warehouse))
     with pytest.raises(StorageError, match="must be one of parquet, delta"):
         Storage(spark, format="orc", path=str(warehouse))
