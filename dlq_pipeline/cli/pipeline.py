@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from dlq_pipeline import exitcodes
+from dlq_pipeline.cli.generate import Size
 from dlq_pipeline.config import Config, ConfigError, load_config
 
 log = logging.getLogger(__name__)
@@ -233,7 +234,7 @@ def ingest_cmd(paths, as_json, config: Config):
 
 
 @click.command("classify")
-@click.option("--rules", "rules_path", required=False, help="Rules table (default: pipeline.rules).")
+@click.option("--rules", "rules_path", required=False, metavar="FILE", help="Rules table (default: pipeline.rules).")
 @click.option("--json", "as_json", is_flag=True, help="Print counts per action as JSON.")
 @config_options
 def classify_cmd(rules_path, as_json, config: Config):
@@ -277,7 +278,7 @@ def _required(config: Config, key: str) -> str:
 @click.command("run")
 @click.option("--input", "inputs", multiple=True, type=click.Path(exists=True),
               help="Dump file or directory to ingest (repeatable; default: pipeline.inputs).")
-@click.option("--rules", "rules_path", help="Rules table (default: pipeline.rules).")
+@click.option("--rules", "rules_path", metavar="FILE", help="Rules table (default: pipeline.rules).")
 @click.option("--target", help="dry-run | dir:PATH | sim:[NAME] | mq:QMGR (default: pipeline.target).")
 @click.option("--run-id", help="Run identifier (default: generated).")
 @click.option("--source", help="Live DLQ mq:QMGR | sim:NAME: drained first, settled last (default: drain.source).")
@@ -376,22 +377,27 @@ def _print_summary(summary) -> None:
 
 @click.command("report")
 @click.option("--run-id", help="Run to report on (default: the latest).")
+@click.option("--rules", "rules_path", metavar="FILE",
+              help="Rules table the run used, for the rule text beside each rule line "
+                   "(default: the one in the run's summary).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write a self-contained HTML page.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write a self-contained HTML page (charts work offline).")
 @config_options
-def report_cmd(run_id, as_json, html_path, config: Config):
-    """Counts by reason, destination, rule, action and outcome; age of what is pending.
+def report_cmd(run_id, rules_path, as_json, html_path, config: Config):
+    """What happened, since when, and what to do: advice with its evidence, arrivals over
+    time with bursts flagged, counts by reason, destination, sender, rule and outcome.
 
     \b
       dlq-pipeline report --warehouse ./warehouse
       dlq-pipeline report --warehouse ./warehouse --html dlq-report.html
-      dlq-pipeline report --warehouse ./warehouse --json | jq .overall.by_reason
+      dlq-pipeline report --warehouse ./warehouse --json | jq '.advice[] | .title'
+    A warehouse without tables (a wrong path) is exit 2.
     """
-    from dlq_pipeline.spark.storage import storage_from_config
-
+    table = load_valid_rules(rules_path) if rules_path else None
     with spark_errors(config):
-        spark = _spark(config)
-        report = _build_and_write_report(storage_from_config(spark, config), config, run_id=run_id,
+        storage = storage_with_tables(_spark(config), config)
+        report = _build_and_write_report(storage, config, run_id=run_id, table=table,
                                          html_path=html_path or config.get("report", "html") or None)
     if as_json:
         _echo_json(report)
@@ -403,12 +409,29 @@ def report_cmd(run_id, as_json, html_path, config: Config):
             click.echo(f"HTML report: {html_path}")
 
 
-def _build_and_write_report(storage, config: Config, *, run_id=None, html_path=None) -> dict:
+def storage_with_tables(spark, config: Config):
+    """The configured storage; exit 2 naming the warehouse when it holds no tables (a wrong
+    --warehouse must not read as an empty DLQ): report, replay and settle."""
+    from dlq_pipeline.spark.storage import StorageError, storage_from_config
+
+    storage = storage_from_config(spark, config)
+    try:
+        storage.require_tables()
+    except StorageError as exc:
+        _err(f"error: {exc}")
+        sys.exit(exitcodes.USAGE)
+    return storage
+
+
+def _build_and_write_report(storage, config: Config, *, run_id=None, html_path=None, table=None) -> dict:
     from dlq_pipeline.report_render import render_html
+    from dlq_pipeline.rules.parser import rules_listing
     from dlq_pipeline.spark.report import build_report
     from dlq_pipeline.clock import utc_now
 
-    report = build_report(storage, now=utc_now(), run_id=run_id, top=config.get("report", "top"))
+    report = build_report(storage, now=utc_now(), run_id=run_id, top=config.get("report", "top"),
+                          rules=rules_listing(table) if table is not None else None,
+                          rules_file=table.path if table is not None else None)
     if html_path:
         from dlq_pipeline.private import open_private
 
@@ -428,9 +451,9 @@ def default_rules_path() -> Path:
 @click.option("--count", default=20000, show_default=True, help="Messages to generate.")
 @click.option("--seed", default=42, show_default=True, help="Generator seed (same seed, same DLQ).")
 @click.option("--files", default=4, show_default=True, help="Dump files to spread the messages over.")
-@click.option("--max-size", default=256 * 1024, show_default=True,
-              help="Largest generated message in bytes (sizes are long-tailed up to this).")
-@click.option("--rules", "rules_path", type=click.Path(exists=True, dir_okay=False),
+@click.option("--max-size", type=Size(), default="256K", show_default=True,
+              help="Largest generated message in bytes, K or M suffix allowed (sizes are long-tailed up to this).")
+@click.option("--rules", "rules_path", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
               help="Rules table (default: conf/rules/starter.rules).")
 @click.option("--target", default="sim:DEMO", show_default=True,
               help="Replay target: the simulated queue manager, dry-run or dir:PATH.")

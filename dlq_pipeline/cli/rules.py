@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from dlq_pipeline import exitcodes
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.rules.parser import diagnostic_as_dict, format_table, load_rules, table_as_dict
 
@@ -67,8 +68,8 @@ def check_cmd(file: str, strict: bool, as_json: bool) -> None:
     (continuation lines included). The codes are stable, so scripts can test for them.
 
     \b
-    Exit status: 0 valid (warnings allowed unless --strict), 1 invalid, or
-    warnings under --strict.
+    Exit status: 0 valid (warnings allowed unless --strict), 2 invalid, or
+    warnings under --strict (as for every command given a bad rules table).
 
     \b
     Examples:
@@ -94,7 +95,7 @@ def check_cmd(file: str, strict: bool, as_json: bool) -> None:
         for diagnostic in table.diagnostics:
             click.echo(str(diagnostic), err=True)
         click.echo(summary_line(table, strict=strict), err=True)
-    sys.exit(0 if ok else 1)
+    sys.exit(exitcodes.OK if ok else exitcodes.USAGE)
 
 
 @rules_group.command("show")
@@ -124,7 +125,7 @@ def show_cmd(file: str, as_json: bool) -> None:
         click.echo(str(diagnostic), err=True)
     if not table.ok:
         click.echo(summary_line(table), err=True)
-        sys.exit(1)
+        sys.exit(exitcodes.USAGE)
     if as_json:
         click.echo(json.dumps(table_as_dict(table), indent=2))
     else:

@@ -24,6 +24,7 @@ from dlq_pipeline.config import Config
 from dlq_pipeline.locks import writer_lock
 from dlq_pipeline.metrics import prometheus_text, run_metrics, write_textfile
 from dlq_pipeline.rules.model import RulesTable
+from dlq_pipeline.rules.parser import rules_listing
 from dlq_pipeline.identity import new_run_id
 from dlq_pipeline.spark.classify import decide_pending
 from dlq_pipeline.spark.storage import storage_from_config
@@ -58,6 +59,8 @@ class RunSummary:
     drain: dict = field(default_factory=dict)
     settle: dict = field(default_factory=dict)
     metrics: dict = field(default_factory=dict)
+    rules_file: str = ""  # the rules table the run decided with, and its rules (the report shows them)
+    rules: list[dict] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -138,7 +141,8 @@ def _run_pipeline(spark, config, table, *, inputs, target, run_id, now, progress
     from dlq_pipeline.spark.ingest import ingest
     from dlq_pipeline.spark.replay import replay
 
-    summary = RunSummary(run_id=run_id, target=target, started_at=iso_z(now), inputs=list(inputs))
+    summary = RunSummary(run_id=run_id, target=target, started_at=iso_z(now), inputs=list(inputs),
+                         rules_file=table.path or "", rules=rules_listing(table))
     stage = _Stages(summary, 6 if source else 4, progress)
     storage = storage_from_config(spark, config)
     if source:

@@ -109,6 +109,24 @@ class _Files:
         _, jpath, fs = self._hadoop(path)
         return bool(fs.exists(jpath)) and bool(fs.delete(jpath, True))
 
+    def read_text(self, path: str) -> str | None:
+        """The text of ``path``, or None when there is no such file."""
+        local = plain_path(path)
+        if local is not None:
+            try:
+                with open(local, encoding="utf-8") as f:
+                    return f.read()
+            except FileNotFoundError:
+                return None
+        _, jpath, fs = self._hadoop(path)
+        if not fs.exists(jpath):
+            return None
+        stream = fs.open(jpath)
+        try:
+            return bytes(self.spark._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)).decode("utf-8")
+        finally:
+            stream.close()
+
     def write_text(self, path: str, text: str) -> None:
         """Write ``text`` to ``path`` (owner-only), replacing it atomically where the FS allows."""
         local = plain_path(path)
@@ -201,6 +219,14 @@ class Storage:
         if self.format == "delta":
             return self._files.exists(f"{where}/_delta_log")
         return self._files.has_data(where)
+
+    def require_tables(self) -> None:
+        """Raise `StorageError` naming the warehouse when it holds no `messages` table: a
+        wrong path must not read as an empty DLQ (reports of zeros, empty charts)."""
+        if not self.exists("messages"):
+            where = f"{self.catalog}.{self.schema}" if self.by_name else self.path
+            raise StorageError(f"no tables in the warehouse {where} ({self.format}): wrong path? "
+                               "(ingest or run land messages there first)")
 
     def read(self, table: str) -> DataFrame:
         """The table, with exactly its schema; an empty DataFrame with that schema when absent."""
@@ -295,6 +321,15 @@ class Storage:
         if not _RUN_ID.fullmatch(run_id):
             raise StorageError(f"run id {run_id!r} cannot name a file (letters, digits, '.', '_', '-')")
         return f"{self.path}/{RUNS_DIR}/{run_id}.json"
+
+    def read_summary(self, run_id: str) -> dict | None:
+        """The run summary `write_summary` wrote for ``run_id``, or None (no such run, or a
+        run made by a command that writes none, e.g. ``classify``)."""
+        try:
+            text = self._files.read_text(self.summary_path(run_id))
+        except StorageError:
+            return None
+        return json.loads(text) if text else None
 
     def write_summary(self, run_id: str, obj: Any) -> str:
         """Write ``obj`` as JSON to ``PATH/_runs/<run_id>.json`` (owner-only); return the path."""
