@@ -8,7 +8,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test package clean
+.PHONY: venv demo test package clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# the report page in headless Chromium (tests/browser): installs Debian's chromium when missing
+browser: $(STAMP)
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+	$(BIN)/python -m pytest -q tests/browser $(PYTEST_ARGS)
 
 package: $(STAMP)
 	$(BIN)/python tools/package.py --dist dist $(PACKAGE_ARGS)

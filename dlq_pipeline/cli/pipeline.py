@@ -313,12 +313,20 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
     with writing(config, "run", run_id):
         spark = _spark(config)
         summary = run_pipeline(spark, config, table, inputs=inputs, target=target, run_id=run_id, now=now,
-                               progress=None if as_json else (lambda m: _err(m)), source=source)
+                               progress=_progress(), source=source)
     if as_json:
         _echo_json(summary.as_dict())
     else:
         _print_summary(summary)
     sys.exit(summary.exit_status)
+
+
+def _progress():
+    """Where progress lines go: stderr, also under --json (stdout stays the result); with JSON
+    log lines, nowhere: the log's stage events carry it, one JSON object per line."""
+    from dlq_pipeline import logs
+
+    return None if logs.json_lines() else _err
 
 
 def _check_target(target: str, config: Config) -> None:

@@ -27,6 +27,7 @@ from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.rules.parser import rules_listing
 from dlq_pipeline.identity import new_run_id
 from dlq_pipeline.spark.classify import decide_pending
+from dlq_pipeline.spark.progress import TaskTicker
 from dlq_pipeline.spark.storage import storage_from_config
 from dlq_pipeline.tables import ATTENTION_OUTCOMES
 from dlq_pipeline.testhooks import crash_point
@@ -164,7 +165,9 @@ def _run_pipeline(spark, config, table, *, inputs, target, run_id, now, progress
 
     with stage("classify"):
         retry_interval = config.get("classify", "retry_interval")
-        decisions = decide_pending(spark, storage, table, run_id=run_id, now=now, retry_interval=retry_interval).cache()
+        with TaskTicker(spark, stage.tell, "classify", "tasks"):  # silent for a minute otherwise
+            decisions = decide_pending(spark, storage, table, run_id=run_id, now=now,
+                                       retry_interval=retry_interval).cache()
         summary.pending = decisions.count()
         summary.decisions = _counts(decisions, "action")
         summary.ignore_reasons = _counts(decisions.where(F.col("ignore_reason").isNotNull()), "ignore_reason")
@@ -172,7 +175,8 @@ def _run_pipeline(spark, config, table, *, inputs, target, run_id, now, progress
     crash_point("after-classify")
 
     with stage("replay"):
-        outcomes = replay(spark, storage, decisions, target=target, config=config, run_id=run_id, now=now)
+        with TaskTicker(spark, stage.tell, "replay", "tasks"):
+            outcomes = replay(spark, storage, decisions, target=target, config=config, run_id=run_id, now=now)
         summary.outcomes = dict(sorted(Counter(outcomes).items()))
         decisions.unpersist()
     crash_point("after-replay")
