@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 # The tested environment: Spark 4.2 + Delta 4.4, every package pinned (constraints/README.md).
 CONSTRAINTS ?= constraints/spark-4.2.txt
 
-.PHONY: venv demo test package clean delta-jars
+.PHONY: venv demo test package clean delta-jars browser chromium
 
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
@@ -29,8 +29,18 @@ delta-jars: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/dlq-pipeline demo --out demo-out
 
-test: $(STAMP) delta-jars
+test: $(STAMP) delta-jars chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Debian's chromium, for the browser tests (the HTML report rendered headless): installed once
+# when missing (apt-get, as root or through sudo).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium; }
+
+# only the browser tests
+browser: $(STAMP) chromium
+	$(BIN)/python -m pytest -q tests/browser $(PYTEST_ARGS)
 
 package: $(STAMP)
 	$(BIN)/python tools/package.py --dist dist --constraints $(CONSTRAINTS) $(PACKAGE_ARGS)

@@ -75,7 +75,8 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
     },
     "log": {
         "format": ((str,), "text", "text | json (one JSON object per line, for log shippers)"),
-        "level": ((str,), "warning", "debug | info | warning | error (-v/-vv on the command line raise it)"),
+        "level": ((str,), "", "debug | info | warning | error; default: info for JSON lines (the stage events), "
+                              "warning for text (-v/-vv on the command line raise it)"),
     },
     "metrics": {
         "textfile": ((str,), "", "also write each run's metrics here in Prometheus text format (node_exporter textfile collector)"),
@@ -165,7 +166,7 @@ def _check_values(where: str, values: dict[str, dict[str, Any]], problems: list[
         problems.append(f"{where}: 'drain.source' must be mq:QMGR or sim:NAME, not '{source}'")
     if values["log"]["format"] not in ("text", "json"):
         problems.append(f"{where}: 'log.format' must be text or json, not '{values['log']['format']}'")
-    if values["log"]["level"].lower() not in ("debug", "info", "warning", "error"):
+    if values["log"]["level"].lower() not in ("", "debug", "info", "warning", "error"):
         problems.append(f"{where}: 'log.level' must be debug, info, warning or error, not '{values['log']['level']}'")
     if values["drain"]["mode"] not in ("browse", "move"):
         problems.append(f"{where}: 'drain.mode' must be browse or move, not '{values['drain']['mode']}'")

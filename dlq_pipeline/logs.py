@@ -93,12 +93,25 @@ def setup_from_env(*, fmt: str | None = None, level: str | None = None) -> None:
         _explicit["format"] = fmt.lower()
     if level:
         _explicit["level"] = level.lower()
-    setup(_explicit.get("format", "text"), _explicit.get("level", "warning"))
+    chosen = _explicit.get("format", "text")
+    setup(chosen, _explicit.get("level", default_level(chosen)))
+
+
+def default_level(fmt: str) -> str:
+    """JSON lines are for log shippers, which want the stage events (info); people at a
+    terminal get progress lines instead, and only warnings from the log."""
+    return "info" if fmt == "json" else "warning"
+
+
+def json_lines() -> bool:
+    """Whether log lines are JSON now: progress is then carried by the log's stage events,
+    not printed as plain lines between them."""
+    return _current["format"] == "json"
 
 
 def apply_config(config) -> None:
     """Apply the configuration file's ``[log]`` section where nothing stronger chose already."""
     fmt = _explicit.get("format", config.get("log", "format"))
-    level = _explicit.get("level", config.get("log", "level"))
+    level = _explicit.get("level", config.get("log", "level") or default_level(fmt))
     if (fmt, level) != (_current["format"], _current["level"]):
         setup(fmt, level)

@@ -19,7 +19,7 @@ from dlq_pipeline.dumps.generator import (
 _SIZE = re.compile(r"\s*(\d+)\s*([kKmM]?)\s*")
 
 
-class _Size(click.ParamType):
+class Size(click.ParamType):
     """Bytes, with an optional K or M (1024-based) suffix."""
 
     name = "BYTES"
@@ -81,7 +81,7 @@ Examples:
               help="Dumps to spread the messages over (consecutive slices).")
 @click.option("--mix", type=_Mix(), default=None,
               help="Weights to change, e.g. zos=5,jms=0 (see below).")
-@click.option("--max-size", type=_Size(), default=DEFAULT_MAX_SIZE, show_default=True,
+@click.option("--max-size", type=Size(), default=DEFAULT_MAX_SIZE, show_default=True,
               help=f"Largest message data, in bytes (K/M suffixes; at least {MIN_MAX_SIZE}).")
 def generate_cmd(out_dir, count, seed, files, mix, max_size):
     try:

@@ -13,12 +13,12 @@ import click
 
 from dlq_pipeline import exitcodes
 from dlq_pipeline.cli.pipeline import (_check_target, _echo_json, _err, _spark, config_options, load_valid_rules,
-                                       writing)
+                                       storage_with_tables, writing)
 from dlq_pipeline.config import Config
 
 
 def _source_options(command):
-    command = click.option("--rules", "rules_path",
+    command = click.option("--rules", "rules_path", metavar="FILE",
                            help="Rules table whose INPUTQ/INPUTQM name the queue (default: pipeline.rules, if set).")(command)
     command = click.option("--qmgr", default="", help="Queue manager (overrides drain.qmgr and INPUTQM).")(command)
     command = click.option("--queue", default="",
@@ -123,7 +123,6 @@ def settle_cmd(source, queue, qmgr, rules_path, run_id, as_json, config: Config)
     """
     from dlq_pipeline.spark.live import settle
     from dlq_pipeline.identity import new_run_id
-    from dlq_pipeline.spark.storage import storage_from_config
     from dlq_pipeline.clock import utc_now
 
     live, warehouse = _live(config, source, queue, qmgr, rules_path)
@@ -131,7 +130,7 @@ def settle_cmd(source, queue, qmgr, rules_path, run_id, as_json, config: Config)
     with writing(config, "settle", run_id):
         spark = _spark(config)
         try:
-            result = settle(spark, storage_from_config(spark, config), live, warehouse=warehouse, run_id=run_id,
+            result = settle(spark, storage_with_tables(spark, config), live, warehouse=warehouse, run_id=run_id,
                             batch_size=config.get("drain", "batch_size"))
         except _live_errors() as exc:
             _fail(exc)
@@ -165,14 +164,13 @@ def replay_cmd(run_id, target, as_json, config: Config):
     """
     from dlq_pipeline.replay.targets import TargetError
     from dlq_pipeline.spark.replay import ReplayError, replay_decisions
-    from dlq_pipeline.spark.storage import storage_from_config
 
     target = target or config.get("pipeline", "target")
     _check_target(target, config)
     with writing(config, "replay", run_id or "(latest decisions)"):
         spark = _spark(config)
         try:
-            result = replay_decisions(spark, storage_from_config(spark, config), target=target, config=config,
+            result = replay_decisions(spark, storage_with_tables(spark, config), target=target, config=config,
                                       run_id=run_id or None)
         except (ReplayError, TargetError) as exc:
             _err(f"error: {exc}")

@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from dlq_pipeline import exitcodes
+from dlq_pipeline.cli.generate import Size
 from dlq_pipeline.config import Config, ConfigError, load_config
 
 log = logging.getLogger(__name__)
@@ -240,7 +241,7 @@ def ingest_cmd(paths, as_json, config: Config):
 
 
 @click.command("classify")
-@click.option("--rules", "rules_path", required=False, help="Rules table (default: pipeline.rules).")
+@click.option("--rules", "rules_path", required=False, metavar="FILE", help="Rules table (default: pipeline.rules).")
 @click.option("--json", "as_json", is_flag=True, help="Print counts per action as JSON.")
 @config_options
 def classify_cmd(rules_path, as_json, config: Config):
@@ -284,7 +285,7 @@ def _required(config: Config, key: str) -> str:
 @click.command("run")
 @click.option("--input", "inputs", multiple=True, type=click.Path(exists=True),
               help="Dump file or directory to ingest (repeatable; default: pipeline.inputs).")
-@click.option("--rules", "rules_path", help="Rules table (default: pipeline.rules).")
+@click.option("--rules", "rules_path", metavar="FILE", help="Rules table (default: pipeline.rules).")
 @click.option("--target", help="dry-run | dir:PATH | sim:[NAME] | mq:QMGR (default: pipeline.target).")
 @click.option("--run-id", help="Run identifier (default: generated).")
 @click.option("--source", help="Live DLQ mq:QMGR | sim:NAME: drained first, settled last (default: drain.source).")
@@ -319,12 +320,20 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
     with writing(config, "run", run_id):
         spark = _spark(config)
         summary = run_pipeline(spark, config, table, inputs=inputs, target=target, run_id=run_id, now=now,
-                               progress=None if as_json else (lambda m: _err(m)), source=source)
+                               progress=_progress(), source=source)
     if as_json:
         _echo_json(summary.as_dict())
     else:
         _print_summary(summary)
     sys.exit(summary.exit_status)
+
+
+def _progress():
+    """Where progress lines go: stderr, also under --json (stdout stays the result); with JSON
+    log lines, nowhere: the log's stage events carry it, one JSON object per line."""
+    from dlq_pipeline import logs
+
+    return None if logs.json_lines() else _err
 
 
 def _check_target(target: str, config: Config) -> None:
@@ -383,29 +392,35 @@ def _print_summary(summary) -> None:
 
 @click.command("report")
 @click.option("--run-id", help="Run to report on (default: the latest).")
+@click.option("--rules", "rules_path", metavar="FILE",
+              help="Rules table the run used, for the rule text beside each rule line "
+                   "(default: the one in the run's summary).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write a self-contained HTML page.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write a self-contained HTML page (charts work offline).")
 @click.option("--as-of", "as_of", metavar="RUN_ID|TIMESTAMP",
               help="Delta only: the tables as they were at the end of that run, or at that instant (ISO 8601, UTC "
                    "unless it says otherwise).")
 @config_options
-def report_cmd(run_id, as_json, html_path, as_of, config: Config):
-    """Counts by reason, destination, rule, action and outcome; age of what is pending.
+def report_cmd(run_id, rules_path, as_json, html_path, as_of, config: Config):
+    """What happened, since when, and what to do: advice with its evidence, arrivals over
+    time with bursts flagged, counts by reason, destination, sender, rule and outcome.
 
     \b
       dlq-pipeline report --warehouse ./warehouse
       dlq-pipeline report --warehouse ./warehouse --html dlq-report.html
-      dlq-pipeline report --warehouse ./warehouse --json | jq .overall.by_reason
+      dlq-pipeline report --warehouse ./warehouse --json | jq '.advice[] | .title'
       dlq-pipeline report --format delta --as-of 20261123T170500Z-1a2b3c   # time travel
+    A warehouse without tables (a wrong path) is exit 2.
     """
-    from dlq_pipeline.spark.storage import StorageError, storage_from_config
+    from dlq_pipeline.spark.storage import StorageError
 
     if as_of and config.get("storage", "format") != "delta":
         _err("error: --as-of needs storage.format = \"delta\": Parquet tables keep no history")
         sys.exit(exitcodes.USAGE)
+    table = load_valid_rules(rules_path) if rules_path else None
     with spark_errors(config):
-        spark = _spark(config)
-        storage = storage_from_config(spark, config)
+        storage = storage_with_tables(_spark(config), config)
         if as_of:
             try:
                 storage = storage.as_of(as_of)
@@ -413,7 +428,7 @@ def report_cmd(run_id, as_json, html_path, as_of, config: Config):
                 _err(f"error: {exc}")
                 sys.exit(exitcodes.USAGE)
             run_id = run_id or (as_of if storage.as_of_time and not _is_instant(as_of) else None)
-        report = _build_and_write_report(storage, config, run_id=run_id,
+        report = _build_and_write_report(storage, config, run_id=run_id, table=table,
                                          html_path=html_path or config.get("report", "html") or None)
     if as_json:
         _echo_json(report)
@@ -431,13 +446,30 @@ def _is_instant(text: str) -> bool:
     return parse_instant(text) is not None
 
 
-def _build_and_write_report(storage, config: Config, *, run_id=None, html_path=None) -> dict:
+def storage_with_tables(spark, config: Config):
+    """The configured storage; exit 2 naming the warehouse when it holds no tables (a wrong
+    --warehouse must not read as an empty DLQ): report, replay and settle."""
+    from dlq_pipeline.spark.storage import StorageError, storage_from_config
+
+    storage = storage_from_config(spark, config)
+    try:
+        storage.require_tables()
+    except StorageError as exc:
+        _err(f"error: {exc}")
+        sys.exit(exitcodes.USAGE)
+    return storage
+
+
+def _build_and_write_report(storage, config: Config, *, run_id=None, html_path=None, table=None) -> dict:
     from dlq_pipeline.report_render import render_html
+    from dlq_pipeline.rules.parser import rules_listing
     from dlq_pipeline.spark.report import build_report
     from dlq_pipeline.clock import utc_now
 
     # as of a past instant, pending messages age up to that instant, not to now
-    report = build_report(storage, now=storage.as_of_time or utc_now(), run_id=run_id, top=config.get("report", "top"))
+    report = build_report(storage, now=storage.as_of_time or utc_now(), run_id=run_id, top=config.get("report", "top"),
+                          rules=rules_listing(table) if table is not None else None,
+                          rules_file=table.path if table is not None else None)
     if html_path:
         from dlq_pipeline.private import open_private
 
@@ -452,9 +484,9 @@ def _build_and_write_report(storage, config: Config, *, run_id=None, html_path=N
 @click.option("--count", default=20000, show_default=True, help="Messages to generate.")
 @click.option("--seed", default=42, show_default=True, help="Generator seed (same seed, same DLQ).")
 @click.option("--files", default=4, show_default=True, help="Dump files to spread the messages over.")
-@click.option("--max-size", default=256 * 1024, show_default=True,
-              help="Largest generated message in bytes (sizes are long-tailed up to this).")
-@click.option("--rules", "rules_path", type=click.Path(exists=True, dir_okay=False),
+@click.option("--max-size", type=Size(), default="256K", show_default=True,
+              help="Largest generated message in bytes, K or M suffix allowed (sizes are long-tailed up to this).")
+@click.option("--rules", "rules_path", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
               help="Rules table (default: the shipped starter table, `dlq-pipeline rules example starter`).")
 @click.option("--target", default="sim:DEMO", show_default=True,
               help="Replay target: the simulated queue manager, dry-run or dir:PATH.")

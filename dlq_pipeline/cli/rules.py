@@ -69,8 +69,8 @@ def check_cmd(file: str, strict: bool, as_json: bool) -> None:
     (continuation lines included). The codes are stable, so scripts can test for them.
 
     \b
-    Exit status: 0 valid (warnings allowed unless --strict), 1 invalid, or
-    warnings under --strict.
+    Exit status: 0 valid (warnings allowed unless --strict), 2 invalid, or
+    warnings under --strict (as for every command given a bad rules table).
 
     \b
     Examples:
@@ -96,7 +96,7 @@ def check_cmd(file: str, strict: bool, as_json: bool) -> None:
         for diagnostic in table.diagnostics:
             click.echo(str(diagnostic), err=True)
         click.echo(summary_line(table, strict=strict), err=True)
-    sys.exit(0 if ok else 1)
+    sys.exit(exitcodes.OK if ok else exitcodes.USAGE)
 
 
 @rules_group.command("show")
@@ -127,7 +127,7 @@ def show_cmd(file: str, as_json: bool) -> None:
         click.echo(str(diagnostic), err=True)
     if not table.ok:
         click.echo(summary_line(table), err=True)
-        sys.exit(1)
+        sys.exit(exitcodes.USAGE)
     if as_json:
         click.echo(json.dumps(table_as_dict(table), indent=2))
     else:

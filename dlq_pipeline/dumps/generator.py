@@ -47,7 +47,7 @@ from dlq_pipeline.formats.structures import (
 __all__ = [
     "DEFAULT_END", "DEFAULT_SPAN", "DEFAULT_MAX_SIZE", "MIN_MAX_SIZE", "DEFAULT_MIX",
     "PLATFORMS", "PAYLOADS", "FLEET", "HUB_QMGR", "HUB_QUEUE",
-    "QueueManager", "GeneratedMessage",
+    "QueueManager", "GeneratedMessage", "Storm", "STORMS",
     "parse_mix", "generate", "generate_messages", "split_counts", "write_generated",
 ]
 
@@ -175,6 +175,33 @@ _REASONS = {
 _TOO_BIG = (2030, 2218)  # reasons that need a big message
 _DLH_FIRST_BYTES = (0x44, 0xC4)  # "D" in ASCII and EBCDIC
 _JMS_BACKOUT_THRESHOLD = 5
+
+
+@dataclass(frozen=True)
+class Storm:
+    """A burst on top of the steady trickle: for ``hours`` from ``at`` (a fraction of the
+    span), ``share`` of all messages are ``reason`` for ``dest_q`` on ``home``, sent over
+    channels from ``origins`` and dead-lettered by ``home``'s channel program (seed 004: a
+    consumer stops, its queue fills, every sender's channel dead-letters what it brings)."""
+
+    name: str
+    reason: int
+    home: str
+    dest_q: str
+    origins: tuple[tuple[str, int], ...]
+    at: float
+    hours: float
+    share: float
+
+
+# The two storms every generated DLQ has (when the mix allows text messages on their home's
+# platform): an orders queue full for four hours, and a channel sending to a mistyped queue.
+STORMS = (
+    Storm("q_full", 2053, "ORDQM01", "ORDERS.IN", (("CSQ1", 6), ("QMAIX01", 3), ("WINQM01", 1)),
+          at=0.62, hours=4, share=0.12),
+    Storm("unknown_queue", 2085, "QM1", "PAYMENT.REQUEST", (("PAYAIX1", 1),), at=0.31, hours=2, share=0.05),
+)
+_QMGRS = {qm.name: qm for qm in FLEET}
 
 # --- small helpers ---------------------------------------------------------------------------
 
@@ -379,6 +406,7 @@ class GeneratedMessage:
     chain: tuple[str, ...]
     problem: str | None
     nul_padded: bool
+    storm: str | None = None  # the `Storm` it belongs to, None for the steady trickle
 
 
 @dataclass
@@ -412,14 +440,57 @@ class _Generator:
         self.end_cs = _cs(end)
         self.span_cs = max(1, _cs(end) - _cs(end - span))
         self.counters = {qm.name: 0 for qm in FLEET}
+        self.storms = self._windows()
+        self.segments = self._segments()
+
+    def _windows(self) -> list[tuple[Storm, int, int]]:
+        """(storm, first cs, length cs) of the storms the mix allows (text messages dead-lettered
+        on their home's platform), each at most a tenth of the span."""
+        platforms, payloads = dict(self.platforms), dict(self.payloads)
+        start = self.end_cs - self.span_cs
+        return [(storm, start + int(storm.at * self.span_cs),
+                 max(1, min(int(storm.hours * 3600 * _HUNDREDTHS), self.span_cs // 10)))
+                for storm in STORMS
+                if platforms.get(_QMGRS[storm.home].platform, 0) > 0 and payloads.get("text", 0) > 0]
+
+    def _segments(self) -> list[tuple[int, int, float, list]]:
+        """The span cut where storms start and end: (start cs, end cs, share of all messages,
+        [(storm, its share)]); the trickle gets what the storms leave, spread evenly."""
+        trickle = 1.0 - sum(s.share for s, _, _ in self.storms)
+        cuts = {self.end_cs - self.span_cs, self.end_cs}
+        for _, first, length in self.storms:
+            cuts |= {first, first + length}
+        cuts = sorted(cuts)
+        segments = []
+        for a, b in zip(cuts, cuts[1:]):
+            inside = [(s, s.share * (b - a) / length) for s, first, length in self.storms
+                      if first <= a and b <= first + length]
+            share = trickle * (b - a) / self.span_cs + sum(x for _, x in inside)
+            segments.append((a, b, share, inside))
+        return segments
+
+    def arrival(self, index: int) -> tuple[int, Storm | None]:
+        """When message ``index`` reached the DLQ, and the storm it belongs to (None: the
+        trickle). Arrivals follow the density of trickle plus storms: message ``index`` is at
+        quantile ``(index + u) / count`` of it, so the DLQ is in arrival order and a dump of
+        messages [a, b) ends before message b arrives. Two draws whatever the count, so the
+        count changes times (and which messages fall in a storm), not the others."""
+        q = (index + self.rng.random()) / max(self.count, 1)
+        pick = self.rng.random()
+        done, segments = 0.0, self.segments
+        for k, (a, b, share, inside) in enumerate(segments):
+            if q < done + share or k == len(segments) - 1:
+                at = a + min(b - a - 1, int((q - done) / share * (b - a))) if share else a
+                for storm, storm_share in inside:
+                    if pick < storm_share / share:
+                        return at, storm
+                    pick -= storm_share / share
+                return at, None
+            done += share
+        raise AssertionError("unreachable")
 
     def arrival_cs(self, index: int) -> int:
-        """When message ``index`` reached the DLQ: somewhere in the index-th slice of the
-        span, so the DLQ is in arrival order and a dump of messages [a, b) ends before slice
-        b starts. One draw whatever the count, so the count changes times, not messages."""
-        start = self.end_cs - self.span_cs
-        slice_cs = max(1, self.span_cs // max(self.count, 1))
-        return start + self.span_cs * index // max(self.count, 1) + int(self.rng.random() * slice_cs)
+        return self.arrival(index)[0]
 
     def next_msg_id(self, qm: QueueManager, put_cs: int) -> bytes:
         self.counters[qm.name] += 1
@@ -434,7 +505,9 @@ class _Generator:
         platform = _pick(rng, self.platforms)
         payload = _pick(rng, self.payloads)
         home = rng.choice(_BY_PLATFORM[platform])
-        arrival = self.arrival_cs(index)
+        arrival, storm = self.arrival(index)
+        if storm is not None:
+            return self.dead_letter(index, _QMGRS[storm.home], "text", arrival, storm=storm)
         if payload in ("no_dlh", "empty"):
             return self.without_dlh(index, home, payload, arrival)
         return self.dead_letter(index, home, payload, arrival)
@@ -528,7 +601,8 @@ class _Generator:
 
     # --- dead letters --------------------------------------------------------------------------
 
-    def dead_letter(self, index: int, home: QueueManager, payload: str, arrival: int) -> GeneratedMessage:
+    def dead_letter(self, index: int, home: QueueManager, payload: str, arrival: int, *,
+                    storm: Storm | None = None) -> GeneratedMessage:
         rng = self.rng
         reasons = _REASONS.get(payload, _REASONS["general"])
         reason = _pick(rng, reasons)
@@ -536,6 +610,9 @@ class _Generator:
         msg_type = 8 if payload == "trigger" else self.msg_type()
         origin = self.origin_for(home, payload)
         dest_q, dest_qmgr = self.destination(reason, home, msg_type, remote=payload == "xmit")
+        if storm is not None:  # a datagram from a sender, dead-lettered by the receiving channel
+            reason, msg_type, nul_padded = storm.reason, 8, False
+            origin, dest_q, dest_qmgr = _QMGRS[_pick(rng, storm.origins)], storm.dest_q, home.name
         persistence = 1 if reason == 2048 else self.persistence()
         delay = self.delay_cs(reason, payload)
         put_cs = arrival - delay
@@ -560,6 +637,9 @@ class _Generator:
                 writer_type, writer_name = _AT_JAVA, app.name
             else:
                 writer_type, writer_name = self.channel_writer(home)
+            if storm is not None:
+                writer_type, writer_name = _AT_QMGR, {"zos": home.name + "CHIN", "windows": "amqrmppa.exe"}.get(
+                    home.platform, "amqrmppa")
 
         fill = " "
         if nul_padded:  # an application wrote this MQDLH with strncpy-style NUL padding
@@ -578,7 +658,7 @@ class _Generator:
         md = md.replace(encoding=home.encoding, ccsid=home.ccsid, format="MQDEAD  ")
         message = DumpedMessage(md=md, data=data, index=index)
         return GeneratedMessage(message, home.platform, payload, home.name, dlh, built.chain,
-                                None, nul_padded)
+                                None, nul_padded, storm.name if storm else None)
 
     def destination(self, reason: int, home: QueueManager, msg_type: int, *,
                     remote: bool) -> tuple[str, str]:

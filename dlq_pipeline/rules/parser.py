@@ -671,6 +671,37 @@ def diagnostic_as_dict(diagnostic: Diagnostic) -> dict:
             "code": diagnostic.code, "message": diagnostic.message}
 
 
+def rule_target(rule: Rule) -> str:
+    """Where a rule sends what it matches, in words: ``FWDQ at FWDQM`` for FWD, the
+    original destination for RETRY, nothing for DISCARD and IGNORE."""
+    if rule.action == "FWD":
+        return f"{rule.fwdq} at {rule.fwdqm}" if rule.fwdqm else f"{rule.fwdq}"
+    if rule.action == "RETRY":
+        return "original destination (MQDLH DestQName at DestQMgrName)"
+    return ""
+
+
+_NUMBERED = re.compile(r"\b(REASON|FEEDBACK)\((\d+)\)")
+
+
+def _named(match: re.Match) -> str:
+    """``REASON(2053)`` -> ``REASON(MQRC_Q_FULL)``: what an operator reads in runmqdlq tables."""
+    try:
+        return f"{match.group(1)}({constants.reason_name(int(match.group(2)))})"
+    except (KeyError, ValueError):
+        return match.group(0)
+
+
+def rules_listing(table: RulesTable) -> list[dict]:
+    """The rules as a report shows them beside its counts (and a run summary keeps them):
+    line, index, canonical text, action, target, RETRY count and whether the rule matches
+    every message (a catch-all: no pattern tested)."""
+    return [{"line": rule.line, "index": rule.index, "text": _NUMBERED.sub(_named, format_rule(rule)),
+             "action": rule.action,
+             "target": rule_target(rule), "retry": rule.retry, "catch_all": not rule.tested_patterns()}
+            for rule in table.rules]
+
+
 def table_as_dict(table: RulesTable) -> dict:
     """The normalized table (``rules show --json``): only pattern keywords written, numbers
     for symbolic names, strings as folded."""

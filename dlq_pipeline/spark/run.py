@@ -24,8 +24,10 @@ from dlq_pipeline.config import Config
 from dlq_pipeline.locks import writer_lock
 from dlq_pipeline.metrics import prometheus_text, run_metrics, write_textfile
 from dlq_pipeline.rules.model import RulesTable
+from dlq_pipeline.rules.parser import rules_listing
 from dlq_pipeline.identity import new_run_id
 from dlq_pipeline.spark.classify import decide_pending
+from dlq_pipeline.spark.progress import TaskTicker
 from dlq_pipeline.spark.storage import storage_from_config
 from dlq_pipeline.tables import ATTENTION_OUTCOMES
 from dlq_pipeline.testhooks import crash_point
@@ -58,6 +60,8 @@ class RunSummary:
     drain: dict = field(default_factory=dict)
     settle: dict = field(default_factory=dict)
     metrics: dict = field(default_factory=dict)
+    rules_file: str = ""  # the rules table the run decided with, and its rules (the report shows them)
+    rules: list[dict] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -138,7 +142,8 @@ def _run_pipeline(spark, config, table, *, inputs, target, run_id, now, progress
     from dlq_pipeline.spark.ingest import ingest
     from dlq_pipeline.spark.replay import replay
 
-    summary = RunSummary(run_id=run_id, target=target, started_at=iso_z(now), inputs=list(inputs))
+    summary = RunSummary(run_id=run_id, target=target, started_at=iso_z(now), inputs=list(inputs),
+                         rules_file=table.path or "", rules=rules_listing(table))
     stage = _Stages(summary, 6 if source else 4, progress)
     storage = storage_from_config(spark, config)
     if source:
@@ -160,7 +165,9 @@ def _run_pipeline(spark, config, table, *, inputs, target, run_id, now, progress
 
     with stage("classify"):
         retry_interval = config.get("classify", "retry_interval")
-        decisions = decide_pending(spark, storage, table, run_id=run_id, now=now, retry_interval=retry_interval).cache()
+        with TaskTicker(spark, stage.tell, "classify", "tasks"):  # silent for a minute otherwise
+            decisions = decide_pending(spark, storage, table, run_id=run_id, now=now,
+                                       retry_interval=retry_interval).cache()
         summary.pending = decisions.count()
         summary.decisions = _counts(decisions, "action")
         summary.ignore_reasons = _counts(decisions.where(F.col("ignore_reason").isNotNull()), "ignore_reason")
@@ -168,7 +175,8 @@ def _run_pipeline(spark, config, table, *, inputs, target, run_id, now, progress
     crash_point("after-classify")
 
     with stage("replay"):
-        outcomes = replay(spark, storage, decisions, target=target, config=config, run_id=run_id, now=now)
+        with TaskTicker(spark, stage.tell, "replay", "tasks"):
+            outcomes = replay(spark, storage, decisions, target=target, config=config, run_id=run_id, now=now)
         summary.outcomes = dict(sorted(Counter(outcomes).items()))
         decisions.unpersist()
     crash_point("after-replay")

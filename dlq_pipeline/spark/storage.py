@@ -272,6 +272,14 @@ class Storage:
             F.min(F.unix_micros("timestamp")).alias("us")).collect()[0]["us"]
         return first is None or first > int(instant.timestamp() * 1_000_000)
 
+    def require_tables(self) -> None:
+        """Raise `StorageError` naming the warehouse when it holds no `messages` table: a
+        wrong path must not read as an empty DLQ (reports of zeros, empty charts)."""
+        if not self.exists("messages"):
+            where = f"{self.catalog}.{self.schema}" if self.by_name else self.path
+            raise StorageError(f"no tables in the warehouse {where} ({self.format}): wrong path? "
+                               "(ingest or run land messages there first)")
+
     def read(self, table: str) -> DataFrame:
         """The table, with exactly its schema; an empty DataFrame with that schema when absent
         (or, for a view `as_of` an instant, when it did not exist yet then)."""
@@ -403,6 +411,15 @@ class Storage:
         if not _RUN_ID.fullmatch(run_id):
             raise StorageError(f"run id {run_id!r} cannot name a file (letters, digits, '.', '_', '-')")
         return f"{self.path}/{RUNS_DIR}/{run_id}.json"
+
+    def read_summary(self, run_id: str) -> dict | None:
+        """The run summary `write_summary` wrote for ``run_id``, or None (no such run, or a
+        run made by a command that writes none, e.g. ``classify``)."""
+        try:
+            text = self._files.read_text(self.summary_path(run_id))
+        except StorageError:
+            return None
+        return json.loads(text) if text else None
 
     def write_summary(self, run_id: str, obj: Any) -> str:
         """Write ``obj`` as JSON to ``PATH/_runs/<run_id>.json`` (owner-only); return the path."""

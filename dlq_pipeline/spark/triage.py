@@ -23,7 +23,8 @@ from dlq_pipeline.spark.classify import classify
 from dlq_pipeline.spark.ledger import pending_with_attempts
 from dlq_pipeline.tables import ENDED_OUTCOMES
 from dlq_pipeline.spark.decode import decode_headers
-from dlq_pipeline.spark.report import AGE_BUCKETS, _dead_lettered_at
+from dlq_pipeline.spark.report import AGE_BUCKETS, _dead_lettered_at, _origin_qmgr
+from dlq_pipeline.spark.report import arrivals as _arrivals
 from dlq_pipeline.spark.storage import Storage
 from dlq_pipeline.triage import body_preview
 
@@ -42,10 +43,15 @@ class Tables:
 
 
 def open_warehouse(spark: SparkSession, where: str | Config) -> Storage:
-    """Storage for a warehouse path, or for a loaded configuration (Delta catalog tables too)."""
+    """Storage for a warehouse path, or for a loaded configuration (Delta catalog tables too).
+    `dlq_pipeline.spark.storage.StorageError` naming the path when it holds no tables: a
+    wrong WAREHOUSE must not draw empty charts without a word."""
     config = where if isinstance(where, Config) else load_config(overrides={"storage": {"path": str(where)}})
     s = config.section("storage")
-    return Storage(spark, format=s["format"], path=s["path"], catalog=s["catalog"] or None, schema=s["schema"] or None)
+    storage = Storage(spark, format=s["format"], path=s["path"], catalog=s["catalog"] or None,
+                      schema=s["schema"] or None)
+    storage.require_tables()
+    return storage
 
 
 def load(storage: Storage) -> Tables:
@@ -59,7 +65,12 @@ def _strip(col: str):
 
 
 def _pandas(df: DataFrame) -> pd.DataFrame:
-    return pd.DataFrame([r.asDict() for r in df.collect()], columns=df.columns)
+    """The rows as pandas, integer columns as nullable integers (2051, not 2051.0 or NaN)."""
+    frame = pd.DataFrame([r.asDict() for r in df.collect()], columns=df.columns)
+    for field in df.schema.fields:
+        if field.dataType.typeName() in ("integer", "long", "short", "byte"):
+            frame[field.name] = frame[field.name].astype("Int64")
+    return frame
 
 
 def latest_decisions(decisions: DataFrame) -> DataFrame:
@@ -110,6 +121,22 @@ def by_age(tables: Tables, now: dt.datetime) -> pd.DataFrame:
     return pd.DataFrame({"age": [a for a, _ in AGE_BUCKETS], "count": [counts.get(a, 0) for a, _ in AGE_BUCKETS]})
 
 
+def arrivals(tables: Tables) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """When messages reached the DLQ (the report's timeline, `dlq_pipeline.arrivals`):
+    (counts per bucket and reason, wide; the same per originating queue manager; the
+    timeline itself with its bursts and the rule that flagged them)."""
+    found = _arrivals(tables.messages)
+
+    def wide(by: str) -> pd.DataFrame:
+        frame = pd.DataFrame([{"start": s["start"], **s[by]} for s in found["series"]])
+        if frame.empty:
+            return frame
+        frame["start"] = pd.to_datetime(frame["start"])
+        return frame.set_index("start").fillna(0).astype("int64")
+
+    return wide("by_reason"), wide("by_qmgr"), found
+
+
 def trend(tables: Tables) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per run: decisions by action, and ledger outcomes by outcome (long format, run order)."""
     runs = tables.decisions.groupBy("run_id").agg(F.min("decided_at").alias("decided_at"))
@@ -121,9 +148,10 @@ def trend(tables: Tables) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def top_offenders(tables: Tables, top: int = 10) -> pd.DataFrame:
-    """Which application on which queue manager sent what ended up on the DLQ, and its commonest reason."""
+    """Which application on which originating queue manager (not the hub that holds the DLQ)
+    sent what ended up on the DLQ, and its commonest reason."""
     m = tables.messages.where(F.col("has_dlh")).select(
-        F.coalesce(F.col("source_qmgr"), F.lit("")).alias("qmgr"), _strip("put_appl_name").alias("put_appl_name"),
+        _origin_qmgr().alias("qmgr"), _strip("put_appl_name").alias("put_appl_name"),
         F.col("dlh_reason").alias("reason"))
     per_reason = m.groupBy("qmgr", "put_appl_name", "reason").count()
     w = Window.partitionBy("qmgr", "put_appl_name").orderBy(F.desc("count"), "reason")
@@ -155,7 +183,7 @@ def sample(tables: Tables, n: int = 10, *, redact: bool = False, preview_chars: 
                       F.substring("data", 1, 172 + preview_chars * 4).alias("_head"),
                       F.coalesce("dlh_ccsid", "ccsid").alias("_ccsid")))
     frame = _pandas(picked)
-    frame.insert(4, "reason_name", [reason_name(int(r)) if r is not None and r == r else None for r in frame["reason"]])
+    frame.insert(4, "reason_name", [reason_name(int(r)) if pd.notna(r) else None for r in frame["reason"]])
     frame["preview"] = [
         body_preview(bytes(h) if h is not None else b"", c, has_dlh=bool(d), limit=preview_chars, redact=redact,
                      data_length=n_bytes)
@@ -193,12 +221,16 @@ def what_if(tables: Tables, draft: RulesTable, *, now: dt.datetime, current: Rul
                              "source_file", "source_index")
     changed = ~F.expr(" AND ".join(f"(current_{k} <=> draft_{k})" for k in COMPARED))
     comparison = info.join(d, "message_key").join(c, "message_key", "left").withColumn("changed", changed).cache()
-    transitions = _pandas(comparison.groupBy("current_action", "draft_action").agg(
+    def where_to(side: str):  # "FWD HOLD.QFULL": a change of target queue shows, not just "FWD -> FWD"
+        return F.concat_ws(" ", F.col(f"{side}_action"), _strip(f"{side}_target_q"))
+
+    transitions = _pandas(comparison.groupBy("current_action", "draft_action", where_to("current").alias("current"),
+                                             where_to("draft").alias("draft")).agg(
         F.count("*").alias("count"), F.sum(F.col("changed").cast("int")).alias("changed"))
-        .orderBy(F.desc("count"), F.asc_nulls_first("current_action"), "draft_action"))
+        .orderBy(F.desc("count"), F.asc_nulls_first("current_action"), "draft_action", "current", "draft"))
     changes = _pandas(comparison.where("changed").orderBy("source_file", "source_index").limit(limit).drop("changed"))
     if not changes.empty:
-        changes.insert(2, "reason_name", [reason_name(int(r)) if r == r and r is not None else None
+        changes.insert(2, "reason_name", [reason_name(int(r)) if pd.notna(r) else None
                                           for r in changes["reason"]])
     return WhatIf(evaluated=comparison.count(), changed=comparison.where("changed").count(),
                   transitions=transitions, changes=changes, comparison=comparison)

@@ -110,7 +110,8 @@ def _requires_dist(name: str, version: str) -> list[str]:
 
 
 def test_the_wheel_on_a_databricks_17_3_like_runtime_replaces_none_of_its_packages(built_wheel):
-    runtime = cached_venv("runtime-spark-4.0", [*RUNTIME_PACKAGES, "click"], CONSTRAINTS / "spark-4.0.txt")
+    # a Databricks runtime ships plotly too (the report's charts)
+    runtime = cached_venv("runtime-spark-4.0-plotly", [*RUNTIME_PACKAGES, "click", "plotly"], CONSTRAINTS / "spark-4.0.txt")
     with locked(runtime):
         before = installed(runtime)
         try:

@@ -315,3 +315,40 @@ def test_generate_command_refuses_bad_options(tmp_path, args, words):
                                       "--seed", "1", *args])
     assert result.exit_code == 2 and words in result.output
     assert not (tmp_path / "x").exists()
+
+
+# --- arrival patterns: a steady trickle plus storms --------------------------------------------
+
+
+def _arrival(g) -> dt.datetime:
+    md = g.message.md
+    return _stamp(g.dlh.put_date, g.dlh.put_time) if g.dlh else _stamp(md.put_date, md.put_time)
+
+
+def test_storms_are_bursts_of_their_reason_on_their_queue_inside_their_window():
+    from dlq_pipeline.arrivals import timeline
+    from dlq_pipeline.dumps.generator import STORMS
+    from dlq_pipeline.formats.constants import reason_name
+
+    generated = list(generate(6000, seed=4, max_size=4096))
+    start = DEFAULT_END - DEFAULT_SPAN
+    for storm in STORMS:
+        members = [g for g in generated if g.storm == storm.name]
+        first = start + DEFAULT_SPAN * storm.at
+        assert abs(len(members) - storm.share * 6000) < 4 * (storm.share * 6000) ** 0.5
+        for g in members:
+            assert first <= _arrival(g) < first + dt.timedelta(hours=storm.hours)
+            assert (g.dlh.reason, g.dlh.dest_q.rstrip(), g.dlh.dest_qmgr.rstrip(), g.home_qmgr) == (
+                storm.reason, storm.dest_q, storm.home, storm.home)
+            assert g.message.md.reply_to_qmgr.rstrip() in dict(storm.origins)  # the sender, not the hub
+    rows = [{"at": _arrival(g), "reason": reason_name(g.dlh.reason) if g.dlh else "(no MQDLH)",
+             "qmgr": g.message.md.reply_to_qmgr.rstrip(), "dest": "", "count": 1} for g in generated]
+    found = timeline(rows)
+    assert found["bucket"] == "hour"
+    assert [b["reasons"][0]["reason"] for b in found["bursts"]] == ["MQRC_UNKNOWN_OBJECT_NAME", "MQRC_Q_FULL"]
+    q_full = found["bursts"][1]
+    assert q_full["hours"] >= 3 and q_full["qmgrs"][0]["qmgr"] == "CSQ1"
+
+
+def test_a_mix_without_text_messages_has_no_storms():
+    assert not [g for g in generate(300, 2, {"text": 0}, max_size=SMALL) if g.storm]

@@ -131,6 +131,18 @@ def test_log_precedence_file_then_environment_then_command_line(monkeypatch, tmp
         logs.setup("text", "warning")
 
 
+def test_json_lines_carry_the_stage_events_at_the_default_level(monkeypatch):
+    monkeypatch.delenv(logs.FORMAT_ENV, raising=False)
+    monkeypatch.delenv(logs.LEVEL_ENV, raising=False)
+    try:
+        for fmt, level in (("json", "info"), ("text", "warning")):
+            logs.setup_from_env(fmt=fmt)
+            logs.apply_config(load_config(None))  # no level in the configuration
+            assert (logs._current, logs.json_lines()) == ({"format": fmt, "level": level}, fmt == "json")
+    finally:
+        logs.setup("text", "warning")
+
+
 def test_bad_log_settings():
     with pytest.raises(ValueError, match="log format must be one of text, json"):
         logs.setup("xml")

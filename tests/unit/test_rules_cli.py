@@ -34,7 +34,7 @@ def golden_tables(kind: str) -> list[Path]:
 def test_broken_tables_list_every_error_exactly(table, monkeypatch):
     monkeypatch.chdir(table.parent)
     result = run("check", table.name)
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a bad rules table is bad usage, as in every command
     assert result.stdout == ""
     assert result.stderr == table.with_suffix(".expected").read_text()
 
@@ -59,7 +59,7 @@ def test_warnings_pass_unless_strict(monkeypatch):
     result = run("check", "warnings.rules")
     assert (result.exit_code, result.stderr) == (0, expected)
     strict = run("check", "--strict", "warnings.rules")
-    assert strict.exit_code == 1
+    assert strict.exit_code == 2
     assert strict.stderr == expected.replace(
         "warnings.rules: valid, 5 rules (0 errors, 5 warnings)",
         "warnings.rules: rejected under --strict (0 errors, 5 warnings)")
@@ -72,7 +72,7 @@ def test_check_json(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     Path("t.rules").write_text("DESTQ(A) ACTION(IGNORE) RETRY(2)\nDESTQ(B)\n")
     result = run("check", "--json", "t.rules")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a bad rules table is bad usage, as in every command
     assert result.stderr == ""
     assert json.loads(result.stdout) == {
         "file": "t.rules",
@@ -87,7 +87,7 @@ def test_check_json(tmp_path, monkeypatch):
     Path("t.rules").write_text("DESTQ(A) ACTION(IGNORE) RETRY(2)\nACTION(DISCARD)\n")
     assert json.loads(run("check", "--json", "t.rules").stdout)["valid"] is True
     strict = run("check", "--json", "--strict", "t.rules")
-    assert strict.exit_code == 1
+    assert strict.exit_code == 2
     assert json.loads(strict.stdout)["valid"] is False
 
 
@@ -184,7 +184,7 @@ def test_show_prints_warnings_on_stderr_and_the_table_on_stdout(tmp_path, monkey
 def test_show_refuses_an_invalid_table(monkeypatch):
     monkeypatch.chdir(GOLDEN / "errors")
     result = run("show", "actions.rules")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a bad rules table is bad usage, as in every command
     assert result.stdout == ""
     assert result.stderr == Path("actions.expected").read_text()
 
