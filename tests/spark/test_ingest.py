@@ -89,7 +89,7 @@ def reference(spark, paths, *, kinds=None, run_id=RUN, landed_at=LANDED):
                 "source_file": path, "source_index": record.index, "source_line": record.line,
                 "source_offset": record.offset, "landed_at": landed_at, "run_id": run_id, **md,
                 "data": record.data, "data_length": length, "data_digest": digest,
-                "truncated": record.truncated, "notes": list(record.notes),
+                "truncated": record.truncated, "notes": list(record.notes), "md_char_bytes": None,
             })
     schema = table_schema("messages")
     rows = [tuple(m[f.name] for f in schema.fields) for m in messages]
@@ -349,6 +349,7 @@ def test_char_fields_that_are_not_utf8_are_noted_and_keyed_on_their_bytes(spark,
     assert row.put_appl_name == "caf\ufffd app"
     assert row.user_id == "ok"
     assert row.notes == ["char_field_not_utf8:put_appl_name"]
+    assert {k: bytes(v) for k, v in row.md_char_bytes.items()} == {"put_appl_name": b"caf\xe9 app"}  # kept exactly
     msg = next(iter(read_dump(str(path))))
     assert isinstance(msg, DumpedMessage) and msg.md.put_appl_name == bytes_to_text(b"caf\xe9 app")
     assert row.message_key == message_key(msg.md, data_digest(b"ABCDE"))
