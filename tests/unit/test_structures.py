@@ -170,7 +170,6 @@ def test_real_dmpmqmsg_message_without_dlh(real_fixtures):
     (b"", 546, "too_short"),
     (b"DLH", 546, "too_short"),
     (b"DLH \x01\x00\x00", 546, "too_short"),
-    (LINUX_SAMPLE[:171], 546, "too_short"),
     (b"hello, world", 546, "bad_strucid"),
     (b"dlh " + LINUX_SAMPLE[4:], 546, "bad_strucid"),
     (LINUX_SAMPLE[:4] + struct.pack("<i", 2) + LINUX_SAMPLE[8:], 546, "bad_version"),
@@ -179,6 +178,11 @@ def test_real_dmpmqmsg_message_without_dlh(real_fixtures):
 ])
 def test_problem_codes(data, encoding, problem):
     assert decode_dlh(data, encoding, 819) == HeaderResult(False, problem, None, (), ())
+
+
+def test_a_cut_header_without_its_version_has_no_fields():
+    for data in (b"DLH ", b"DLH \x00\x00\x00"):
+        assert decode_dlh(data, 546, 819) == HeaderResult(False, "too_short", None, (), ())
 
 
 def test_mqdead_without_a_usable_header_keeps_its_problem():
@@ -483,6 +487,35 @@ def test_dlh_round_trip(order_enc, charset, body):
     assert result.has_dlh
     assert encode_dlh(result.dlh, encoding, ccsid) == raw
     assert decode_dlh(encode_dlh(result.dlh, encoding, ccsid), encoding, ccsid).dlh == result.dlh
+
+
+
+# MQDLH fields: (offset, length), from IBM's MQDLH layout (message-formats.md §2).
+DLH_FIELD_OFFSETS = {"reason": (8, 4), "dest_q": (12, 48), "dest_qmgr": (60, 48), "encoding": (108, 4),
+                     "ccsid": (112, 4), "format": (116, 8), "put_appl_type": (124, 4), "put_appl_name": (128, 28),
+                     "put_date": (156, 8), "put_time": (164, 8)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(orders, charsets, st.binary(min_size=164, max_size=164), st.integers(8, 171))
+def test_a_cut_header_keeps_each_field_that_is_all_there(order_enc, charset, body, cut):
+    """A listing cut inside the MQDLH (a paste of part of it): StrucId and Version read,
+    fewer than 172 bytes. It is ``too_short`` and unusable, and ``dlh`` holds exactly the
+    fields whose bytes are all there, equal to the whole header's, None for the rest."""
+    (order, encoding), (ebcdic, ccsid) = order_enc, charset
+    whole = inv("DLH ", ebcdic) + packed(order, 1) + body
+    full = decode_dlh(whole, encoding, ccsid, "MQDEAD  ")
+    result = decode_dlh(whole[:cut], encoding, ccsid, "MQDEAD  ")
+    assert (result.has_dlh, result.problem, result.chain) == (False, "too_short", ())
+    offsets = DLH_FIELD_OFFSETS
+    expected = {name: getattr(full.dlh, name) if offset + size <= cut else None
+                for name, (offset, size) in offsets.items()}
+    assert {name: getattr(result.dlh, name) for name in offsets} == expected
+    nul_flags = tuple(f for f in full.flags if f.startswith("nul_padded:") and expected[f.split(":")[1]] is not None)
+    charset_flags = tuple(f for f in full.flags if f in ("unknown_ccsid", "ccsid_mismatch", "byte_order_sniffed"))
+    assert result.flags == charset_flags + nul_flags + ("mqdead_without_dlh",)
+    columns = to_columns(result)
+    assert {k: columns[f"dlh_{k}"] for k in offsets} == expected and columns["dlh_chain"] is None
 
 
 @settings(max_examples=200, deadline=None)
