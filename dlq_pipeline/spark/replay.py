@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 from dlq_pipeline.clock import as_utc, from_epoch_micros, utc_now
 from dlq_pipeline.config import Config
 from dlq_pipeline.formats.mqmd import MQMD
+from dlq_pipeline.process_group import RunGroup, join_run_group
 from dlq_pipeline.replay.rebuild import TARGET_SOURCES, exact_target
 from dlq_pipeline.replay.targets import Target, check_run_id, local_warehouse, open_target
 from dlq_pipeline.replay.writer import Checkpoint, ReplaySettings, WorkItem, replay_partition
@@ -79,10 +80,14 @@ def row_to_item(row) -> WorkItem:
 
 
 def _partition_function(target: Target, settings: ReplaySettings, run_id: str, now: dt.datetime,
-                        checkpoint_root: str | None, task_hook: Callable[[int, int], None] | None):
-    """What each task runs; everything it closes over is picklable."""
+                        checkpoint_root: str | None, task_hook: Callable[[int, int], None] | None,
+                        run_group: RunGroup | None = None):
+    """What each task runs; everything it closes over is picklable. Before it puts anything
+    the task's worker joins the driver's process group (``run_group``, `process_group`), so
+    killing the run's group stops its puts with it."""
 
     def run(index: int, rows):
+        join_run_group(run_group)
         checkpoint = Checkpoint.for_partition(checkpoint_root, run_id, index) if checkpoint_root else None
         on_commit = (lambda batches: task_hook(index, batches)) if task_hook is not None else None
         items = (row_to_item(r) for r in rows)
@@ -143,7 +148,8 @@ def replay(
     checkpoint_root = str(root) if chosen.resumable else None
 
     items = work_items(storage, decisions, config.get("replay", "max_connections"), skip)
-    run = _partition_function(chosen, settings, run_id, now, checkpoint_root, task_hook)
+    run = _partition_function(chosen, settings, run_id, now, checkpoint_root, task_hook,
+                              RunGroup.of_this_process())
     ledger = spark.createDataFrame(items.rdd.mapPartitionsWithIndex(run), table_schema("ledger"))
     observation = Observation(f"replay_{run_id}_{secrets.token_hex(4)}")
     observed = ledger.observe(
