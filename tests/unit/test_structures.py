@@ -196,6 +196,8 @@ def test_header_found_although_the_mqmd_format_is_not_mqdead():
 
 
 def test_nul_padded_fields_are_kept_and_flagged():
+    """APAR IT31856: queue managers wrote MQDLH names padded with NULs, not blanks; the NULs
+    are kept (they change how rules match) and flagged per field."""
     raw = dlh_raw("<", False, reason=2085, dest_q=b"DLQ.TARGET".ljust(48, b"\x00"),
                   dest_qmgr=b"\x00" * 48, format=b"MQSTR\x00\x00\x00", put_appl_name="app",
                   put_date=b"\x00" * 8, put_time="")
@@ -336,6 +338,33 @@ def test_nested_dead_letter_header_and_xqh_with_bad_embedded_md():
     assert chain_of(linux_dlh("MQDEAD") + inner) == (("MQDEAD", "MQSTR"), ())
     bad_md = b"XX  " + md_raw("<", False, encoding=546, ccsid=819, format="MQSTR")[4:]
     assert chain_of(linux_dlh("MQXMIT") + xqh_raw("<", False, bad_md)) == (("MQXMIT",), ("chain_stopped:MQXMIT",))
+
+
+def test_dead_letter_headers_after_transmission_and_rfh2_headers():
+    """A dead letter that crossed a channel and was dead-lettered again (MQDLH, MQXQH whose MD
+    says MQDEAD, the first MQDLH, data), and one a JMS application forwarded with its MQRFH2
+    kept in front of the original MQDLH: the chain names every header, each read in the
+    Encoding/CCSID the header before it gives (IBM docs: "MQDLH - Dead-letter header",
+    "MQXQH - Transmission-queue header", "MQRFH2 - Rules and formatting header 2")."""
+    xmit = linux_dlh("MQXMIT", encoding=273, ccsid=500) + xqh_raw(">", True, md_raw(">", True, encoding=273, ccsid=500, format="MQDEAD")) \
+        + dlh_raw(">", True, reason=2085, dest_q="APP.Q", encoding=546, ccsid=819, format="MQSTR")
+    assert chain_of(xmit) == (("MQXMIT", "MQDEAD", "MQSTR"), ())
+    rfh2 = linux_dlh("MQHRF2", ccsid=1208) + rfh2_raw("<", False, struc_length=36, encoding=546, ccsid=819,
+                                                       format="MQDEAD") + linux_dlh("MQSTR")
+    assert chain_of(rfh2) == (("MQHRF2", "MQDEAD", "MQSTR"), ())
+
+
+def test_report_message_dead_lettered_without_format_mqdead_is_read_by_its_bytes():
+    """APAR IT24145 (as issue 18 names it): report messages reached the DLQ with an MQMD Format
+    other than MQDEAD in front of their MQDLH. The header is judged by its bytes, as IBM's
+    handler does, and flagged; MQMD.Format saying MQDEAD without an MQDLH is flagged too."""
+    report = dlh_raw("<", False, reason=2087, dest_q="REPLY.Q", encoding=546, ccsid=819, format="        ")
+    for md_format in ("        ", "MQSTR   "):
+        result = decode_dlh(report, 546, 819, md_format)
+        assert (result.has_dlh, result.dlh.reason, result.dlh.dest_q.rstrip(), result.flags) == (
+            True, 2087, "REPLY.Q", ("dlh_without_mqdead",))
+        assert result.chain == ("",)  # MQFMT_NONE after the header: a report has no data of its own
+    assert decode_dlh(b"", 546, 819, "MQDEAD  ").flags == ("mqdead_without_dlh",)
 
 
 # --------------------------------------------------------------------------------------
