@@ -13,10 +13,10 @@ import json
 import re
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, Mapping
 
 from dlq_pipeline.dumps.records import DumpedMessage
-from dlq_pipeline.formats.mqmd import MQMD, MQMD_CHAR_LENGTHS, MQMD_FIELDS
+from dlq_pipeline.formats.mqmd import MQMD, MQMD_CHAR_LENGTHS, MQMD_FIELDS, bytes_to_text, text_to_bytes
 from dlq_pipeline.identity import data_digest, message_key
 
 TABLES = ("messages", "decisions", "ledger", "quarantine", "decoded")
@@ -96,6 +96,8 @@ LEDGER_COLUMNS = table_columns("ledger")
 # --- a message as the tables store it ----------------------------------------------------------
 
 NOTE_NOT_UTF8 = "char_field_not_utf8"
+# The `messages` column holding the exact bytes of the MQMD character fields that are not UTF-8.
+CHAR_BYTES_COLUMN = "md_char_bytes"
 
 
 def stored_text(text: str | None) -> str | None:
@@ -111,29 +113,53 @@ def stored_text(text: str | None) -> str | None:
 
 
 def stored_md(md: MQMD) -> MQMD:
-    """The MQMD as the ``messages`` table holds it (character fields through ``stored_text``)."""
+    """The MQMD as the ``messages`` table's columns show it (character fields through
+    ``stored_text``): what rules match, in `rules test` and in Spark alike."""
     changed = {name: stored_text(getattr(md, name)) for name in MQMD_CHAR_LENGTHS
                if stored_text(getattr(md, name)) != getattr(md, name)}
     return md.replace(**changed) if changed else md
 
 
+def char_bytes(md: MQMD) -> dict[str, bytes] | None:
+    """The exact bytes of ``md``'s character fields that ``stored_text`` would change
+    (MQMD attribute -> bytes), or None when there are none: the ``md_char_bytes`` column,
+    which lets replay put the MQMD back byte for byte."""
+    exact = {}
+    for name in MQMD_CHAR_LENGTHS:
+        value = getattr(md, name)
+        if value is not None and stored_text(value) != value:
+            exact[name] = text_to_bytes(value)
+    return exact or None
+
+
+def exact_md(md: MQMD, exact: Mapping[str, bytes] | None) -> MQMD:
+    """The MQMD as got, from its stored columns (``md``) and ``md_char_bytes``: the inverse
+    of `message_row` for the descriptor. Unknown names in ``exact`` are an error."""
+    if not exact:
+        return md
+    unknown = sorted(set(exact) - set(MQMD_CHAR_LENGTHS))
+    if unknown:
+        raise ValueError(f"{CHAR_BYTES_COLUMN} names no MQMD character field: {', '.join(unknown)}")
+    return md.replace(**{name: bytes_to_text(bytes(raw)) for name, raw in exact.items()})
+
+
 def message_row(msg: DumpedMessage) -> dict[str, Any]:
     """A message's `messages` columns that come from the message itself (ingest and drain add
-    where and when it was landed). The size limit was applied by the reader."""
+    where and when it was landed). The size limit was applied by the reader. A character
+    field that is not UTF-8 is stored readable (U+FFFD) with a note, and exactly in
+    ``md_char_bytes``."""
     md = msg.md
     data = bytes(msg.data)
     length = msg.total_length if msg.truncated and msg.total_length is not None else len(data)
     digest = data_digest(data)
     notes = list(msg.notes)
+    exact = char_bytes(md)
+    notes += [f"{NOTE_NOT_UTF8}:{name}" for name in exact or ()]
+    shown = stored_md(md)
     row: dict[str, Any] = {"rec": "message"}
     for name, column in MD_COLUMNS.items():
-        value = getattr(md, name)
-        if name in MQMD_CHAR_LENGTHS:
-            clean = stored_text(value)
-            if clean != value:
-                notes.append(f"{NOTE_NOT_UTF8}:{name}")
-            value = clean
-        row[column] = value
+        row[column] = getattr(shown, name)
+    row[CHAR_BYTES_COLUMN] = exact
     row.update(
         data=data,
         data_length=length,

@@ -25,8 +25,8 @@ PREVIEW_BYTES = 32
 _PAD = " \x00"
 
 
-def _chars(value: str) -> str:
-    return value.rstrip(_PAD)
+def _chars(value: str | None) -> str | None:
+    return value.rstrip(_PAD) if value is not None else None  # None: a cut MQDLH lacks the field
 
 
 def printable(text: str) -> str:
@@ -54,15 +54,19 @@ def describe(msg: DumpedMessage, file: str, *, redact: bool = False) -> dict:
     """
     md = msg.md
     header = decode_dlh(msg.data, md.encoding, md.ccsid, md.format)
-    dlh = header.dlh if header.has_dlh else None
+    dlh = header.dlh  # also a cut MQDLH's fields (has_dlh false), for people to see
     flags = list(header.flags) + [f"md_nul_padded:{field}" for field in MQMD_CHAR_LENGTHS
                                   if "\x00" in getattr(md, field)]
-    if dlh is not None:
+    if header.has_dlh:
         body_ccsid = md.ccsid if dlh.ccsid in (MQCCSI_INHERIT, 0) else dlh.ccsid
         preview = _preview(msg.data, DLH_LENGTH, body_ccsid)
+    else:
+        preview = _preview(msg.data, 0, md.ccsid)
+    dlh_view = None
+    if dlh is not None:
         dlh_view = {
             "reason": dlh.reason,
-            "reason_name": constants.reason_name(dlh.reason),
+            "reason_name": constants.reason_name(dlh.reason) if dlh.reason is not None else None,
             "dest_q": _chars(dlh.dest_q),
             "dest_qmgr": _chars(dlh.dest_qmgr),
             "encoding": dlh.encoding,
@@ -72,11 +76,8 @@ def describe(msg: DumpedMessage, file: str, *, redact: bool = False) -> dict:
             "put_appl_name": _chars(dlh.put_appl_name),
             "put_date": _chars(dlh.put_date),
             "put_time": _chars(dlh.put_time),
-            "chain": ">".join(header.chain),
+            "chain": ">".join(header.chain) if header.has_dlh else None,
         }
-    else:
-        preview = _preview(msg.data, 0, md.ccsid)
-        dlh_view = None
     return {
         "index": msg.index,
         "file": file,
@@ -116,8 +117,13 @@ def _named(family: str, value: int) -> str:
     return f"{value} {name[len(family) + 1:]}" if name else str(value)
 
 
-def _quoted(text: str) -> str:
-    return "'" + printable(text) + "'"
+def _quoted(text: str | None) -> str:
+    return "'" + printable(text) + "'" if text is not None else "?"
+
+
+def _shown(value) -> str:
+    """A field's value, ``?`` for one a cut MQDLH does not hold."""
+    return "?" if value is None else str(value)
 
 
 def _hex_groups(hex_text: str) -> str:
@@ -142,15 +148,18 @@ def format_message(desc: dict) -> str:
     if dlh is None:
         lines.append(f"  MQDLH  none ({desc['dlh_problem']})")
     else:
+        cut = "" if desc["has_dlh"] else f"  (cut: {desc['dlh_problem']}; ? = not in the data)"
         reason_name = f" {dlh['reason_name']}" if dlh["reason_name"] else " (unknown reason)"
-        lines.append(f"  MQDLH  Reason {dlh['reason']}{reason_name}")
+        lines.append(f"  MQDLH  Reason {_shown(dlh['reason'])}{reason_name if dlh['reason'] is not None else ''}{cut}")
         lines.append(f"         Dest     {_quoted(dlh['dest_q'])} at {_quoted(dlh['dest_qmgr'])}")
+        chain = f"  Chain {printable(dlh['chain'])}" if dlh["chain"] is not None else ""
         lines.append(
-            f"         Next     Encoding {dlh['encoding']}  CCSID {dlh['ccsid']}  "
-            f"Format {_quoted(dlh['format'])}  Chain {printable(dlh['chain'])}")
+            f"         Next     Encoding {_shown(dlh['encoding'])}  CCSID {_shown(dlh['ccsid'])}  "
+            f"Format {_quoted(dlh['format'])}{chain}")
+        appl_type = _named("MQAT", dlh["put_appl_type"]) if dlh["put_appl_type"] is not None else "?"
         lines.append(
-            f"         Put      {dlh['put_date']} {dlh['put_time']} by "
-            f"{_named('MQAT', dlh['put_appl_type'])} {_quoted(dlh['put_appl_name'])}")
+            f"         Put      {_shown(dlh['put_date'])} {_shown(dlh['put_time'])} by "
+            f"{appl_type} {_quoted(dlh['put_appl_name'])}")
     if desc["flags"] or desc["notes"]:
         lines.append("  Flags  " + " ".join(desc["flags"] + desc["notes"]))
     preview = desc["preview"]
@@ -185,7 +194,7 @@ def summarize(descs: Iterable[dict], bad_records: int = 0) -> dict:
         messages += 1
         truncated += bool(desc["truncated"])
         dlh = desc["dlh"]
-        if dlh is None:
+        if not desc["has_dlh"]:
             problems[(desc["dlh_problem"],)] += 1
             continue
         with_dlh += 1

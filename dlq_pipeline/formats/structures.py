@@ -243,7 +243,10 @@ class HeaderResult:
     - ``unknown_encoding``: the Encoding names no byte order and Version reads 1 neither way.
 
     Checks run in that order of evidence: StrucId, then Version, then length, so a short
-    text message is ``bad_strucid`` and a truncated MQDLH is ``too_short``. ``chain`` names
+    text message is ``bad_strucid`` and a truncated MQDLH is ``too_short``. A truncated
+    MQDLH whose StrucId and Version were read (a listing cut by hand) still has ``dlh``:
+    the fields whose bytes are all there, None for the others, for people to see; it is
+    not usable (``has_dlh`` false), so no rule matches it and nothing removes it. ``chain`` names
     the formats after the MQDLH, stripped (``("MQXMIT", "MQSTR")``; ``""`` is MQFMT_NONE).
     ``flags`` are data-quality notes, in this order:
 
@@ -630,7 +633,7 @@ def decode_dlh(data: bytes, encoding: int, ccsid: int, md_format: str | None = N
     data = bytes(data[:CHAIN_SCAN_LIMIT])
     md_dead = _is_mqdead(md_format)
     problem, order, sniffed = _dlh_problem(data, encoding)
-    if problem:
+    if problem and not (problem == "too_short" and order is not None):
         flags = []
         if md_dead:
             flags.append("mqdead_without_dlh")
@@ -638,20 +641,11 @@ def decode_dlh(data: bytes, encoding: int, ccsid: int, md_format: str | None = N
             flags.append("byte_order_mismatch")
         return HeaderResult(False, problem, None, (), tuple(flags))
 
-    ebcdic = data[:4] == _DLH_EBCDIC
-    charset = _charset_flag(ccsid, ebcdic)
-    if charset is None:
-        text_ccsid, family = ccsid, None
-    else:
-        text_ccsid, family = (ccsid if charset == "unknown_ccsid" else _NO_CCSID), ebcdic
-    values = {a: _long(data, o, order) for a, o in _DLH_LONGS}
-    values.update({a: _text(data[o:o + n], text_ccsid, family) for a, o, n in _DLH_CHARS})
-    dlh = DeadLetterHeader(**values)
-
-    flags = [charset] if charset else []
-    if sniffed:
-        flags.append("byte_order_sniffed")
-    flags.extend(f"nul_padded:{a}" for a, o, n in _DLH_CHARS if 0 in data[o:o + n])
+    dlh, flags = _dlh_fields(data, order, ccsid, sniffed)
+    if problem:  # a cut MQDLH whose StrucId and Version read: the fields that are all there
+        if md_dead:
+            flags.append("mqdead_without_dlh")
+        return HeaderResult(False, problem, dlh, (), tuple(flags))
     if md_dead is False:
         flags.append("dlh_without_mqdead")
     next_ccsid = ccsid if dlh.ccsid == MQCCSI_INHERIT else dlh.ccsid
@@ -659,16 +653,38 @@ def decode_dlh(data: bytes, encoding: int, ccsid: int, md_format: str | None = N
     return HeaderResult(True, None, dlh, chain, tuple(flags) + chain_flags)
 
 
+def _dlh_fields(data: bytes, order: str, ccsid: int, sniffed: bool) -> tuple[DeadLetterHeader, list[str]]:
+    """The MQDLH fields whose bytes are all in ``data`` (None for the others: a cut header),
+    and the flags about reading them (character set, byte order, NUL padding), in
+    `HeaderResult`'s order."""
+    ebcdic = data[:4] == _DLH_EBCDIC
+    charset = _charset_flag(ccsid, ebcdic)
+    if charset is None:
+        text_ccsid, family = ccsid, None
+    else:
+        text_ccsid, family = (ccsid if charset == "unknown_ccsid" else _NO_CCSID), ebcdic
+    values = {a: _long(data, o, order) if o + 4 <= len(data) else None for a, o in _DLH_LONGS}
+    present = [(a, o, n) for a, o, n in _DLH_CHARS if o + n <= len(data)]
+    values.update({a: None for a, _o, _n in _DLH_CHARS})
+    values.update({a: _text(data[o:o + n], text_ccsid, family) for a, o, n in present})
+    flags = [charset] if charset else []
+    if sniffed:
+        flags.append("byte_order_sniffed")
+    flags.extend(f"nul_padded:{a}" for a, o, n in present if 0 in data[o:o + n])
+    return DeadLetterHeader(**values), flags
+
+
 _DLH_ATTRIBUTES = tuple(f.name for f in fields(DeadLetterHeader))
 
 
 def to_columns(result: HeaderResult) -> dict:
-    """The decode columns of data/schemas/decoded.json for one message."""
-    dlh = result.dlh if result.has_dlh else None
+    """The decode columns of data/schemas/decoded.json for one message (a cut MQDLH's fields
+    too: ``has_dlh`` false, ``dlh_problem`` too_short, the fields that are there filled)."""
+    dlh = result.dlh
     row = {"has_dlh": result.has_dlh, "dlh_problem": result.problem}
     for attribute in _DLH_ATTRIBUTES:
         row["dlh_" + attribute] = getattr(dlh, attribute) if dlh is not None else None
-    row["dlh_chain"] = ">".join(result.chain) if dlh is not None else None
+    row["dlh_chain"] = ">".join(result.chain) if result.has_dlh else None
     row["decode_flags"] = list(result.flags)
     return {name: row[name] for name in DECODE_COLUMNS}
 

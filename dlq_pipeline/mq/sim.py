@@ -12,7 +12,8 @@ What it models (see docs/replay.md for the full list and the simplifications):
   MsgId/CorrelId, syncpoint units of work; backout of a get restores the message and adds
   one to its BackoutCount; `disconnect` commits like MQDISC, a broken connection backs out;
 - MAXDEPTH -> 2053, MAXMSGL -> 2030 (queue) / 2031 (queue manager), put inhibited -> 2051,
-  get inhibited -> 2016, unknown queue -> 2085, unknown queue manager -> 2087, missing
+  get inhibited -> 2016, unknown queue -> 2085 (so is a name with characters no MQ name
+  holds, e.g. the exact bytes of a Latin-1 ReplyToQ), unknown queue manager -> 2087, missing
   authority -> 2035 (checked at open, incl. ``setall`` for set-all-context and ``altusr``
   for alternate-user puts), 2033 at the end of a queue, 2080 when the buffer is too small;
 - a put naming another queue manager lands in a *remote view* (queues stored under that
@@ -196,6 +197,12 @@ def _split_queue_key(key: str, local: str) -> tuple[str, str]:
 # --- MQMD <-> JSON (the database keeps descriptors as JSON: readable, lossless) ------------
 
 _BYTE_FIELDS = frozenset(MQMD_BYTE_LENGTHS)
+
+
+def _readable(text: str) -> str:
+    """``text`` as SQLite can hold it: bytes that are not UTF-8 (a Latin-1 UserIdentifier used
+    as the alternate user) written ``\\xNN``."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def md_to_json(md: MQMD) -> str:
@@ -521,12 +528,18 @@ class SimConnection:
         qmgr = (qmgr or "").rstrip(" ")
         if qmgr in ("", self.qmgr_name):
             return self.qmgr_name
+        if not qmgr.isascii():
+            raise MQError(reasons.MQRC_UNKNOWN_REMOTE_Q_MGR,
+                          f"queue manager {qmgr!r} cannot exist: MQ names are A-Z a-z 0-9 . / _ %")
         remotes = self._config["remote_qmgrs"]
         if qmgr in remotes or "*" in remotes:
             return qmgr
         raise MQError(reasons.MQRC_UNKNOWN_REMOTE_Q_MGR, f"queue manager {qmgr!r} is not known to {self.qmgr_name}")
 
     def _queue(self, db: sqlite3.Connection, qmgr: str, queue: str, *, define: bool) -> QueueDef:
+        if not queue.isascii():  # e.g. a Latin-1 ReplyToQ's exact bytes: no queue can have that name
+            raise MQError(reasons.MQRC_UNKNOWN_OBJECT_NAME,
+                          f"queue {queue!r} cannot exist on {qmgr}: MQ names are A-Z a-z 0-9 . / _ %")
         row = db.execute(
             "SELECT maxdepth, maxmsgl, put_inhibited, get_inhibited, authority FROM queues WHERE qmgr=? AND name=?",
             (qmgr, queue)).fetchone()
@@ -603,7 +616,7 @@ class SimConnection:
                 (handle.token, handle.queue, md_to_json(stored), data, stored.msg_id, stored.correl_id, state)).lastrowid
             logged = db.execute(
                 "INSERT INTO put_log (qmgr, queue, md, data, user, connection, committed) VALUES (?,?,?,?,?,?,?)",
-                (handle.token, handle.queue, md_to_json(md), data, (handle.alternate_user or self.user).strip(),
+                (handle.token, handle.queue, md_to_json(md), data, _readable((handle.alternate_user or self.user).strip()),
                  self.id, 1 - state)).lastrowid
             if syncpoint:
                 self._put.append((message, logged))

@@ -10,6 +10,11 @@ Every other MQMD field is the original one (MsgId, CorrelId, identity and origin
 Persistence, Priority, Expiry, Report, reply-to, group and segment fields). The data after the
 MQDLH is never touched.
 
+The MQMD's character fields are put back byte for byte: the ``messages`` table shows bytes
+that are not UTF-8 as U+FFFD and keeps the exact ones beside (`tables.exact_md`), and a target
+the rules took from such a field (``&REPLYQ``, ``&REPLYQM``) is opened by its exact name
+(`exact_target`).
+
 One refinement: an MQDLH CodedCharSetId of MQCCSI_INHERIT (-2) means "the same character set
 as this header", i.e. the MQMD's CodedCharSetId; the queue manager itself replaces -2 with
 that value when the message is put, so the restored MQMD carries the real CCSID.
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.formats.structures import DLH_LENGTH, decode_dlh
+from dlq_pipeline.rules.matcher import resolve_name
 from dlq_pipeline.tables import PUT_ACTIONS
 
 MQCCSI_INHERIT = -2
@@ -49,3 +55,21 @@ def rebuild(md: MQMD, data: bytes, decision) -> tuple[MQMD, bytes]:
     ccsid = md.ccsid if dlh.ccsid == MQCCSI_INHERIT else dlh.ccsid
     restored = md.replace(format=dlh.format.ljust(8)[:8], encoding=dlh.encoding, ccsid=ccsid)
     return restored, data[DLH_LENGTH:]
+
+
+# The MQMD field a target name may have been taken from by the rules (FWDQ(&REPLYQ), FWDQM(&REPLYQM)).
+TARGET_SOURCES = {"target_q": "reply_to_q", "target_qmgr": "reply_to_qmgr"}
+
+
+def exact_target(decided: str | None, shown: str | None, exact: str | None) -> str | None:
+    """The name to open for a ``decided`` target name: when the rules resolved it from a
+    message field whose stored text (``shown``) differs from its exact bytes (``exact``:
+    bytes that are not UTF-8, shown as U+FFFD), the same name resolved from those bytes.
+    Decisions and the ledger hold names as Spark strings, readable; MQ must get the bytes
+    the message carried (FWDQ(&REPLYQ) of a Latin-1 ReplyToQ). U+FFFD stands for bytes
+    that are not known; the only ones known to show as that name are the field's."""
+    if decided is None or shown is None or exact is None or shown == exact:
+        return decided
+    if decided == resolve_name(shown):
+        return resolve_name(exact)
+    return decided

@@ -34,6 +34,7 @@ from dlq_pipeline.mq.interface import Connection, Message, MQError, PutHandle
 from dlq_pipeline.paths import PathError, local_path
 from dlq_pipeline.private import directory_problem, open_private, private_dirs
 from dlq_pipeline.replay.writer import Checkpoint, CheckpointState, queue_key
+from dlq_pipeline.tables import stored_text
 from dlq_pipeline.testhooks import crash_point
 
 log = logging.getLogger(__name__)
@@ -221,7 +222,8 @@ class DumpSink:
         entries: list[dict] = []
         taken: set[Path] = set()
         for n, (key, pickled) in enumerate(sorted(self.files.items())):
-            qmgr, queue = key
+            qmgr, queue = key  # exact names; the rows hold them as stored text
+            shown = (stored_text(qmgr), stored_text(queue))
             final = _free_name(self.path_for(qmgr, queue), taken)
             taken.add(final)
             written = self.staging / f"{n:06d}.dmp"
@@ -231,7 +233,7 @@ class DumpSink:
                 f.flush()
                 os.fsync(f.fileno())  # on disk before the line that publishes it
             entries.append({"file": str(final), "staged": str(written), "sha256": out.sha256.hexdigest(),
-                            "messages": self.counts[key], "keys": keys.get(key, [])})
+                            "messages": self.counts[key], "keys": keys.get(shown, [])})
         crash_point("dir-files-written")
         if entries or rows:
             self.checkpoint.record(rows, next_batch=staged.next_batch, breakers=staged.breakers, publish=entries)

@@ -58,7 +58,7 @@ from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, MQError, PutHandle
 from dlq_pipeline.private import private_dirs
 from dlq_pipeline.replay.rebuild import RebuildError, rebuild
-from dlq_pipeline.tables import PUT_ACTIONS
+from dlq_pipeline.tables import PUT_ACTIONS, stored_text
 from dlq_pipeline.testhooks import crash_point
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,9 @@ CONNECT_FATAL = frozenset({reasons.MQRC_NOT_AUTHORIZED, 2063})  # 2063 MQRC_SECU
 @dataclass(frozen=True, slots=True)
 class WorkItem:
     """One message and what the rules decided for it (names as in the decisions table).
-    ``md``/``data`` may be None for DISCARD/IGNORE, which need no message."""
+    ``md``/``data`` may be None for DISCARD/IGNORE, which need no message. ``md`` and the
+    target names are exact (bytes that are not UTF-8 as surrogate escapes, `formats.mqmd`);
+    ledger rows show them as the tables store text (`tables.stored_text`)."""
 
     message_key: str
     action: str
@@ -286,8 +288,9 @@ class _Writer:
         row = {
             "run_id": self.run_id, "message_key": item.message_key, "action": item.action,
             "rule_line": item.rule_line, "attempt": item.attempt,
-            "target_q": item.target_q if puts else None, "target_qmgr": item.target_qmgr if puts else None,
-            "outcome": outcome, "reason_code": reason, "error_text": text,
+            "target_q": stored_text(item.target_q) if puts else None,
+            "target_qmgr": stored_text(item.target_qmgr) if puts else None,
+            "outcome": outcome, "reason_code": reason, "error_text": stored_text(text),  # may name a target
             "started_at": started or finished, "finished_at": finished,
             "partition_id": self.partition_id, "batch_id": batch_id,
         }

@@ -26,9 +26,10 @@ mount), ``/Volumes/...``, NFS. Object-store URIs (``s3a://``, ``abfss://``, ``hd
 refused with a clear error: copy the dumps to a mounted path first.
 
 **Text.** MQMD character fields are stored as Spark strings (UTF-8). A dump from a host
-whose code page is not UTF-8 can hold other bytes there; such a field is stored with U+FFFD
-for each such byte and the note ``char_field_not_utf8:<field>`` (``message_key`` is computed
-from the bytes as read, before that replacement).
+whose code page is not UTF-8 can hold other bytes there; such a field is stored readable,
+with U+FFFD for each such byte (what rules match, as `rules test` does), the note
+``char_field_not_utf8:<field>``, and its exact bytes in ``md_char_bytes`` (replay puts
+those back; ``message_key`` is computed from the bytes as read).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from dlq_pipeline.clock import as_utc, utc_now
 from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH
 from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES, FileSplit, plan_work
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
-from dlq_pipeline.tables import MD_COLUMNS, message_row
+from dlq_pipeline.tables import CHAR_BYTES_COLUMN, MD_COLUMNS, message_row
 from dlq_pipeline.spark.progress import Report, TaskTicker
 from dlq_pipeline.spark.schemas import conform, table_schema
 from dlq_pipeline.testhooks import crash_point
@@ -85,6 +86,7 @@ RAW_SCHEMA = T.StructType(
         T.StructField("ordinal", T.LongType(), True),  # position among the split's records
         T.StructField("newlines", T.LongType(), True),  # '\n's from the split start up to the row
         *[T.StructField(column, _MD_TYPES[column], True) for column in MD_COLUMNS.values()],
+        T.StructField(CHAR_BYTES_COLUMN, _MESSAGES[CHAR_BYTES_COLUMN].dataType, True),
         T.StructField("data", T.BinaryType(), True),
         T.StructField("data_length", T.IntegerType(), True),
         T.StructField("data_digest", T.StringType(), True),
@@ -101,6 +103,8 @@ RAW_SCHEMA = T.StructType(
 def _arrow_type(kind: T.DataType) -> pa.DataType:
     if isinstance(kind, T.ArrayType):
         return pa.list_(_arrow_type(kind.elementType))
+    if isinstance(kind, T.MapType):
+        return pa.map_(_arrow_type(kind.keyType), _arrow_type(kind.valueType))
     return {
         T.StringType: pa.string(),
         T.BinaryType: pa.binary(),

@@ -31,11 +31,13 @@ from pyspark.sql import functions as F
 from dlq_pipeline.clock import as_utc, from_epoch_micros, utc_now
 from dlq_pipeline.config import Config
 from dlq_pipeline.formats.mqmd import MQMD
+from dlq_pipeline.process_group import RunGroup, join_run_group
+from dlq_pipeline.replay.rebuild import TARGET_SOURCES, exact_target
 from dlq_pipeline.replay.targets import Target, check_run_id, local_warehouse, open_target
 from dlq_pipeline.replay.writer import Checkpoint, ReplaySettings, WorkItem, replay_partition
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.spark.storage import Storage
-from dlq_pipeline.tables import LEDGER_COLUMNS, MD_COLUMNS, OUTCOMES, PUT_ACTIONS
+from dlq_pipeline.tables import CHAR_BYTES_COLUMN, LEDGER_COLUMNS, MD_COLUMNS, OUTCOMES, PUT_ACTIONS, exact_md
 from dlq_pipeline.spark.ledger import CHECKPOINTS_DIR, message_states, recover_checkpoints
 from dlq_pipeline.testhooks import crash_point
 
@@ -46,10 +48,13 @@ DECISION_COLUMNS = ("message_key", "action", "rule_line", "attempt", "target_q",
 
 
 def row_to_item(row) -> WorkItem:
-    """A joined decision + message row as the writer's work item (MQMD defaults for nulls)."""
+    """A joined decision + message row as the writer's work item (MQMD defaults for nulls):
+    the MQMD as got (``md_char_bytes`` put back), targets taken from its fields by their
+    exact names (`rebuild.exact_target`)."""
     if hasattr(row, "asDict"):  # a Row looks a name up by scanning its fields: ~5 µs, 40 times
         row = row.asDict()
     md = None
+    targets = {name: row[name] for name in TARGET_SOURCES}
     if row["has_message"]:
         defaults = MQMD()
         values = {}
@@ -60,22 +65,29 @@ def row_to_item(row) -> WorkItem:
             elif isinstance(value, bytearray):
                 value = bytes(value)
             values[name] = value
-        md = MQMD(**values)
+        shown = MQMD(**values)
+        md = exact_md(shown, row[CHAR_BYTES_COLUMN])
+        targets = {name: exact_target(row[name], getattr(shown, field), getattr(md, field))
+                   for name, field in TARGET_SOURCES.items()}
     data = row["data"]
     return WorkItem(
         message_key=row["message_key"], action=row["action"], md=md,
         data=bytes(data) if data is not None else None, truncated=bool(row["truncated"]),
-        rule_line=row["rule_line"], attempt=row["attempt"], target_q=row["target_q"],
-        target_qmgr=row["target_qmgr"], header=row["header"], putaut=row["putaut"],
+        rule_line=row["rule_line"], attempt=row["attempt"], target_q=targets["target_q"],
+        target_qmgr=targets["target_qmgr"], header=row["header"], putaut=row["putaut"],
         not_before=from_epoch_micros(row["not_before_us"]),
     )
 
 
 def _partition_function(target: Target, settings: ReplaySettings, run_id: str, now: dt.datetime,
-                        checkpoint_root: str | None, task_hook: Callable[[int, int], None] | None):
-    """What each task runs; everything it closes over is picklable."""
+                        checkpoint_root: str | None, task_hook: Callable[[int, int], None] | None,
+                        run_group: RunGroup | None = None):
+    """What each task runs; everything it closes over is picklable. Before it puts anything
+    the task's worker joins the driver's process group (``run_group``, `process_group`), so
+    killing the run's group stops its puts with it."""
 
     def run(index: int, rows):
+        join_run_group(run_group)
         checkpoint = Checkpoint.for_partition(checkpoint_root, run_id, index) if checkpoint_root else None
         on_commit = (lambda batches: task_hook(index, batches)) if task_hook is not None else None
         items = (row_to_item(r) for r in rows)
@@ -90,7 +102,7 @@ def _partition_function(target: Target, settings: ReplaySettings, run_id: str, n
 def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: set[str]) -> DataFrame:
     """Decisions joined with their messages, one partition per target queue manager (hashed
     into ``partitions``), in DLQ order within each."""
-    md_cols = [F.col(f"m.{c}").alias(c) for c in MD_COLUMNS.values()]
+    md_cols = [F.col(f"m.{c}").alias(c) for c in (*MD_COLUMNS.values(), CHAR_BYTES_COLUMN)]
     messages = storage.read("messages").alias("m")
     needs_data = F.col("d.action").isin(*PUT_ACTIONS)
     joined = decisions.select(*DECISION_COLUMNS).alias("d").join(
@@ -136,7 +148,8 @@ def replay(
     checkpoint_root = str(root) if chosen.resumable else None
 
     items = work_items(storage, decisions, config.get("replay", "max_connections"), skip)
-    run = _partition_function(chosen, settings, run_id, now, checkpoint_root, task_hook)
+    run = _partition_function(chosen, settings, run_id, now, checkpoint_root, task_hook,
+                              RunGroup.of_this_process())
     ledger = spark.createDataFrame(items.rdd.mapPartitionsWithIndex(run), table_schema("ledger"))
     observation = Observation(f"replay_{run_id}_{secrets.token_hex(4)}")
     observed = ledger.observe(

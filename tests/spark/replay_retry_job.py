@@ -29,7 +29,7 @@ def message_row(key: str, md, data: bytes, *, index: int, truncated: bool = Fals
         "message_key": key, "source_kind": "dmpmqmsg", "source_qmgr": "QM1", "source_queue": "DLQ",
         "source_file": "dlq.dmp", "source_index": index, "source_line": 1 + index * 30, "source_offset": index * 900,
         "landed_at": NOW, "run_id": "land", "data": data, "data_length": len(data), "data_digest": data_digest(data),
-        "truncated": truncated, "notes": [],
+        "truncated": truncated, "notes": [], "md_char_bytes": None,
     }
     for name, value in md.as_dict().items():
         row["md_version" if name == "version" else name] = value

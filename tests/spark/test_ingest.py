@@ -90,7 +90,7 @@ def reference(spark, paths, *, kinds=None, run_id=RUN, landed_at=LANDED):
                 "source_file": path, "source_index": record.index, "source_line": record.line,
                 "source_offset": record.offset, "landed_at": landed_at, "run_id": run_id, **md,
                 "data": record.data, "data_length": length, "data_digest": digest,
-                "truncated": record.truncated, "notes": list(record.notes),
+                "truncated": record.truncated, "notes": list(record.notes), "md_char_bytes": None,
             })
     schema = table_schema("messages")
     rows = [tuple(m[f.name] for f in schema.fields) for m in messages]
@@ -338,6 +338,23 @@ def test_a_listing_pasted_in_part_lands_truncated_with_its_note(spark):
     assert bytes(row.data[:12]) == b"DLH \x00\x00\x00\x01\x00\x00\x01\x09"  # big-endian, reason 265
 
 
+def test_a_listing_cut_inside_its_dead_letter_header_shows_the_fields_that_are_there(spark):
+    """133 of 184 bytes (MQSeries 5 listing copied into a mail): the MQDLH is cut at byte
+    133, so it is unusable (too_short) and the message IGNOREd as it always was, but the
+    decode columns show Reason, the destination and what else is all there, for triage."""
+    from dlq_pipeline.spark.decode import decode_headers
+
+    path = REPO / "tests" / "fixtures" / "amqsbcg-field-mqseries5-mail.txt"
+    messages, quarantine = land(spark, [str(path)], run_id=RUN, landed_at=LANDED)
+    assert quarantine.count() == 0
+    [row] = decode_headers(messages).collect()
+    assert (row.truncated, row.data_length, len(row.data), list(row.notes)) == (True, 184, 133, ["listing_cut:133/184"])
+    assert (row.has_dlh, row.dlh_problem, row.dlh_reason, row.dlh_dest_q.rstrip(), row.dlh_dest_qmgr.rstrip(),
+            row.dlh_encoding, row.dlh_ccsid, row.dlh_format, row.dlh_put_appl_type) == (
+        False, "too_short", 2085, "ASDF2", "MQADMIN4", 546, 850, "MQSTR   ", 6)
+    assert (row.dlh_put_appl_name, row.dlh_put_date, row.dlh_put_time, row.dlh_chain) == (None, None, None, None)
+
+
 def test_char_fields_that_are_not_utf8_are_noted_and_keyed_on_their_bytes(spark, tmp_path):
     path = tmp_path / "latin1.dmp"
     path.write_bytes(HEADER.encode() + b"A VER 2\nA PAN caf\xe9 app\nA USR ok\nX 4142434445\n")
@@ -350,6 +367,7 @@ def test_char_fields_that_are_not_utf8_are_noted_and_keyed_on_their_bytes(spark,
     assert row.put_appl_name == "caf\ufffd app"
     assert row.user_id == "ok"
     assert row.notes == ["char_field_not_utf8:put_appl_name"]
+    assert {k: bytes(v) for k, v in row.md_char_bytes.items()} == {"put_appl_name": b"caf\xe9 app"}  # kept exactly
     msg = next(iter(read_dump(str(path))))
     assert isinstance(msg, DumpedMessage) and msg.md.put_appl_name == bytes_to_text(b"caf\xe9 app")
     assert row.message_key == message_key(msg.md, data_digest(b"ABCDE"))

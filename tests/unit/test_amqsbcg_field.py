@@ -23,7 +23,7 @@ from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.whatif import decide_message
 from dlq_pipeline.dumps.sources import read_source, sniff
-from dlq_pipeline.formats.structures import decode_dlh
+from dlq_pipeline.formats.structures import DeadLetterHeader, decode_dlh
 from tests.unit.test_amqsbcg import Browsed, listing, read_listing
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -183,7 +183,12 @@ def test_mail_copy_of_an_mqseries5_listing_cut_inside_the_hex():
     # a big-endian MQDLH from AIX: Reason 2085, DestQName ASDF2; 133 bytes cannot hold all 172
     assert msg.data[:12] == b"DLH \x00\x00\x00\x01\x00\x00\x08\x25"
     assert msg.data[12:17] == b"ASDF2"
-    assert decode_dlh(msg.data, 273, 819, "MQDEAD  ").problem == "too_short"
+    header = decode_dlh(msg.data, 273, 819, "MQDEAD  ")
+    assert (header.has_dlh, header.problem) == (False, "too_short")  # never usable, so never matched
+    # ...but the fields whose bytes are all there are shown, as the listing prints them
+    assert header.dlh == DeadLetterHeader(
+        reason=2085, dest_q="ASDF2".ljust(48), dest_qmgr="MQADMIN4".ljust(48), encoding=546, ccsid=850,
+        format="MQSTR   ", put_appl_type=6, put_appl_name=None, put_date=None, put_time=None)
 
 
 def test_aix_listing_pasted_in_part_keeps_its_dead_letter_header():

@@ -170,7 +170,6 @@ def test_real_dmpmqmsg_message_without_dlh(real_fixtures):
     (b"", 546, "too_short"),
     (b"DLH", 546, "too_short"),
     (b"DLH \x01\x00\x00", 546, "too_short"),
-    (LINUX_SAMPLE[:171], 546, "too_short"),
     (b"hello, world", 546, "bad_strucid"),
     (b"dlh " + LINUX_SAMPLE[4:], 546, "bad_strucid"),
     (LINUX_SAMPLE[:4] + struct.pack("<i", 2) + LINUX_SAMPLE[8:], 546, "bad_version"),
@@ -179,6 +178,11 @@ def test_real_dmpmqmsg_message_without_dlh(real_fixtures):
 ])
 def test_problem_codes(data, encoding, problem):
     assert decode_dlh(data, encoding, 819) == HeaderResult(False, problem, None, (), ())
+
+
+def test_a_cut_header_without_its_version_has_no_fields():
+    for data in (b"DLH ", b"DLH \x00\x00\x00"):
+        assert decode_dlh(data, 546, 819) == HeaderResult(False, "too_short", None, (), ())
 
 
 def test_mqdead_without_a_usable_header_keeps_its_problem():
@@ -192,6 +196,8 @@ def test_header_found_although_the_mqmd_format_is_not_mqdead():
 
 
 def test_nul_padded_fields_are_kept_and_flagged():
+    """APAR IT31856: queue managers wrote MQDLH names padded with NULs, not blanks; the NULs
+    are kept (they change how rules match) and flagged per field."""
     raw = dlh_raw("<", False, reason=2085, dest_q=b"DLQ.TARGET".ljust(48, b"\x00"),
                   dest_qmgr=b"\x00" * 48, format=b"MQSTR\x00\x00\x00", put_appl_name="app",
                   put_date=b"\x00" * 8, put_time="")
@@ -332,6 +338,33 @@ def test_nested_dead_letter_header_and_xqh_with_bad_embedded_md():
     assert chain_of(linux_dlh("MQDEAD") + inner) == (("MQDEAD", "MQSTR"), ())
     bad_md = b"XX  " + md_raw("<", False, encoding=546, ccsid=819, format="MQSTR")[4:]
     assert chain_of(linux_dlh("MQXMIT") + xqh_raw("<", False, bad_md)) == (("MQXMIT",), ("chain_stopped:MQXMIT",))
+
+
+def test_dead_letter_headers_after_transmission_and_rfh2_headers():
+    """A dead letter that crossed a channel and was dead-lettered again (MQDLH, MQXQH whose MD
+    says MQDEAD, the first MQDLH, data), and one a JMS application forwarded with its MQRFH2
+    kept in front of the original MQDLH: the chain names every header, each read in the
+    Encoding/CCSID the header before it gives (IBM docs: "MQDLH - Dead-letter header",
+    "MQXQH - Transmission-queue header", "MQRFH2 - Rules and formatting header 2")."""
+    xmit = linux_dlh("MQXMIT", encoding=273, ccsid=500) + xqh_raw(">", True, md_raw(">", True, encoding=273, ccsid=500, format="MQDEAD")) \
+        + dlh_raw(">", True, reason=2085, dest_q="APP.Q", encoding=546, ccsid=819, format="MQSTR")
+    assert chain_of(xmit) == (("MQXMIT", "MQDEAD", "MQSTR"), ())
+    rfh2 = linux_dlh("MQHRF2", ccsid=1208) + rfh2_raw("<", False, struc_length=36, encoding=546, ccsid=819,
+                                                       format="MQDEAD") + linux_dlh("MQSTR")
+    assert chain_of(rfh2) == (("MQHRF2", "MQDEAD", "MQSTR"), ())
+
+
+def test_report_message_dead_lettered_without_format_mqdead_is_read_by_its_bytes():
+    """APAR IT24145 (as issue 18 names it): report messages reached the DLQ with an MQMD Format
+    other than MQDEAD in front of their MQDLH. The header is judged by its bytes, as IBM's
+    handler does, and flagged; MQMD.Format saying MQDEAD without an MQDLH is flagged too."""
+    report = dlh_raw("<", False, reason=2087, dest_q="REPLY.Q", encoding=546, ccsid=819, format="        ")
+    for md_format in ("        ", "MQSTR   "):
+        result = decode_dlh(report, 546, 819, md_format)
+        assert (result.has_dlh, result.dlh.reason, result.dlh.dest_q.rstrip(), result.flags) == (
+            True, 2087, "REPLY.Q", ("dlh_without_mqdead",))
+        assert result.chain == ("",)  # MQFMT_NONE after the header: a report has no data of its own
+    assert decode_dlh(b"", 546, 819, "MQDEAD  ").flags == ("mqdead_without_dlh",)
 
 
 # --------------------------------------------------------------------------------------
@@ -483,6 +516,35 @@ def test_dlh_round_trip(order_enc, charset, body):
     assert result.has_dlh
     assert encode_dlh(result.dlh, encoding, ccsid) == raw
     assert decode_dlh(encode_dlh(result.dlh, encoding, ccsid), encoding, ccsid).dlh == result.dlh
+
+
+
+# MQDLH fields: (offset, length), from IBM's MQDLH layout (message-formats.md §2).
+DLH_FIELD_OFFSETS = {"reason": (8, 4), "dest_q": (12, 48), "dest_qmgr": (60, 48), "encoding": (108, 4),
+                     "ccsid": (112, 4), "format": (116, 8), "put_appl_type": (124, 4), "put_appl_name": (128, 28),
+                     "put_date": (156, 8), "put_time": (164, 8)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(orders, charsets, st.binary(min_size=164, max_size=164), st.integers(8, 171))
+def test_a_cut_header_keeps_each_field_that_is_all_there(order_enc, charset, body, cut):
+    """A listing cut inside the MQDLH (a paste of part of it): StrucId and Version read,
+    fewer than 172 bytes. It is ``too_short`` and unusable, and ``dlh`` holds exactly the
+    fields whose bytes are all there, equal to the whole header's, None for the rest."""
+    (order, encoding), (ebcdic, ccsid) = order_enc, charset
+    whole = inv("DLH ", ebcdic) + packed(order, 1) + body
+    full = decode_dlh(whole, encoding, ccsid, "MQDEAD  ")
+    result = decode_dlh(whole[:cut], encoding, ccsid, "MQDEAD  ")
+    assert (result.has_dlh, result.problem, result.chain) == (False, "too_short", ())
+    offsets = DLH_FIELD_OFFSETS
+    expected = {name: getattr(full.dlh, name) if offset + size <= cut else None
+                for name, (offset, size) in offsets.items()}
+    assert {name: getattr(result.dlh, name) for name in offsets} == expected
+    nul_flags = tuple(f for f in full.flags if f.startswith("nul_padded:") and expected[f.split(":")[1]] is not None)
+    charset_flags = tuple(f for f in full.flags if f in ("unknown_ccsid", "ccsid_mismatch", "byte_order_sniffed"))
+    assert result.flags == charset_flags + nul_flags + ("mqdead_without_dlh",)
+    columns = to_columns(result)
+    assert {k: columns[f"dlh_{k}"] for k in offsets} == expected and columns["dlh_chain"] is None
 
 
 @settings(max_examples=200, deadline=None)

@@ -98,10 +98,16 @@ def test_message_without_a_dlh():
     assert view == {**expected, "decode_flags": [], "truncated": False}
 
 
-def test_short_header_is_too_short():
-    view = match_view(MD, encode_dlh(DLH, 546, 819)[:100])
-    expected = {**mqmd_columns(MD), "has_dlh": False, "dlh_problem": "too_short", **NO_DLH}
-    assert view == {**expected, "decode_flags": ["mqdead_without_dlh"], "truncated": False}
+def test_short_header_is_too_short_with_the_fields_that_are_there():
+    """100 of 172 bytes: Reason, DestQName and DestQMgrName (bytes 8-108) are shown, the rest
+    is null; the header is not usable, so no rule matches, not even a catch-all."""
+    view = match_view(MD, encode_dlh(DLH, 546, 819)[:100], truncated=True)
+    expected = {**mqmd_columns(MD), "has_dlh": False, "dlh_problem": "too_short", **NO_DLH,
+                "dlh_reason": 2053, "dlh_dest_q": "APP.IN".ljust(48)}
+    assert view == {**expected, "decode_flags": ["mqdead_without_dlh"], "truncated": True}
+    everything = RulesTable(path="t", rules=(Rule(line=1, index=0, patterns={"REASON": 2053}, action="DISCARD"),
+                                             Rule(line=2, index=1, patterns={}, action="DISCARD")))
+    assert decide(everything, view) == Decision("IGNORE", ignore_reason="no_dlh")
 
 
 def test_ascii_and_ebcdic_headers_get_the_same_decision():
