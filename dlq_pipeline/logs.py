@@ -96,9 +96,10 @@ def setup_from_env(*, fmt: str | None = None, level: str | None = None) -> None:
     setup(_explicit.get("format", "text"), _explicit.get("level", "warning"))
 
 
-def apply_config(config) -> None:
-    """Apply the configuration file's ``[log]`` section where nothing stronger chose already."""
-    fmt = _explicit.get("format", config.get("log", "format"))
-    level = _explicit.get("level", config.get("log", "level"))
+def apply_settings(settings) -> None:
+    """Apply the configuration file's ``[log]`` settings (`dlq_pipeline.settings.LogSettings`)
+    where nothing stronger chose already."""
+    fmt = _explicit.get("format", settings.format)
+    level = _explicit.get("level", settings.level)
     if (fmt, level) != (_current["format"], _current["level"]):
         setup(fmt, level)

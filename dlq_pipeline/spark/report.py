@@ -33,7 +33,7 @@ def _strip(col: str):
     return F.regexp_replace(F.col(col), r"[ \x00]+$", "")
 
 
-def _dead_lettered_at(df: DataFrame):
+def dead_lettered_at(df: DataFrame):
     """When the message reached the DLQ: the MQDLH put time, else when it was landed."""
     stamp = F.try_to_timestamp(  # PutDate/PutTime are GMT: say so, whatever the session's time zone
         F.concat(F.col("dlh_put_date"), F.substring(F.col("dlh_put_time"), 1, 6), F.lit("+0000")),
@@ -47,7 +47,7 @@ def _with_reason_names(rows: list[dict]) -> list[dict]:
 
 
 def _age_buckets(pending: DataFrame, now: dt.datetime) -> list[dict]:
-    age = F.lit(as_utc(now)).cast("timestamp").cast("long") - _dead_lettered_at(pending).cast("long")
+    age = F.lit(as_utc(now)).cast("timestamp").cast("long") - dead_lettered_at(pending).cast("long")
     bucket = None
     for label, limit in AGE_BUCKETS:
         cond = age < limit if limit is not None else F.lit(True)

@@ -16,15 +16,15 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from dlq_pipeline.config import Config, load_config
 from dlq_pipeline.formats.constants import reason_name
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.classify import classify
 from dlq_pipeline.spark.ledger import pending_with_attempts
 from dlq_pipeline.tables import ENDED_OUTCOMES
 from dlq_pipeline.spark.decode import decode_headers
-from dlq_pipeline.spark.report import AGE_BUCKETS, _dead_lettered_at
-from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.spark.report import AGE_BUCKETS, dead_lettered_at
+from dlq_pipeline.settings import StorageSettings
+from dlq_pipeline.spark.storage import Storage, open_storage
 from dlq_pipeline.triage import body_preview
 
 # What makes two decisions for the same message different (the rule line is not: adding a
@@ -41,11 +41,11 @@ class Tables:
     raw_messages: DataFrame  # as stored (for the what-if)
 
 
-def open_warehouse(spark: SparkSession, where: str | Config) -> Storage:
-    """Storage for a warehouse path, or for a loaded configuration (Delta catalog tables too)."""
-    config = where if isinstance(where, Config) else load_config(overrides={"storage": {"path": str(where)}})
-    s = config.section("storage")
-    return Storage(spark, format=s["format"], path=s["path"], catalog=s["catalog"] or None, schema=s["schema"] or None)
+def open_warehouse(spark: SparkSession, where: str | StorageSettings) -> Storage:
+    """Storage for a warehouse path (Parquet), or for ``[storage]`` settings (Delta catalog
+    tables too: ``StorageSettings.from_config(load_config(...))``)."""
+    settings = where if isinstance(where, StorageSettings) else StorageSettings(path=str(where))
+    return open_storage(spark, settings)
 
 
 def load(storage: Storage) -> Tables:
@@ -101,7 +101,7 @@ def by_destination(tables: Tables, top: int = 10) -> pd.DataFrame:
 
 def by_age(tables: Tables, now: dt.datetime) -> pd.DataFrame:
     """Pending messages by how long ago they were dead-lettered (every bucket, zeros too)."""
-    age = F.lit(now).cast("timestamp").cast("long") - _dead_lettered_at(pending(tables)).cast("long")
+    age = F.lit(now).cast("timestamp").cast("long") - dead_lettered_at(pending(tables)).cast("long")
     bucket = None
     for label, limit in AGE_BUCKETS:
         cond = age < limit if limit is not None else F.lit(True)
