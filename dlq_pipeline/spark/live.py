@@ -17,7 +17,7 @@ from dlq_pipeline.live import (DrainResult, LiveQueue, SettleResult, drain_queue
 from dlq_pipeline.replay.targets import local_warehouse
 from dlq_pipeline.settings import RunSettings
 from dlq_pipeline.spark import ledger
-from dlq_pipeline.spark.schemas import table_schema
+from dlq_pipeline.spark.schemas import local_rows
 from dlq_pipeline.spark.storage import Storage
 
 
@@ -27,7 +27,7 @@ def drain(spark: SparkSession, storage: Storage, live: LiveQueue, **options) -> 
     ``landed_at``, ``buffer_size``, ``on_batch``), storing each chunk with `Storage.merge_new`."""
 
     def store(rows: list[tuple]) -> int:
-        return storage.merge_new("messages", spark.createDataFrame(rows, table_schema("messages")))
+        return storage.merge_new("messages", local_rows(spark, rows, "messages"))
 
     return drain_queue(live, store, **options)
 
