@@ -348,6 +348,7 @@ def child_ingest(params: dict) -> dict:
     """In a fresh process with ``params['master']``: text lines vs parse (the dump's records
     as rows, ``scan``) vs ingest (parse, number, deduplicate and store) of one dump."""
     from dlq_pipeline.dumps.plan import plan_work
+    from dlq_pipeline.settings import IngestSettings
     from dlq_pipeline.spark.ingest import ingest, scan
     from dlq_pipeline.spark.session import get_spark
     from dlq_pipeline.spark.storage import Storage
@@ -359,7 +360,8 @@ def child_ingest(params: dict) -> dict:
     def stored():
         runs["n"] += 1
         wh = work / f"wh-{runs['n']}"
-        ingest(spark, Storage(spark, path=str(wh)), [path], run_id=f"bench-{runs['n']}", split_bytes=split)
+        ingest(spark, Storage(spark, path=str(wh)), [path], run_id=f"bench-{runs['n']}",
+               settings=IngestSettings(split_bytes=split))
         shutil.rmtree(wh, ignore_errors=True)
 
     variants = {
@@ -406,13 +408,6 @@ def latency_faults(latency_ms: dict | None) -> list[dict]:
     return [{"op": op, "delay": ms / 1000.0} for op, ms in sorted((latency_ms or {}).items()) if ms]
 
 
-def _config(warehouse: Path, **replay):
-    from dlq_pipeline.config import load_config
-
-    return load_config(overrides={"storage": {"path": str(warehouse)}, "replay": replay} if replay
-                       else {"storage": {"path": str(warehouse)}})
-
-
 def _fresh_sim(path: Path, name: str, latency_ms: dict | None):
     from dlq_pipeline.mq.sim import SimQueueManager
 
@@ -425,10 +420,10 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     from pyspark.sql import functions as F
 
     from dlq_pipeline.replay.targets import open_target
-    from dlq_pipeline.replay.writer import ReplaySettings
+    from dlq_pipeline.settings import ReplaySettings
     from dlq_pipeline.tables import LEDGER_COLUMNS
     from dlq_pipeline.spark.ingest import ingest
-    from dlq_pipeline.spark.replay import _partition_function, row_to_item, work_items
+    from dlq_pipeline.spark.replay import partition_function, row_to_item, work_items
     from dlq_pipeline.spark.classify import decide_pending
     from dlq_pipeline.spark.schemas import table_schema
     from dlq_pipeline.spark.storage import Storage
@@ -457,13 +452,13 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
             runs["n"] += 1
             target = open_target("sim:QMHUB01", warehouse=wh)
             _fresh_sim(Path(target.location), "QMHUB01", ctx.latency_ms)
-            run = _partition_function(target, settings, f"bench-{runs['n']}", now, str(wh / "_checkpoints"), None)
+            run = partition_function(target, settings, f"bench-{runs['n']}", now, str(wh / "_checkpoints"), None)
             noop(spark.createDataFrame(items.rdd.mapPartitionsWithIndex(run), ledger))
 
         def writer_dry_run():
             runs["n"] += 1
             target = open_target("dry-run", warehouse=wh)
-            run = _partition_function(target, settings, f"bench-{runs['n']}", now, str(wh / "_checkpoints"), None)
+            run = partition_function(target, settings, f"bench-{runs['n']}", now, str(wh / "_checkpoints"), None)
             noop(spark.createDataFrame(items.rdd.mapPartitionsWithIndex(run), ledger))
 
         def iterate_only():
@@ -503,6 +498,7 @@ def child_pipeline(params: dict) -> dict:
     """``run`` in a fresh process: Spark start-up, then run_pipeline into the sim."""
     began = time.perf_counter()
     from dlq_pipeline.rules.parser import load_rules
+    from dlq_pipeline.settings import RunSettings, StorageSettings
     from dlq_pipeline.spark.run import run_pipeline
     from dlq_pipeline.spark.session import get_spark
 
@@ -510,8 +506,8 @@ def child_pipeline(params: dict) -> dict:
     started = time.perf_counter()
     wh = Path(params["warehouse"])
     _fresh_sim(wh / "_sim" / "QMHUB01.sqlite", "QMHUB01", params.get("latency_ms"))
-    summary_ = run_pipeline(spark, _config(wh), load_rules(params["rules"]), inputs=params["inputs"],
-                            target="sim:QMHUB01", run_id="bench")
+    summary_ = run_pipeline(spark, RunSettings(storage=StorageSettings(path=str(wh))), load_rules(params["rules"]),
+                            inputs=params["inputs"], target="sim:QMHUB01", run_id="bench")
     done = time.perf_counter()
     return {"spark_start_s": started - began, "run_s": done - started, "outcomes": summary_.outcomes,
             "durations": summary_.durations, "landed": summary_.messages_landed}

@@ -156,14 +156,15 @@ class LockUnavailable(ValueError):
     """The warehouse cannot be locked as configured (a configuration problem, exit 2)."""
 
 
-def writer_lock(config, *, command: str, run_id: str = ""):
-    """The warehouse lock for ``config`` (``storage.path``; with Delta tables by name too,
+def writer_lock(storage, *, command: str, run_id: str = ""):
+    """The warehouse lock for the ``[storage]`` settings ``storage``
+    (`dlq_pipeline.settings.StorageSettings`): its ``path``, with Delta tables by name too,
     since that directory holds the checkpoints, summaries and simulated queue managers every
-    writer of those tables shares), or `NoLock` when ``storage.lock`` is false.
+    writer of those tables shares; `NoLock` when ``storage.lock`` is false.
     `LockUnavailable` when ``storage.path`` is not a file system path."""
-    if not config.get("storage", "lock"):
+    if not storage.lock:
         return NoLock()
-    path = config.get("storage", "path")
+    path = storage.path
     try:
         warehouse = Path(local_path(path)).absolute()
     except PathError:

@@ -109,9 +109,10 @@ def json_lines() -> bool:
     return _current["format"] == "json"
 
 
-def apply_config(config) -> None:
-    """Apply the configuration file's ``[log]`` section where nothing stronger chose already."""
-    fmt = _explicit.get("format", config.get("log", "format"))
-    level = _explicit.get("level", config.get("log", "level") or default_level(fmt))
+def apply_settings(settings) -> None:
+    """Apply the configuration file's ``[log]`` settings (`dlq_pipeline.settings.LogSettings`)
+    where nothing stronger chose already."""
+    fmt = _explicit.get("format", settings.format)
+    level = _explicit.get("level", settings.level or default_level(fmt))
     if (fmt, level) != (_current["format"], _current["level"]):
         setup(fmt, level)

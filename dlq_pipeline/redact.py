@@ -5,7 +5,7 @@ Message bodies may hold personal data. With ``report.redact_payloads = true`` (o
 replaces the ``inspect`` preview, `redact_snippet` the start of a bad record in
 ``quarantine.snippet``. MQMD and MQDLH fields stay visible (they say where a message was
 going and why it failed, which is what operators need). Notebooks use
-`dlq_pipeline.spark.redact.redact_frame` on any table DataFrame, or `payloads_visible(config)`
+`dlq_pipeline.spark.redact.redact_frame` on any table DataFrame, or `payloads_visible(report_settings)`
 to decide whether to show ``data`` at all.
 """
 
@@ -18,9 +18,10 @@ REDACTED = "[redacted]"
 _KIND = re.compile(r"^(A [A-Z]{3}|[A-Z](?= |$))")
 
 
-def payloads_visible(config) -> bool:
-    """False when the configuration asks for bodies never to be shown (report.redact_payloads)."""
-    return not config.get("report", "redact_payloads")
+def payloads_visible(report) -> bool:
+    """False when the ``[report]`` settings (`dlq_pipeline.settings.ReportSettings`) ask for
+    bodies never to be shown (``redact_payloads``)."""
+    return not report.redact_payloads
 
 
 def redact_preview(preview: dict) -> dict:

@@ -14,9 +14,11 @@ import sys
 import click
 
 from dlq_pipeline import exitcodes
+from dlq_pipeline.cli.common import ingest_settings
 from dlq_pipeline.dumps.inspect import describe, format_message, format_summary, printable, summarize
 from dlq_pipeline.dumps.records import RecordError
 from dlq_pipeline.redact import redact_snippet
+from dlq_pipeline.settings import IngestSettings
 
 # RecordError codes that say the whole file is not a dump or listing (the readers report
 # these once, in place of any message): such a file is unreadable, not a bad record.
@@ -83,11 +85,9 @@ def inspect_cmd(files, as_json, summary, limit, redact, config_path, profile):
     Exit status: 0 all read; 3 some records were bad; 2 a file could not be read or is not
     a dump or listing (or bad usage).
     """
-    from dlq_pipeline.cli.rules_test import ingest_limits
-
     state = _Tally()
     descs = _describe_all(files, limit, state, errors_inline=as_json and not summary, redact=redact,
-                          limits=ingest_limits(config_path, profile))
+                          limits=ingest_settings(config_path, profile))
     if summary:
         counts = summarize(descs)  # streams: nothing is kept per message
         counts["bad_records"] = state.bad_records
@@ -106,7 +106,7 @@ class _Tally:
 
 
 def _describe_all(files, limit: int | None, state: _Tally, *, errors_inline: bool, redact: bool = False,
-                  limits: dict | None = None):
+                  limits: IngestSettings = IngestSettings()):
     """`describe` objects of every message, in file order, up to ``limit``. Bad records go
     to stderr as they are met (and inline on stdout as error objects when asked); ``limits``
     are the ingest limits (``max_line_length``, ``max_message_bytes``) a run would apply."""
@@ -115,7 +115,8 @@ def _describe_all(files, limit: int | None, state: _Tally, *, errors_inline: boo
     shown = 0
     for path in files:
         try:
-            for record in read_source(path, name=path, **(limits or {})):
+            for record in read_source(path, name=path, max_line_length=limits.max_line_length,
+                                      max_message_bytes=limits.max_message_bytes):
                 if isinstance(record, RecordError):
                     if redact:
                         record = replace(record, snippet=redact_snippet(record.snippet))

@@ -12,9 +12,10 @@ import sys
 import click
 
 from dlq_pipeline import exitcodes
-from dlq_pipeline.cli.pipeline import (_check_target, _echo_json, _err, _spark, config_options, load_valid_rules,
-                                       storage_with_tables, writing)
+from dlq_pipeline.cli.common import (check_target, config_options, echo_json, err, fail, live_source,
+                                     load_valid_rules, open_tables, run_id_for, start_spark, storage_with_tables, writing)
 from dlq_pipeline.config import Config
+from dlq_pipeline.settings import DrainSettings, ReplaySettings, mq_qmgrs
 
 
 def _source_options(command):
@@ -28,30 +29,15 @@ def _source_options(command):
 
 
 def _live(config: Config, source, queue, qmgr, rules_path):
-    """The LiveQueue, resolved before Spark starts; exit 2 on a bad source or rules table."""
-    from dlq_pipeline.live import live_queue
-    from dlq_pipeline.replay.targets import TargetError
-    from dlq_pipeline.spark.replay import local_warehouse
-
+    """The LiveQueue and warehouse, resolved before Spark starts; exit 2 on a bad source or
+    rules table."""
     source = source or config.get("drain", "source")
     if not source:
-        _err("error: no live source: use --source mq:QMGR|sim:NAME or drain.source in the configuration")
+        err("error: no live source: use --source mq:QMGR|sim:NAME or drain.source in the configuration")
         sys.exit(exitcodes.USAGE)
     rules_path = rules_path or config.get("pipeline", "rules")
     table = load_valid_rules(rules_path) if rules_path else None
-    try:
-        warehouse = local_warehouse(config.get("storage", "path"))
-        live = live_queue(source, warehouse=warehouse, config=config, queue=queue or config.get("drain", "queue"),
-                          qmgr=qmgr or config.get("drain", "qmgr"), control=table.control if table else None)
-    except TargetError as exc:
-        _err(f"error: {exc}")
-        sys.exit(exitcodes.USAGE)
-    return live, warehouse
-
-
-def _fail(exc: Exception) -> None:
-    _err(f"error: {exc}")
-    sys.exit(exitcodes.FAILURE)
+    return live_source(config, source, table, queue=queue, qmgr=qmgr)
 
 
 def _live_errors():
@@ -84,23 +70,21 @@ def drain_cmd(source, queue, qmgr, rules_path, mode, limit, run_id, as_json, con
     written; a failure in between leaves it on the queue.
     """
     from dlq_pipeline.spark.live import drain
-    from dlq_pipeline.identity import new_run_id
-    from dlq_pipeline.spark.storage import storage_from_config
-    from dlq_pipeline.clock import utc_now
 
     live, warehouse = _live(config, source, queue, qmgr, rules_path)
-    mode = mode or config.get("drain", "mode")
-    run_id = run_id or config.get("pipeline", "run_id") or new_run_id(utc_now())
+    settings = DrainSettings.from_config(config)
+    mode = mode or settings.mode
+    run_id = run_id_for(config, run_id)
     with writing(config, f"drain ({mode})", run_id):
-        spark = _spark(config)
+        spark = start_spark(config)
         try:
-            result = drain(spark, storage_from_config(spark, config), live, warehouse=warehouse, run_id=run_id,
-                           mode=mode, batch_size=config.get("drain", "batch_size"), limit=limit)
+            result = drain(spark, open_tables(spark, config), live, warehouse=warehouse, run_id=run_id,
+                           mode=mode, batch_size=settings.batch_size, limit=limit)
         except _live_errors() as exc:
-            _fail(exc)
+            fail(exc)
     doc = {"run_id": run_id, **result.as_dict()}
     if as_json:
-        _echo_json(doc)
+        echo_json(doc)
     else:
         click.echo(f"drained {result.queue} on {result.qmgr} ({mode}): read {result.read}, landed {result.landed} new "
                    f"({result.already_landed} already landed), removed {result.removed}")
@@ -122,20 +106,18 @@ def settle_cmd(source, queue, qmgr, rules_path, run_id, as_json, config: Config)
       dlq-pipeline settle --source mq:QM1 --config prod.toml
     """
     from dlq_pipeline.spark.live import settle
-    from dlq_pipeline.identity import new_run_id
-    from dlq_pipeline.clock import utc_now
 
     live, warehouse = _live(config, source, queue, qmgr, rules_path)
-    run_id = run_id or config.get("pipeline", "run_id") or new_run_id(utc_now())
+    run_id = run_id_for(config, run_id)
     with writing(config, "settle", run_id):
-        spark = _spark(config)
+        spark = start_spark(config)
         try:
             result = settle(spark, storage_with_tables(spark, config), live, warehouse=warehouse, run_id=run_id,
-                            batch_size=config.get("drain", "batch_size"))
+                            batch_size=DrainSettings.from_config(config).batch_size)
         except _live_errors() as exc:
-            _fail(exc)
+            fail(exc)
     if as_json:
-        _echo_json({"run_id": run_id, **result.as_dict()})
+        echo_json({"run_id": run_id, **result.as_dict()})
     else:
         click.echo(f"settled {result.queue} on {result.qmgr}: {result.removed} removed of {result.ended} ended "
                    f"({result.browsed} on the queue, {result.gone} already gone, "
@@ -166,19 +148,20 @@ def replay_cmd(run_id, target, as_json, config: Config):
     from dlq_pipeline.spark.replay import ReplayError, replay_decisions
 
     target = target or config.get("pipeline", "target")
-    _check_target(target, config)
+    check_target(target, config)
     with writing(config, "replay", run_id or "(latest decisions)"):
-        spark = _spark(config)
+        spark = start_spark(config)
         try:
-            result = replay_decisions(spark, storage_with_tables(spark, config), target=target, config=config,
+            result = replay_decisions(spark, storage_with_tables(spark, config), target=target,
+                                      settings=ReplaySettings.from_config(config), qmgrs=mq_qmgrs(config),
                                       run_id=run_id or None)
         except (ReplayError, TargetError) as exc:
-            _err(f"error: {exc}")
+            err(f"error: {exc}")
             sys.exit(exitcodes.USAGE)
         except _live_errors() as exc:
-            _fail(exc)
+            fail(exc)
     if as_json:
-        _echo_json(result)
+        echo_json(result)
     else:
         click.echo(f"replayed the decisions of run {result['decisions_run_id']} to {target} as run {result['run_id']}: "
                    + (", ".join(f"{k} {v}" for k, v in sorted(result["outcomes"].items())) or "nothing to do")

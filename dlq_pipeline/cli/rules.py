@@ -11,27 +11,10 @@ import sys
 import click
 
 from dlq_pipeline import exitcodes
+from dlq_pipeline.cli.common import FILE, plural, summary_line
+from dlq_pipeline.cli.rules_test import rules_test_cmd
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.rules.parser import diagnostic_as_dict, format_table, load_rules, table_as_dict
-
-FILE = click.Path(exists=True, dir_okay=False)
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
-
-
-def summary_line(table: RulesTable, *, strict: bool = False) -> str:
-    """The count line that ends `rules check` output."""
-    counts = f"{_plural(len(table.errors), 'error')}, {_plural(len(table.warnings), 'warning')}"
-    if not table.ok:
-        verdict = "invalid"
-    elif strict and table.warnings:
-        verdict = "rejected under --strict"
-    else:
-        verdict = f"valid, {_plural(len(table.rules), 'rule')}"
-    return f"{table.path}: {verdict} ({counts})"
-
 
 def passes(table: RulesTable, *, strict: bool) -> bool:
     return table.ok and not (strict and table.warnings)
@@ -131,7 +114,7 @@ def show_cmd(file: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(table_as_dict(table), indent=2))
     else:
-        click.echo(f"* {table.path}: {_plural(len(table.rules), 'rule')}")
+        click.echo(f"* {table.path}: {plural(len(table.rules), 'rule')}")
         click.echo(format_table(table, annotate=True), nl=False)
 
 
@@ -163,7 +146,4 @@ def example_cmd(name: str | None) -> None:
     click.echo(path.read_text(encoding="utf-8"), nl=False)
 
 
-# `rules test` lives in its own module, which reuses helpers defined above.
-from dlq_pipeline.cli.rules_test import rules_test_cmd  # noqa: E402
-
-rules_group.add_command(rules_test_cmd)
+rules_group.add_command(rules_test_cmd)  # `rules test` lives in its own module

@@ -13,24 +13,8 @@ import sys
 import click
 
 from dlq_pipeline import exitcodes
-from dlq_pipeline.cli.rules import summary_line
+from dlq_pipeline.cli.common import FILE, ingest_settings, summary_line
 from dlq_pipeline.dumps.records import RecordError
-
-FILE = click.Path(exists=True, dir_okay=False)
-
-
-def ingest_limits(config_path: str | None, profile: str | None) -> dict:
-    """The ingest settings a run would use (defaults, or the configuration given)."""
-    from dlq_pipeline.config import ConfigError, load_config
-
-    try:
-        config = load_config(config_path, profile=profile)
-    except ConfigError as exc:
-        for problem in exc.problems:
-            click.echo(f"error: {problem}", err=True)
-        sys.exit(exitcodes.USAGE)
-    return {"max_line_length": config.get("ingest", "max_line_length"),
-            "max_message_bytes": config.get("ingest", "max_message_bytes")}
 
 
 @click.command("test")
@@ -84,7 +68,7 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
     if not table.ok:
         click.echo(summary_line(table), err=True)
         sys.exit(exitcodes.USAGE)
-    limits = ingest_limits(config_path, profile)
+    limits = ingest_settings(config_path, profile)
     try:
         paths = expand_paths(inputs)
     except (FileNotFoundError, ValueError) as exc:
@@ -97,11 +81,11 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
         click.echo(text_header(width))
     for path in paths:
         try:
-            for record in read_source(path, name=path, max_line_length=limits["max_line_length"],
-                                      max_message_bytes=limits["max_message_bytes"]):
+            for record in read_source(path, name=path, max_line_length=limits.max_line_length,
+                                      max_message_bytes=limits.max_message_bytes):
                 if not isinstance(record, RecordError):
                     record = decide_message(table, record, path, attempts,
-                                            max_message_bytes=limits["max_message_bytes"])
+                                            max_message_bytes=limits.max_message_bytes)
                 if isinstance(record, RecordError):
                     click.echo(printable(str(record)), err=True)
                     tally.bad_records += 1

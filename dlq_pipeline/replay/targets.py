@@ -452,8 +452,9 @@ def parse_target(spec: str) -> tuple[str, str]:
     return kind, arg
 
 
-def open_target(spec: str, *, warehouse: str | os.PathLike, config=None) -> Target:
-    """The `Target` for ``spec``; ``warehouse`` holds ``_sim/``; ``config`` gives ``[mq]``."""
+def open_target(spec: str, *, warehouse: str | os.PathLike, qmgrs: Mapping[str, Mapping] | None = None) -> Target:
+    """The `Target` for ``spec``; ``warehouse`` holds ``_sim/``; ``qmgrs`` are the client
+    settings per queue manager (``[mq.qmgrs]``) an ``mq:`` target needs."""
     kind, arg = parse_target(spec)
     if kind == "dry-run":
         return Target(spec, kind)
@@ -461,7 +462,7 @@ def open_target(spec: str, *, warehouse: str | os.PathLike, config=None) -> Targ
         return Target(spec, kind, location=str(Path(arg).absolute()))
     if kind == "sim":
         return Target(spec, kind, location=str(Path(warehouse).absolute() / "_sim" / f"{arg}.sqlite"), name=arg)
-    qmgrs = config.get("mq", "qmgrs") if config is not None else {}
+    qmgrs = qmgrs or {}
     if arg not in qmgrs:
         raise TargetError(f"target mq:{arg} needs a [mq.qmgrs.{arg}] table (channel, conn_name, ...) in the configuration")
     return Target(spec, kind, location=arg, settings=dict(qmgrs[arg]))

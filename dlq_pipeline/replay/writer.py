@@ -58,6 +58,7 @@ from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, MQError, PutHandle
 from dlq_pipeline.private import private_dirs
 from dlq_pipeline.replay.rebuild import RebuildError, rebuild
+from dlq_pipeline.settings import ReplaySettings
 from dlq_pipeline.tables import PUT_ACTIONS, stored_text
 from dlq_pipeline.testhooks import crash_point
 
@@ -87,28 +88,6 @@ class WorkItem:
     header: bool | None = None
     putaut: str | None = None
     not_before: dt.datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ReplaySettings:
-    """The [replay] options the writer uses, plus the reconnect backoff (seconds)."""
-
-    batch_size: int = 200
-    rate_limit: float = 0.0
-    breaker_threshold: int = 5
-    depth_check: bool = False
-    depth_headroom: float = 0.9
-    reconnect_attempts: int = 3
-    backoff_initial: float = 1.0
-    backoff_max: float = 30.0
-
-    @classmethod
-    def from_config(cls, config) -> "ReplaySettings":
-        r = config.section("replay")
-        return cls(batch_size=r["batch_size"], rate_limit=float(r["rate_limit"]),
-                   breaker_threshold=r["breaker_threshold"], depth_check=r["depth_check"],
-                   depth_headroom=float(r["depth_headroom"]), reconnect_attempts=r["reconnect_attempts"],
-                   backoff_initial=float(r["reconnect_backoff"]))
 
 
 def queue_key(qmgr: str | None, queue: str | None) -> tuple[str, str]:

@@ -48,12 +48,13 @@ from dlq_pipeline.clock import as_utc, utc_now
 from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH
 from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES, FileSplit, plan_work
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
+from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES, IngestSettings
 from dlq_pipeline.tables import CHAR_BYTES_COLUMN, MD_COLUMNS, message_row
 from dlq_pipeline.spark.progress import Report, TaskTicker
 from dlq_pipeline.spark.schemas import conform, table_schema
 from dlq_pipeline.testhooks import crash_point
 
-DEFAULT_MAX_MESSAGE_BYTES = 104_857_600
+DEFAULT_MAX_MESSAGE_BYTES = MQ_MAX_MESSAGE_BYTES
 ARROW_BATCH_ROWS = 2048
 ARROW_BATCH_BYTES = 32 * 1024 * 1024  # keeps every batch's binary column well under 2 GB
 SKIP_BROADCAST_ROWS = 100_000  # rows to leave out of a landing, above which ingest deduplicates whole rows
@@ -476,14 +477,6 @@ class IngestResult:
         return doc
 
 
-def _setting(config, key: str, given, default):
-    if given is not None:
-        return given
-    if config is not None:
-        return config.get("ingest", key)
-    return default
-
-
 def _store_messages(storage, landing: _Landing, read: int) -> int:
     """Store the landing's new messages; return how many.
 
@@ -514,23 +507,22 @@ def ingest(
     paths: Sequence[str],
     *,
     run_id: str,
-    config=None,
-    split_bytes: int | None = None,
+    settings: IngestSettings = IngestSettings(),
     landed_at: dt.datetime | None = None,
     progress: Report | None = None,
 ) -> IngestResult:
     """Land ``paths`` and store them: ``messages`` merged by ``message_key``, ``quarantine``
     merged by (source_file, source_offset, error_code). Idempotent: ingesting the same files
-    again adds nothing. ``config`` (a ``Config``) supplies the ``ingest.*`` settings;
+    again adds nothing. ``settings`` are the ``[ingest]`` split size and reader limits;
     ``progress`` receives the plan, read progress and per-file counts as lines."""
     landing = _land(
         spark,
         paths,
         run_id=run_id,
-        split_bytes=_setting(config, "split_bytes", split_bytes, DEFAULT_SPLIT_BYTES),
+        split_bytes=settings.split_bytes,
         landed_at=landed_at,
-        max_line_length=_setting(config, "max_line_length", None, MAX_LINE_LENGTH),
-        max_message_bytes=_setting(config, "max_message_bytes", None, DEFAULT_MAX_MESSAGE_BYTES),
+        max_line_length=settings.max_line_length,
+        max_message_bytes=settings.max_message_bytes,
         persist=True,
         progress=progress,
     )

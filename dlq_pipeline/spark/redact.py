@@ -2,8 +2,8 @@
 
 ``redact_frame(df)`` returns ``df`` with every column that holds message-body content made
 safe to show: ``data`` becomes null and ``snippet`` (quarantine) keeps only the kind of
-line. Other columns are untouched. ``redact_frame(df, enabled=payloads_visible(config) is
-False)`` follows ``report.redact_payloads``.
+line. Other columns are untouched. ``redact_frame(df, enabled=not
+payloads_visible(ReportSettings.from_config(config)))`` follows ``report.redact_payloads``.
 """
 
 from __future__ import annotations

@@ -23,18 +23,18 @@ import datetime as dt
 import logging
 import secrets
 import shutil
-from typing import Callable
+from typing import Callable, Mapping
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from dlq_pipeline.clock import as_utc, from_epoch_micros, utc_now
-from dlq_pipeline.config import Config
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.process_group import RunGroup, join_run_group
 from dlq_pipeline.replay.rebuild import TARGET_SOURCES, exact_target
 from dlq_pipeline.replay.targets import Target, check_run_id, local_warehouse, open_target
-from dlq_pipeline.replay.writer import Checkpoint, ReplaySettings, WorkItem, replay_partition
+from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
+from dlq_pipeline.settings import ReplaySettings
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.spark.storage import Storage
 from dlq_pipeline.tables import CHAR_BYTES_COLUMN, LEDGER_COLUMNS, MD_COLUMNS, OUTCOMES, PUT_ACTIONS, exact_md
@@ -79,9 +79,9 @@ def row_to_item(row) -> WorkItem:
     )
 
 
-def _partition_function(target: Target, settings: ReplaySettings, run_id: str, now: dt.datetime,
-                        checkpoint_root: str | None, task_hook: Callable[[int, int], None] | None,
-                        run_group: RunGroup | None = None):
+def partition_function(target: Target, settings: ReplaySettings, run_id: str, now: dt.datetime,
+                       checkpoint_root: str | None, task_hook: Callable[[int, int], None] | None,
+                       run_group: RunGroup | None = None):
     """What each task runs; everything it closes over is picklable. Before it puts anything
     the task's worker joins the driver's process group (``run_group``, `process_group`), so
     killing the run's group stops its puts with it."""
@@ -129,27 +129,29 @@ def replay(
     decisions: DataFrame,
     *,
     target: str,
-    config: Config,
+    settings: ReplaySettings = ReplaySettings(),
+    qmgrs: Mapping[str, Mapping] | None = None,
     run_id: str,
     now: dt.datetime,
     task_hook: Callable[[int, int], None] | None = None,
 ) -> dict[str, int]:
     """Replay the run's decisions to ``target``; append one ledger row per decision; return
-    the number of rows per outcome. ``task_hook(partition_id, batches_committed)`` runs in the
-    task after each committed batch (rehearsals and tests inject task failures with it)."""
+    the number of rows per outcome. ``settings`` are the ``[replay]`` settings, ``qmgrs`` the
+    client settings per queue manager an ``mq:`` target needs; checkpoints (and simulated
+    queue managers) live in the warehouse, ``storage.path``. ``task_hook(partition_id,
+    batches_committed)`` runs in the task after each committed batch (rehearsals and tests
+    inject task failures with it)."""
     check_run_id(run_id)
     now = as_utc(now)
-    warehouse = local_warehouse(config.get("storage", "path"))
-    chosen = open_target(target, warehouse=warehouse, config=config)
+    warehouse = local_warehouse(storage.path)
+    chosen = open_target(target, warehouse=warehouse, qmgrs=qmgrs)
     chosen.preflight()
-    settings = ReplaySettings.from_config(config)
     root = warehouse / CHECKPOINTS_DIR
     skip = recover_checkpoints(spark, storage, root)
     checkpoint_root = str(root) if chosen.resumable else None
 
-    items = work_items(storage, decisions, config.get("replay", "max_connections"), skip)
-    run = _partition_function(chosen, settings, run_id, now, checkpoint_root, task_hook,
-                              RunGroup.of_this_process())
+    items = work_items(storage, decisions, settings.max_connections, skip)
+    run = partition_function(chosen, settings, run_id, now, checkpoint_root, task_hook, RunGroup.of_this_process())
     ledger = spark.createDataFrame(items.rdd.mapPartitionsWithIndex(run), table_schema("ledger"))
     observation = Observation(f"replay_{run_id}_{secrets.token_hex(4)}")
     observed = ledger.observe(
@@ -170,7 +172,8 @@ def replay_decisions(
     storage: Storage,
     *,
     target: str,
-    config: Config,
+    settings: ReplaySettings = ReplaySettings(),
+    qmgrs: Mapping[str, Mapping] | None = None,
     run_id: str | None = None,
     now: dt.datetime | None = None,
 ) -> dict:
@@ -206,7 +209,7 @@ def replay_decisions(
         ledger_run = run_id
         if not ledger.where(F.col("run_id") == run_id).isEmpty():
             ledger_run = check_run_id(f"{run_id}.replay-{secrets.token_hex(3)}")
-        counts = replay(spark, storage, fresh, target=target, config=config, run_id=ledger_run,
+        counts = replay(spark, storage, fresh, target=target, settings=settings, qmgrs=qmgrs, run_id=ledger_run,
                         now=as_utc(now) or utc_now())
     finally:
         current.unpersist()

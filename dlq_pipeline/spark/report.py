@@ -58,13 +58,13 @@ def _stamp(date_col: str, time_col: str):
     )
 
 
-def _dead_lettered_at(df: DataFrame):
+def dead_lettered_at(df: DataFrame):
     """When the message reached the DLQ: the MQDLH put time; without a header the MQMD put
     time (an application put it there itself); else when it was landed."""
     return F.coalesce(_stamp("dlh_put_date", "dlh_put_time"), _stamp("put_date", "put_time"), F.col("landed_at"))
 
 
-def _origin_qmgr():
+def origin_qmgr():
     """The queue manager the message came from: the MQMD ReplyToQMgr, which a putting
     application's queue manager fills in (the hub that holds the DLQ is ``source_qmgr``)."""
     name = _strip("reply_to_qmgr")
@@ -76,7 +76,7 @@ def _reason_names(rows: list[dict], key: str = "reason", to: str = "reason_name"
 
 
 def _age_buckets(pending: DataFrame, now: dt.datetime) -> list[dict]:
-    age = F.lit(as_utc(now)).cast("timestamp").cast("long") - _dead_lettered_at(pending).cast("long")
+    age = F.lit(as_utc(now)).cast("timestamp").cast("long") - dead_lettered_at(pending).cast("long")
     bucket = None
     for label, limit in AGE_BUCKETS:
         cond = age < limit if limit is not None else F.lit(True)
@@ -88,9 +88,9 @@ def _age_buckets(pending: DataFrame, now: dt.datetime) -> list[dict]:
 def arrivals(messages: DataFrame) -> dict:
     """The arrivals timeline (`dlq_pipeline.arrivals.timeline`) of decoded messages: buckets
     by when each reached the DLQ, counts by reason and originating queue manager."""
-    at = F.unix_seconds(_dead_lettered_at(messages))  # epoch seconds: a timestamp collected is local time
+    at = F.unix_seconds(dead_lettered_at(messages))  # epoch seconds: a timestamp collected is local time
     framed = messages.select(at.alias("at"), F.when(F.col("has_dlh"), F.col("dlh_reason")).alias("reason"),
-                             _origin_qmgr().alias("qmgr"),
+                             origin_qmgr().alias("qmgr"),
                              F.when(F.col("has_dlh"), F.concat_ws("/", _strip("dlh_dest_qmgr"), _strip("dlh_dest_q")))
                              .alias("dest"))
     span = framed.agg(F.min("at").alias("first"), F.max("at").alias("last")).collect()[0]
@@ -108,7 +108,7 @@ def arrivals(messages: DataFrame) -> dict:
 def originators(messages: DataFrame, top: int) -> list[dict]:
     """Who sends dead letters: originating queue manager and putting application, with the
     commonest reason and who dead-lettered them (the MQDLH PutApplName)."""
-    m = messages.select(_origin_qmgr().alias("qmgr"), _strip("put_appl_name").alias("application"),
+    m = messages.select(origin_qmgr().alias("qmgr"), _strip("put_appl_name").alias("application"),
                         F.when(F.col("has_dlh"), F.col("dlh_reason")).alias("reason"),
                         F.when(F.col("has_dlh"), _strip("dlh_put_appl_name")).alias("dead_lettered_by"))
     keys = ["qmgr", "application"]

@@ -20,15 +20,15 @@ from pyspark.sql import functions as F
 from dlq_pipeline import exitcodes
 from dlq_pipeline.clock import as_utc, iso_z
 from dlq_pipeline.clock import utc_now
-from dlq_pipeline.config import Config
 from dlq_pipeline.locks import writer_lock
 from dlq_pipeline.metrics import prometheus_text, run_metrics, write_textfile
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.rules.parser import rules_listing
 from dlq_pipeline.identity import new_run_id
 from dlq_pipeline.spark.classify import decide_pending
+from dlq_pipeline.settings import RunSettings
 from dlq_pipeline.spark.progress import TaskTicker
-from dlq_pipeline.spark.storage import storage_from_config
+from dlq_pipeline.spark.storage import open_storage
 from dlq_pipeline.tables import ATTENTION_OUTCOMES
 from dlq_pipeline.testhooks import crash_point
 
@@ -77,7 +77,8 @@ def attention_status(summary: RunSummary) -> int:
     return exitcodes.ATTENTION if needs_look else exitcodes.OK
 
 
-def _counts(df: DataFrame, column: str) -> dict[str, int]:
+def counts_by(df: DataFrame, column: str) -> dict[str, int]:
+    """Rows per value of ``column`` (the run summary's counts; `classify --json`)."""
     return {str(r[column]): int(r["n"]) for r in df.groupBy(column).agg(F.count("*").alias("n")).collect()}
 
 
@@ -115,7 +116,7 @@ class _Stages:
 
 def run_pipeline(
     spark: SparkSession,
-    config: Config,
+    settings: RunSettings,
     table: RulesTable,
     *,
     inputs: Sequence[str],
@@ -125,36 +126,38 @@ def run_pipeline(
     progress: Callable[[str], None] | None = None,
     source: str | None = None,
 ) -> RunSummary:
-    """One whole run. The rules table must already be valid (checked before anything runs).
-    ``source`` (``mq:QMGR``/``sim:NAME``): a live DLQ drained first and settled last
-    (`dlq_pipeline.spark.live`). Holds the warehouse's writer lock (`dlq_pipeline.locks`)
-    throughout: `dlq_pipeline.locks.WarehouseLocked` when another process writes it."""
+    """One whole run with ``settings`` (each stage's, `dlq_pipeline.settings.RunSettings`).
+    The rules table must already be valid (checked before anything runs). ``source``
+    (``mq:QMGR``/``sim:NAME``; the command line defaults it to ``drain.source``): a live DLQ
+    drained first and settled last (`dlq_pipeline.spark.live`). Holds the warehouse's writer
+    lock (`dlq_pipeline.locks`) throughout: `dlq_pipeline.locks.WarehouseLocked` when another
+    process writes it."""
     if not table.ok:
         raise ValueError("run_pipeline needs a valid rules table")
     now = as_utc(now) or utc_now()
     run_id = run_id or new_run_id(now)
-    with writer_lock(config, command="run", run_id=run_id):  # re-entrant: a no-op under the `run` command
-        return _run_pipeline(spark, config, table, inputs=inputs, target=target, run_id=run_id, now=now,
+    with writer_lock(settings.storage, command="run", run_id=run_id):  # re-entrant: a no-op under the `run` command
+        return _run_pipeline(spark, settings, table, inputs=inputs, target=target, run_id=run_id, now=now,
                              progress=progress, source=source)
 
 
-def _run_pipeline(spark, config, table, *, inputs, target, run_id, now, progress, source) -> RunSummary:
+def _run_pipeline(spark, settings: RunSettings, table, *, inputs, target, run_id, now, progress, source) -> RunSummary:
     from dlq_pipeline.spark.ingest import ingest
     from dlq_pipeline.spark.replay import replay
 
     summary = RunSummary(run_id=run_id, target=target, started_at=iso_z(now), inputs=list(inputs),
                          rules_file=table.path or "", rules=rules_listing(table))
     stage = _Stages(summary, 6 if source else 4, progress)
-    storage = storage_from_config(spark, config)
+    storage = open_storage(spark, settings.storage)
     if source:
         from dlq_pipeline.spark.live import drain_stage
 
         summary.source = source
         with stage("drain"):
-            live, summary.drain = drain_stage(spark, storage, config, table, source=source, run_id=run_id)
+            live, summary.drain = drain_stage(spark, storage, settings, table, source=source, run_id=run_id)
 
     with stage("ingest"):
-        landed = ingest(spark, storage, list(inputs), run_id=run_id, config=config,
+        landed = ingest(spark, storage, list(inputs), run_id=run_id, settings=settings.ingest,
                         progress=stage.tell) if inputs else None
         if landed is not None:
             summary.files = landed.files
@@ -164,19 +167,19 @@ def _run_pipeline(spark, config, table, *, inputs, target, run_id, now, progress
     crash_point("after-ingest")
 
     with stage("classify"):
-        retry_interval = config.get("classify", "retry_interval")
         with TaskTicker(spark, stage.tell, "classify", "tasks"):  # silent for a minute otherwise
             decisions = decide_pending(spark, storage, table, run_id=run_id, now=now,
-                                       retry_interval=retry_interval).cache()
+                                       retry_interval=settings.classify.retry_interval).cache()
         summary.pending = decisions.count()
-        summary.decisions = _counts(decisions, "action")
-        summary.ignore_reasons = _counts(decisions.where(F.col("ignore_reason").isNotNull()), "ignore_reason")
+        summary.decisions = counts_by(decisions, "action")
+        summary.ignore_reasons = counts_by(decisions.where(F.col("ignore_reason").isNotNull()), "ignore_reason")
         summary.messages_without_dlh = summary.ignore_reasons.get("no_dlh", 0)
     crash_point("after-classify")
 
     with stage("replay"):
         with TaskTicker(spark, stage.tell, "replay", "tasks"):
-            outcomes = replay(spark, storage, decisions, target=target, config=config, run_id=run_id, now=now)
+            outcomes = replay(spark, storage, decisions, target=target, settings=settings.replay, qmgrs=settings.qmgrs,
+                              run_id=run_id, now=now)
         summary.outcomes = dict(sorted(Counter(outcomes).items()))
         decisions.unpersist()
     crash_point("after-replay")
@@ -185,16 +188,15 @@ def _run_pipeline(spark, config, table, *, inputs, target, run_id, now, progress
         from dlq_pipeline.spark.live import settle_stage
 
         with stage("settle"):
-            summary.settle = settle_stage(spark, storage, config, live, target=target, run_id=run_id)
+            summary.settle = settle_stage(spark, storage, settings, live, target=target, run_id=run_id)
 
     with stage("summary"):
         summary.finished_at = iso_z(utc_now())
         summary.exit_status = attention_status(summary)
         summary.metrics = run_metrics(summary.as_dict())
         where = storage.write_summary(run_id, summary.as_dict())
-        textfile = config.get("metrics", "textfile")
-        if textfile:
-            write_textfile(textfile, prometheus_text(summary.as_dict()))
+        if settings.metrics_textfile:
+            write_textfile(settings.metrics_textfile, prometheus_text(summary.as_dict()))
     log.info("run %s finished with status %d", run_id, summary.exit_status,
              extra={"event": "run_finished", "run_id": run_id, "summary_path": where,
                     "exit_status": summary.exit_status, "metrics": summary.metrics})

@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -44,6 +44,25 @@ def table_schema(name: str) -> StructType:
         return _struct(doc["schema"])
     except (KeyError, TypeError, ValueError) as exc:
         raise SchemaError(f"schema of {name!r}: {exc}") from None
+
+
+def local_rows(spark: SparkSession, rows: list[tuple], name: str) -> DataFrame:
+    """Rows built on the driver (tuples in the schema's order) as a DataFrame of table
+    ``name``, handed to the JVM as one Arrow table.
+
+    Why not ``createDataFrame(rows, schema)``: that DataFrame is computed by Python worker
+    processes, and an action that stops reading early (``isEmpty``, as `Storage.merge_new`
+    asks before writing) closes their pipe while they still write, which printed a
+    ``BrokenPipeError`` traceback per worker on stderr after every successful drain. An
+    Arrow table needs no Python worker."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    schema = table_schema(name)
+    arrow = to_arrow_schema(schema, timezone="UTC")
+    columns = list(zip(*rows)) if rows else [()] * len(schema.fields)
+    table = pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, arrow)], schema=arrow)
+    return spark.createDataFrame(table, schema)
 
 
 # --- JSON and DDL type parsing (pure Python: no JVM needed) ----------------------------------

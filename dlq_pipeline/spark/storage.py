@@ -43,6 +43,7 @@ from pyspark.sql import functions as F
 from dlq_pipeline.clock import as_utc, iso_z
 from dlq_pipeline.paths import plain_path
 from dlq_pipeline.private import private_dirs
+from dlq_pipeline.settings import StorageSettings
 from dlq_pipeline.spark.schemas import conform, table_schema
 from dlq_pipeline.tables import table_key
 from dlq_pipeline.spark.session import DELTA_FIX, delta_available
@@ -429,7 +430,7 @@ class Storage:
         return target
 
 
-def storage_from_config(spark: SparkSession, config) -> Storage:
-    """The `Storage` a command's configuration (`[storage]`) describes: built once, at the edge."""
-    s = config.section("storage")
-    return Storage(spark, format=s["format"], path=s["path"], catalog=s["catalog"] or None, schema=s["schema"] or None)
+def open_storage(spark: SparkSession, settings: StorageSettings) -> Storage:
+    """The `Storage` that ``[storage]`` settings describe (built at the edge, `dlq_pipeline.settings`)."""
+    return Storage(spark, format=settings.format, path=settings.path, catalog=settings.catalog,
+                   schema=settings.schema)

@@ -16,16 +16,16 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from dlq_pipeline.config import Config, load_config
 from dlq_pipeline.formats.constants import reason_name
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.classify import classify
 from dlq_pipeline.spark.ledger import pending_with_attempts
 from dlq_pipeline.tables import ENDED_OUTCOMES
 from dlq_pipeline.spark.decode import decode_headers
-from dlq_pipeline.spark.report import AGE_BUCKETS, _dead_lettered_at, _origin_qmgr
+from dlq_pipeline.settings import StorageSettings
+from dlq_pipeline.spark.report import AGE_BUCKETS, dead_lettered_at, origin_qmgr
 from dlq_pipeline.spark.report import arrivals as _arrivals
-from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.spark.storage import Storage, open_storage
 from dlq_pipeline.triage import body_preview
 
 # What makes two decisions for the same message different (the rule line is not: adding a
@@ -42,14 +42,12 @@ class Tables:
     raw_messages: DataFrame  # as stored (for the what-if)
 
 
-def open_warehouse(spark: SparkSession, where: str | Config) -> Storage:
-    """Storage for a warehouse path, or for a loaded configuration (Delta catalog tables too).
-    `dlq_pipeline.spark.storage.StorageError` naming the path when it holds no tables: a
-    wrong WAREHOUSE must not draw empty charts without a word."""
-    config = where if isinstance(where, Config) else load_config(overrides={"storage": {"path": str(where)}})
-    s = config.section("storage")
-    storage = Storage(spark, format=s["format"], path=s["path"], catalog=s["catalog"] or None,
-                      schema=s["schema"] or None)
+def open_warehouse(spark: SparkSession, where: str | StorageSettings) -> Storage:
+    """Storage for a warehouse path (Parquet), or for ``[storage]`` settings (Delta catalog
+    tables too: ``StorageSettings.from_config(load_config(...))``). `dlq_pipeline.spark.storage.StorageError`
+    naming the warehouse when it holds no tables: a wrong WAREHOUSE must not draw empty charts without a word."""
+    settings = where if isinstance(where, StorageSettings) else StorageSettings(path=str(where))
+    storage = open_storage(spark, settings)
     storage.require_tables()
     return storage
 
@@ -112,7 +110,7 @@ def by_destination(tables: Tables, top: int = 10) -> pd.DataFrame:
 
 def by_age(tables: Tables, now: dt.datetime) -> pd.DataFrame:
     """Pending messages by how long ago they were dead-lettered (every bucket, zeros too)."""
-    age = F.lit(now).cast("timestamp").cast("long") - _dead_lettered_at(pending(tables)).cast("long")
+    age = F.lit(now).cast("timestamp").cast("long") - dead_lettered_at(pending(tables)).cast("long")
     bucket = None
     for label, limit in AGE_BUCKETS:
         cond = age < limit if limit is not None else F.lit(True)
@@ -151,7 +149,7 @@ def top_offenders(tables: Tables, top: int = 10) -> pd.DataFrame:
     """Which application on which originating queue manager (not the hub that holds the DLQ)
     sent what ended up on the DLQ, and its commonest reason."""
     m = tables.messages.where(F.col("has_dlh")).select(
-        _origin_qmgr().alias("qmgr"), _strip("put_appl_name").alias("put_appl_name"),
+        origin_qmgr().alias("qmgr"), _strip("put_appl_name").alias("put_appl_name"),
         F.col("dlh_reason").alias("reason"))
     per_reason = m.groupBy("qmgr", "put_appl_name", "reason").count()
     w = Window.partitionBy("qmgr", "put_appl_name").orderBy(F.desc("count"), "reason")

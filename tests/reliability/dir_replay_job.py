@@ -2,7 +2,7 @@
 
 `work(count, seed)` builds the same partitions in the test and in the killed subprocess, and
 `replay_partitions` runs each through replay's own task function
-(`dlq_pipeline.spark.replay._partition_function`: checkpoint, target partition, writer), one
+(`dlq_pipeline.spark.replay.partition_function`: checkpoint, target partition, writer), one
 after the other, as the Spark tasks of one run would. What Spark adds (the ledger append) is
 left out: a killed run never gets that far, and the test plays the next run's recovery.
 
@@ -18,10 +18,10 @@ from pathlib import Path
 from dlq_pipeline.dumps.generator import generate_messages
 from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.replay.targets import open_target
-from dlq_pipeline.replay.writer import ReplaySettings
+from dlq_pipeline.settings import ReplaySettings
 from dlq_pipeline.spark.ledger import CHECKPOINTS_DIR
 from dlq_pipeline.tables import MD_COLUMNS
-from dlq_pipeline.spark.replay import _partition_function
+from dlq_pipeline.spark.replay import partition_function
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.timezone.utc)
 BATCH = 5
@@ -52,8 +52,8 @@ def replay_partitions(out: Path, warehouse: Path, run_id: str, partitions: list[
     from dlq_pipeline.tables import LEDGER_COLUMNS
 
     target = open_target(f"dir:{out}", warehouse=warehouse)
-    task = _partition_function(target, ReplaySettings(batch_size=BATCH), run_id, NOW,
-                               str(warehouse / CHECKPOINTS_DIR), None)
+    task = partition_function(target, ReplaySettings(batch_size=BATCH), run_id, NOW,
+                              str(warehouse / CHECKPOINTS_DIR), None)
     return [dict(zip(LEDGER_COLUMNS, row)) for index, rows in enumerate(partitions) for row in task(index, rows)]
 
 

@@ -63,6 +63,7 @@ def main(warehouse: str, result_path: str, count: int, seed: int) -> None:
     from dlq_pipeline.dumps.generator import generate_messages
     from dlq_pipeline.identity import data_digest, message_key
     from dlq_pipeline.mq.sim import SimQueueManager
+    from dlq_pipeline.settings import ReplaySettings
     from dlq_pipeline.spark.replay import replay
     from dlq_pipeline.spark.session import get_spark
     from dlq_pipeline.spark.storage import Storage
@@ -96,7 +97,8 @@ def main(warehouse: str, result_path: str, count: int, seed: int) -> None:
             storage.append("messages", frame(spark, "messages", messages))
         decided = frame(spark, "decisions", decisions)
         hook = functools.partial(fail_once, warehouse, seed)
-        first = replay(spark, storage, decided, target="sim:", config=config, run_id="SOAK1", now=NOW, task_hook=hook)
+        settings = ReplaySettings.from_config(config)
+        first = replay(spark, storage, decided, target="sim:", settings=settings, run_id="SOAK1", now=NOW, task_hook=hook)
         counts = {str(k): list(v) for k, v in _fault_counts(sim.faults_path).items()}
         puts_first = len(sim.put_log())
 
@@ -104,7 +106,7 @@ def main(warehouse: str, result_path: str, count: int, seed: int) -> None:
         sim.configure(sim_config(seed, faults=False))
         ended = {r["message_key"] for r in storage.read("ledger").collect() if r["outcome"] in ("delivered",)}
         again = [dict(d, run_id="SOAK2", attempt=2) for d in decisions if d["message_key"] not in ended]
-        second = replay(spark, storage, frame(spark, "decisions", again), target="sim:", config=config,
+        second = replay(spark, storage, frame(spark, "decisions", again), target="sim:", settings=settings,
                         run_id="SOAK2", now=NOW)
         ledger = [[r["run_id"], r["message_key"], r["outcome"], r["reason_code"], r["error_text"], r["partition_id"]]
                   for r in storage.read("ledger").collect()]

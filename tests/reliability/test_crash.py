@@ -32,7 +32,8 @@ from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.view import match_view
 from dlq_pipeline.dumps.sources import read_source
 from dlq_pipeline.spark.run import run_pipeline
-from dlq_pipeline.spark.storage import storage_from_config
+from dlq_pipeline.spark.storage import open_storage
+from dlq_pipeline.settings import RunSettings, StorageSettings
 
 from .harness import kill_run, markers, start_run, wait_for
 
@@ -193,9 +194,9 @@ def test_runs_killed_at_any_point_lose_nothing_and_send_nothing_twice(spark, tmp
 
     config = load_config(overrides={"storage": {"path": str(warehouse), "format": kind},
                                     "replay": {"batch_size": BATCH, "max_connections": PARTITIONS}})
-    summary = run_pipeline(spark, config, table, inputs=paths, target="sim:SIM", run_id="RERUN")
+    summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=paths, target="sim:SIM", run_id="RERUN")
 
-    storage = storage_from_config(spark, config)
+    storage = open_storage(spark, StorageSettings.from_config(config))
     landed = Counter(r["message_key"] for r in storage.read("messages").select("message_key").collect())
     assert landed == Counter(messages.keys())  # every message landed exactly once
     quarantined = sorted((r["source_file"], r["source_offset"], r["error_code"])
@@ -241,11 +242,11 @@ def test_dir_target_killed_mid_replay_then_rerun_writes_each_message_once(spark,
 
     config = load_config(overrides={"storage": {"path": str(warehouse)},
                                     "replay": {"batch_size": BATCH, "max_connections": PARTITIONS}})
-    run_pipeline(spark, config, table, inputs=paths, target=f"dir:{out}", run_id="RERUN")
+    run_pipeline(spark, RunSettings.from_config(config), table, inputs=paths, target=f"dir:{out}", run_id="RERUN")
 
     forwarded = Counter(p[4] for p in puts)
     assert Counter(published_keys(out)) == forwarded  # every message in the output folder exactly once
-    storage = storage_from_config(spark, config)
+    storage = open_storage(spark, StorageSettings.from_config(config))
     ledger = storage.read("ledger").collect()
     assert Counter(r["message_key"] for r in ledger if r["outcome"] == "delivered") == forwarded  # the ledger agrees
     assert [p for p in out.rglob("*") if p.name.startswith(".")] == []  # no staging or temporary file left

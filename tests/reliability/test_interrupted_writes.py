@@ -11,11 +11,12 @@ import pytest
 
 from dlq_pipeline.config import load_config
 from dlq_pipeline.mq.sim import SimQueueManager
-from dlq_pipeline.replay.writer import Checkpoint, ReplaySettings, WorkItem, replay_partition
+from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.spark.replay import replay
 from dlq_pipeline.spark.classify import decide_pending as decide
 from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.settings import ReplaySettings
 from tests.spark.replay_retry_job import NOW, dead_letter, frame, message_row
 
 pytestmark = pytest.mark.spark
@@ -64,7 +65,8 @@ def test_classify_after_a_dead_replay_does_not_decide_what_it_delivered(spark, t
     table = parse_rules("ACTION(FWD) FWDQ(HOLD) HEADER(YES)\n", "t.rules")
     decisions = decide(spark, storage, table, run_id="NEXT", now=NOW + dt.timedelta(minutes=1))
     assert sorted(r["message_key"] for r in decisions.collect()) == ["key002", "key003", "key004"]
-    counts = replay(spark, storage, decisions, target="sim:", config=config, run_id="NEXT", now=NOW)
+    counts = replay(spark, storage, decisions, target="sim:", settings=ReplaySettings.from_config(config),
+                    run_id="NEXT", now=NOW)
     assert counts == {"delivered": 3}
     assert sorted(r.md.msg_id for r in sim.put_log()) == sorted(dead_letter(n)[0].msg_id for n in range(5))
     ledger = Counter((r["run_id"], r["message_key"], r["outcome"]) for r in storage.read("ledger").collect())

@@ -19,7 +19,8 @@ from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.rules.model import Decision
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.spark.run import run_pipeline
-from dlq_pipeline.spark.storage import storage_from_config
+from dlq_pipeline.spark.storage import open_storage
+from dlq_pipeline.settings import RunSettings, StorageSettings
 from tests.spark.replay_retry_job import dead_letter
 
 pytestmark = pytest.mark.spark
@@ -45,13 +46,13 @@ def test_large_messages_land_decode_and_replay_byte_for_byte(spark, tmp_path):
     config = load_config(overrides={"storage": {"path": str(warehouse)}, "replay": {"batch_size": 1}})
     table = parse_rules("ACTION(FWD) FWDQ(BIG.OUT) HEADER(NO)\n", "big.rules")
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    summary = run_pipeline(spark, config, table, inputs=[str(dump)], target="sim:", run_id="BIG")
+    summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=[str(dump)], target="sim:", run_id="BIG")
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f"driver peak RSS {before / 1024:.0f} -> {after / 1024:.0f} MiB for messages of {SIZES} bytes")
 
     assert summary.messages_landed == len(SIZES) and summary.quarantined == 0
     assert summary.outcomes == {"delivered": len(SIZES)}
-    stored = storage_from_config(spark, config).read("messages").orderBy("source_index").collect()
+    stored = open_storage(spark, StorageSettings.from_config(config)).read("messages").orderBy("source_index").collect()
     assert [(r["data_length"], r["truncated"], r["data_digest"]) for r in stored] == [
         (len(d), False, hashlib.sha256(d).hexdigest()) for _md, d in originals]
     assert [bytes(r["data"]) == d for r, (_md, d) in zip(stored, originals)] == [True] * len(SIZES)

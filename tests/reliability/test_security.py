@@ -19,6 +19,8 @@ from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq.client import MQClientMissing
 from dlq_pipeline.redact import REDACTED, payloads_visible, redact_preview, redact_snippet
 from dlq_pipeline.rules.parser import parse_rules
+from dlq_pipeline.settings import ReportSettings
+from dlq_pipeline.settings import RunSettings
 
 PASSWORD = "Pw-9f3e1c-never-shown"
 STASH = "Stash-77a0b2-never-shown"
@@ -65,8 +67,8 @@ def test_a_secret_pasted_where_a_variable_name_belongs_is_refused_without_showin
 
 
 def test_redaction_helpers():
-    assert payloads_visible(load_config()) and not payloads_visible(
-        load_config(overrides={"report": {"redact_payloads": True}}))
+    assert payloads_visible(ReportSettings.from_config(load_config())) and not payloads_visible(
+        ReportSettings.from_config(load_config(overrides={"report": {"redact_payloads": True}})))
     assert redact_preview({"offset": 172, "hex": "C1C2", "text": "AB"}) == {"offset": 172, "hex": "", "text": REDACTED}
     assert [redact_snippet(s) for s in ("X 4A6F686E20446F65", "S \"John Doe\"", "A USR john", "garbage", None)] == [
         f"X {REDACTED}", f"S {REDACTED}", f"A USR {REDACTED}", REDACTED, None]
@@ -125,11 +127,11 @@ def test_secrets_never_leak_and_output_is_owner_only(spark, tmp_path, monkeypatc
     warehouse = tmp_path / "wh"
     config = load_config(overrides={"storage": {"path": str(warehouse)}, "mq": {"qmgrs": {"QM1": QM1}}})
     table = parse_rules("ACTION(FWD) FWDQ(HOLD) HEADER(YES)\n", "t.rules")
-    run_pipeline(spark, config, table, inputs=inputs, target="sim:", run_id="SIMRUN")
+    run_pipeline(spark, RunSettings.from_config(config), table, inputs=inputs, target="sim:", run_id="SIMRUN")
     config2 = load_config(overrides={"storage": {"path": str(tmp_path / "wh2")}})
-    run_pipeline(spark, config2, table, inputs=inputs, target=f"dir:{tmp_path / 'out'}", run_id="DIRRUN")
+    run_pipeline(spark, RunSettings.from_config(config2), table, inputs=inputs, target=f"dir:{tmp_path / 'out'}", run_id="DIRRUN")
     with pytest.raises(MQClientMissing) as err:
-        run_pipeline(spark, config, table, inputs=inputs, target="mq:QM1", run_id="MQRUN")
+        run_pipeline(spark, RunSettings.from_config(config), table, inputs=inputs, target="mq:QM1", run_id="MQRUN")
     text = "".join(traceback.format_exception(err.value)) + caplog.text + "".join(capfd.readouterr())
     assert "ibmmq" in str(err.value) and PASSWORD not in text and STASH not in text
     for path in [*warehouse.rglob("*"), *(tmp_path / "wh2").rglob("*"), *(tmp_path / "out").rglob("*")]:

@@ -78,6 +78,7 @@ def task_hook(marker_dir: str, partition_id: int, batches: int) -> None:
 def main(warehouse: str, result_path: str) -> None:
     from dlq_pipeline.config import load_config
     from dlq_pipeline.mq.sim import SimQueueManager
+    from dlq_pipeline.settings import ReplaySettings
     from dlq_pipeline.spark.replay import replay
     from dlq_pipeline.spark.session import get_spark
     from dlq_pipeline.spark.storage import Storage
@@ -97,7 +98,8 @@ def main(warehouse: str, result_path: str) -> None:
             decisions.append(decision_row(key, "RETRY", run_id="RUN1", index=n, target_q="APP.IN",
                                           target_qmgr=qmgr, putaut="DEF", attempt=1))
         storage.append("messages", frame(spark, "messages", messages))
-        counts = replay(spark, storage, frame(spark, "decisions", decisions), target="sim:", config=config,
+        counts = replay(spark, storage, frame(spark, "decisions", decisions), target="sim:",
+                        settings=ReplaySettings.from_config(config),
                         run_id="RUN1", now=NOW, task_hook=functools.partial(task_hook, warehouse))
         ledger = storage.read("ledger").collect()
         result = {

@@ -23,7 +23,8 @@ from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.spark import schemas
 from dlq_pipeline.spark.run import run_pipeline
-from dlq_pipeline.spark.storage import storage_from_config
+from dlq_pipeline.settings import RunSettings, StorageSettings
+from dlq_pipeline.spark.storage import open_storage
 from dlq_pipeline.spark.schemas import conform, table_schema
 from dlq_pipeline.spark.storage import Storage, StorageError
 
@@ -183,14 +184,14 @@ def test_a_run_on_delta_is_idempotent_and_every_table_reads_the_same_in_delta_rs
     settings = storage_settings(kind, tmp_path / "wh")
     config = load_config(overrides={"storage": settings})
     table = load_rules(STARTER)
-    first = run_pipeline(spark, config, table, inputs=dumps, target=f"dir:{tmp_path / 'out'}", run_id="D1")
+    first = run_pipeline(spark, RunSettings.from_config(config), table, inputs=dumps, target=f"dir:{tmp_path / 'out'}", run_id="D1")
     assert first.messages_landed == 200 and sum(first.decisions.values()) == 200
-    second = run_pipeline(spark, config, table, inputs=dumps, target=f"dir:{tmp_path / 'out'}", run_id="D2")
+    second = run_pipeline(spark, RunSettings.from_config(config), table, inputs=dumps, target=f"dir:{tmp_path / 'out'}", run_id="D2")
     assert second.messages_landed == 0 and second.duplicates_skipped == 200
     delivered_once = first.outcomes.get("delivered", 0)
     assert delivered_once > 0 and second.outcomes.get("delivered", 0) == 0  # FWD/RETRY already delivered
 
-    storage = storage_from_config(spark, config)
+    storage = open_storage(spark, StorageSettings.from_config(config))
     for name in schemas.STORED_TABLES:
         if not storage.exists(name):
             continue

@@ -23,6 +23,7 @@ from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.plan import plan_work
 from dlq_pipeline.dumps.sources import expand_paths
 from dlq_pipeline.paths import local_path as _local
+from dlq_pipeline.settings import IngestSettings
 from dlq_pipeline.spark.ingest import ingest, land, scan
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.spark.storage import Storage
@@ -244,7 +245,8 @@ def test_ingest_is_idempotent_for_messages_and_quarantine(spark, tmp_path, corru
     storage = make_storage(spark, storage_kind, tmp_path / "warehouse")
     inputs = [str(corrupt_dump), str(real_fixtures / "mq10-dmpmqmsg-stdout.dmp")]
     lines = []
-    first = ingest(spark, storage, inputs, run_id=RUN, landed_at=LANDED, split_bytes=100, progress=lines.append)
+    first = ingest(spark, storage, inputs, run_id=RUN, landed_at=LANDED, settings=IngestSettings(split_bytes=100),
+                   progress=lines.append)
     per_file = {inputs[0]: {"messages": 3, "quarantined": 3}, inputs[1]: {"messages": 1, "quarantined": 0}}
     assert first.as_dict() == {"messages_landed": 4, "duplicates_skipped": 0, "quarantined": 3, "files": 2,
                                "quarantine_added": 3, "messages_read": 4,
@@ -286,10 +288,11 @@ def test_ingest_stores_each_key_once_when_landings_overlap(spark, tmp_path, big_
     write_dump(generated[:25], dumps / "a.dmp")
     write_dump(generated[20:] + generated[30:33], dumps / "b.dmp")  # overlaps a.dmp, repeats itself
     storage = Storage(spark, path=str(tmp_path / "warehouse"))
-    first = ingest(spark, storage, [str(dumps / "a.dmp")], run_id=RUN, landed_at=LANDED, split_bytes=4096)
+    first = ingest(spark, storage, [str(dumps / "a.dmp")], run_id=RUN, landed_at=LANDED,
+                   settings=IngestSettings(split_bytes=4096))
     later = LANDED + dt.timedelta(hours=1)
     second = ingest(spark, storage, [str(big_dump), str(dumps / "b.dmp")], run_id="second", landed_at=later,
-                    split_bytes=big_dump.stat().st_size // 5)
+                    settings=IngestSettings(split_bytes=big_dump.stat().st_size // 5))
     assert (first.messages_landed, first.duplicates_skipped) == (25, 0)
     # big.dmp: 303 distinct (one repeat); b.dmp: 23 rows of which 5 are in a.dmp and 3 repeat
     assert (second.messages_read, second.messages_landed, second.duplicates_skipped) == (304 + 23, 303 + 15, 9)

@@ -5,6 +5,7 @@ settle confirmed by the message key (data digest included)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 
@@ -169,3 +170,31 @@ def test_settle_removes_ended_messages_and_leaves_look_alikes(spark, tmp_path):
                                                   originals[5][1]]
     again = settle(spark, storage, live, warehouse=wh, run_id="S2")
     assert (again.removed, len(again.mismatched)) == (0, 1) and len(qm.messages(DLQ)) == 5
+
+
+def test_a_drain_that_lands_new_messages_next_to_old_ones_prints_no_traceback(spark, tmp_path):
+    """The rows a drain lands reach Spark without Python workers: `merge_new` stops reading
+    them early when it checks for anything new, and a worker still writing used to print a
+    BrokenPipeError traceback on the command's stderr (the JVM's, so only a separate process
+    shows it)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    wh = tmp_path / "wh"
+    qm = sim(wh)
+    seed_queue(qm, [(m.md, m.data) for m in generate_messages(100, seed=21, max_size=4096)])
+    drain(spark, Storage(spark, path=str(wh)), live_queue("sim:QM1", warehouse=wh), warehouse=wh, run_id="OLD")
+    seed_queue(qm, [(m.md, m.data) for m in generate_messages(300, seed=22, max_size=4096)])
+
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]))
+    command = Path(sys.executable).with_name("dlq-pipeline")
+    done = subprocess.run([str(command), "drain", "--source", "sim:QM1", "--warehouse", str(wh), "--json",
+                           "--set", "spark.master=local[4]"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (result["read"], result["landed"], result["already_landed"]) == (400, 300, 100)
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr[-3000:]

@@ -29,6 +29,7 @@ from dlq_pipeline.spark.run import run_pipeline
 from dlq_pipeline.clock import utc_now
 from dlq_pipeline.spark.storage import Storage
 from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
+from dlq_pipeline.settings import RunSettings
 from tests.spark.test_live import seed_queue
 
 pytestmark = pytest.mark.spark
@@ -80,7 +81,7 @@ def test_retry_accounting_across_runs_follows_the_rules_table(spark, tmp_path):
 
     def one_run(now) -> tuple[dict, dict]:
         before = attempts()
-        summary = run_pipeline(spark, config, table, inputs=[], target="sim:QM1", now=now, source="sim:")
+        summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=[], target="sim:QM1", now=now, source="sim:")
         decided = {r["message_key"]: r for r in storage.read("decisions").where(f"run_id = '{summary.run_id}'").collect()}
         for k, row in decided.items():  # the Spark classify stage = the reference matcher given the ledger
             expected = decide(table, views[k], before[k])

@@ -27,7 +27,8 @@ from dlq_pipeline.rules.model import Decision
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.whatif import OUTPUT_KEYS
 from dlq_pipeline.spark.run import run_pipeline
-from dlq_pipeline.spark.storage import storage_from_config
+from dlq_pipeline.settings import RunSettings, StorageSettings
+from dlq_pipeline.spark.storage import open_storage
 
 pytestmark = pytest.mark.spark
 
@@ -67,8 +68,8 @@ def run(spark, tmp_path, name: str, dump, target: str):
     table = parse_rules(TABLE, str(rules))
     assert table.ok, table.diagnostics
     config = load_config(None, overrides={"storage": {"path": str(tmp_path / name)}})
-    summary = run_pipeline(spark, config, table, inputs=[str(dump)], target=target, run_id=f"run-{name}", now=NOW)
-    return summary, storage_from_config(spark, config), str(rules)
+    summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=[str(dump)], target=target, run_id=f"run-{name}", now=NOW)
+    return summary, open_storage(spark, StorageSettings.from_config(config)), str(rules)
 
 
 def test_a_run_puts_the_latin1_descriptor_back_byte_for_byte(spark, tmp_path, latin1_dump):

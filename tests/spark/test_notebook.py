@@ -12,6 +12,7 @@ from dlq_pipeline.config import load_config
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.spark.run import run_pipeline
+from dlq_pipeline.settings import RunSettings
 
 from ..conftest import REPO
 
@@ -31,7 +32,7 @@ def test_notebook_runs_headless_on_a_demo_warehouse(spark, tmp_path, monkeypatch
     [dump] = write_generated(tmp_path / "dumps", 60, seed=8, files=1, max_size=4096)
     warehouse = tmp_path / "wh"
     config = load_config(overrides={"storage": {"path": str(warehouse)}})
-    run_pipeline(spark, config, load_rules(str(STARTER)), inputs=[str(dump)], target="dry-run",
+    run_pipeline(spark, RunSettings.from_config(config), load_rules(str(STARTER)), inputs=[str(dump)], target="dry-run",
                  now=dt.datetime(2026, 3, 1, 12))
     draft = tmp_path / "draft.rules"
     head, _, rest = STARTER.read_text().partition("\nREASON(MQRC_Q_FULL)")

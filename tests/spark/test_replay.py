@@ -18,10 +18,11 @@ from dlq_pipeline.dumps.dmpmqmsg import read_dump
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import TargetError
-from dlq_pipeline.replay.writer import Checkpoint, ReplaySettings, WorkItem, replay_partition
+from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
 from dlq_pipeline.rules.model import Decision
 from dlq_pipeline.spark.replay import local_warehouse, replay
-from dlq_pipeline.spark.storage import storage_from_config
+from dlq_pipeline.settings import ReplaySettings, StorageSettings
+from dlq_pipeline.spark.storage import Storage, open_storage
 from tests.conftest import storage_settings
 from tests.spark.replay_retry_job import NOW, dead_letter, decision_row, frame, message_row
 
@@ -33,12 +34,12 @@ REPO = Path(__file__).resolve().parents[2]
 def setup(spark, warehouse: Path, decisions: list[dict], *, truncated=(), kind="parquet", **replay_options):
     config = load_config(overrides={"storage": storage_settings(kind, warehouse),
                                     "replay": {"batch_size": 2, "max_connections": 2, **replay_options}})
-    storage = storage_from_config(spark, config)
+    storage = open_storage(spark, StorageSettings.from_config(config))
     keys = sorted({d["message_key"] for d in decisions})
     rows = [message_row(k, *dead_letter(int(k[3:]), "APP.IN"), index=int(k[3:]), truncated=k in truncated)
             for k in keys if not k.startswith("nomsg")]
     storage.append("messages", frame(spark, "messages", rows))
-    return config, storage
+    return ReplaySettings.from_config(config), storage
 
 
 def test_every_decision_gets_one_ledger_row_and_the_qm_gets_each_message_once(spark, tmp_path):
@@ -59,8 +60,8 @@ def test_every_decision_gets_one_ledger_row_and_the_qm_gets_each_message_once(sp
         decision_row("key008", "RETRY", run_id=run, index=8, target_q="APP.IN", target_qmgr="", putaut="DEF", attempt=1),
         decision_row("nomsg9", "RETRY", run_id=run, index=9, target_q="APP.IN", target_qmgr="", putaut="DEF", attempt=1),
     ]
-    config, storage = setup(spark, tmp_path / "wh", decisions, truncated={"key007"})
-    counts = replay(spark, storage, frame(spark, "decisions", decisions), target="sim:", config=config, run_id=run,
+    settings, storage = setup(spark, tmp_path / "wh", decisions, truncated={"key007"})
+    counts = replay(spark, storage, frame(spark, "decisions", decisions), target="sim:", settings=settings, run_id=run,
                     now=NOW)
     assert counts == {"delivered": 4, "discarded": 1, "ignored": 3, "deferred": 1, "failed": 1}
 
@@ -88,9 +89,9 @@ def test_dir_target_through_spark(spark, tmp_path):
     run = "RUN-D"
     decisions = [decision_row(f"key{n:03d}", "RETRY", run_id=run, index=n, target_q="APP.IN",
                               target_qmgr="QM2" if n % 2 else "", putaut="DEF", attempt=1) for n in range(6)]
-    config, storage = setup(spark, tmp_path / "wh", decisions)
+    settings, storage = setup(spark, tmp_path / "wh", decisions)
     counts = replay(spark, storage, frame(spark, "decisions", decisions), target=f"dir:{tmp_path / 'out'}",
-                    config=config, run_id=run, now=NOW)
+                    settings=settings, run_id=run, now=NOW)
     assert counts == {"delivered": 6}
     for qdir, numbers in (("@local", (0, 2, 4)), ("QM2", (1, 3, 5))):
         got = [(m.md, m.data) for m in read_dump(str(tmp_path / "out" / run / qdir / "APP.IN.dmp"))]
@@ -115,8 +116,8 @@ def test_a_rerun_after_a_run_died_never_puts_its_committed_messages_again(spark,
 
     decisions = [decision_row(f"key{n:03d}", "RETRY", run_id="NEXT", index=n, target_q="APP.IN", target_qmgr="",
                               putaut="DEF", attempt=1) for n in range(5)]
-    config, storage = setup(spark, warehouse, decisions, kind=storage_kind)
-    counts = replay(spark, storage, frame(spark, "decisions", decisions), target="sim:", config=config,
+    settings, storage = setup(spark, warehouse, decisions, kind=storage_kind)
+    counts = replay(spark, storage, frame(spark, "decisions", decisions), target="sim:", settings=settings,
                     run_id="NEXT", now=NOW)
     assert counts == {"delivered": 3}
     assert [r.md.msg_id for r in sim.put_log()] == [dead_letter(n)[0].msg_id for n in range(5)]
@@ -126,13 +127,13 @@ def test_a_rerun_after_a_run_died_never_puts_its_committed_messages_again(spark,
 
 
 def test_replay_refuses_what_it_cannot_do_safely(spark, tmp_path):
-    config, storage = setup(spark, tmp_path / "wh", [])
+    settings, storage = setup(spark, tmp_path / "wh", [])
     empty = frame(spark, "decisions", [])
     with pytest.raises(TargetError, match="run id"):
-        replay(spark, storage, empty, target="dry-run", config=config, run_id="../x", now=NOW)
+        replay(spark, storage, empty, target="dry-run", settings=settings, run_id="../x", now=NOW)
     with pytest.raises(TargetError, match="mq.qmgrs.QM9"):
-        replay(spark, storage, empty, target="mq:QM9", config=config, run_id="R", now=NOW)
-    assert replay(spark, storage, empty, target="dry-run", config=config, run_id="R", now=NOW) == {}
+        replay(spark, storage, empty, target="mq:QM9", settings=settings, run_id="R", now=NOW)
+    assert replay(spark, storage, empty, target="dry-run", settings=settings, run_id="R", now=NOW) == {}
     assert local_warehouse("dbfs:/mnt/wh") == Path("/dbfs/mnt/wh")
     with pytest.raises(TargetError, match="file system path"):
         local_warehouse("s3a://bucket/wh")

@@ -15,7 +15,8 @@ from dlq_pipeline.dumps.generator import HUB_QMGR, STORMS, generate, write_gener
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.spark.report import SCOPES, build_report
 from dlq_pipeline.spark.run import run_pipeline
-from dlq_pipeline.spark.storage import storage_from_config
+from dlq_pipeline.settings import RunSettings, StorageSettings
+from dlq_pipeline.spark.storage import open_storage
 
 from ..conftest import REPO
 
@@ -31,15 +32,15 @@ def warehouse(spark, tmp_path_factory):
     dumps = [str(p) for p in write_generated(root / "dumps", COUNT, seed=4, files=2, max_size=4096)]
     config = load_config(overrides={"storage": {"path": str(root / "wh")}})
     table = load_rules(STARTER)
-    first = run_pipeline(spark, config, table, inputs=dumps, target="dry-run", now=NOW, run_id="first")
-    second = run_pipeline(spark, config, table, inputs=dumps, target="dry-run", now=NOW + dt.timedelta(hours=1),
+    first = run_pipeline(spark, RunSettings.from_config(config), table, inputs=dumps, target="dry-run", now=NOW, run_id="first")
+    second = run_pipeline(spark, RunSettings.from_config(config), table, inputs=dumps, target="dry-run", now=NOW + dt.timedelta(hours=1),
                           run_id="second")
     return root / "wh", config, first, second
 
 
 def test_the_report_says_scopes_counts_distinct_messages_and_shows_rule_text(spark, warehouse):
     path, config, first, second = warehouse
-    report = build_report(storage_from_config(spark, config), now=NOW)
+    report = build_report(open_storage(spark, StorageSettings.from_config(config)), now=NOW)
     assert report["run_id"] == "second" and report["scopes"] == SCOPES
     assert report["overall"]["scope"] == SCOPES["all_time"] and report["pending"]["scope"] == SCOPES["pending"]
     assert report["run"]["scope"] == SCOPES["run"]
@@ -61,7 +62,7 @@ def test_the_report_says_scopes_counts_distinct_messages_and_shows_rule_text(spa
 
 def test_arrivals_flag_the_generated_storms_and_the_advice_names_the_full_queue(spark, warehouse):
     _, config, _, _ = warehouse
-    report = build_report(storage_from_config(spark, config), now=NOW)
+    report = build_report(open_storage(spark, StorageSettings.from_config(config)), now=NOW)
     arrivals = report["arrivals"]
     assert arrivals["bucket"] == "hour" and len(arrivals["series"]) == 14 * 24
     generated = list(generate(COUNT, seed=4, max_size=4096))

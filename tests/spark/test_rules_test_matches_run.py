@@ -20,7 +20,8 @@ from dlq_pipeline.rules.whatif import OUTPUT_KEYS
 from dlq_pipeline.spark.classify import classify
 from dlq_pipeline.spark.decode import decode_headers
 from dlq_pipeline.spark.run import run_pipeline
-from dlq_pipeline.spark.storage import storage_from_config
+from dlq_pipeline.spark.storage import open_storage
+from dlq_pipeline.settings import RunSettings, StorageSettings
 
 from ..conftest import REPO
 
@@ -68,10 +69,10 @@ def test_run_decides_exactly_what_rules_test_predicts(spark, tmp_path, real_fixt
     want0, status = predicted(str(rules), inputs, 0)
     assert status == 3  # amqsbcg could not get one message of the listing: a bad record
     config = load_config(None, overrides={"storage": {"path": str(tmp_path / "wh")}})
-    summary = run_pipeline(spark, config, table, inputs=inputs, target="dry-run", run_id="r1",
+    summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=inputs, target="dry-run", run_id="r1",
                            now=dt.datetime(2026, 1, 2, 3, 4, 5))
     assert summary.quarantined == 1
-    storage = storage_from_config(spark, config)
+    storage = open_storage(spark, StorageSettings.from_config(config))
     got0 = decided(storage.read("decisions").where(F.col("run_id") == "r1").collect())
     assert got0 == want0
 

@@ -18,6 +18,7 @@ from dlq_pipeline.spark import triage
 from dlq_pipeline.spark.run import run_pipeline
 from dlq_pipeline.formats.structures import decode_dlh
 from dlq_pipeline.triage import body_preview
+from dlq_pipeline.settings import RunSettings
 
 from ..conftest import REPO
 
@@ -32,7 +33,7 @@ def warehouse(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("triage")
     [dump] = write_generated(root / "dumps", 120, seed=5, files=1, max_size=4096)
     config = load_config(overrides={"storage": {"path": str(root / "wh")}})
-    run_pipeline(spark, config, load_rules(str(STARTER)), inputs=[str(dump)], target="dry-run", now=NOW)
+    run_pipeline(spark, RunSettings.from_config(config), load_rules(str(STARTER)), inputs=[str(dump)], target="dry-run", now=NOW)
     messages = [m for m in read_dump(dump)]
     return root / "wh", messages
 

@@ -35,6 +35,7 @@ def pipeline(spark, root: Path) -> dict:
     from dlq_pipeline.dumps.dmpmqmsg import write_dump
     from dlq_pipeline.mq.sim import SimQueueManager
     from dlq_pipeline.rules.parser import load_rules
+    from dlq_pipeline.settings import RunSettings
     from dlq_pipeline.spark.run import run_pipeline
     from tests.spark.replay_retry_job import dead_letter
 
@@ -54,7 +55,8 @@ def pipeline(spark, root: Path) -> dict:
         if now == "later":  # naive UTC, two hours after the second run
             now = dt.datetime.fromtimestamp(runs[-1]["end"] + 7200, dt.timezone.utc).replace(tzinfo=None)
         start = time.time()
-        summary = run_pipeline(spark, config, table, inputs=[str(dump)], target="sim:QM1", now=now)
+        summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=[str(dump)], target="sim:QM1",
+                               now=now)
         runs.append({"run_id": summary.run_id, "start": start, "end": time.time(), "outcomes": summary.outcomes,
                      "started_at": summary.started_at,
                      "now": None if now is None else now.replace(tzinfo=dt.timezone.utc).timestamp()})

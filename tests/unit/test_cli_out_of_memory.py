@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
 from dlq_pipeline.cli import pipeline as pipeline_cli
-from dlq_pipeline.cli.pipeline import out_of_memory
+from dlq_pipeline.cli.common import out_of_memory
 from dlq_pipeline.locks import WarehouseLock
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def test_an_out_of_memory_run_is_one_error_line_naming_the_setting(tmp_path, mon
     def run_pipeline(*args, **kwargs):
         raise FakePy4JJavaError(JAVA_TEXT)
 
-    monkeypatch.setattr(pipeline_cli, "_spark", lambda config: object())
+    monkeypatch.setattr(pipeline_cli, "start_spark", lambda config: object())
     monkeypatch.setattr(spark_run, "run_pipeline", run_pipeline)
     dump = tmp_path / "in.dmp"
     dump.write_bytes(b"* never read\n")

@@ -21,9 +21,9 @@ def no_spark(monkeypatch):
     """Every case here must stop before a SparkSession is asked for."""
     def refuse(config):
         raise AssertionError("Spark was started: the check came too late")
-    monkeypatch.setattr(pipeline_cli, "_spark", refuse)
+    monkeypatch.setattr(pipeline_cli, "start_spark", refuse)
     import dlq_pipeline.cli.live as live_cli
-    monkeypatch.setattr(live_cli, "_spark", refuse)
+    monkeypatch.setattr(live_cli, "start_spark", refuse)
 
 
 def invoke(*args):

@@ -8,7 +8,7 @@ import tomllib
 import pytest
 
 from dlq_pipeline import jobs
-from dlq_pipeline.cli.pipeline import parse_setting
+from dlq_pipeline.cli.common import parse_setting
 
 from ..conftest import REPO
 

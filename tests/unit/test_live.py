@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dlq_pipeline.config import load_config
+from dlq_pipeline.settings import mq_qmgrs
 from dlq_pipeline.live import LiveError, QueueLock, QueueLocked, live_queue, lock_path, parse_source, resolve_queue
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.replay.targets import TargetError
@@ -39,12 +40,12 @@ def test_blank_inputq_means_the_queue_managers_deadq(tmp_path):
 
 def test_mq_sources_need_a_queue_manager_and_its_settings(tmp_path):
     config = load_config(overrides={"mq": {"qmgrs": {"QM1": {"channel": "C", "conn_name": "h(1414)"}}}})
-    chosen = live_queue("mq:QM1", warehouse=tmp_path, config=config, queue="DLQ")
+    chosen = live_queue("mq:QM1", warehouse=tmp_path, qmgrs=mq_qmgrs(config), queue="DLQ")
     assert (chosen.kind, chosen.target.kind, chosen.target.settings["channel"]) == ("mq", "mq", "C")
     with pytest.raises(TargetError, match="names no queue manager"):
-        live_queue("mq:", warehouse=tmp_path, config=config)
+        live_queue("mq:", warehouse=tmp_path, qmgrs=mq_qmgrs(config))
     with pytest.raises(TargetError, match=r"\[mq.qmgrs.QM2\]"):
-        live_queue("mq:", warehouse=tmp_path, config=config, control=ControlData(inputqm="QM2"))
+        live_queue("mq:", warehouse=tmp_path, qmgrs=mq_qmgrs(config), control=ControlData(inputqm="QM2"))
     for bad in ("dir:/tmp", "QM1", "dry-run", "sim:bad/name"):
         with pytest.raises(TargetError):
             parse_source(bad)

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from dlq_pipeline.cli import cli
 from dlq_pipeline.config import load_config
 from dlq_pipeline.locks import LockUnavailable, NoLock, WarehouseLock, WarehouseLocked, writer_lock
+from dlq_pipeline.settings import StorageSettings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,12 +66,15 @@ def test_the_lock_is_reentrant_in_one_process_and_released_by_the_outermost(tmp_
 
 
 def test_a_warehouse_that_is_not_a_file_system_path_needs_storage_lock_false(tmp_path):
-    s3 = load_config(overrides={"storage": {"path": "s3a://bucket/dlq"}})
+    def storage(**values):
+        return StorageSettings.from_config(load_config(overrides={"storage": values}))
+
+    s3 = storage(path="s3a://bucket/dlq")
     with pytest.raises(LockUnavailable, match="storage.lock = false"):
         writer_lock(s3, command="ingest")
-    off = load_config(overrides={"storage": {"path": "s3a://bucket/dlq", "lock": False}})
+    off = storage(path="s3a://bucket/dlq", lock=False)
     assert isinstance(writer_lock(off, command="ingest"), NoLock)
-    dbfs = load_config(overrides={"storage": {"path": "dbfs:/dlq/wh"}})
+    dbfs = storage(path="dbfs:/dlq/wh")
     assert writer_lock(dbfs, command="ingest").path == Path("/dbfs/dlq/wh/_locks/warehouse.lock")
 
     dump = tmp_path / "x.dmp"

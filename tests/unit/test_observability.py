@@ -11,6 +11,7 @@ import pytest
 from dlq_pipeline import logs
 from dlq_pipeline.config import load_config
 from dlq_pipeline.metrics import prometheus_text, run_metrics, write_textfile
+from dlq_pipeline.settings import LogSettings
 
 SUMMARY = {
     "run_id": "20260301T120000Z-abc123", "target": "mq:QM1", "started_at": "2026-03-01T12:00:00Z",
@@ -117,14 +118,14 @@ def test_log_precedence_file_then_environment_then_command_line(monkeypatch, tmp
         monkeypatch.delenv(logs.FORMAT_ENV, raising=False)
         monkeypatch.delenv(logs.LEVEL_ENV, raising=False)
         logs.setup_from_env()
-        logs.apply_config(config)
+        logs.apply_settings(LogSettings.from_config(config))
         assert logs._current == {"format": "json", "level": "info"}
         monkeypatch.setenv(logs.FORMAT_ENV, "text")
         logs.setup_from_env()
-        logs.apply_config(config)
+        logs.apply_settings(LogSettings.from_config(config))
         assert logs._current == {"format": "text", "level": "info"}
         logs.setup_from_env(level="debug")
-        logs.apply_config(config)
+        logs.apply_settings(LogSettings.from_config(config))
         assert logs._current == {"format": "text", "level": "debug"}
         assert logging.getLogger("py4j").level == logging.WARNING
     finally:
@@ -137,7 +138,7 @@ def test_json_lines_carry_the_stage_events_at_the_default_level(monkeypatch):
     try:
         for fmt, level in (("json", "info"), ("text", "warning")):
             logs.setup_from_env(fmt=fmt)
-            logs.apply_config(load_config(None))  # no level in the configuration
+            logs.apply_settings(LogSettings.from_config(load_config(None)))  # no level in the configuration
             assert (logs._current, logs.json_lines()) == ({"format": fmt, "level": level}, fmt == "json")
     finally:
         logs.setup("text", "warning")

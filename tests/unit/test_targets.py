@@ -11,12 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dlq_pipeline.config import load_config
+from dlq_pipeline.settings import ReplaySettings, mq_qmgrs
 from dlq_pipeline.dumps.dmpmqmsg import read_dump, read_dump_info
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.mq.client import MQClientMissing
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import (LOCAL_QMGR_DIR, TargetError, open_target, parse_target, safe_file_name)
-from dlq_pipeline.replay.writer import Checkpoint, ReplaySettings, WorkItem, replay_partition
+from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_writer import NOW, FakeClock, dead_letter, item  # noqa: E402
@@ -61,9 +62,9 @@ def test_open_target(tmp_path):
     assert open_target("dir:x", warehouse=tmp_path).resumable  # its checkpoint records what it published
     assert not open_target("dry-run", warehouse=tmp_path).resumable and open_target("dry-run", warehouse=tmp_path).dry_run
     with pytest.raises(TargetError, match=r"\[mq.qmgrs.QM1\]"):
-        open_target("mq:QM1", warehouse=tmp_path, config=load_config())
+        open_target("mq:QM1", warehouse=tmp_path, qmgrs=mq_qmgrs(load_config()))
     config = load_config(overrides={"mq": {"qmgrs": {"QM1": {"channel": "APP.SVRCONN", "conn_name": "mq(1414)"}}}})
-    mq = open_target("mq:QM1", warehouse=tmp_path, config=config)
+    mq = open_target("mq:QM1", warehouse=tmp_path, qmgrs=mq_qmgrs(config))
     assert (mq.kind, mq.location, dict(mq.settings)) == ("mq", "QM1", {"channel": "APP.SVRCONN", "conn_name": "mq(1414)"})
     with pytest.raises(MQClientMissing, match=r"pip install 'dlq-pipeline\[mq\]'"):
         mq.preflight()  # no MQ client on this machine: one clear error before any task starts

@@ -13,8 +13,9 @@ from dlq_pipeline.mq.interface import MQError
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import DryRunConnection
+from dlq_pipeline.settings import ReplaySettings
 from dlq_pipeline.tables import LEDGER_COLUMNS
-from dlq_pipeline.replay.writer import (Checkpoint, ReplaySettings, TokenBucket, WorkItem,
+from dlq_pipeline.replay.writer import (Checkpoint, TokenBucket, WorkItem,
                                         replay_partition, utc_from_epoch)
 from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
 

@@ -1,0 +1,328 @@
+"""What the commands share: the configuration options, the checks made before anything is
+touched, starting Spark, the warehouse lock, and how problems are reported.
+
+The command line is the edge: it reads and validates the configuration, builds the typed
+settings each stage needs (`dlq_pipeline.settings`) and hands them to the library. Every
+problem found before a SparkSession starts or a file is touched exits 2 and lists every
+error; another writer holding the warehouse exits 1 naming it. Spark modules are imported
+inside the functions that need them, so commands that do not run Spark start instantly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import functools
+import json
+import logging
+import re
+import sys
+from pathlib import Path
+
+import click
+
+from dlq_pipeline import exitcodes
+from dlq_pipeline.config import Config, ConfigError, load_config
+from dlq_pipeline.rules.model import RulesTable
+from dlq_pipeline.settings import IngestSettings, LogSettings, StorageSettings, mq_qmgrs
+
+log = logging.getLogger(__name__)
+
+FILE = click.Path(exists=True, dir_okay=False)
+
+
+def err(message: str) -> None:
+    """One line on stderr."""
+    click.echo(message, err=True)
+
+
+def fail(exc: Exception) -> None:
+    """End the command with ``exc`` as one ``error:`` line (exit 1: it failed while running)."""
+    err(f"error: {exc}")
+    sys.exit(exitcodes.FAILURE)
+
+
+def echo_json(obj) -> None:
+    """A command's result as one JSON line on stdout."""
+    click.echo(json.dumps(obj, sort_keys=True, default=str))
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+# --- configuration ---------------------------------------------------------------------------
+
+
+def config_options(command):
+    """--config/--profile/--warehouse/--format/--set, shared by every stage: the command gets
+    the validated ``config``; any problem exits 2 listing every one."""
+
+    @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+                  help="Configuration file (TOML, see docs/configuration.md).")
+    @click.option("--profile", default=None, help="Profile in the configuration file (local, cluster, databricks, ...).")
+    @click.option("--warehouse", default=None, help="Warehouse path (overrides storage.path).")
+    @click.option("--format", "storage_format", type=click.Choice(["parquet", "delta"]), default=None,
+                  help="Table format (overrides storage.format).")
+    @click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE",
+                  help="Override any option, e.g. --set storage.catalog=main --set replay.batch_size=50 "
+                       "(VALUE is read as TOML, else as a string; repeatable).")
+    @functools.wraps(command)
+    def wrapper(*args, config_path, profile, warehouse, storage_format, settings, **kwargs):
+        from dlq_pipeline import logs
+
+        overrides: dict[str, dict] = {"storage": {}}
+        problems: list[str] = []
+        for item in settings:
+            try:
+                section, key, value = parse_setting(item)
+            except ValueError as exc:
+                problems.append(str(exc))
+                continue
+            overrides.setdefault(section, {})[key] = value
+        if warehouse:
+            overrides["storage"]["path"] = warehouse
+        if storage_format:
+            overrides["storage"]["format"] = storage_format
+        for section, values in kwargs.pop("_overrides", {}).items():
+            overrides.setdefault(section, {}).update(values)
+        try:
+            config = load_config(config_path, profile=profile, overrides=overrides)
+        except ConfigError as exc:
+            problems += exc.problems
+        if problems:
+            for problem in problems:
+                err(f"error: {problem}")
+            sys.exit(exitcodes.USAGE)
+        logs.apply_settings(LogSettings.from_config(config))
+        return command(*args, config=config, **kwargs)
+
+    return wrapper
+
+
+def parse_setting(item: str) -> tuple[str, str, object]:
+    """``"section.key=value"`` -> (section, key, value); the value is read as a TOML value
+    (``50``, ``true``, ``["a", "b"]``, ``"text"``), else taken as a string (pure)."""
+    import tomllib
+
+    name, sep, raw = item.partition("=")
+    section, dot, key = name.strip().partition(".")
+    if not sep or not dot or not section or not key:
+        raise ValueError(f"--set {item!r}: use SECTION.KEY=VALUE, e.g. storage.catalog=main")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return section, key, value
+
+
+def ingest_settings(config_path: str | None, profile: str | None) -> IngestSettings:
+    """The ingest settings a run would use (defaults, or the configuration given), for the
+    commands that read dumps without the other options (`inspect`, `rules test`)."""
+    try:
+        config = load_config(config_path, profile=profile)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            err(f"error: {problem}")
+        sys.exit(exitcodes.USAGE)
+    return IngestSettings.from_config(config)
+
+
+def run_id_for(config: Config, given: str | None = None, now: dt.datetime | None = None) -> str:
+    """``--run-id``, else ``pipeline.run_id``, else a new one (UTC timestamp + random)."""
+    from dlq_pipeline.clock import utc_now
+    from dlq_pipeline.identity import new_run_id
+
+    return given or config.get("pipeline", "run_id") or new_run_id(now or utc_now())
+
+
+# --- rules tables ----------------------------------------------------------------------------
+
+
+def summary_line(table: RulesTable, *, strict: bool = False) -> str:
+    """The count line that ends `rules check` output (and any refusal of an invalid table)."""
+    counts = f"{plural(len(table.errors), 'error')}, {plural(len(table.warnings), 'warning')}"
+    if not table.ok:
+        verdict = "invalid"
+    elif strict and table.warnings:
+        verdict = "rejected under --strict"
+    else:
+        verdict = f"valid, {plural(len(table.rules), 'rule')}"
+    return f"{table.path}: {verdict} ({counts})"
+
+
+def load_valid_rules(path: str, *, strict: bool = False) -> RulesTable:
+    """The parsed table, or exit 2 after listing every diagnostic."""
+    from dlq_pipeline.rules.parser import load_rules
+
+    table = load_rules(path)
+    for diagnostic in table.diagnostics:
+        err(str(diagnostic))
+    if not table.ok or (strict and table.warnings):
+        err(f"{path}: rules table is invalid ({len(table.errors)} errors); nothing was touched")
+        sys.exit(exitcodes.USAGE)
+    return table
+
+
+# --- checks before anything is touched ----------------------------------------------------------
+
+
+def check_target(target: str, config: Config) -> None:
+    """The replay target must be usable before anything is touched (exit 2, one line each):
+    its spec, the warehouse path replay keeps checkpoints in, a ``dir:`` directory that can
+    be made and written, for ``mq:`` its [mq.qmgrs.X] table, the MQ client and the secrets."""
+    from dlq_pipeline.mq.client import MQClientMissing
+    from dlq_pipeline.replay.targets import TargetError, local_warehouse, open_target, parse_target
+
+    try:
+        parse_target(target)
+    except TargetError as exc:
+        err(f"error: bad --target '{target}': {exc}")
+        sys.exit(exitcodes.USAGE)
+    try:
+        warehouse = local_warehouse(config.get("storage", "path"))
+        open_target(target, warehouse=warehouse, qmgrs=mq_qmgrs(config)).preflight()
+    except (TargetError, MQClientMissing) as exc:
+        err(f"error: {exc}")
+        sys.exit(exitcodes.USAGE)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            err(f"error: {problem}")
+        sys.exit(exitcodes.USAGE)
+
+
+def live_source(config: Config, source: str, table: RulesTable | None, *, queue: str = "", qmgr: str = ""):
+    """(the `LiveQueue`, the warehouse directory) for a live source, resolved before Spark
+    starts: ``--queue``/``--qmgr`` > ``drain.queue``/``drain.qmgr`` > the rules table's
+    INPUTQ/INPUTQM; exit 2 when it names no queue manager, lacks its [mq.qmgrs.X] table, or
+    the warehouse is not a file system path (it holds the queue's lock)."""
+    from dlq_pipeline.live import live_queue
+    from dlq_pipeline.replay.targets import TargetError, local_warehouse
+
+    try:
+        warehouse = local_warehouse(config.get("storage", "path"))
+        live = live_queue(source, warehouse=warehouse, qmgrs=mq_qmgrs(config),
+                          queue=queue or config.get("drain", "queue"), qmgr=qmgr or config.get("drain", "qmgr"),
+                          control=table.control if table is not None else None)
+    except TargetError as exc:
+        err(f"error: {exc}")
+        sys.exit(exitcodes.USAGE)
+    return live, warehouse
+
+
+# --- Spark and the warehouse -------------------------------------------------------------------
+
+
+def start_spark(config: Config):
+    """The SparkSession for ``[spark]`` (an active one is reused: spark-submit, Databricks).
+    storage.format = delta without Delta's jars is exit 2 (checked before a JVM starts when
+    this process builds the session)."""
+    from dlq_pipeline.spark.session import DELTA_FIX, delta_available, delta_missing, get_spark
+
+    s = config.section("spark")
+    settings = {"master": s["master"], "app_name": s["app_name"], "spark_conf": s["conf"],
+                "format": config.get("storage", "format")}
+    spark = None if delta_missing(settings) else get_spark(settings)
+    if settings["format"] == "delta" and (spark is None or not delta_available(spark)):
+        err(f"error: storage.format is delta, but Delta Lake is not on the Spark classpath: {DELTA_FIX}")
+        sys.exit(exitcodes.USAGE)
+    return spark
+
+
+def open_tables(spark, config: Config):
+    """The warehouse's tables (`Storage`) as ``[storage]`` describes them."""
+    from dlq_pipeline.spark.storage import open_storage
+
+    return open_storage(spark, StorageSettings.from_config(config))
+
+
+def storage_with_tables(spark, config: Config):
+    """`open_tables`, and exit 2 naming the warehouse when it holds no tables (a wrong
+    --warehouse must not read as an empty DLQ): report, replay and settle."""
+    from dlq_pipeline.spark.storage import StorageError
+
+    storage = open_tables(spark, config)
+    try:
+        storage.require_tables()
+    except StorageError as exc:
+        err(f"error: {exc}")
+        sys.exit(exitcodes.USAGE)
+    return storage
+
+
+_OUT_OF_MEMORY = re.compile(r"java\.lang\.OutOfMemoryError(?::[ \t]*([^\r\n]*))?")
+
+
+def out_of_memory(exc: BaseException) -> str | None:
+    """The JVM's OutOfMemoryError line inside ``exc`` or the exceptions it came from (py4j
+    puts the Java exception's text in its own), or None (pure)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        found = _OUT_OF_MEMORY.search(str(exc))
+        if found:
+            return found.group(0).strip()
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def heap_advice(config: Config) -> str:
+    """Which setting gives Spark more memory, and its value now (pure but for the machine's memory)."""
+    from dlq_pipeline.spark.session import local_driver_memory
+
+    conf = config.get("spark", "conf") or {}
+    now = conf.get("spark.driver.memory") or f"{local_driver_memory()} by default"
+    return (f"raise spark.driver.memory (now {now}), e.g. --set 'spark.conf={{\"spark.driver.memory\"=\"8g\"}}' "
+            "or [spark] conf in the configuration; under spark-submit pass --driver-memory (and --executor-memory "
+            "on a cluster). See docs/configuration.md")
+
+
+@contextlib.contextmanager
+def spark_errors(config: Config):
+    """Spark running out of memory ends a command with one ``error:`` line naming the setting to
+    raise (exit 1) instead of py4j tracebacks."""
+    try:
+        yield
+    except Exception as exc:
+        what = out_of_memory(exc)
+        if what is None:
+            raise
+        log.debug("out of memory", exc_info=True)
+        err(f"error: Spark ran out of memory ({what}): {heap_advice(config)}")
+        sys.exit(exitcodes.FAILURE)
+
+
+@contextlib.contextmanager
+def writing(config: Config, command: str, run_id: str = ""):
+    """Hold the warehouse's writer lock (`dlq_pipeline.locks`) for the rest of a command.
+    Taken before Spark starts: a command refused touches nothing. Another holder: exit 1
+    naming it; a warehouse that cannot be locked (storage.lock true, storage.path not a file
+    system path) or a local warehouse that cannot be made or written (a file, say): exit 2.
+    Spark running out of memory in the command: `spark_errors`."""
+    from dlq_pipeline.locks import LockHeld, LockUnavailable, writer_lock
+    from dlq_pipeline.paths import PathError, local_path
+    from dlq_pipeline.private import directory_problem
+
+    storage = StorageSettings.from_config(config)
+    try:
+        problem = directory_problem(Path(local_path(storage.path)).absolute())
+    except PathError:
+        problem = None  # not a file system path: the lock (or the table format) says what it needs
+    if problem:
+        err(f"error: the warehouse storage.path {storage.path!r} cannot be used: {problem}")
+        sys.exit(exitcodes.USAGE)
+    try:
+        lock = writer_lock(storage, command=command, run_id=run_id)
+    except LockUnavailable as exc:
+        err(f"error: {exc}")
+        sys.exit(exitcodes.USAGE)
+    try:
+        lock.__enter__()
+    except LockHeld as exc:
+        err(f"error: {exc}")
+        sys.exit(exitcodes.FAILURE)
+    try:
+        with spark_errors(config):
+            yield
+    finally:
+        lock.__exit__(None, None, None)

@@ -1,0 +1,234 @@
+"""The package's layering, read from the source with `ast` (nothing is imported):
+
+- only ``dlq_pipeline/spark/`` imports pyspark (or py4j, delta), at module level or inside a
+  function; the command-line edge (``dlq_pipeline/cli/``, ``dlq_pipeline/jobs.py``) may use
+  ``dlq_pipeline.spark.*``, but only inside the function of a command that runs Spark, so
+  ``inspect``, ``generate`` and ``rules`` start without Java; no other module outside
+  ``spark/`` imports ``dlq_pipeline.spark`` at all;
+- only ``dlq_pipeline/mq/`` imports an MQ client library (ibmmq, pymqi);
+- only the edge (the command line, jobs) and ``dlq_pipeline/settings.py`` read the
+  configuration: library code is given typed settings, never a ``Config``;
+- no module imports a private name (``_x``) from another module, nor reaches one through an
+  imported module (``module._x``);
+- the modules import each other without a cycle (lazy imports inside functions included: a
+  cycle broken only by import order is still two modules that need each other).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = "dlq_pipeline"
+ROOT = Path(__file__).resolve().parents[2] / PACKAGE
+SPARK_LIBRARIES = ("pyspark", "py4j", "delta")
+MQ_LIBRARIES = ("ibmmq", "pymqi")
+EDGE = ("dlq_pipeline.cli", "dlq_pipeline.jobs")
+CONFIG_READERS = EDGE + ("dlq_pipeline.config", "dlq_pipeline.settings")
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str  # the importing module
+    target: str  # the module imported (for `from X import name`: X.name when that is a module, else X)
+    name: str | None  # the name taken from ``target`` (None for `import X` and for a submodule)
+    line: int
+    lazy: bool  # inside a function
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def all_modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+MODULES = all_modules()
+
+
+def _resolve(module: str, node: ast.ImportFrom) -> str:
+    """The absolute module a ``from ... import`` names (relative imports included)."""
+    if not node.level:
+        return node.module or ""
+    is_package = MODULES.get(module, Path()).name == "__init__.py"
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports_of(module: str, path: Path) -> list[Import]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[Import] = []
+
+    def visit(node: ast.AST, lazy: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = lazy or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Import):
+                found.extend(Import(module, a.name, None, child.lineno, lazy) for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                source = _resolve(module, child)
+                for alias in child.names:
+                    sub = f"{source}.{alias.name}"
+                    if sub in MODULES:
+                        found.append(Import(module, sub, None, child.lineno, lazy))
+                    else:
+                        found.append(Import(module, source, alias.name, child.lineno, lazy))
+            visit(child, inner)
+
+    visit(tree, False)
+    return found
+
+
+IMPORTS = {m: imports_of(m, p) for m, p in MODULES.items()}
+
+
+def _under(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _where(i: Import) -> str:
+    return f"{MODULES[i.module].relative_to(ROOT.parent)}:{i.line}: {i.target}{'.' + i.name if i.name else ''}"
+
+
+def test_the_scan_sees_the_package():
+    """The checks below are only as good as the scan: it must find the modules and their
+    imports, lazy ones included."""
+    assert "dlq_pipeline.spark.ingest" in MODULES and "dlq_pipeline.cli.pipeline" in MODULES
+    spark_imports = [i for i in IMPORTS["dlq_pipeline.spark.ingest"] if _under(i.target, "pyspark")]
+    assert spark_imports and not any(i.lazy for i in spark_imports)
+    assert any(i.lazy and _under(i.target, "dlq_pipeline.spark") for i in IMPORTS["dlq_pipeline.cli.pipeline"])
+
+
+def test_only_spark_imports_pyspark():
+    bad = [_where(i) for imports in IMPORTS.values() for i in imports
+           if any(_under(i.target, lib) for lib in SPARK_LIBRARIES) and not _under(i.module, "dlq_pipeline.spark")]
+    assert bad == []
+
+
+def test_spark_modules_are_used_lazily_and_only_by_the_command_line_edge():
+    bad = []
+    for imports in IMPORTS.values():
+        for i in imports:
+            if not _under(i.target, "dlq_pipeline.spark") or _under(i.module, "dlq_pipeline.spark"):
+                continue
+            at_edge = any(_under(i.module, edge) for edge in EDGE)
+            if not at_edge or not i.lazy:
+                bad.append(_where(i))
+    assert bad == []
+
+
+def test_only_mq_imports_an_mq_client_library():
+    bad = [_where(i) for imports in IMPORTS.values() for i in imports
+           if any(_under(i.target, lib) for lib in MQ_LIBRARIES) and not _under(i.module, "dlq_pipeline.mq")]
+    assert bad == []
+
+
+def _config_reads(module: str) -> list[str]:
+    """Where ``module`` imports `Config`/`load_config`, or reads a configuration section the
+    way `Config` offers it (``x.get("section", "key")``, ``x.section("section")``)."""
+    from dlq_pipeline.config import OPTIONS
+
+    path = MODULES[module]
+    found = [_where(i) for i in IMPORTS[module] if i.target == "dlq_pipeline.config" and i.name in ("Config", "load_config")]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args):
+            continue
+        first = node.args[0]
+        names_section = isinstance(first, ast.Constant) and first.value in OPTIONS
+        if names_section and (node.func.attr == "section" or (node.func.attr == "get" and len(node.args) == 2)):
+            found.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}: .{node.func.attr}({first.value!r}, ...)")
+    return found
+
+
+def test_the_config_scan_sees_reads():
+    assert _config_reads("dlq_pipeline.settings") and _config_reads("dlq_pipeline.cli.common")
+
+
+def test_only_the_edge_reads_the_configuration():
+    bad = [where for module in MODULES if not any(_under(module, edge) for edge in CONFIG_READERS)
+           for where in _config_reads(module)]
+    assert bad == []
+
+
+def _private(name: str | None) -> bool:
+    return bool(name) and name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def test_no_private_name_is_imported_from_another_module():
+    bad = [_where(i) for imports in IMPORTS.values() for i in imports
+           if _under(i.target, PACKAGE) and i.target != i.module and _private(i.name)]
+    assert bad == []
+
+
+def test_no_private_name_is_reached_through_an_imported_module():
+    bad = []
+    for module, path in MODULES.items():
+        aliases = {}
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if _under(a.name, PACKAGE):
+                        aliases[a.asname or a.name] = a.name
+            elif isinstance(node, ast.ImportFrom):
+                source = _resolve(module, node)
+                for a in node.names:
+                    if f"{source}.{a.name}" in MODULES:
+                        aliases[a.asname or a.name] = f"{source}.{a.name}"
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name)
+                    and node.value.id in aliases and aliases[node.value.id] != module):
+                bad.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}: {aliases[node.value.id]}.{node.attr}")
+    assert bad == []
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return sorted(found)
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles_between_modules():
+    graph = {m: {i.target for i in imports if i.target in MODULES and i.target != m}
+             for m, imports in IMPORTS.items()}
+    assert _cycles(graph) == []
