@@ -12,7 +12,9 @@ import glob
 import importlib.util
 import logging
 import os
+import re
 import sys
+import threading
 from typing import Any, Mapping
 
 from pyspark.sql import SparkSession
@@ -154,7 +156,89 @@ def _build(conf: Mapping[str, str]) -> SparkSession:
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
+    if "spark.remote" not in conf:
+        _start_jvm(conf)
     return builder.getOrCreate()
+
+
+# --- the JVM's own output ----------------------------------------------------------------------
+# A JVM this process starts writes to the stderr it inherits: log4j's start-up and WARN lines
+# ("Using Spark's default log4j profile", the loopback-address, native-hadoop and plan-
+# truncation warnings), the JVM's own "WARNING: Using incubator modules", and whatever Python
+# workers print. Interleaved with our progress (or with --log-format json lines) that is noise
+# an operator cannot act on. So the JVM is started with a pipe as its stderr, and each line
+# becomes a log record of the logger "dlq_pipeline.jvm": log4j ERROR/FATAL lines and lines we
+# do not recognise (a worker's traceback, an OutOfMemoryError) at WARNING and above, shown
+# by default; log4j WARN/INFO lines and the known start-up lines at INFO, shown with -v.
+
+JVM_LOGGER = logging.getLogger("dlq_pipeline.jvm")
+_LOG4J_LINE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN|ERROR|FATAL) ")
+_START_UP_LINES = (
+    "WARNING: Using incubator modules",
+    "Using Spark's default log4j profile",
+    "Setting default log level to",
+    "To adjust logging level use sc.setLogLevel",
+    ":: loading settings ::",
+)
+_LOG4J_LEVELS = {"TRACE": logging.DEBUG, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.INFO,
+                 "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
+
+
+def jvm_line_level(line: str) -> int:
+    """The log level a line the JVM printed gets (see above)."""
+    match = _LOG4J_LINE.match(line)
+    if match:
+        return _LOG4J_LEVELS[match.group(1)]
+    if line.startswith(_START_UP_LINES) or not line.strip():
+        return logging.INFO
+    return logging.WARNING
+
+
+def _forward(fd: int) -> None:
+    """Turn what arrives on ``fd`` into log records, line by line, until every writer is gone."""
+    with os.fdopen(fd, "rb", buffering=0) as pipe:
+        pending = b""
+        while True:
+            try:
+                chunk = pipe.read(65536)
+            except OSError:
+                return
+            if not chunk:
+                break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for raw in lines:
+                _log_jvm_line(raw)
+        if pending:
+            _log_jvm_line(pending)
+
+
+def _log_jvm_line(raw: bytes) -> None:
+    line = raw.decode("utf-8", "replace").rstrip("\r")
+    try:
+        JVM_LOGGER.log(jvm_line_level(line), "%s", line)
+    except Exception:  # noqa: BLE001 - a logging failure must never block the JVM's stderr
+        pass
+
+
+def _start_jvm(conf: Mapping[str, str]) -> None:
+    """Start Spark's JVM (the gateway and its SparkContext) with a pipe as its stderr, read by
+    a daemon thread that logs each line (see above). The JVM's children (Python workers) keep
+    the pipe. Nothing changes when a SparkContext exists already or with
+    ``DLQ_PIPELINE_JVM_STDERR=raw``."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._active_spark_context is not None or os.environ.get("DLQ_PIPELINE_JVM_STDERR") == "raw":
+        return
+    spark_conf = SparkConf(loadDefaults=False).setAll(list(conf.items()))
+    read_end, write_end = os.pipe()
+    try:
+        gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": write_end})
+    finally:
+        os.close(write_end)  # the JVM has its copy: the pipe ends when the JVM and its workers do
+    threading.Thread(target=_forward, args=(read_end,), name="jvm-stderr", daemon=True).start()
+    SparkContext(conf=spark_conf, gateway=gateway)
 
 
 def _quiet(spark: SparkSession, level: str) -> None:

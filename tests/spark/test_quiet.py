@@ -1,0 +1,66 @@
+"""A normal run's stderr is our own progress only; the JVM's start-up and WARN lines come
+through the logger ``dlq_pipeline.jvm`` and show with -v (spark/session.py)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dlq_pipeline.dumps.generator import write_generated
+from dlq_pipeline.spark.session import jvm_line_level
+
+pytestmark = pytest.mark.spark
+
+CLI = Path(sys.executable).with_name("dlq-pipeline")
+# What `ingest` itself prints on stderr: its plan, work-item ticks and per-file lines.
+OUR_LINES = re.compile(r"(ingest: .*|\[\d+/\d+\] \w+)$")
+JVM_NOISE = ("WARN", "WARNING", "log4j", "Using Spark", "setLogLevel", "NativeCodeLoader", "incubator")
+
+
+@pytest.mark.parametrize("line, level", [
+    ("26/11/23 18:33:32 WARN Utils: Your hostname, vm, resolves to a loopback address", logging.INFO),
+    ("26/11/23 18:33:37 WARN NativeCodeLoader: Unable to load native-hadoop library", logging.INFO),
+    ("26/11/23 18:36:01 INFO SparkContext: Running Spark version 4.2.0", logging.INFO),
+    ("26/11/23 18:36:01 ERROR Executor: Exception in task 0.0 in stage 1.0 (TID 1)", logging.ERROR),
+    ("WARNING: Using incubator modules: jdk.incubator.vector", logging.INFO),
+    ("Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties", logging.INFO),
+    ("Traceback (most recent call last):", logging.WARNING),  # a Python worker's: shown
+    ("java.lang.OutOfMemoryError: Java heap space", logging.WARNING),
+])
+def test_each_jvm_line_gets_the_level_that_decides_whether_it_shows(line, level):
+    assert jvm_line_level(line) == level
+
+
+def _ingest(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess:
+    dumps = tmp_path / "dumps"
+    if not dumps.exists():
+        write_generated(dumps, 20, seed=5)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DLQ_PIPELINE_LOG", "PYSPARK_SUBMIT"))}
+    warehouse = tmp_path / f"wh{len(list(tmp_path.glob('wh*')))}"
+    return subprocess.run([str(CLI), *flags, "ingest", str(dumps), "--warehouse", str(warehouse),
+                           "--set", "spark.master=local[1]"],
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_a_normal_command_prints_only_our_progress_and_minus_v_shows_the_jvm(tmp_path):
+    quiet = _ingest(tmp_path)
+    assert quiet.returncode == 0, quiet.stderr
+    lines = [line for line in quiet.stderr.splitlines() if line.strip()]
+    assert lines and all(OUR_LINES.match(line) for line in lines), quiet.stderr
+    assert not any(noise in quiet.stderr for noise in JVM_NOISE)
+
+    verbose = _ingest(tmp_path, "-v", "--log-format", "json")
+    assert verbose.returncode == 0, verbose.stderr
+    records = [json.loads(line) for line in verbose.stderr.splitlines() if line.startswith("{")]
+    jvm = [r["message"] for r in records if r["logger"] == "dlq_pipeline.jvm"]
+    assert any("incubator modules" in m or "log4j" in m for m in jvm), verbose.stderr[-2000:]
+    # under --log-format json nothing the JVM printed reaches stderr outside a JSON record
+    assert not any(noise in line for line in verbose.stderr.splitlines() if not line.startswith("{")
+                   for noise in JVM_NOISE)
