@@ -32,7 +32,7 @@ from ..conftest import REPO, make_storage, require_delta, storage_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.delta]
 
-STARTER = REPO / "conf" / "rules" / "starter.rules"
+STARTER = REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules"
 T0 = dt.datetime(2026, 9, 22, 2, 34, 33)
 DELTA_KINDS = ["delta", "delta-name"]
 

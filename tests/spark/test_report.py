@@ -21,7 +21,7 @@ from dlq_pipeline.spark.storage import open_storage
 from ..conftest import REPO
 
 pytestmark = pytest.mark.spark
-STARTER = str(REPO / "conf" / "rules" / "starter.rules")
+STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
 COUNT = 2000
 NOW = dt.datetime(2026, 11, 2, 12, tzinfo=dt.timezone.utc)
 

@@ -14,7 +14,7 @@ from dlq_pipeline.cli.common import out_of_memory
 from dlq_pipeline.locks import WarehouseLock
 
 REPO = Path(__file__).resolve().parents[2]
-STARTER = str(REPO / "conf" / "rules" / "starter.rules")
+STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
 JAVA_TEXT = ("An error occurred while calling o412.parquet.\n"
              ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 7.0 failed 1 times, "
              "most recent failure: Lost task 0.0 in stage 7.0 (TID 9): java.lang.OutOfMemoryError: Java heap space\n"

@@ -13,7 +13,7 @@ from dlq_pipeline.cli import cli
 from dlq_pipeline.cli import pipeline as pipeline_cli
 
 REPO = Path(__file__).resolve().parents[2]
-STARTER = str(REPO / "conf" / "rules" / "starter.rules")
+STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
 
 
 @pytest.fixture(autouse=True)

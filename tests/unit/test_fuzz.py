@@ -1,7 +1,7 @@
 """Fuzz targets for the readers (dmpmqmsg, amqsbcg, the sniffer that picks one) and the rules
 parser, run for a fixed time budget in the normal suite (issue 18).
 
-The corpus is every sample in ``tests/fixtures`` (and the rules tables in ``conf/rules`` and
+The corpus is every sample in ``tests/fixtures`` (and the rules tables in ``dlq_pipeline/data/rules`` and
 ``tests/golden/rules``) plus the few extra seeds in ``tests/fixtures/fuzz-corpus`` (see its
 README): each seed goes through its targets as it is, then a seeded mutator (byte flips, cuts,
 spliced bytes, duplicated or dropped lines, CRLF, a second copy appended) feeds them variants
@@ -37,7 +37,7 @@ SEED = int(os.environ.get("DLQ_FUZZ_SEED") or 18)
 def seeds(kind: str) -> list[tuple[str, bytes]]:
     """(name, bytes) of the corpus for ``kind``: "dump" (dumps and listings) or "rules"."""
     if kind == "rules":
-        paths = [*sorted((REPO / "conf" / "rules").glob("*.rules")), *sorted((REPO / "tests" / "golden" / "rules").rglob("*.rules")),
+        paths = [*sorted((REPO / "dlq_pipeline" / "data" / "rules").glob("*.rules")), *sorted((REPO / "tests" / "golden" / "rules").rglob("*.rules")),
                  *sorted(CORPUS.glob("*.rules"))]
     else:
         paths = [p for p in sorted(FIXTURES.glob("*")) + sorted(CORPUS.glob("*"))
