@@ -21,7 +21,7 @@ from dlq_pipeline.cli import cli
 from dlq_pipeline.config import load_config
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.rules.parser import load_rules
-from dlq_pipeline.spark import schemas
+from dlq_pipeline import tables as schemas
 from dlq_pipeline.spark.run import run_pipeline
 from dlq_pipeline.settings import RunSettings, StorageSettings
 from dlq_pipeline.spark.storage import open_storage
