@@ -42,7 +42,7 @@ def work(count: int, seed: int) -> list[list[dict]]:
         row.update(message_key=key, action="FWD" if forward else "DISCARD", rule_line=1, attempt=1,
                    target_q=queue if forward else None, target_qmgr=qmgr if forward else None,
                    header=True if forward else None, putaut="DEF" if forward else None, not_before_us=None,
-                   data=msg.data, truncated=False, has_message=True)
+                   data=msg.data, truncated=False, has_message=True, md_char_bytes=None)
         partitions[1 if qmgr else 0].append(row)
     return partitions
 
