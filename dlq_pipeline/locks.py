@@ -27,7 +27,7 @@ import socket
 import threading
 from pathlib import Path
 
-from dlq_pipeline.paths import PathError, local_path
+from dlq_pipeline.paths import PathError, local_dir
 from dlq_pipeline.private import private_dirs
 
 LOCKS_DIR = "_locks"
@@ -166,7 +166,7 @@ def writer_lock(storage, *, command: str, run_id: str = ""):
         return NoLock()
     path = storage.path
     try:
-        warehouse = Path(local_path(path)).absolute()
+        warehouse = local_dir(path)
     except PathError:
         raise LockUnavailable(
             f"storage.path {path!r} is not a file system path, so the warehouse cannot be locked against a second "

@@ -8,6 +8,7 @@ paths through Databricks' ``/dbfs`` mount (``/Volumes/...`` is already a path). 
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import urlparse
 
 
@@ -41,3 +42,9 @@ def local_path(path: str, *, needed_for: str = "this") -> str:
         return "/dbfs/" + (parsed.netloc + parsed.path).lstrip("/")
     raise PathError(f"{path!r} is not on a file system every node mounts (local, NFS, /dbfs/..., /Volumes/...), "
                     f"which {needed_for} needs")
+
+
+def local_dir(path: str, *, needed_for: str = "this") -> Path:
+    """`local_path` as an absolute `Path`: the warehouse directory the lock, replay's
+    checkpoints and the simulated queue managers live in."""
+    return Path(local_path(path, needed_for=needed_for)).absolute()

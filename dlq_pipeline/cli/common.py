@@ -17,7 +17,6 @@ import json
 import logging
 import re
 import sys
-from pathlib import Path
 
 import click
 
@@ -300,12 +299,12 @@ def writing(config: Config, command: str, run_id: str = ""):
     system path) or a local warehouse that cannot be made or written (a file, say): exit 2.
     Spark running out of memory in the command: `spark_errors`."""
     from dlq_pipeline.locks import LockHeld, LockUnavailable, writer_lock
-    from dlq_pipeline.paths import PathError, local_path
+    from dlq_pipeline.paths import PathError, local_dir
     from dlq_pipeline.private import directory_problem
 
     storage = StorageSettings.from_config(config)
     try:
-        problem = directory_problem(Path(local_path(storage.path)).absolute())
+        problem = directory_problem(local_dir(storage.path))
     except PathError:
         problem = None  # not a file system path: the lock (or the table format) says what it needs
     if problem:

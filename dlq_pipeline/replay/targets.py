@@ -31,7 +31,7 @@ from dlq_pipeline.dumps.dmpmqmsg import write_dump
 from dlq_pipeline.formats.mqmd import MQMD, text_to_bytes
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, Message, MQError, PutHandle
-from dlq_pipeline.paths import PathError, local_path
+from dlq_pipeline.paths import PathError, local_dir
 from dlq_pipeline.private import directory_problem, open_private, private_dirs
 from dlq_pipeline.replay.writer import Checkpoint, CheckpointState, queue_key
 from dlq_pipeline.tables import stored_text
@@ -430,7 +430,7 @@ def local_warehouse(path: str) -> Path:
     """The warehouse as a path every process can open (``dbfs:/x`` is ``/dbfs/x``); replay's
     checkpoints and the simulated queue managers need one. TargetError for other URIs."""
     try:
-        return Path(local_path(path)).absolute()
+        return local_dir(path)
     except PathError:
         raise TargetError(f"replay keeps checkpoints next to the tables and needs storage.path to be a file system "
                           f"path every executor can open (local, NFS, /dbfs), not {path!r}") from None

@@ -20,7 +20,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from dlq_pipeline.paths import PathError, local_path
+from dlq_pipeline.paths import PathError, local_dir
 from dlq_pipeline.replay.targets import complete_partition
 from dlq_pipeline.replay.writer import Checkpoint
 from dlq_pipeline.spark.schemas import table_schema
@@ -103,7 +103,7 @@ def recover_interrupted(spark: SparkSession, storage: Storage) -> set[str]:
     (other warehouses cannot hold checkpoints: replay refuses them). Classify calls this
     before deciding, so what a dead run delivered is not decided again."""
     try:
-        warehouse = Path(local_path(storage.path)).absolute()
+        warehouse = local_dir(storage.path)
     except PathError:
         return set()
     return recover_checkpoints(spark, storage, warehouse / CHECKPOINTS_DIR)

@@ -1,8 +1,10 @@
 """The one answer to "can Python open this path, and where": ingest, locks, replay, storage."""
 
+from pathlib import Path
+
 import pytest
 
-from dlq_pipeline.paths import PathError, local_path, plain_path
+from dlq_pipeline.paths import PathError, local_dir, local_path, plain_path
 
 
 @pytest.mark.parametrize("given, expected", [
@@ -35,3 +37,11 @@ def test_plain_path_leaves_dbfs_to_hadoop():
     assert plain_path("file:/tmp/wh") == "/tmp/wh"
     assert plain_path("dbfs:/wh") is None
     assert plain_path("s3a://b/wh") is None
+
+
+def test_local_dir_is_the_absolute_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert local_dir("wh") == tmp_path / "wh"
+    assert local_dir("dbfs:/wh") == Path("/dbfs/wh")
+    with pytest.raises(PathError, match="the warehouse lock"):
+        local_dir("s3a://b/wh", needed_for="the warehouse lock")
