@@ -60,6 +60,11 @@ def ended_keys(ledger: DataFrame) -> DataFrame:
     return ledger.where(F.col("outcome").isin(*ENDED_OUTCOMES)).select("message_key").distinct()
 
 
+def not_ended(messages: DataFrame, ledger: DataFrame) -> DataFrame:
+    """The rows of ``messages`` whose processing has not ended: what is pending now."""
+    return messages.join(ended_keys(ledger), "message_key", "left_anti")
+
+
 def checkpointed_rows(run_dirs: list[Path], appended: set[str]) -> list[dict]:
     """The checkpointed ledger rows of the dead runs in ``run_dirs`` that are not in
     ``appended`` (runs whose ledger append succeeded). First finishes what each partition of

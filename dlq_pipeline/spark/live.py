@@ -32,7 +32,7 @@ def drain(spark: SparkSession, storage: Storage, live: LiveQueue, **options) -> 
     return drain_queue(live, store, **options)
 
 
-def ended_keys(storage: Storage, keys: set[str]) -> set[str]:
+def ended_among(storage: Storage, keys: set[str]) -> set[str]:
     """Which of ``keys`` have a ``delivered`` or ``discarded`` ledger row."""
     if not keys:
         return set()
@@ -45,7 +45,7 @@ def settle(spark: SparkSession, storage: Storage, live: LiveQueue, **options) ->
     """Remove from ``live`` the messages whose processing has ended according to
     ``storage``'s ledger: `dlq_pipeline.live.settle_queue` with its options (``warehouse``,
     ``run_id``, ``batch_size``, ``buffer_size``, ``on_batch``)."""
-    return settle_queue(live, lambda keys: ended_keys(storage, keys), **options)
+    return settle_queue(live, lambda keys: ended_among(storage, keys), **options)
 
 
 # --- as stages of a run --------------------------------------------------------------------

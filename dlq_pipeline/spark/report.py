@@ -23,7 +23,7 @@ from dlq_pipeline.arrivals import NO_DLH, UNKNOWN, bucket_width, timeline
 from dlq_pipeline.clock import as_utc, from_epoch, from_epoch_micros, iso_z
 from dlq_pipeline.formats.constants import reason_name
 from dlq_pipeline.spark.decode import decode_headers
-from dlq_pipeline.spark.ledger import ended_keys
+from dlq_pipeline.spark.ledger import not_ended
 from dlq_pipeline.spark.storage import Storage
 from dlq_pipeline.tables import ATTENTION_OUTCOMES
 
@@ -223,7 +223,7 @@ def build_report(storage: Storage, *, now: dt.datetime, run_id: str | None = Non
         if rules is None:
             summary = storage.read_summary(run_id) if run_id else None
             rules = (summary or {}).get("rules") or []
-        pending = messages.join(ended_keys(ledger), "message_key", "left_anti").cache()
+        pending = not_ended(messages, ledger).cache()
         with_dlh = messages.where(F.col("has_dlh"))
         report = {
             "generated_at": iso_z(now),

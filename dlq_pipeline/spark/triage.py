@@ -19,8 +19,7 @@ from pyspark.sql import functions as F
 from dlq_pipeline.formats.constants import reason_name
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.classify import classify
-from dlq_pipeline.spark.ledger import pending_with_attempts
-from dlq_pipeline.tables import ENDED_OUTCOMES
+from dlq_pipeline.spark.ledger import not_ended, pending_with_attempts
 from dlq_pipeline.spark.decode import decode_headers
 from dlq_pipeline.settings import StorageSettings
 from dlq_pipeline.spark.report import AGE_BUCKETS, dead_lettered_at, origin_qmgr
@@ -78,8 +77,7 @@ def latest_decisions(decisions: DataFrame) -> DataFrame:
 
 
 def pending(tables: Tables) -> DataFrame:
-    ended = tables.ledger.where(F.col("outcome").isin(*ENDED_OUTCOMES)).select("message_key").distinct()
-    return tables.messages.join(ended, "message_key", "left_anti")
+    return not_ended(tables.messages, tables.ledger)
 
 
 def overview(tables: Tables) -> dict:

@@ -244,7 +244,7 @@ def test_warehouse_is_owner_only_and_summaries_are_json(spark, warehouse, kind):
 
 
 def test_existing_warehouse_permissions_are_left_alone(spark, tmp_path):
-    existing = tmp_path / "shared"
+    existing = tmp_path / "existing-warehouse"
     existing.mkdir(mode=0o755)
     os.chmod(existing, 0o755)
     Storage(spark, path=str(existing)).write_summary("r1", {})
