@@ -423,9 +423,8 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     from dlq_pipeline.settings import ReplaySettings
     from dlq_pipeline.tables import LEDGER_COLUMNS
     from dlq_pipeline.spark.ingest import ingest
-    from dlq_pipeline.spark.replay import partition_function, row_to_item, work_items
+    from dlq_pipeline.spark.replay import partition_function, partition_rows, row_to_item, work_items
     from dlq_pipeline.spark.classify import decide_pending
-    from dlq_pipeline.spark.schemas import table_schema
     from dlq_pipeline.spark.storage import Storage
 
     from dlq_pipeline.rules.parser import load_rules
@@ -441,7 +440,6 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     n = decisions.count()
     puts = decisions.where(F.col("action").isin("RETRY", "FWD")).count()
     settings = ReplaySettings()
-    ledger = table_schema("ledger")
     out = {"messages": n, "puts": puts, "latency_ms": ctx.latency_ms or {}, "partitions": {}}
     runs = {"n": 0}
     for parts in sizes.replay_partitions:
@@ -453,13 +451,13 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
             target = open_target("sim:QMHUB01", warehouse=wh)
             _fresh_sim(Path(target.location), "QMHUB01", ctx.latency_ms)
             run = partition_function(target, settings, f"bench-{runs['n']}", now, str(wh / "_checkpoints"), None)
-            noop(spark.createDataFrame(items.rdd.mapPartitionsWithIndex(run), ledger))
+            noop(partition_rows(items, run))
 
         def writer_dry_run():
             runs["n"] += 1
             target = open_target("dry-run", warehouse=wh)
             run = partition_function(target, settings, f"bench-{runs['n']}", now, str(wh / "_checkpoints"), None)
-            noop(spark.createDataFrame(items.rdd.mapPartitionsWithIndex(run), ledger))
+            noop(partition_rows(items, run))
 
         def iterate_only():
             def run(index, rows):
@@ -468,7 +466,7 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
                     yield ("bench", item.message_key, item.action, item.rule_line, item.attempt, item.target_q,
                            item.target_qmgr, "ignored", None, None, now, now, index, None)
             assert len(LEDGER_COLUMNS) == 14
-            noop(spark.createDataFrame(items.rdd.mapPartitionsWithIndex(run), ledger))
+            noop(partition_rows(items, run))
 
         times = interleaved({"writer_to_sim": through_writer, "writer_dry_run": writer_dry_run,
                              "iterate_only": iterate_only}, sizes.repeats)

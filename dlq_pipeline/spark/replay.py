@@ -35,7 +35,7 @@ from dlq_pipeline.replay.rebuild import TARGET_SOURCES, exact_target
 from dlq_pipeline.replay.targets import Target, check_run_id, local_warehouse, open_target
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
 from dlq_pipeline.settings import ReplaySettings
-from dlq_pipeline.spark.schemas import table_schema
+from dlq_pipeline.spark.schemas import arrow_schema, table_schema
 from dlq_pipeline.spark.storage import Storage
 from dlq_pipeline.tables import CHAR_BYTES_COLUMN, LEDGER_COLUMNS, MD_COLUMNS, OUTCOMES, PUT_ACTIONS, exact_md
 from dlq_pipeline.spark.ledger import CHECKPOINTS_DIR, message_states, recover_checkpoints
@@ -99,6 +99,41 @@ def partition_function(target: Target, settings: ReplaySettings, run_id: str, no
     return run
 
 
+LEDGER_BATCH_ROWS = 1024  # ledger rows per Arrow batch a replay task hands back
+
+
+def partition_rows(items: DataFrame, run: Callable) -> DataFrame:
+    """The rows ``run(partition_index, rows)`` yields (tuples in ledger column order) for
+    each partition of ``items``, as a DataFrame of the ``ledger`` schema.
+
+    Through ``mapInArrow``, not ``rdd.mapPartitionsWithIndex``: Spark Connect (Databricks
+    serverless and shared clusters) has no RDD API. Each task reads its partition index from
+    its TaskContext and hands ``run`` the rows as dicts, in the partition's order."""
+    schema = arrow_schema("ledger")
+
+    def task(batches):
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        rows = (row for batch in batches for row in batch.to_pylist())
+        pending: list[tuple] = []
+
+        def flush():
+            columns = list(zip(*pending))
+            return pa.RecordBatch.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, schema)],
+                                              schema=schema)
+
+        for row in run(TaskContext.get().partitionId(), rows):
+            pending.append(row)
+            if len(pending) >= LEDGER_BATCH_ROWS:
+                yield flush()
+                pending = []
+        if pending:
+            yield flush()
+
+    return items.mapInArrow(task, table_schema("ledger"))
+
+
 def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: set[str]) -> DataFrame:
     """Decisions joined with their messages, one partition per target queue manager (hashed
     into ``partitions``), in DLQ order within each."""
@@ -152,7 +187,7 @@ def replay(
 
     items = work_items(storage, decisions, settings.max_connections, skip)
     run = partition_function(chosen, settings, run_id, now, checkpoint_root, task_hook, RunGroup.of_this_process())
-    ledger = spark.createDataFrame(items.rdd.mapPartitionsWithIndex(run), table_schema("ledger"))
+    ledger = partition_rows(items, run)
     observation = Observation(f"replay_{run_id}_{secrets.token_hex(4)}")
     observed = ledger.observe(
         observation, *[F.sum(F.when(F.col("outcome") == o, 1).otherwise(0)).alias(o) for o in OUTCOMES])

@@ -46,6 +46,17 @@ def table_schema(name: str) -> StructType:
         raise SchemaError(f"schema of {name!r}: {exc}") from None
 
 
+def arrow_schema(name: str):
+    """The Arrow schema of table ``name`` (timestamps as UTC instants), for the DataFrames
+    built from Arrow data: `local_rows` and replay's ``mapInArrow``."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        return to_arrow_schema(table_schema(name), timezone="UTC")
+    except TypeError:  # pyspark 3.5: no timezone argument, TimestampType is always UTC there
+        return to_arrow_schema(table_schema(name))
+
+
 def local_rows(spark: SparkSession, rows: list[tuple], name: str) -> DataFrame:
     """Rows built on the driver (tuples in the schema's order) as a DataFrame of table
     ``name``, handed to the JVM as one Arrow table.
@@ -56,10 +67,9 @@ def local_rows(spark: SparkSession, rows: list[tuple], name: str) -> DataFrame:
     ``BrokenPipeError`` traceback per worker on stderr after every successful drain. An
     Arrow table needs no Python worker."""
     import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
 
     schema = table_schema(name)
-    arrow = to_arrow_schema(schema, timezone="UTC")
+    arrow = arrow_schema(name)
     columns = list(zip(*rows)) if rows else [()] * len(schema.fields)
     table = pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, arrow)], schema=arrow)
     return spark.createDataFrame(table, schema)
