@@ -16,7 +16,7 @@ CONSTRAINTS ?= constraints/spark-4.2.txt
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c $(CONSTRAINTS) -e '.[spark,delta,test,package]'
+	$(BIN)/pip install --quiet -c $(CONSTRAINTS) -e '.[spark,delta,connect,test,package]'
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -40,6 +40,8 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
     },
     "spark": {
         "master": ((str,), "local[*]", "master for a locally built session (ignored when a session exists)"),
+        "remote": ((str,), "", "Spark Connect server sc://HOST:PORT for a new session (default: $SPARK_REMOTE; "
+                               "\"\" = classic Spark); replay to mq:, drain and settle refuse it"),
         "app_name": ((str,), "dlq-pipeline", "Spark application name"),
         "conf": ((dict,), {}, "extra Spark settings, e.g. {\"spark.sql.shuffle.partitions\" = \"8\"}"),
     },

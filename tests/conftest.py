@@ -91,3 +91,13 @@ def storage_kind(request, spark) -> str:
     if request.param != "parquet":
         require_delta(spark)
     return request.param
+
+
+@pytest.fixture(scope="session")
+def connect_url(tmp_path_factory):
+    """A local Spark Connect server (tests/connect_server.py) shared by the whole session:
+    its ``sc://`` URL. Started on first use, stopped by its process group at the end."""
+    from .connect_server import connect_server
+
+    with connect_server(tmp_path_factory.mktemp("connect-server")) as url:
+        yield url

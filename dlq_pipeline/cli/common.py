@@ -178,6 +178,7 @@ def check_target(target: str, config: Config) -> None:
     except TargetError as exc:
         err(f"error: bad --target '{target}': {exc}")
         sys.exit(exitcodes.USAGE)
+    require_classic(config, needs_classic(target=target))
     try:
         warehouse = local_warehouse(config.get("storage", "path"))
         open_target(target, warehouse=warehouse, qmgrs=mq_qmgrs(config)).preflight()
@@ -198,6 +199,7 @@ def live_source(config: Config, source: str, table: RulesTable | None, *, queue:
     from dlq_pipeline.live import live_queue
     from dlq_pipeline.replay.targets import TargetError, local_warehouse
 
+    require_classic(config, needs_classic(source=source))
     try:
         warehouse = local_warehouse(config.get("storage", "path"))
         live = live_queue(source, warehouse=warehouse, qmgrs=mq_qmgrs(config),
@@ -209,19 +211,68 @@ def live_source(config: Config, source: str, table: RulesTable | None, *, queue:
     return live, warehouse
 
 
+# --- Spark Connect: what needs classic Spark -----------------------------------------------------
+
+
+def needs_classic(target: str = "", source: str | None = None) -> str:
+    """What of a command cannot run over Spark Connect, "" when all of it can (pure): a
+    replay to ``mq:`` and the drain and settle of a live source."""
+    needs = [f"replay to {target}"] if target.startswith("mq:") else []
+    if source:
+        needs.append(f"drain and settle of {source}")
+    return " and ".join(needs)
+
+
+def connect_requested(config: Config) -> str:
+    """Why this command's session would be Spark Connect ("" when it would not), before it
+    starts: the settings, or a Connect session this process has already (Databricks
+    serverless; only possible once pyspark's Connect client is imported)."""
+    import os
+
+    if config.get("spark", "remote"):
+        return "spark.remote is set"
+    if os.environ.get("SPARK_REMOTE"):
+        return "$SPARK_REMOTE is set"
+    if "pyspark.sql.connect.session" in sys.modules:
+        from dlq_pipeline.spark.session import active_connect
+
+        if active_connect():
+            return "the session is a Spark Connect session"
+    return ""
+
+
+def require_classic(config: Config, what: str, why: str = "") -> None:
+    """Exit 2 with one line when ``what`` (`needs_classic`) would run over Spark Connect:
+    an ``mq:`` put or a drain needs IBM MQ's client library and a route to the queue manager
+    on the driver and every executor, and the warehouse as a directory they share for locks
+    and checkpoints, which a Connect server or serverless compute does not give. Checked
+    before Spark starts (``spark.remote``, ``$SPARK_REMOTE``) and again on the session
+    (``why``: an existing Connect session, Databricks serverless)."""
+    why = why or connect_requested(config)
+    if what and why:
+        err(f"error: {what} cannot run over Spark Connect ({why}): it needs IBM MQ's client and a route to the queue "
+            "manager on the driver and every executor, and a warehouse directory they share; run it on classic Spark "
+            "(spark.remote unset: the CLI's own session, spark-submit, a Databricks classic job cluster)")
+        sys.exit(exitcodes.USAGE)
+
+
 # --- Spark and the warehouse -------------------------------------------------------------------
 
 
-def start_spark(config: Config):
-    """The SparkSession for ``[spark]`` (an active one is reused: spark-submit, Databricks).
-    storage.format = delta without Delta's jars is exit 2 (checked before a JVM starts when
-    this process builds the session)."""
-    from dlq_pipeline.spark.session import DELTA_FIX, delta_available, delta_missing, get_spark
+def start_spark(config: Config, classic_for: str = ""):
+    """The SparkSession for ``[spark]`` (an active one is reused: spark-submit, Databricks;
+    ``spark.remote``/``$SPARK_REMOTE`` make it a Spark Connect session). storage.format =
+    delta without Delta's jars is exit 2 (checked before a JVM starts when this process
+    builds the session), and so is a Connect session for ``classic_for`` (`needs_classic`)."""
+    from dlq_pipeline.spark.session import DELTA_FIX, delta_available, delta_missing, get_spark, is_connect
 
     s = config.section("spark")
-    settings = {"master": s["master"], "app_name": s["app_name"], "spark_conf": s["conf"],
+    settings = {"master": s["master"], "remote": s["remote"], "app_name": s["app_name"], "spark_conf": s["conf"],
                 "format": config.get("storage", "format")}
+    require_classic(config, classic_for)
     spark = None if delta_missing(settings) else get_spark(settings)
+    if spark is not None and is_connect(spark):  # e.g. reused from the caller
+        require_classic(config, classic_for, "the session is a Spark Connect session")
     if settings["format"] == "delta" and (spark is None or not delta_available(spark)):
         err(f"error: storage.format is delta, but Delta Lake is not on the Spark classpath: {DELTA_FIX}")
         sys.exit(exitcodes.USAGE)

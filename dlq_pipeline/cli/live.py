@@ -12,8 +12,8 @@ import sys
 import click
 
 from dlq_pipeline import exitcodes
-from dlq_pipeline.cli.common import (check_target, config_options, echo_json, err, fail, live_source,
-                                     load_valid_rules, open_tables, run_id_for, start_spark, storage_with_tables, writing)
+from dlq_pipeline.cli.common import (check_target, config_options, echo_json, err, fail, live_source, load_valid_rules,
+                                     needs_classic, open_tables, run_id_for, start_spark, storage_with_tables, writing)
 from dlq_pipeline.config import Config
 from dlq_pipeline.settings import DrainSettings, ReplaySettings, mq_qmgrs
 
@@ -76,7 +76,7 @@ def drain_cmd(source, queue, qmgr, rules_path, mode, limit, run_id, as_json, con
     mode = mode or settings.mode
     run_id = run_id_for(config, run_id)
     with writing(config, f"drain ({mode})", run_id):
-        spark = start_spark(config)
+        spark = start_spark(config, needs_classic(source=live.spec))
         try:
             result = drain(spark, open_tables(spark, config), live, warehouse=warehouse, run_id=run_id,
                            mode=mode, batch_size=settings.batch_size, limit=limit)
@@ -110,7 +110,7 @@ def settle_cmd(source, queue, qmgr, rules_path, run_id, as_json, config: Config)
     live, warehouse = _live(config, source, queue, qmgr, rules_path)
     run_id = run_id_for(config, run_id)
     with writing(config, "settle", run_id):
-        spark = start_spark(config)
+        spark = start_spark(config, needs_classic(source=live.spec))
         try:
             result = settle(spark, storage_with_tables(spark, config), live, warehouse=warehouse, run_id=run_id,
                             batch_size=DrainSettings.from_config(config).batch_size)
@@ -150,7 +150,7 @@ def replay_cmd(run_id, target, as_json, config: Config):
     target = target or config.get("pipeline", "target")
     check_target(target, config)
     with writing(config, "replay", run_id or "(latest decisions)"):
-        spark = start_spark(config)
+        spark = start_spark(config, needs_classic(target=target))
         try:
             result = replay_decisions(spark, storage_with_tables(spark, config), target=target,
                                       settings=ReplaySettings.from_config(config), qmgrs=mq_qmgrs(config),

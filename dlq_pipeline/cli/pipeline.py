@@ -15,8 +15,8 @@ import click
 
 from dlq_pipeline import exitcodes
 from dlq_pipeline.cli.common import (check_target, config_options, echo_json, err, live_source, load_valid_rules,
-                                     open_tables, run_id_for, spark_errors, start_spark, storage_with_tables,
-                                     writing)
+                                     needs_classic, open_tables, run_id_for, spark_errors, start_spark,
+                                     storage_with_tables, writing)
 from dlq_pipeline.cli.generate import Size
 from dlq_pipeline.config import Config, load_config
 from dlq_pipeline.settings import ClassifySettings, IngestSettings, ReportSettings, RunSettings
@@ -137,7 +137,7 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
     now = utc_now()
     run_id = run_id_for(config, run_id, now)
     with writing(config, "run", run_id):
-        spark = start_spark(config)
+        spark = start_spark(config, needs_classic(target, source))
         summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=inputs, target=target,
                                run_id=run_id, now=now, progress=_progress(), source=source)
     if as_json:

@@ -66,7 +66,7 @@ LOG_LEVEL = "WARN"
 
 def _settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
     s = dict(settings or {})
-    unknown = set(s) - {"master", "app_name", "spark_conf", "format", "log_level"}
+    unknown = set(s) - {"master", "remote", "app_name", "spark_conf", "format", "log_level"}
     if unknown:
         raise ValueError(f"get_spark: unknown settings {sorted(unknown)}")
     return s
@@ -109,6 +109,44 @@ def local_driver_memory(total_bytes: int | None = None) -> str:
         except (ValueError, OSError, AttributeError):  # not POSIX: keep Spark's default
             return "1g"
     return f"{max(1, min(8, total_bytes // 4 // 2**30))}g"
+
+
+def remote_url(settings: Mapping[str, Any] | None = None) -> str:
+    """The Spark Connect server a new session talks to: the ``remote`` setting, else
+    ``$SPARK_REMOTE`` (pyspark's own variable); "" builds a classic session with its own JVM."""
+    return str(_settings(settings).get("remote") or os.environ.get("SPARK_REMOTE") or "")
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (Databricks serverless and shared
+    clusters, ``spark.remote``): no SparkContext, no JVM in this process, no RDDs."""
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError:  # the client's packages are not installed: it cannot be one
+        return False
+    return isinstance(spark, ConnectSession)
+
+
+def active_connect() -> bool:
+    """Whether this process has an active Spark Connect session already (a Databricks
+    serverless task or notebook), without starting anything."""
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError:
+        return False
+    return ConnectSession.getActiveSession() is not None
+
+
+def connect_conf(settings: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The settings of a new Spark Connect session (pure): ``spark.remote`` and the SQL
+    settings a session can change at runtime (``spark.sql.*`` of the defaults, then of
+    ``spark_conf``). The server's JVM, master, memory and jars (Delta's included) are the
+    server's business: they are fixed when it starts."""
+    s = _settings(settings)
+    conf = {k: v for k, v in BASE_CONF.items() if k.startswith("spark.sql.")}
+    conf.update({str(k): str(v) for k, v in (s.get("spark_conf") or {}).items() if str(k).startswith("spark.sql.")})
+    conf["spark.remote"] = remote_url(s)
+    return conf
 
 
 def session_conf(settings: Mapping[str, Any] | None = None, launcher: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -251,7 +289,8 @@ def _quiet(spark: SparkSession, level: str) -> None:
 def get_spark(settings: Mapping[str, Any] | None = None) -> SparkSession:
     """The active SparkSession, or a new local one.
 
-    ``settings``: ``master`` (default ``local[*]``), ``app_name``, ``spark_conf`` (extra Spark
+    ``settings``: ``master`` (default ``local[*]``), ``remote`` (a Spark Connect URL,
+    ``sc://host:port``, default ``$SPARK_REMOTE``; `connect_conf`), ``app_name``, ``spark_conf`` (extra Spark
     settings, overriding the defaults), ``format`` (``"delta"`` adds Delta's extension and
     catalog when Delta is available), ``log_level`` (default WARN).
 
@@ -270,7 +309,7 @@ def get_spark(settings: Mapping[str, Any] | None = None) -> SparkSession:
                 log.debug("cannot set %s on the active session", key)
         return active
 
-    spark = _build(session_conf(s, launcher_conf()))
+    spark = _build(connect_conf(s) if remote_url(s) else session_conf(s, launcher_conf()))
     _quiet(spark, s.get("log_level") or LOG_LEVEL)
     return spark
 
@@ -292,6 +331,6 @@ def delta_missing(settings: Mapping[str, Any] | None = None) -> bool:
     """``format`` is delta but a session ``get_spark`` would build could not load Delta: the
     CLI's exit 2 *before* a JVM starts. An active session is judged by `delta_available`."""
     s = _settings(settings)
-    if s.get("format") != "delta" or SparkSession.getActiveSession() is not None:
-        return False
+    if s.get("format") != "delta" or remote_url(s) or SparkSession.getActiveSession() is not None:
+        return False  # a Connect server (or an active session) has its own classpath
     return DELTA_EXTENSION not in session_conf(s, launcher_conf()).get("spark.sql.extensions", "").split(",")

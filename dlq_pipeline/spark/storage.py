@@ -211,6 +211,8 @@ class Storage:
             raise StorageError("a Delta catalog needs a schema (database) too: catalog.schema.table")
         if format == "delta" and not delta_available(spark):
             raise StorageError(f"storage format 'delta' needs Delta Lake on the Spark classpath, and it is not: {DELTA_FIX}")
+        if plain_path(path) == path and not os.path.isabs(path):
+            path = os.path.abspath(path)  # this process's directory, not a Spark Connect server's
         self.spark = spark
         self.format = format
         self.path = path.rstrip("/") or "/"

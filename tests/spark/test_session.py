@@ -10,8 +10,8 @@ import pytest
 from dlq_pipeline.spark import session as session_module
 from dlq_pipeline.spark.delta import (JARS_ENV, DeltaJarsError, cached_jars, jar_dir, package_for,
                                       spark_provided)
-from dlq_pipeline.spark.session import (DELTA_CATALOG, DELTA_EXTENSION, delta_available, delta_missing, get_spark,
-                                        session_conf)
+from dlq_pipeline.spark.session import (BASE_CONF, DELTA_CATALOG, DELTA_EXTENSION, connect_conf, delta_available,
+                                        delta_missing, get_spark, is_connect, remote_url, session_conf)
 
 
 def test_get_spark_returns_the_active_session(spark):
@@ -146,3 +146,25 @@ def test_python_env_points_workers_at_this_interpreter(monkeypatch):
     monkeypatch.setenv("PYSPARK_PYTHON", "/opt/other/python")
     session_module._python_env()
     assert os.environ["PYSPARK_PYTHON"] == "/opt/other/python"  # never overridden
+
+
+def test_spark_connect_url_from_the_setting_else_spark_remote(monkeypatch):
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    assert remote_url({}) == "" and remote_url(None) == ""
+    monkeypatch.setenv("SPARK_REMOTE", "sc://env:15002")
+    assert remote_url({}) == "sc://env:15002"
+    assert remote_url({"remote": "sc://set:1"}) == "sc://set:1"
+
+
+def test_a_connect_session_gets_the_url_and_runtime_sql_settings_only(monkeypatch):
+    """Master, heap, jars and Delta's extension are the server's: fixed when it started."""
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    conf = connect_conf({"remote": "sc://h:1", "master": "local[2]", "format": "delta",
+                         "spark_conf": {"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "3g"}})
+    assert conf == {**{k: v for k, v in BASE_CONF.items() if k.startswith("spark.sql.")},
+                    "spark.sql.shuffle.partitions": "8", "spark.remote": "sc://h:1"}
+    assert delta_missing({"format": "delta", "remote": "sc://h:1"}) is False  # the server has its classpath
+
+
+def test_the_suite_session_is_classic(spark):
+    assert is_connect(spark) is False

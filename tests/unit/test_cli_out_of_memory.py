@@ -44,7 +44,7 @@ def test_an_out_of_memory_run_is_one_error_line_naming_the_setting(tmp_path, mon
     def run_pipeline(*args, **kwargs):
         raise FakePy4JJavaError(JAVA_TEXT)
 
-    monkeypatch.setattr(pipeline_cli, "start_spark", lambda config: object())
+    monkeypatch.setattr(pipeline_cli, "start_spark", lambda config, classic_for="": object())
     monkeypatch.setattr(spark_run, "run_pipeline", run_pipeline)
     dump = tmp_path / "in.dmp"
     dump.write_bytes(b"* never read\n")

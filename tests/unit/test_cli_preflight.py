@@ -19,7 +19,7 @@ STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
 @pytest.fixture(autouse=True)
 def no_spark(monkeypatch):
     """Every case here must stop before a SparkSession is asked for."""
-    def refuse(config):
+    def refuse(config, *_):
         raise AssertionError("Spark was started: the check came too late")
     monkeypatch.setattr(pipeline_cli, "start_spark", refuse)
     import dlq_pipeline.cli.live as live_cli
@@ -85,3 +85,27 @@ def test_a_warehouse_that_is_a_file_is_exit_2_and_left_alone(tmp_path, dump):
                                      f"{wh} is a file, so {wh / 'inside'} cannot be made"])
     after = os.stat(wh)
     assert (after.st_mtime_ns, after.st_size, wh.read_bytes()) == (before.st_mtime_ns, before.st_size, b"not a warehouse")
+
+
+def test_what_needs_classic_spark():
+    from dlq_pipeline.cli.common import needs_classic
+
+    assert needs_classic() == ""
+    assert [needs_classic(target=t) for t in ("dry-run", "dir:out", "sim:QM1", "mq:QM1")] == [
+        "", "", "", "replay to mq:QM1"]
+    assert needs_classic("mq:QM1", "sim:DLQ") == "replay to mq:QM1 and drain and settle of sim:DLQ"
+    assert needs_classic("dir:out", "mq:QM2") == "drain and settle of mq:QM2"
+
+
+def test_replay_to_mq_over_spark_connect_is_exit_2_before_the_mq_checks(monkeypatch, tmp_path):
+    """spark.remote set: refused before the [mq.qmgrs.QM1] table or the MQ client are looked at."""
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["replay", "--target", "mq:QM1", "--warehouse", "wh",
+                                      "--set", 'spark.remote="sc://127.0.0.1:9"'])
+    assert result.exit_code == 2
+    assert result.output.splitlines() == [
+        "error: replay to mq:QM1 cannot run over Spark Connect (spark.remote is set): it needs IBM MQ's client and a "
+        "route to the queue manager on the driver and every executor, and a warehouse directory they share; run it "
+        "on classic Spark (spark.remote unset: the CLI's own session, spark-submit, a Databricks classic job "
+        "cluster)"]
+    assert list(tmp_path.iterdir()) == []
