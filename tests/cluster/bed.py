@@ -111,11 +111,21 @@ class Daemon:
                 continue
 
 
+def _own_group_dying_with_parent() -> None:
+    """In the child: its own process group, and SIGKILL when the test process dies (a pytest
+    killed by a timeout runs no finalizer; the daemons must not outlive it)."""
+    os.setsid()
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def _start(name: str, command: list[str], log: Path, env: dict, stdin=subprocess.DEVNULL) -> Daemon:
     out = open(log, "wb")
     try:
         process = subprocess.Popen(command, stdin=stdin, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                   start_new_session=True)
+                                   preexec_fn=_own_group_dying_with_parent)
     finally:
         out.close()
     return Daemon(name, process, log)
@@ -176,8 +186,7 @@ class Bed:
 
     def spark_conf(self) -> dict[str, str]:
         """Settings a session on this cluster needs: executors import this checkout's package."""
-        return {"spark.executorEnv.PYTHONPATH": str(REPO), "spark.executor.memory": "768m",
-                "spark.hadoop.fs.defaultFS": self.hdfs.uri}
+        return {"spark.executorEnv.PYTHONPATH": str(REPO), "spark.executor.memory": "768m"}
 
 
 def start(root: Path) -> Bed:
