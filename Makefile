@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 # The tested environment: Spark 4.2 + Delta 4.4, every package pinned (constraints/README.md).
 CONSTRAINTS ?= constraints/spark-4.2.txt
 
-.PHONY: venv demo test package clean delta-jars browser chromium
+.PHONY: venv demo test package clean delta-jars hadoop-jars browser chromium
 
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
@@ -29,7 +29,12 @@ delta-jars: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/dlq-pipeline demo --out demo-out
 
-test: $(STAMP) delta-jars chromium
+# Hadoop's mini cluster (the HDFS of the `cluster` test tier), the version of the Hadoop client
+# inside pyspark, fetched once with Maven into ~/.cache/dlq-pipeline/jars (a no-op when there).
+hadoop-jars: $(STAMP)
+	$(BIN)/python -m tests.cluster.bed fetch
+
+test: $(STAMP) delta-jars hadoop-jars chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Debian's chromium, for the browser tests (the HTML report rendered headless): installed once

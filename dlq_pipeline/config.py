@@ -49,6 +49,8 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         "split_bytes": ((int,), 64 * 1024 * 1024, "a dump larger than this is split across tasks"),
         "max_line_length": ((int,), 256 * 1024 * 1024, "longest dump line accepted (bytes)"),
         "max_message_bytes": ((int,), 104_857_600, "largest message accepted (MQ's maximum, 100 MB)"),
+        "webhdfs": ((str,), "", "NameNode HTTP address hdfs:// inputs are read through (WebHDFS), e.g. "
+                                "http://namenode:9870; \"\" = port 9870 of the hdfs:// URI's host"),
     },
     "classify": {
         "retry_interval": ((int,), -1, "override RETRYINT seconds; -1 = use the rules table's"),

@@ -47,12 +47,13 @@ class IngestSettings:
     split_bytes: int = DEFAULT_SPLIT_BYTES
     max_line_length: int = MAX_LINE_LENGTH
     max_message_bytes: int = MQ_MAX_MESSAGE_BYTES
+    webhdfs: str = ""  # the NameNode's HTTP address for hdfs:// inputs; "" = http://NAMENODE:9870
 
     @classmethod
     def from_config(cls, config) -> "IngestSettings":
         s = config.section("ingest")
         return cls(split_bytes=s["split_bytes"], max_line_length=s["max_line_length"],
-                   max_message_bytes=s["max_message_bytes"])
+                   max_message_bytes=s["max_message_bytes"], webhdfs=s["webhdfs"])
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,22 @@ log = logging.getLogger(__name__)
 FILE = click.Path(exists=True, dir_okay=False)
 
 
+class _Input(click.ParamType):
+    """An input path or URI: a local one must exist (checked now, like click.Path); a remote
+    one (hdfs://, s3a://, ...) is checked where it is listed, by dumps.files."""
+
+    name = "path"
+    _local = click.Path(exists=True)
+
+    def convert(self, value, param, ctx):
+        from dlq_pipeline.dumps.files import is_local
+
+        return self._local.convert(value, param, ctx) if is_local(value) else value
+
+
+INPUT = _Input()
+
+
 def err(message: str) -> None:
     """One line on stderr."""
     click.echo(message, err=True)

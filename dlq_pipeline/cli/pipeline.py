@@ -14,11 +14,12 @@ from pathlib import Path
 import click
 
 from dlq_pipeline import exitcodes
-from dlq_pipeline.cli.common import (check_target, config_options, echo_json, err, live_source, load_valid_rules,
-                                     needs_classic, open_tables, run_id_for, spark_errors, start_spark,
-                                     storage_with_tables, writing)
+from dlq_pipeline.cli.common import (INPUT, check_target, config_options, echo_json, err, fail, live_source,
+                                     load_valid_rules, needs_classic, open_tables, run_id_for, spark_errors,
+                                     start_spark, storage_with_tables, writing)
 from dlq_pipeline.cli.generate import Size
 from dlq_pipeline.config import Config, load_config
+from dlq_pipeline.dumps.files import INPUT_ERRORS
 from dlq_pipeline.settings import ClassifySettings, IngestSettings, ReportSettings, RunSettings
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ def _stage_event(stage: str, run_id: str, started: float, counts: dict) -> None:
 
 
 @click.command("ingest")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, required=True, type=INPUT)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @config_options
 def ingest_cmd(paths, as_json, config: Config):
@@ -50,8 +51,11 @@ def ingest_cmd(paths, as_json, config: Config):
     started = time.monotonic()
     with writing(config, "ingest", run_id):
         spark = start_spark(config)
-        result = ingest(spark, open_tables(spark, config), list(paths), run_id=run_id,
-                        settings=IngestSettings.from_config(config), progress=None if as_json else err)
+        try:
+            result = ingest(spark, open_tables(spark, config), list(paths), run_id=run_id,
+                            settings=IngestSettings.from_config(config), progress=None if as_json else err)
+        except INPUT_ERRORS as exc:
+            fail(exc)
     doc = {"run_id": run_id, **result.as_dict()}
     _stage_event("ingest", run_id, started, result.as_dict())
     if as_json:
@@ -102,7 +106,7 @@ def _required(config: Config, key: str) -> str:
 
 
 @click.command("run")
-@click.option("--input", "inputs", multiple=True, type=click.Path(exists=True),
+@click.option("--input", "inputs", multiple=True, type=INPUT,
               help="Dump file or directory to ingest (repeatable; default: pipeline.inputs).")
 @click.option("--rules", "rules_path", metavar="FILE", help="Rules table (default: pipeline.rules).")
 @click.option("--target", help="dry-run | dir:PATH | sim:[NAME] | mq:QMGR (default: pipeline.target).")
@@ -138,8 +142,11 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
     run_id = run_id_for(config, run_id, now)
     with writing(config, "run", run_id):
         spark = start_spark(config, needs_classic(target, source))
-        summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=inputs, target=target,
-                               run_id=run_id, now=now, progress=_progress(), source=source)
+        try:
+            summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=inputs, target=target,
+                                   run_id=run_id, now=now, progress=_progress(), source=source)
+        except INPUT_ERRORS as exc:
+            fail(exc)
     if as_json:
         echo_json(summary.as_dict())
     else:

@@ -60,6 +60,7 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
     from dlq_pipeline.dumps.inspect import printable
     from dlq_pipeline.rules.parser import load_rules
     from dlq_pipeline.rules.whatif import Tally, decide_message, file_width, format_outcome, format_tally, text_header
+    from dlq_pipeline.dumps.files import InputUnreachable
     from dlq_pipeline.dumps.sources import expand_paths, read_source
 
     table = load_rules(file)
@@ -71,7 +72,7 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
     limits = ingest_settings(config_path, profile)
     try:
         paths = expand_paths(inputs)
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, InputUnreachable) as exc:
         click.echo(f"error: {exc.args[0] if exc.args else exc}", err=True)
         sys.exit(exitcodes.USAGE)
 

@@ -40,6 +40,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import BinaryIO, Iterable, Iterator
 
+from dlq_pipeline.dumps.files import file_size, open_input
 from dlq_pipeline.formats.mqmd import MQMD, bytes_to_text, text_to_bytes
 from dlq_pipeline.dumps.records import DumpedMessage, DumpInfo, RecordError
 
@@ -833,8 +834,10 @@ def _records(
 
 @contextmanager
 def open_source(source, name: str | None):
+    """``source`` (a path or URI, opened through `dumps.files`, or an open binary file) with
+    the name errors report."""
     if isinstance(source, (str, os.PathLike)):
-        with open(source, "rb", buffering=1 << 20) as f:
+        with open_input(source) as f:
             yield f, name if name is not None else os.fspath(source)
     else:
         yield source, name if name is not None else str(getattr(source, "name", "<stream>"))
@@ -901,7 +904,7 @@ def plan_splits(path, target_bytes: int) -> list[tuple[int, int]]:
     """Byte ranges of about ``target_bytes`` covering the file; ``read_dump`` aligns them."""
     if target_bytes < 1:
         raise ValueError("target_bytes must be positive")
-    size = os.path.getsize(path)
+    size = file_size(path)
     if size <= target_bytes:
         return [(0, size)]
     return [(s, min(s + target_bytes, size)) for s in range(0, size, target_bytes)]

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from dlq_pipeline.dumps.dmpmqmsg import plan_splits, read_dump_info
-from dlq_pipeline.dumps.sources import expand_paths, sniff
+from dlq_pipeline.dumps.files import open_input
+from dlq_pipeline.dumps.sources import expand_inputs, sniff
 from dlq_pipeline.tables import stored_text
 
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
@@ -30,11 +31,17 @@ class FileSplit:
     splits: int  # how many ranges the file has
     qmgr: str | None = None
     queue: str | None = None
+    url: str | None = None  # where executors read it when not at ``path`` (hdfs:// through WebHDFS)
+
+    @property
+    def location(self) -> str:
+        """What the readers open: `url`, or `path` itself."""
+        return self.url or self.path
 
 
 def _listing_queue(path: str) -> str | None:
     """The queue an amqsbcg listing browsed (its `` MQOPEN - 'QUEUE'`` line)."""
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         for _ in range(_LISTING_HEAD_LINES):
             line = f.readline(4096)
             if not line:
@@ -45,22 +52,24 @@ def _listing_queue(path: str) -> str | None:
     return None
 
 
-def plan_work(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[FileSplit]:
-    """The splits of the files ``paths`` names, planned on the driver; reads only file heads."""
+def plan_work(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES, webhdfs: str = "") -> list[FileSplit]:
+    """The splits of the files ``paths`` names, planned on the driver; reads only file heads.
+    ``webhdfs``: the NameNode's HTTP address for ``hdfs://`` inputs (``ingest.webhdfs``)."""
     if split_bytes < 1:
         raise ValueError("split_bytes must be positive")
     items: list[FileSplit] = []
-    for path in expand_paths(paths):
-        kind = sniff(path)
+    for path, url in expand_inputs(paths, webhdfs).items():
+        read_at = url if url != path else None
+        kind = sniff(url)
         if kind == "dmpmqmsg":
-            info = read_dump_info(path)
-            ranges = plan_splits(path, split_bytes)
+            info = read_dump_info(url)
+            ranges = plan_splits(url, split_bytes)
             items += [
-                FileSplit(path, kind, start, end, k, len(ranges), info.qmgr or None, info.queue or None)
+                FileSplit(path, kind, start, end, k, len(ranges), info.qmgr or None, info.queue or None, read_at)
                 for k, (start, end) in enumerate(ranges)
             ]
         elif kind == "amqsbcg":
-            items.append(FileSplit(path, kind, 0, None, 0, 1, None, _listing_queue(path)))
+            items.append(FileSplit(path, kind, 0, None, 0, 1, None, _listing_queue(url), read_at))
         else:
-            items.append(FileSplit(path, "unknown", 0, None, 0, 1))
+            items.append(FileSplit(path, "unknown", 0, None, 0, 1, url=read_at))
     return items

@@ -15,9 +15,7 @@ with NUL bytes near its start is binary and ``unknown_format``, as is text of an
 
 from __future__ import annotations
 
-import glob
 import os
-import re
 from typing import Iterable, Iterator, Literal
 
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
@@ -31,12 +29,11 @@ from dlq_pipeline.dumps.dmpmqmsg import (
 )
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.formats.mqmd import bytes_to_text
-from dlq_pipeline.paths import local_path
+from dlq_pipeline.dumps.files import list_files, open_input
 
-__all__ = ["SNIFF_BYTES", "sniff", "read_source", "expand_paths"]
+__all__ = ["SNIFF_BYTES", "sniff", "read_source", "expand_paths", "expand_inputs"]
 
 SNIFF_BYTES = 8192
-_GLOB_CHARS = re.compile(r"[*?\[]")
 _LISTING_MARKS = (b"AMQSBCG0", b"MQGET of message number", b"****Message descriptor****")
 
 Kind = Literal["dmpmqmsg", "amqsbcg"]
@@ -44,7 +41,7 @@ Kind = Literal["dmpmqmsg", "amqsbcg"]
 
 def sniff(path) -> Kind | None:
     """"dmpmqmsg", "amqsbcg" or None, from the first ``SNIFF_BYTES`` of the file."""
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         return _sniff_head(f.read(SNIFF_BYTES))
 
 
@@ -112,7 +109,7 @@ def too_large(msg: DumpedMessage, file: str, max_message_bytes: int) -> RecordEr
 
 
 def _unknown(path, label: str) -> RecordError:
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         head = f.read(SNIFF_BYTES)
     if not head.strip():
         return RecordError(label, 1, 0, "empty_file",
@@ -154,34 +151,18 @@ def _ebcdic_kind(head: bytes) -> str | None:
 def expand_paths(paths: Iterable[str]) -> list[str]:
     """Files named by ``paths``: files as they are, directories searched recursively, globs
     expanded. Hidden files and names starting with ``_`` inside directories are skipped.
-    Absolute, without duplicates, in the given order (each directory sorted).
+    Local files as absolute paths, remote ones as URIs (``hdfs://``, ``s3a://``...), without
+    duplicates, in the given order (each directory sorted).
 
     The one definition of "the input files", shared by ingest and ``rules test`` so both
     see the same messages."""
-    out: dict[str, None] = {}
+    return list(expand_inputs(paths))
+
+
+def expand_inputs(paths: Iterable[str], webhdfs: str = "") -> dict[str, str]:
+    """`expand_paths` as {name: the URL executors read it at} (see `files.reading_url`)."""
+    out: dict[str, str] = {}
     for given in paths:
-        path = local_path(os.fspath(given), needed_for="ingest (input files are read by Python on the executors; "
-                          "copy them from object storage first)")
-        if os.path.isfile(path):
-            matches = [path]
-        elif os.path.isdir(path):
-            matches = _walk(path)
-        elif _GLOB_CHARS.search(path):
-            matches = []
-            for hit in sorted(glob.glob(path, recursive=True)):
-                matches += [hit] if os.path.isfile(hit) else _walk(hit) if os.path.isdir(hit) else []
-            if not matches:
-                raise FileNotFoundError(f"no file matches {given!r}")
-        else:
-            raise FileNotFoundError(f"no such file or directory: {given!r}")
-        for match in matches:
-            out.setdefault(os.path.abspath(match), None)
-    return list(out)
-
-
-def _walk(directory: str) -> list[str]:
-    found = []
-    for root, dirs, files in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
-        found += [os.path.join(root, f) for f in sorted(files) if not f.startswith((".", "_"))]
-    return found
+        for name, url in list_files(os.fspath(given), webhdfs):
+            out.setdefault(name, url)
+    return out

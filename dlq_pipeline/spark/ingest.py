@@ -46,6 +46,7 @@ from pyspark.sql import types as T
 
 from dlq_pipeline.clock import as_utc, utc_now
 from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH
+from dlq_pipeline.dumps.files import open_input
 from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES, FileSplit, plan_work
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES, IngestSettings
@@ -159,7 +160,7 @@ class _NewlineCounter:
     """Counts '\\n' bytes from a split's start up to given offsets (which only grow)."""
 
     def __init__(self, path: str, start: int):
-        self.file = open(path, "rb")  # noqa: SIM115 - closed by close()
+        self.file = open_input(path)  # closed by close()
         self.file.seek(start)
         self.pos = start
         self.count = 0
@@ -195,7 +196,7 @@ def read_item(item: FileSplit, *, max_line_length: int = MAX_LINE_LENGTH,
     from dlq_pipeline.dumps.sources import read_source
 
     split_file = item.splits > 1
-    counter = _NewlineCounter(item.path, item.start) if split_file else None
+    counter = _NewlineCounter(item.location, item.start) if split_file else None
     ordinal = 0
     last_offset = item.start
     common = {
@@ -207,7 +208,7 @@ def read_item(item: FileSplit, *, max_line_length: int = MAX_LINE_LENGTH,
         "splits": item.splits,
     }
     try:
-        records = read_source(item.path, name=item.path, start=item.start, end=item.end,
+        records = read_source(item.location, name=item.path, start=item.start, end=item.end,
                               max_line_length=max_line_length, max_message_bytes=max_message_bytes)
         for record in records:
             row = message_row(record) if isinstance(record, DumpedMessage) else _error_row(record)
@@ -397,8 +398,8 @@ def _plan_line(items: Sequence[FileSplit]) -> str:
 
 
 def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_message_bytes,
-          persist: bool, progress: Report | None = None) -> _Landing:
-    items = plan_work(paths, split_bytes)
+          persist: bool, progress: Report | None = None, webhdfs: str = "") -> _Landing:
+    items = plan_work(paths, split_bytes, webhdfs)
     if progress:
         progress(_plan_line(items))
     raw = scan(spark, items, max_line_length=max_line_length, max_message_bytes=max_message_bytes)
@@ -525,6 +526,7 @@ def ingest(
         max_message_bytes=settings.max_message_bytes,
         persist=True,
         progress=progress,
+        webhdfs=settings.webhdfs,
     )
     try:
         per_file = landing.per_file or {}

@@ -1,0 +1,102 @@
+"""dumps.files, the filesystem layer for inputs: URI mapping, the seekable stream adapter the
+remote stores read through, and the error for an object store that cannot be reached (here
+without network: an endpoint on localhost that refuses). WebHDFS itself is tested against a
+real HDFS in tests/cluster."""
+
+from __future__ import annotations
+
+import io
+import socket
+
+import pyarrow.fs as pafs
+import pytest
+
+from dlq_pipeline.dumps.dmpmqmsg import plan_splits, read_dump
+from dlq_pipeline.dumps.files import (InputNotFound, InputUnreachable, _ArrowRaw, is_local, list_files,
+                                      reading_url)
+from dlq_pipeline.dumps.generator import write_generated
+from dlq_pipeline.dumps.plan import plan_work
+from dlq_pipeline.dumps.sources import expand_paths
+
+
+@pytest.mark.parametrize("uri, webhdfs, url", [
+    ("hdfs://nn:8020/data/dumps", "", "webhdfs://nn:9870/data/dumps"),
+    ("hdfs://nn/data/x.dmp", "http://gateway:50070", "webhdfs://gateway:50070/data/x.dmp"),
+    ("hdfs://nn/data/x.dmp", "https://nn:9871", "swebhdfs://nn:9871/data/x.dmp"),
+    ("s3a://bucket/dumps", "http://ignored:1", "s3a://bucket/dumps"),
+    ("/data/dumps", "", "/data/dumps"),
+])
+def test_reading_url_maps_hdfs_to_webhdfs_and_leaves_the_rest(uri, webhdfs, url):
+    assert reading_url(uri, webhdfs) == url
+
+
+def test_reading_url_rejects_what_cannot_name_a_namenode():
+    with pytest.raises(ValueError, match="ingest.webhdfs must be"):
+        reading_url("hdfs://nn/x", "nn:9870")
+    with pytest.raises(InputUnreachable, match="hdfs:///data"):
+        reading_url("hdfs:///data/x", "")
+
+
+@pytest.mark.parametrize("path, local", [
+    ("/data/x", True), ("relative/x", True), ("file:/data/x", True), ("dbfs:/x", True),
+    ("/Volumes/cat/sch/vol/x", True), ("hdfs://nn/x", False), ("s3a://b/x", False), ("gs://b/x", False),
+    ("abfss://c@a.dfs.core.windows.net/x", False), ("webhdfs://nn:9870/x", False),
+])
+def test_is_local(path, local):
+    assert is_local(path) is local
+
+
+def test_local_listing_names_absolute_paths_in_walk_order(tmp_path, monkeypatch):
+    for name in ["b/2.dmp", "b/1.dmp", "a.dmp", "c/_skip.dmp", ".hidden/x.dmp", "c/d/3.dmp", "z.dmp"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"x")
+    monkeypatch.chdir(tmp_path)
+    expected = [str(tmp_path / n) for n in ["a.dmp", "z.dmp", "b/1.dmp", "b/2.dmp", "c/d/3.dmp"]]
+    assert [name for name, _ in list_files(".")] == expected
+    assert [url for _, url in list_files(".")] == expected
+    assert expand_paths(["b/*.dmp", "a.dmp", "b/1.dmp"]) == expected[2:4] + expected[:1]
+    with pytest.raises(InputNotFound, match="no file matches 'q\\*'"):
+        list_files("q*")
+    with pytest.raises(InputNotFound, match="no such file or directory: 'nothing'"):
+        list_files("nothing")
+
+
+def test_a_dump_read_through_the_stream_adapter_splits_as_the_local_file(tmp_path):
+    """What the object stores hand the readers: a pyarrow file behind a 1 MiB buffer. Every
+    split of a dump read through it gives the records of the same split read from the file."""
+    [dump] = write_generated(tmp_path, 120, seed=5)
+    local = pafs.LocalFileSystem()
+    for start, end in plan_splits(dump, 3000):
+        expected = list(read_dump(dump, name="d", start=start, end=end))
+        with io.BufferedReader(_ArrowRaw(local.open_input_file(str(dump))), 1 << 20) as f:
+            assert list(read_dump(f, name="d", start=start, end=end)) == expected
+    assert len(plan_splits(dump, 3000)) > 3
+
+
+def _refusing_endpoint() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}"  # closed again: connections are refused
+
+
+def test_an_unreachable_bucket_is_an_error_naming_the_path(monkeypatch):
+    monkeypatch.setenv("AWS_ENDPOINT_URL", _refusing_endpoint())
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(InputUnreachable) as caught:
+        plan_work(["s3a://no-such-bucket/dumps"])
+    message = str(caught.value)
+    assert message.startswith("'s3a://no-such-bucket/dumps' cannot be reached: ")
+    assert "does not exist" not in message and "connect" in message.lower()
+
+
+def test_an_abfss_uri_without_an_account_is_an_error_naming_it():
+    with pytest.raises(InputUnreachable, match="'abfss://dumps/x': an ABFS URI is abfss://CONTAINER@ACCOUNT"):
+        list_files("abfss://dumps/x")
+
+
+def test_an_unknown_scheme_is_an_error_naming_it():
+    with pytest.raises(InputUnreachable, match="'ftp://host/x': no filesystem for 'ftp:'"):
+        list_files("ftp://host/x")
