@@ -285,9 +285,8 @@ def start_spark(config: Config, classic_for: str = ""):
     s = config.section("spark")
     settings = {"master": s["master"], "remote": s["remote"], "app_name": s["app_name"], "spark_conf": s["conf"],
                 "format": config.get("storage", "format")}
-    require_classic(config, classic_for)
     spark = None if delta_missing(settings) else get_spark(settings)
-    if spark is not None and is_connect(spark):  # e.g. reused from the caller
+    if spark is not None and is_connect(spark):  # the settings were checked before (check_target, live_source)
         require_classic(config, classic_for, "the session is a Spark Connect session")
     if settings["format"] == "delta" and (spark is None or not delta_available(spark)):
         err(f"error: storage.format is delta, but Delta Lake is not on the Spark classpath: {DELTA_FIX}")

@@ -117,24 +117,26 @@ def remote_url(settings: Mapping[str, Any] | None = None) -> str:
     return str(_settings(settings).get("remote") or os.environ.get("SPARK_REMOTE") or "")
 
 
+def _connect_session_class():
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError:  # the Connect client's packages are not installed: no session can be one
+        return None
+    return ConnectSession
+
+
 def is_connect(spark: SparkSession) -> bool:
     """Whether ``spark`` is a Spark Connect session (Databricks serverless and shared
     clusters, ``spark.remote``): no SparkContext, no JVM in this process, no RDDs."""
-    try:
-        from pyspark.sql.connect.session import SparkSession as ConnectSession
-    except ImportError:  # the client's packages are not installed: it cannot be one
-        return False
-    return isinstance(spark, ConnectSession)
+    connect = _connect_session_class()
+    return connect is not None and isinstance(spark, connect)
 
 
 def active_connect() -> bool:
     """Whether this process has an active Spark Connect session already (a Databricks
     serverless task or notebook), without starting anything."""
-    try:
-        from pyspark.sql.connect.session import SparkSession as ConnectSession
-    except ImportError:
-        return False
-    return ConnectSession.getActiveSession() is not None
+    connect = _connect_session_class()
+    return connect is not None and connect.getActiveSession() is not None
 
 
 def connect_conf(settings: Mapping[str, Any] | None = None) -> dict[str, str]:
