@@ -35,8 +35,12 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         "path": ((str,), "./warehouse", "warehouse root for Parquet, or Delta tables by path"),
         "catalog": ((str,), "", "Delta catalog (tables by name: catalog.schema.table)"),
         "schema": ((str,), "", "Delta schema (database) for tables by name"),
-        "lock": ((bool,), True, "writing commands hold PATH/_locks/warehouse.lock (one writer at a time); false = "
-                                "the scheduler serialises them"),
+        "lock": ((bool,), True, "writing commands hold PATH/_locks/warehouse.lock when PATH is a file system path "
+                                "(one writer at a time); false = no file lock (Delta warehouses still take the lease)"),
+        "lease_seconds": ((int, float), 120, "Delta: the writer lease lasts this long without a renewal (a heartbeat "
+                                             "renews it every third of it); a holder killed with -9 frees it then"),
+        "lease_wait": ((int, float), 0, "Delta: seconds a second writer waits for the lease before giving up (exit 1); "
+                                        "0 = refuse at once"),
     },
     "spark": {
         "master": ((str,), "local[*]", "master for a locally built session (ignored when a session exists)"),
@@ -182,6 +186,10 @@ def _check_values(where: str, values: dict[str, dict[str, Any]], problems: list[
     ]:
         if values[section][key] < low:
             problems.append(f"{where}: '{section}.{key}' must be at least {low}")
+    if values["storage"]["lease_seconds"] < 5:
+        problems.append(f"{where}: 'storage.lease_seconds' must be at least 5 (a heartbeat renews it every third)")
+    if values["storage"]["lease_wait"] < 0:
+        problems.append(f"{where}: 'storage.lease_wait' must be at least 0")
     if not 0 < values["replay"]["depth_headroom"] <= 1:
         problems.append(f"{where}: 'replay.depth_headroom' must be in (0, 1]")
     for name, qm in values["mq"]["qmgrs"].items():

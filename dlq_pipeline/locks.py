@@ -13,9 +13,20 @@ writes the warehouse (``ingest``, ``classify``, ``run``, ``replay``, ``drain``, 
 ``demo``) holds it from before Spark starts until it ends, so two overlapping scheduled
 runs cannot replay the same decisions twice or recover each other's checkpoints. It is
 re-entrant within one process (`run_pipeline` takes it too, for jobs and notebooks that call
-the library; inside a command that is a no-op). ``storage.lock = false`` turns it off, for
-a scheduler that serialises runs itself; a warehouse that is not on a file system
-(``s3a://``, ``abfss://``) cannot be locked and needs that.
+the library; inside a command that is a no-op). ``storage.lock = false`` turns it off.
+
+**Which guard applies** (`writer_lock`, and `dlq_pipeline.spark.lease` for Delta):
+
+- Parquet on a file system path: this lock (nothing else can exclude a second writer).
+  Parquet elsewhere (``s3a://``...) cannot be guarded: `LockUnavailable` (exit 2) unless
+  ``storage.lock = false`` says the scheduler serialises writers.
+- Delta (by path on any file system, or by catalog name): the *writer lease*, a row in the
+  Delta table ``leases`` next to the tables, which needs no POSIX file system. When
+  ``storage.path`` is a file system path and ``storage.lock`` is true, this lock is taken
+  too, first: a second writer on the same file system is refused before Spark starts, and a
+  lease whose holder recorded this lock while this process holds it now (its holder is
+  dead: the kernel released it) is taken at once instead of after it expires. Elsewhere
+  (``hdfs://``, ``s3a://``, ``abfss://``) the lease alone guards the warehouse.
 """
 
 from __future__ import annotations
@@ -142,6 +153,13 @@ class WarehouseLock(FileLock):
             super().__exit__(*exc)
 
 
+def held_warehouse_lock(warehouse: str | os.PathLike) -> Path | None:
+    """The lock file of ``warehouse``'s `WarehouseLock` when this process holds it, else None."""
+    key = warehouse_lock_path(warehouse).absolute()
+    with _held_guard:
+        return key if key in _held else None
+
+
 class NoLock:
     """What `writer_lock` gives when ``storage.lock`` is false."""
 
@@ -160,17 +178,21 @@ def writer_lock(storage, *, command: str, run_id: str = ""):
     """The warehouse lock for the ``[storage]`` settings ``storage``
     (`dlq_pipeline.settings.StorageSettings`): its ``path``, with Delta tables by name too,
     since that directory holds the checkpoints, summaries and simulated queue managers every
-    writer of those tables shares; `NoLock` when ``storage.lock`` is false.
-    `LockUnavailable` when ``storage.path`` is not a file system path."""
+    writer of those tables shares; `NoLock` when ``storage.lock`` is false, or for Delta when
+    ``storage.path`` is not a file system path (its lease guards it). `LockUnavailable` for
+    Parquet when ``storage.path`` is not a file system path."""
     if not storage.lock:
         return NoLock()
     path = storage.path
     try:
         warehouse = local_dir(path)
     except PathError:
+        if storage.format == "delta":
+            return NoLock()  # the writer lease (dlq_pipeline.spark.lease) guards a Delta warehouse anywhere
         raise LockUnavailable(
-            f"storage.path {path!r} is not a file system path, so the warehouse cannot be locked against a second "
-            "writer: put storage.path on a local, NFS or /dbfs path, or set storage.lock = false and make sure "
+            f"storage.path {path!r} is not a file system path, so the Parquet warehouse cannot be locked against a "
+            "second writer: use storage.format = \"delta\" (its lease works there), put storage.path on a local, NFS "
+            "or /dbfs path, or set storage.lock = false and make sure "
             "your scheduler never starts two writing commands for these tables at once") from None
     return WarehouseLock(warehouse, command=command, run_id=run_id)
 

@@ -24,19 +24,22 @@ MQ_MAX_MESSAGE_BYTES = 104_857_600  # MQ's largest message (MAXMSGL 100 MB): ing
 
 @dataclass(frozen=True)
 class StorageSettings:
-    """``[storage]``: where the tables are and whether writers lock the warehouse."""
+    """``[storage]``: where the tables are and how writers exclude each other: the file lock
+    (``lock``) and, for Delta, the lease (``lease_seconds``, ``lease_wait``; `dlq_pipeline.spark.lease`)."""
 
     format: str = "parquet"  # noqa: A003 - the configuration's word
     path: str = "./warehouse"
     catalog: str | None = None
     schema: str | None = None
     lock: bool = True
+    lease_seconds: float = 120.0
+    lease_wait: float = 0.0
 
     @classmethod
     def from_config(cls, config) -> "StorageSettings":
         s = config.section("storage")
         return cls(format=s["format"], path=s["path"], catalog=s["catalog"] or None, schema=s["schema"] or None,
-                   lock=s["lock"])
+                   lock=s["lock"], lease_seconds=float(s["lease_seconds"]), lease_wait=float(s["lease_wait"]))
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,11 @@ from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.formats.mqmd import MQMD, MQMD_CHAR_LENGTHS, MQMD_FIELDS, bytes_to_text, text_to_bytes
 from dlq_pipeline.identity import data_digest, message_key
 
-TABLES = ("messages", "decisions", "ledger", "quarantine", "decoded")
-STORED_TABLES = ("messages", "decisions", "ledger", "quarantine")
+TABLES = ("messages", "decisions", "ledger", "quarantine", "decoded", "leases")
+STORED_TABLES = ("messages", "decisions", "ledger", "quarantine", "leases")
+# The writer lease of a Delta warehouse (`dlq_pipeline.spark.lease`): its table and the name it leases.
+LEASES_TABLE = "leases"
+WAREHOUSE_LEASE = "warehouse"
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 

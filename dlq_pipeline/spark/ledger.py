@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from dlq_pipeline.paths import PathError, local_dir
 from dlq_pipeline.replay.targets import complete_partition
 from dlq_pipeline.replay.writer import Checkpoint
+from dlq_pipeline.spark.lease import check_lease
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.spark.storage import Storage
 from dlq_pipeline.tables import ATTEMPT_OUTCOMES, ENDED_OUTCOMES, LEDGER_COLUMNS, PUT_ACTIONS
@@ -97,6 +98,7 @@ def recover_checkpoints(spark: SparkSession, storage: Storage, root: Path) -> se
         log.warning("recovering %d ledger rows from the checkpoints of runs that did not finish: %s",
                     len(rows), ", ".join(sorted(set(names) - appended)))
         frame = spark.createDataFrame([tuple(r[c] for c in LEDGER_COLUMNS) for r in rows], table_schema("ledger"))
+        check_lease(storage)
         storage.append("ledger", frame)
     for run_dir in runs:
         shutil.rmtree(run_dir, ignore_errors=True)

@@ -35,6 +35,7 @@ from dlq_pipeline.replay.rebuild import TARGET_SOURCES, exact_target
 from dlq_pipeline.replay.targets import Target, check_run_id, local_warehouse, open_target
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
 from dlq_pipeline.settings import ReplaySettings
+from dlq_pipeline.spark.lease import LeaseFence, check_lease, fenced, held_lease
 from dlq_pipeline.spark.schemas import arrow_schema, table_schema
 from dlq_pipeline.spark.storage import Storage
 from dlq_pipeline.tables import CHAR_BYTES_COLUMN, LEDGER_COLUMNS, MD_COLUMNS, OUTCOMES, PUT_ACTIONS, exact_md
@@ -81,10 +82,11 @@ def row_to_item(row) -> WorkItem:
 
 def partition_function(target: Target, settings: ReplaySettings, run_id: str, now: dt.datetime,
                        checkpoint_root: str | None, task_hook: Callable[[int, int], None] | None,
-                       run_group: RunGroup | None = None):
+                       run_group: RunGroup | None = None, fence: LeaseFence | None = None):
     """What each task runs; everything it closes over is picklable. Before it puts anything
     the task's worker joins the driver's process group (``run_group``, `process_group`), so
-    killing the run's group stops its puts with it."""
+    killing the run's group stops its puts with it. With a Delta writer lease, ``fence`` is
+    checked before every commit and before the partition publishes (`dlq_pipeline.spark.lease`)."""
 
     def run(index: int, rows):
         join_run_group(run_group)
@@ -92,9 +94,11 @@ def partition_function(target: Target, settings: ReplaySettings, run_id: str, no
         on_commit = (lambda batches: task_hook(index, batches)) if task_hook is not None else None
         items = (row_to_item(r) for r in rows)
         with target.partition(run_id, index, checkpoint) as part:
-            for row in replay_partition(items, part.connect, settings, run_id=run_id, partition_id=index,
-                                        checkpoint=part.checkpoint, now=now, on_commit=on_commit):
+            for row in replay_partition(items, fenced(part.connect, fence), settings, run_id=run_id,
+                                        partition_id=index, checkpoint=part.checkpoint, now=now, on_commit=on_commit):
                 yield tuple(row[c] for c in LEDGER_COLUMNS)
+            if fence is not None:
+                fence.check()  # a dir: partition publishes its files when this block ends
 
     return run
 
@@ -186,11 +190,14 @@ def replay(
     checkpoint_root = str(root) if chosen.resumable else None
 
     items = work_items(storage, decisions, settings.max_connections, skip)
-    run = partition_function(chosen, settings, run_id, now, checkpoint_root, task_hook, RunGroup.of_this_process())
+    lease = held_lease(storage)
+    run = partition_function(chosen, settings, run_id, now, checkpoint_root, task_hook, RunGroup.of_this_process(),
+                             lease.fence() if lease is not None else None)
     ledger = partition_rows(items, run)
     observation = Observation(f"replay_{run_id}_{secrets.token_hex(4)}")
     observed = ledger.observe(
         observation, *[F.sum(F.when(F.col("outcome") == o, 1).otherwise(0)).alias(o) for o in OUTCOMES])
+    check_lease(storage)
     storage.append("ledger", observed)
     counts = {o: int(observation.get.get(o) or 0) for o in OUTCOMES}
     crash_point("replay-ledger-appended")

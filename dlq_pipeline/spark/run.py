@@ -26,6 +26,7 @@ from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.rules.parser import rules_listing
 from dlq_pipeline.identity import new_run_id
 from dlq_pipeline.spark.classify import decide_pending
+from dlq_pipeline.spark.lease import writer_lease
 from dlq_pipeline.settings import RunSettings
 from dlq_pipeline.spark.progress import TaskTicker
 from dlq_pipeline.spark.storage import open_storage
@@ -130,13 +131,15 @@ def run_pipeline(
     The rules table must already be valid (checked before anything runs). ``source``
     (``mq:QMGR``/``sim:NAME``; the command line defaults it to ``drain.source``): a live DLQ
     drained first and settled last (`dlq_pipeline.spark.live`). Holds the warehouse's writer
-    lock (`dlq_pipeline.locks`) throughout: `dlq_pipeline.locks.WarehouseLocked` when another
-    process writes it."""
+    lock (`dlq_pipeline.locks`) and, for Delta, its writer lease (`dlq_pipeline.spark.lease`)
+    throughout: `dlq_pipeline.locks.WarehouseLocked` when another process writes it."""
     if not table.ok:
         raise ValueError("run_pipeline needs a valid rules table")
     now = as_utc(now) or utc_now()
     run_id = run_id or new_run_id(now)
-    with writer_lock(settings.storage, command="run", run_id=run_id):  # re-entrant: a no-op under the `run` command
+    # both re-entrant: no-ops under the `run` command
+    with writer_lock(settings.storage, command="run", run_id=run_id), \
+            writer_lease(spark, settings.storage, command="run", run_id=run_id):
         return _run_pipeline(spark, settings, table, inputs=inputs, target=target, run_id=run_id, now=now,
                              progress=progress, source=source)
 

@@ -55,7 +55,11 @@ RUNS_DIR = "_runs"
 STAGING_DIR = "_temporary"  # Hadoop's FileOutputCommitter stages task output here
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _TABLE = re.compile(r"[a-z][a-z0-9_]*")
-APPEND_ONLY = ("ledger",)  # Delta tables declared delta.appendOnly: audit rows are never changed
+# Delta table properties per table: audit rows are never changed; the lease's one row is
+# rewritten at every renewal, so its log and old files are kept a day, not Delta's 30 and 7.
+TABLE_PROPERTIES = {"ledger": {"delta.appendOnly": "true"},
+                    "leases": {"delta.logRetentionDuration": "interval 1 days",
+                               "delta.deletedFileRetentionDuration": "interval 1 days"}}
 # A commit that lost an optimistic-concurrency race (ConcurrentAppendException & co., or the
 # table created by the other writer first): redone on the new snapshot.
 _CONFLICT = re.compile(r"Concurrent\w*Exception|DELTA_CONCURRENT|ProtocolChanged|MetadataChanged|"
@@ -169,8 +173,26 @@ def _quote(identifier: str) -> str:
     return "`" + identifier.replace("`", "``") + "`"
 
 
-def _conflict(exc: BaseException) -> bool:
-    return bool(_CONFLICT.search(f"{type(exc).__name__} {exc}"))
+def _delta_conflict_types() -> tuple[type, ...]:
+    """delta-spark's Python names for a lost optimistic-concurrency race (when its pip package
+    is installed; a runtime without it still raises them, recognised by name)."""
+    try:
+        from delta.exceptions import (ConcurrentAppendException, ConcurrentDeleteDeleteException,
+                                      ConcurrentDeleteReadException, ConcurrentTransactionException,
+                                      ConcurrentWriteException, DeltaConcurrentModificationException,
+                                      MetadataChangedException, ProtocolChangedException)
+    except ImportError:
+        return ()
+    return (ConcurrentAppendException, ConcurrentDeleteDeleteException, ConcurrentDeleteReadException,
+            ConcurrentTransactionException, ConcurrentWriteException, DeltaConcurrentModificationException,
+            MetadataChangedException, ProtocolChangedException)
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """``exc`` is Delta refusing a commit because another writer committed first
+    (ConcurrentAppend/ConcurrentDeleteRead/ConcurrentDeleteDelete/ConcurrentTransaction/
+    MetadataChanged/ProtocolChanged..., or the table created by the other writer first)."""
+    return isinstance(exc, _delta_conflict_types()) or bool(_CONFLICT.search(f"{type(exc).__name__} {exc}"))
 
 
 def parse_instant(text: str) -> dt.datetime | None:
@@ -323,7 +345,7 @@ class Storage:
             try:
                 return commit()
             except Exception as exc:  # noqa: BLE001 - py4j/Spark wrap Delta's exceptions
-                if attempt == COMMIT_ATTEMPTS or not _conflict(exc):
+                if attempt == COMMIT_ATTEMPTS or not is_conflict(exc):
                     raise
                 log.info("%s lost a concurrent commit race (attempt %d), retrying: %s",
                          what, attempt, str(exc).splitlines()[0][:200])
@@ -335,7 +357,9 @@ class Storage:
             return
         if not self.by_name:
             self._files.makedirs(self.location(table))
-        properties = "TBLPROPERTIES ('delta.appendOnly' = 'true')" if table in APPEND_ONLY else ""
+        declared = TABLE_PROPERTIES.get(table, {})
+        properties = ("TBLPROPERTIES (" + ", ".join(f"'{k}' = '{v}'" for k, v in declared.items()) + ")"
+                      if declared else "")
         ddl = table_schema(table).toDDL()
         self._committed(f"create {table}", lambda: self.spark.sql(
             f"CREATE TABLE IF NOT EXISTS {self._delta_ref(table)} ({ddl}) USING delta {properties}"))
@@ -391,15 +415,16 @@ class Storage:
         self._write(table, counted)
         return int(observation.get.get("rows", 0))
 
-    def _delta_merge(self, table: str, new: DataFrame, key: Sequence[str]) -> int:
+    def _delta_merge(self, table: str, new: DataFrame, key: Sequence[str], replace_when: str | None = None) -> int:
         self._create_delta(table)
         view = f"_dlq_merge_{table}_{secrets.token_hex(6)}"
         new.createOrReplaceTempView(view)
         try:
             condition = " AND ".join(f"t.{_quote(k)} <=> s.{_quote(k)}" for k in key)
+            matched = f"WHEN MATCHED AND ({replace_when}) THEN UPDATE SET * " if replace_when else ""
             result = self._committed(f"merge into {table}", lambda: self.spark.sql(
                 f"MERGE INTO {self._delta_ref(table)} AS t USING {_quote(view)} AS s ON {condition} "
-                "WHEN NOT MATCHED THEN INSERT *"
+                f"{matched}WHEN NOT MATCHED THEN INSERT *"
             ).collect())
         finally:
             self.spark.catalog.dropTempView(view)
@@ -407,6 +432,17 @@ class Storage:
             return int(result[0]["num_inserted_rows"])
         history = self.spark.sql(f"DESCRIBE HISTORY {self._delta_ref(table)} LIMIT 1").collect()
         return int(history[0]["operationMetrics"].get("numTargetRowsInserted", 0))
+
+    def upsert(self, table: str, df: DataFrame, replace_when: str) -> None:
+        """Delta only: one ``MERGE`` on the table's key: a row of ``df`` whose key is absent is
+        inserted, a stored row is replaced by it only where ``replace_when`` (SQL over ``t``,
+        the stored row, and ``s``, the new one) holds. A compare-and-swap: when another writer
+        commits first, Delta refuses this commit and it is redone on the new snapshot, where
+        ``replace_when`` is evaluated again (the writer lease, `dlq_pipeline.spark.lease`)."""
+        if self.format != "delta":
+            raise StorageError(f"upsert into {table!r} needs storage.format = \"delta\"")
+        self._prepare()
+        self._delta_merge(table, conform(df, table), table_key(table), replace_when)
 
     # --- run summaries -------------------------------------------------------------------
 

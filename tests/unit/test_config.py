@@ -23,7 +23,7 @@ def test_shipped_example_is_valid_in_every_profile():
         assert config.profile == profile
     databricks = load_config(REPO / "conf" / "dlq-pipeline.toml", profile="databricks")
     assert databricks.section("storage") == {"format": "delta", "path": "./warehouse", "catalog": "main", "schema": "dlq",
-                                            "lock": True}
+                                            "lock": True, "lease_seconds": 120, "lease_wait": 0}
     assert databricks.get("mq", "qmgrs")["QM1"]["password_env"] == "DLQ_MQ_PASSWORD"
 
 
@@ -104,3 +104,17 @@ def test_every_option_is_documented():
     doc = (REPO / "docs" / "configuration.md").read_text()
     missing = [f"{s}.{k}" for s, keys in OPTIONS.items() for k in keys if f"`{s}.{k}`" not in doc]
     assert missing == []
+
+
+def test_lease_settings_are_checked_and_reach_the_storage_settings():
+    from dlq_pipeline.settings import StorageSettings
+
+    with pytest.raises(ConfigError) as bad:
+        load_config(overrides={"storage": {"lease_seconds": 2, "lease_wait": -1}})
+    assert bad.value.problems == [
+        "<defaults>: 'storage.lease_seconds' must be at least 5 (a heartbeat renews it every third)",
+        "<defaults>: 'storage.lease_wait' must be at least 0"]
+    with pytest.raises(ConfigError, match="'storage.lease_seconds' must be int or float, not str"):
+        load_config(overrides={"storage": {"lease_seconds": "long"}})
+    settings = StorageSettings.from_config(load_config(overrides={"storage": {"lease_seconds": 30, "lease_wait": 7.5}}))
+    assert (settings.lease_seconds, settings.lease_wait) == (30.0, 7.5)

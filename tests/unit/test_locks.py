@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
 from dlq_pipeline.config import load_config
-from dlq_pipeline.locks import LockUnavailable, NoLock, WarehouseLock, WarehouseLocked, writer_lock
+from dlq_pipeline.locks import LockUnavailable, NoLock, WarehouseLock, WarehouseLocked, held_warehouse_lock, writer_lock
 from dlq_pipeline.settings import StorageSettings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -76,8 +76,28 @@ def test_a_warehouse_that_is_not_a_file_system_path_needs_storage_lock_false(tmp
     assert isinstance(writer_lock(off, command="ingest"), NoLock)
     dbfs = storage(path="dbfs:/dlq/wh")
     assert writer_lock(dbfs, command="ingest").path == Path("/dbfs/dlq/wh/_locks/warehouse.lock")
+    # Delta needs no file lock there: its writer lease (dlq_pipeline.spark.lease) guards it
+    for uri in ("s3a://bucket/dlq", "hdfs:///dlq/wh", "abfss://c@acct.dfs.core.windows.net/dlq"):
+        assert isinstance(writer_lock(storage(path=uri, format="delta"), command="run"), NoLock)
+    local_delta = writer_lock(storage(path=str(tmp_path / "wh"), format="delta"), command="run")
+    assert isinstance(local_delta, WarehouseLock)  # a local Delta warehouse takes both
+    assert held_warehouse_lock(tmp_path / "wh") is None
+    with local_delta:
+        assert held_warehouse_lock(tmp_path / "wh") == (tmp_path / "wh" / "_locks" / "warehouse.lock").absolute()
+    assert held_warehouse_lock(tmp_path / "wh") is None
 
     dump = tmp_path / "x.dmp"
     dump.write_text("")
     result = CliRunner().invoke(cli, ["ingest", str(dump), "--warehouse", "s3a://bucket/dlq"])
     assert result.exit_code == 2 and "cannot be locked" in result.stderr
+
+
+def test_bad_lease_settings_exit_2_before_anything_is_touched(tmp_path):
+    dump = tmp_path / "x.dmp"
+    dump.write_text("")
+    result = CliRunner().invoke(cli, ["ingest", str(dump), "--warehouse", str(tmp_path / "wh"), "--format", "delta",
+                                      "--set", "storage.lease_seconds=1", "--set", "storage.lease_wait=-3"])
+    assert result.exit_code == 2
+    assert result.stderr == ("error: <defaults>: 'storage.lease_seconds' must be at least 5 (a heartbeat renews it "
+                             "every third)\nerror: <defaults>: 'storage.lease_wait' must be at least 0\n")
+    assert not (tmp_path / "wh").exists()

@@ -1,0 +1,428 @@
+"""The writer lease of a Delta warehouse: one writer at a time without a POSIX file lock, so
+on HDFS, object storage and catalog tables as well as on a local disk.
+
+**Where.** One row, ``name = 'warehouse'``, in the Delta table ``leases``, stored with the
+other tables (``PATH/leases``, or ``catalog.schema.leases`` for tables by name): every
+writer of those tables sees it, whatever its ``storage.path`` or host.
+
+**Claim.** Read the row; it may be taken when absent, expired, already this holder's, or
+when its holder recorded the warehouse's ``flock`` that this process now holds (the kernel
+released it: the holder is dead). Then one conditional ``MERGE`` (`Storage.upsert`), a
+compare-and-swap on the observed (token, expires_at): a holder that renewed in between, or
+another claimer that committed first, makes it change nothing; a MERGE that loses Delta's
+optimistic-concurrency race (ConcurrentAppend, ConcurrentDeleteRead/Delete, ...) is redone
+on the new snapshot, where the condition is evaluated again. Reading the row back decides:
+held when it carries this claim's token and expiry. ``lease_wait`` seconds of retries, then
+`LeaseHeld` (a `dlq_pipeline.locks.WarehouseLocked`: exit 1 naming the holder).
+
+**Heartbeat.** A daemon thread renews the lease every third of ``lease_seconds`` (MERGE
+where the token is still ours). A holder killed with -9 stops renewing and the lease
+expires ``lease_seconds`` after its last renewal. The release at the end sets the expiry
+to the release time.
+
+**Fencing.** The holder's view of its lease: valid until its last verified claim or renewal
+plus ``lease_seconds`` minus a quarter (the margin for clocks that disagree a little). The
+driver checks the row itself (`Lease.check`) before every ledger append; replay's tasks read
+the holder's *fence file* (``WAREHOUSE/_locks/lease-<token>.json``, rewritten after each
+verified renewal) before each MQ commit and before a ``dir:`` partition publishes, and stop
+(`LeaseLost`, the batch backed out) when it has run out. So a holder paused or cut off
+longer than its lease stops before committing anything once another writer may have taken
+over. What remains: a pause that starts after the check and before MQCMIT returns (one
+batch), and a ledger append whose commit is delayed past the expiry (rows recorded twice,
+nothing sent twice). Clocks of the hosts must agree within a quarter of ``lease_seconds``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+import os
+import re
+import secrets
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from pyspark.sql import functions as F
+
+from dlq_pipeline.clock import from_epoch_micros, iso_z, utc_now
+from dlq_pipeline.locks import LOCKS_DIR, WarehouseLocked, held_warehouse_lock
+from dlq_pipeline.paths import PathError, local_dir
+from dlq_pipeline.private import private_dirs
+from dlq_pipeline.settings import StorageSettings
+from dlq_pipeline.spark.schemas import table_schema
+from dlq_pipeline.spark.storage import Storage, open_storage
+from dlq_pipeline.tables import LEASES_TABLE, WAREHOUSE_LEASE
+
+log = logging.getLogger(__name__)
+
+_LOST = re.compile(r"LeaseLost: ([^\r\n]*)")
+
+
+class LeaseHeld(WarehouseLocked):
+    """Another writer holds the warehouse's lease; the message names it."""
+
+
+class LeaseLost(RuntimeError):
+    """This writer's lease expired or was taken: it must not commit anything more."""
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A row of ``leases``: who holds the lease and until when."""
+
+    token: str
+    run_id: str
+    command: str
+    host: str
+    pid: int
+    flock: str | None
+    acquired_at: dt.datetime
+    renewed_at: dt.datetime
+    expires_at: dt.datetime
+
+    def describe(self) -> str:
+        """``run (pid 4711 on host1, run R, since T, lease expires T2)``: as the file lock says it, plus the expiry."""
+        return (f"{self.command} (pid {self.pid} on {self.host}, run {self.run_id or '-'}, "
+                f"since {iso_z(self.acquired_at)}, lease expires {iso_z(self.expires_at)})")
+
+
+def may_take(current: Holder | None, *, token: str, now: dt.datetime, flock: str | None) -> bool:
+    """Whether a claimer (``token``, holding the file lock ``flock`` or None) may take the
+    lease from ``current`` at ``now`` (pure)."""
+    return (current is None or current.token == token or current.expires_at <= now
+            or (flock is not None and current.flock == flock))
+
+
+def lost_message(exc: BaseException) -> str | None:
+    """The `LeaseLost` message inside ``exc`` or what it came from (a task's error reaches
+    the driver as text inside Spark's exception), or None (pure)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, LeaseLost):
+            return str(exc)
+        found = _LOST.search(str(exc))
+        if found:
+            return found.group(1).strip()
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+# --- what replay's tasks check ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LeaseFence:
+    """The holder's lease as its tasks see it (picklable): the fence file the driver rewrites
+    after every verified renewal. `check` raises `LeaseLost` once it has run out."""
+
+    path: str
+    token: str
+
+    def check(self) -> None:
+        try:
+            doc = json.loads(Path(self.path).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raise LeaseLost(f"the writer lease {self.token} is no longer held (no fence file {self.path}); "
+                            "stopped before committing") from None
+        if doc.get("token") != self.token or time.time() >= float(doc.get("valid_until", 0)):
+            raise LeaseLost(f"the writer lease {self.token} ran out at {doc.get('valid_until_utc', '?')} without a "
+                            "renewal (another writer may have taken the warehouse); stopped before committing")
+
+
+class _FencedConnection:
+    """A target connection whose ``commit`` first checks the fence."""
+
+    def __init__(self, conn, fence: LeaseFence):
+        self._conn, self._fence = conn, fence
+
+    def commit(self) -> None:
+        self._fence.check()
+        self._conn.commit()
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+def fenced(connect: Callable, fence: LeaseFence | None) -> Callable:
+    """``connect`` whose connections check ``fence`` before every commit (None: as it is)."""
+    if fence is None:
+        return connect
+    return lambda: _FencedConnection(connect(), fence)
+
+
+# --- the lease -------------------------------------------------------------------------------
+
+
+def _micros(when: dt.datetime) -> int:
+    return int(round(when.timestamp() * 1_000_000))
+
+
+class Lease:
+    """The writer lease of ``storage``'s tables for one command (see the module docstring):
+    `claim`, `renew`, `check`, `release`; `start_heartbeat` / `stop_heartbeat`."""
+
+    def __init__(self, storage: Storage, *, command: str, run_id: str = "", seconds: float = 120.0,
+                 flock: str | None = None, fence_dir: Path | None = None,
+                 clock: Callable[[], dt.datetime] = utc_now):
+        self.storage, self.spark = storage, storage.spark
+        self.command, self.run_id, self.seconds, self.flock, self.clock = command, run_id, float(seconds), flock, clock
+        self.token = secrets.token_hex(8)
+        self.acquired_at: dt.datetime | None = None
+        self.valid_until = 0.0  # epoch seconds: the end of what the last verified claim or renewal gives
+        self.fence_path = fence_dir / f"lease-{self.token}.json" if fence_dir is not None else None
+        self.lost: LeaseLost | None = None
+        self.beat = self.seconds / 3  # seconds between the starts of two renewals
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._guard = threading.Lock()  # one MERGE of ours at a time (heartbeat vs. check/release)
+
+    def __repr__(self) -> str:
+        return f"Lease({self.where}, {self.token})"
+
+    @property
+    def where(self) -> str:
+        return self.storage.location(LEASES_TABLE)
+
+    # reading
+
+    def current(self) -> Holder | None:
+        """The row as stored now (None: never claimed)."""
+        if not self.storage.exists(LEASES_TABLE):
+            return None
+        rows = self.storage.read(LEASES_TABLE).where(F.col("name") == WAREHOUSE_LEASE).select(
+            "token", "run_id", "command", "host", "pid", "flock",
+            *[F.unix_micros(c).alias(c) for c in ("acquired_at", "renewed_at", "expires_at")]).collect()
+        if not rows:
+            return None
+        row = min(rows, key=lambda r: (r["acquired_at"], r["token"]))  # one row; any reader picks the same
+        return Holder(token=row["token"], run_id=row["run_id"] or "", command=row["command"], host=row["host"],
+                      pid=row["pid"], flock=row["flock"], acquired_at=from_epoch_micros(row["acquired_at"]),
+                      renewed_at=from_epoch_micros(row["renewed_at"]), expires_at=from_epoch_micros(row["expires_at"]))
+
+    # writing
+
+    def _write(self, now: dt.datetime, expires: dt.datetime, replace_when: str, acquired: dt.datetime) -> bool:
+        """MERGE this holder's row where ``replace_when`` holds (or no row is there); True when
+        the row read back is ours as written."""
+        row = (WAREHOUSE_LEASE, self.token, self.run_id or None, self.command, socket.gethostname(), os.getpid(),
+               self.flock, acquired, now, expires)
+        self.storage.upsert(LEASES_TABLE, self.spark.createDataFrame([row], table_schema(LEASES_TABLE)), replace_when)
+        got = self.current()
+        ours = got is not None and got.token == self.token and _micros(got.expires_at) == _micros(expires)
+        return ours and (expires == now or expires > utc_now())  # a MERGE slower than the lease gave nothing
+
+    def _granted(self, now: dt.datetime) -> None:
+        """A verified claim or renewal made at ``now``: extend what the tasks may rely on."""
+        self.valid_until = now.timestamp() + self.seconds * 0.75
+        if self.fence_path is not None:
+            private_dirs(self.fence_path.parent)
+            doc = {"token": self.token, "valid_until": self.valid_until,
+                   "valid_until_utc": iso_z(dt.datetime.fromtimestamp(self.valid_until, dt.timezone.utc))}
+            tmp = self.fence_path.with_name(f"{self.fence_path.name}.{secrets.token_hex(4)}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(doc, f)
+            os.replace(tmp, self.fence_path)
+
+    def try_claim(self) -> Holder | None:
+        """Claim once: None when this holder has the lease now, else who has it."""
+        with self._guard:
+            now = from_epoch_micros(_micros(self.clock()))
+            current = self.current()
+            if not may_take(current, token=self.token, now=now, flock=self.flock):
+                return current
+            if current is None:
+                replace_when = "false"  # only an insert: someone else's row, committed meanwhile, stays
+            else:
+                replace_when = f"t.token = '{current.token}' AND unix_micros(t.expires_at) = {_micros(current.expires_at)}"
+            acquired = current.acquired_at if current is not None and current.token == self.token else now
+            if self._write(now, now + dt.timedelta(seconds=self.seconds), replace_when, acquired):
+                self.acquired_at = acquired
+                self._granted(now)
+                self.lost = None
+                if current is not None and current.token != self.token and current.expires_at > now:
+                    log.warning("took the writer lease of %s: its holder held %s, which this process holds now, so "
+                                "it has ended", current.describe(), current.flock)
+                return None
+            return self.current()
+
+    def claim(self, wait: float = 0.0, *, poll: float | None = None) -> None:
+        """Claim the lease, retrying for up to ``wait`` seconds while another holder has it;
+        `LeaseHeld` naming the holder when it still has it then."""
+        deadline = time.monotonic() + max(0.0, wait)
+        poll = poll if poll is not None else min(5.0, max(1.0, self.seconds / 10))
+        told = False
+        while True:
+            holder = self.try_claim()
+            if holder is None:
+                log.info("writer lease %s claimed for %s s (%s)", self.token, self.seconds, self.where)
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise LeaseHeld(self.refusal(holder))
+            if not told:
+                log.warning("waiting up to %.0f s for the writer lease held by %s", remaining, holder.describe())
+                told = True
+            time.sleep(min(poll, remaining))
+
+    def refusal(self, holder: Holder) -> str:
+        s = self.storage
+        where = f"{s.catalog}.{s.schema}" if s.by_name else s.path
+        return (f"warehouse {where} is being written by {holder.describe()} (lease {self.where}); nothing was "
+                f"touched. Only one command writes a warehouse at a time: wait for it to end, or schedule runs so "
+                f"they do not overlap (a holder that died frees the lease when it expires)")
+
+    def renew(self) -> None:
+        """Extend the lease by ``lease_seconds`` from now; `LeaseLost` when it is no longer ours."""
+        with self._guard:
+            now = from_epoch_micros(_micros(self.clock()))
+            if self._write(now, now + dt.timedelta(seconds=self.seconds), f"t.token = '{self.token}'",
+                           self.acquired_at or now):
+                self._granted(now)
+                return
+            holder = self.current()
+            self.lost = LeaseLost(f"the writer lease of {self.where} was taken by "
+                                  f"{holder.describe() if holder else 'nobody'}; stopped before committing")
+            self._drop_fence()
+            raise self.lost
+
+    def check(self) -> None:
+        """`LeaseLost` unless this holder still has the lease (its own view, and the row now)."""
+        if self.lost is not None:
+            raise self.lost
+        now = utc_now()
+        if now.timestamp() >= self.valid_until:
+            raise LeaseLost(f"the writer lease of {self.where} was not renewed in time (valid until "
+                            f"{iso_z(dt.datetime.fromtimestamp(self.valid_until, dt.timezone.utc))}); stopped before "
+                            "committing")
+        holder = self.current()
+        if holder is None or holder.token != self.token or holder.expires_at <= now:
+            self.lost = LeaseLost(f"the writer lease of {self.where} is held by "
+                                  f"{holder.describe() if holder else 'nobody'} now; stopped before committing")
+            raise self.lost
+
+    def release(self) -> None:
+        """End the lease now (its row expires at once), if it is still ours."""
+        self.stop_heartbeat()
+        self._drop_fence()
+        with self._guard:
+            if self.lost is not None or self.acquired_at is None:
+                return
+            now = from_epoch_micros(_micros(self.clock()))
+            try:
+                self._write(now, now, f"t.token = '{self.token}'", self.acquired_at)
+            except Exception:  # noqa: BLE001 - it expires by itself; the command's own outcome matters more
+                log.warning("could not release the writer lease %s; it expires by itself", self.token, exc_info=True)
+            self.valid_until = 0.0
+
+    def fence(self) -> LeaseFence | None:
+        """What replay's tasks check (None when the warehouse has no local directory for the file)."""
+        return LeaseFence(str(self.fence_path), self.token) if self.fence_path is not None else None
+
+    def _drop_fence(self) -> None:
+        if self.fence_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.fence_path.unlink()
+
+    # heartbeat
+
+    def start_heartbeat(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._beat, name=f"dlq-lease-{self.token}", daemon=True)
+        self._thread.start()
+
+    def stop_heartbeat(self) -> None:
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=self.seconds)
+
+    def _beat(self) -> None:
+        started = time.monotonic()
+        while not self._stop.wait(max(0.0, started + self.beat - time.monotonic())):
+            started = time.monotonic()  # a slow MERGE does not stretch the period
+            try:
+                self.renew()
+            except LeaseLost as exc:
+                log.error("%s", exc)
+                return
+            except Exception:  # noqa: BLE001 - try again next beat; the fence runs out if it keeps failing
+                log.warning("renewing the writer lease %s failed; trying again", self.token, exc_info=True)
+
+
+# --- one lease per warehouse and process ------------------------------------------------------
+
+_held: dict[str, list] = {}  # lease table -> [Lease, depth], for this process
+_held_guard = threading.Lock()
+
+
+def held_lease(storage: Storage) -> Lease | None:
+    """The lease this process holds on ``storage``'s tables, or None (Parquet, or not taken)."""
+    if storage.format != "delta":
+        return None
+    entry = _held.get(storage.location(LEASES_TABLE))
+    return entry[0] if entry else None
+
+
+def check_lease(storage: Storage) -> None:
+    """`LeaseLost` when this process took the lease of ``storage``'s tables and no longer has
+    it; nothing otherwise. Called before every ledger append."""
+    lease = held_lease(storage)
+    if lease is not None:
+        lease.check()
+
+
+def _flock_id(warehouse: str) -> tuple[str | None, Path | None]:
+    """(``HOST:LOCKFILE`` of the warehouse lock this process holds, or None; the fence
+    directory, or None when the warehouse is not a file system path)."""
+    try:
+        directory = local_dir(warehouse)
+    except PathError:
+        return None, None
+    held = held_warehouse_lock(directory)
+    return (f"{socket.gethostname()}:{held}" if held is not None else None), directory / LOCKS_DIR
+
+
+@contextlib.contextmanager
+def writer_lease(spark, settings: StorageSettings, *, command: str, run_id: str = "") -> Iterator[Lease | None]:
+    """Hold the writer lease of a Delta warehouse (``settings``) for the block; nothing for
+    Parquet (the file lock, `dlq_pipeline.locks`, guards it). Re-entrant within a process.
+    `LeaseHeld` when another writer keeps it for ``lease_wait`` seconds."""
+    if settings.format != "delta":
+        yield None
+        return
+    storage = open_storage(spark, settings)
+    key = storage.location(LEASES_TABLE)
+    with _held_guard:
+        if key in _held:
+            _held[key][1] += 1
+            nested = _held[key][0]
+        else:
+            nested = None
+    if nested is not None:
+        try:
+            yield nested
+        finally:
+            with _held_guard:
+                _held[key][1] -= 1
+        return
+    flock, fence_dir = _flock_id(settings.path)
+    lease = Lease(storage, command=command, run_id=run_id, seconds=settings.lease_seconds, flock=flock,
+                  fence_dir=fence_dir)
+    lease.claim(settings.lease_wait)
+    with _held_guard:
+        _held[key] = [lease, 1]
+    lease.start_heartbeat()
+    try:
+        yield lease
+    finally:
+        with _held_guard:
+            del _held[key]
+        lease.release()
