@@ -61,6 +61,7 @@ from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.locks import LOCKS_DIR, FileLock
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import DEFAULT_BUFFER, Message, MQError
+from dlq_pipeline.progress import Progress, Report, as_progress
 from dlq_pipeline.replay.targets import DEFAULT_SIM_NAME, Target, TargetError, open_target, parse_target, \
     safe_file_name
 
@@ -246,12 +247,14 @@ def drain_queue(
     landed_at: dt.datetime | None = None,
     buffer_size: int = DEFAULT_BUFFER,
     on_batch: Callable[[str, int], None] | None = None,
+    progress: Progress | Report | None = None,
 ) -> DrainResult:
     """Land the messages of ``live`` through ``store`` (see the module doc). ``limit``: at
     most this many messages (a queue that keeps filling would otherwise never end).
     ``landed_at`` (default now; naive means UTC) stamps the rows. ``on_batch(stage, batch)``
     is called in move mode with ``"landed"`` after a batch is durable and before MQCMIT, and
-    ``"committed"`` after it (tests inject failures there)."""
+    ``"committed"`` after it (tests inject failures there). ``progress`` gets the count of
+    messages read (browse) or moved and committed (`dlq_pipeline.progress`)."""
     if mode not in ("browse", "move"):
         raise ValueError(f"drain mode must be browse or move, not {mode!r}")
     live.target.preflight()
@@ -265,10 +268,12 @@ def drain_queue(
             with QueueLock(lock_path(warehouse, live.qmgr, live.queue), what=f"queue {live.queue} on {live.qmgr}",
                            command=f"drain ({mode})", run_id=run_id):
                 lander = _Lander(store, live, result, run_id, landed_at)
+                tell = _counter(progress, "drain", limit, "messages")
                 if mode == "browse":
-                    _browse(conn, live, lander, result, limit, buffer_size)
+                    _browse(conn, live, lander, result, limit, buffer_size, tell)
                 else:
-                    _move(conn, live, lander, result, batch_size, limit, buffer_size, on_batch)
+                    _move(conn, live, lander, result, batch_size, limit, buffer_size, on_batch, tell)
+                tell(result.read if mode == "browse" else result.removed, final=True)
             ok = True
         finally:
             _close(conn, ok=ok)
@@ -276,12 +281,24 @@ def drain_queue(
     return result
 
 
-def _browse(conn, live, lander: _Lander, result: DrainResult, limit, buffer_size) -> None:
+def _counter(progress: Progress | Report | None, label: str, total: int | None, unit: str) -> Callable[..., None]:
+    """``tell(done, total=..., final=False)``: a count for ``progress`` (a no-op without one)."""
+    progress = as_progress(progress)
+
+    def tell(done: int, *, of: int | None = total, final: bool = False) -> None:
+        if progress is not None:
+            progress.count(label, done, of, unit, final=final)
+
+    return tell
+
+
+def _browse(conn, live, lander: _Lander, result: DrainResult, limit, buffer_size, tell) -> None:
     chunk: list[tuple[int, Message]] = []
     size = 0
     for message in conn.browse(live.queue, buffer_size=buffer_size):
         chunk.append((result.read, message))
         result.read += 1
+        tell(result.read)
         size += len(message.data)
         if len(chunk) >= BROWSE_CHUNK_MESSAGES or size >= CHUNK_BYTES:
             lander.land(chunk)
@@ -294,7 +311,7 @@ def _browse(conn, live, lander: _Lander, result: DrainResult, limit, buffer_size
         result.batches += 1
 
 
-def _move(conn, live, lander: _Lander, result: DrainResult, batch_size, limit, buffer_size, on_batch) -> None:
+def _move(conn, live, lander: _Lander, result: DrainResult, batch_size, limit, buffer_size, on_batch, tell) -> None:
     while limit is None or result.read < limit:
         batch: list[tuple[int, Message]] = []
         want = batch_size if limit is None else min(batch_size, limit - result.read)
@@ -325,6 +342,7 @@ def _move(conn, live, lander: _Lander, result: DrainResult, batch_size, limit, b
         result.read += len(batch)
         result.removed += len(batch)
         result.batches += 1
+        tell(result.removed)
         if on_batch is not None:
             on_batch("committed", result.batches)
         if len(batch) < want:
@@ -363,9 +381,11 @@ def settle_queue(
     batch_size: int = 200,
     buffer_size: int = DEFAULT_BUFFER,
     on_batch: Callable[[str, int], None] | None = None,
+    progress: Progress | Report | None = None,
 ) -> SettleResult:
     """Remove from ``live`` the messages whose processing has ended, as ``ended`` tells
-    (see the module doc)."""
+    (see the module doc). ``progress`` gets the count of messages browsed, then of the ended
+    ones settled (removed, gone or left) out of all of them."""
     live.target.preflight()
     with live.target.partition(run_id, 0) as part:
         conn = part.connect()
@@ -376,14 +396,19 @@ def settle_queue(
             with QueueLock(lock_path(warehouse, live.qmgr, live.queue), what=f"queue {live.queue} on {live.qmgr}",
                            command="settle", run_id=run_id):
                 present: list[tuple[str, bytes, bytes]] = []
+                browsed = _counter(progress, "settle", None, "messages browsed")
                 for message in conn.browse(live.queue, buffer_size=buffer_size):
                     present.append((key_of(message), message.md.msg_id, message.md.correl_id))
+                    browsed(len(present))
                 result.browsed = len(present)
+                browsed(result.browsed, final=True)
                 done = ended({k for k, _, _ in present})
                 candidates = [p for p in present if p[0] in done]
                 result.ended = len(candidates)
+                settled = _counter(progress, "settle", result.ended, "ended messages")
                 for start in range(0, len(candidates), batch_size):
                     _settle_batch(conn, live, candidates[start:start + batch_size], result, buffer_size)
+                    settled(result.removed + result.gone + len(result.mismatched))
                     if on_batch is not None:
                         on_batch("committed", start // batch_size + 1)
             ok = True

@@ -165,7 +165,8 @@ def _html_table(rows: list[dict], columns: list[str]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _advice_html(advice: list[dict]) -> str:
+def advice_html(advice: list[dict]) -> str:
+    """The advice items as an HTML list, evidence folded under each (the page and the notebook)."""
     if not advice:
         return "<p>Nothing needs attention.</p>"
     items = []
@@ -246,7 +247,7 @@ background:#fafafa}}
 <span class="kpi">{(report.get('run') or {}).get('messages', 0)} decided<small>this run</small></span>
 <span class="kpi">{overall['truncated']} truncated<small>all time</small></span>
 <span class="kpi">{len(report['runs'])} runs<small>all time</small></span></p>
-<h2>Advice</h2>{_advice_html(report.get('advice') or [])}
+<h2>Advice</h2>{advice_html(report.get('advice') or [])}
 <h2>Arrivals over time</h2>{_arrivals_html(report.get('arrivals') or {})}
 {body}
 </body></html>

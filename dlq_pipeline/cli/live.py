@@ -15,6 +15,7 @@ from dlq_pipeline import exitcodes
 from dlq_pipeline.cli.common import (check_target, config_options, echo_json, err, fail, live_source, load_valid_rules,
                                      needs_classic, open_tables, run_id_for, start_spark, storage_with_tables, writing)
 from dlq_pipeline.config import Config
+from dlq_pipeline.progress import stage, to_stderr
 from dlq_pipeline.settings import DrainSettings, ReplaySettings, mq_qmgrs
 
 
@@ -75,11 +76,14 @@ def drain_cmd(source, queue, qmgr, rules_path, mode, limit, run_id, as_json, con
     settings = DrainSettings.from_config(config)
     mode = mode or settings.mode
     run_id = run_id_for(config, run_id)
+    progress = to_stderr()  # also under --json: stdout is the result
     with writing(config, f"drain ({mode})", run_id):
         spark = start_spark(config, needs_classic(source=live.spec))
         try:
-            result = drain(spark, open_tables(spark, config), live, warehouse=warehouse, run_id=run_id,
-                           mode=mode, batch_size=settings.batch_size, limit=limit)
+            with stage(progress, "drain", run_id=run_id) as counts:
+                result = drain(spark, open_tables(spark, config), live, warehouse=warehouse, run_id=run_id,
+                               mode=mode, batch_size=settings.batch_size, limit=limit, progress=progress)
+                counts.update(result.as_dict())
         except _live_errors() as exc:
             fail(exc)
     doc = {"run_id": run_id, **result.as_dict()}
@@ -109,11 +113,14 @@ def settle_cmd(source, queue, qmgr, rules_path, run_id, as_json, config: Config)
 
     live, warehouse = _live(config, source, queue, qmgr, rules_path)
     run_id = run_id_for(config, run_id)
+    progress = to_stderr()
     with writing(config, "settle", run_id):
         spark = start_spark(config, needs_classic(source=live.spec))
         try:
-            result = settle(spark, storage_with_tables(spark, config), live, warehouse=warehouse, run_id=run_id,
-                            batch_size=DrainSettings.from_config(config).batch_size)
+            with stage(progress, "settle", run_id=run_id) as counts:
+                result = settle(spark, storage_with_tables(spark, config), live, warehouse=warehouse, run_id=run_id,
+                                batch_size=DrainSettings.from_config(config).batch_size, progress=progress)
+                counts.update(result.as_dict())
         except _live_errors() as exc:
             fail(exc)
     if as_json:
@@ -149,12 +156,16 @@ def replay_cmd(run_id, target, as_json, config: Config):
 
     target = target or config.get("pipeline", "target")
     check_target(target, config)
+    progress = to_stderr()
     with writing(config, "replay", run_id or "(latest decisions)"):
         spark = start_spark(config, needs_classic(target=target))
         try:
-            result = replay_decisions(spark, storage_with_tables(spark, config), target=target,
-                                      settings=ReplaySettings.from_config(config), qmgrs=mq_qmgrs(config),
-                                      run_id=run_id or None)
+            with stage(progress, "replay", run_id=run_id or "") as counts:
+                result = replay_decisions(spark, storage_with_tables(spark, config), target=target,
+                                          settings=ReplaySettings.from_config(config), qmgrs=mq_qmgrs(config),
+                                          run_id=run_id or None, progress=progress)
+                counts.update(run_id=result["run_id"], decisions_run_id=result["decisions_run_id"],
+                              outcomes=result["outcomes"], stale=result["stale"])
         except (ReplayError, TargetError) as exc:
             err(f"error: {exc}")
             sys.exit(exitcodes.USAGE)

@@ -6,9 +6,7 @@ file is touched; problems exit with status 2 and list every error.
 
 from __future__ import annotations
 
-import logging
 import sys
-import time
 from pathlib import Path
 
 import click
@@ -20,16 +18,8 @@ from dlq_pipeline.cli.common import (INPUT, check_target, config_options, echo_j
 from dlq_pipeline.cli.generate import Size
 from dlq_pipeline.config import Config, load_config
 from dlq_pipeline.dumps.files import INPUT_ERRORS
+from dlq_pipeline.progress import stage, to_stderr
 from dlq_pipeline.settings import ClassifySettings, IngestSettings, ReportSettings, RunSettings
-
-log = logging.getLogger(__name__)
-
-
-def _stage_event(stage: str, run_id: str, started: float, counts: dict) -> None:
-    """One structured log line when a stage run on its own finishes (JSON with log.format = json)."""
-    seconds = round(time.monotonic() - started, 3)
-    log.info("%s finished in %.3f s", stage, seconds,
-             extra={"event": "stage_finished", "stage": stage, "run_id": run_id, "duration_s": seconds, **counts})
 
 
 @click.command("ingest")
@@ -48,16 +38,17 @@ def ingest_cmd(paths, as_json, config: Config):
     from dlq_pipeline.spark.ingest import ingest
 
     run_id = run_id_for(config)
-    started = time.monotonic()
+    progress = to_stderr()  # also under --json: stdout is the result
     with writing(config, "ingest", run_id):
         spark = start_spark(config)
-        try:
-            result = ingest(spark, open_tables(spark, config), list(paths), run_id=run_id,
-                            settings=IngestSettings.from_config(config), progress=None if as_json else err)
-        except INPUT_ERRORS as exc:
-            fail(exc)
+        with stage(progress, "ingest", run_id=run_id) as counts:
+            try:
+                result = ingest(spark, open_tables(spark, config), list(paths), run_id=run_id,
+                                settings=IngestSettings.from_config(config), progress=progress)
+            except INPUT_ERRORS as exc:
+                fail(exc)
+            counts.update(result.as_dict())
     doc = {"run_id": run_id, **result.as_dict()}
-    _stage_event("ingest", run_id, started, result.as_dict())
     if as_json:
         echo_json(doc)
     else:
@@ -84,13 +75,15 @@ def classify_cmd(rules_path, as_json, config: Config):
     table = load_valid_rules(rules_path or _required(config, "rules"))
     now = utc_now()
     run_id = run_id_for(config, now=now)
-    started = time.monotonic()
+    progress = to_stderr()
     with writing(config, "classify", run_id):
         spark = start_spark(config)
-        decisions = decide_pending(spark, open_tables(spark, config), table, run_id=run_id, now=now,
-                                   retry_interval=ClassifySettings.from_config(config).retry_interval)
-        counts = counts_by(decisions, "action")
-    _stage_event("classify", run_id, started, {"decisions": counts})
+        with stage(progress, "classify", run_id=run_id) as event:
+            decisions = decide_pending(spark, open_tables(spark, config), table, run_id=run_id, now=now,
+                                       retry_interval=ClassifySettings.from_config(config).retry_interval,
+                                       progress=progress)
+            counts = counts_by(decisions, "action")
+            event["decisions"] = counts
     if as_json:
         echo_json({"run_id": run_id, "decisions": counts})
     else:
@@ -144,7 +137,7 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
         spark = start_spark(config, needs_classic(target, source))
         try:
             summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=inputs, target=target,
-                                   run_id=run_id, now=now, progress=_progress(), source=source)
+                                   run_id=run_id, now=now, progress=to_stderr(), source=source)
         except INPUT_ERRORS as exc:
             fail(exc)
     if as_json:
@@ -152,14 +145,6 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
     else:
         _print_summary(summary)
     sys.exit(summary.exit_status)
-
-
-def _progress():
-    """Where progress lines go: stderr, also under --json (stdout stays the result); with JSON
-    log lines, nowhere: the log's stage events carry it, one JSON object per line."""
-    from dlq_pipeline import logs
-
-    return None if logs.json_lines() else err
 
 
 def _print_summary(summary) -> None:
@@ -297,7 +282,7 @@ def demo_cmd(out, count, seed, files, max_size, rules_path, target, master):
             _prepare_demo_sim(out_dir / "warehouse", target)
         spark = start_spark(config)
         summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=[str(p) for p in paths],
-                               target=target, progress=err)
+                               target=target, progress=to_stderr())
         html_path = out_dir / "report.html"
         report = _build_and_write_report(open_tables(spark, config), ReportSettings.from_config(config),
                                          run_id=summary.run_id, html_path=html_path)

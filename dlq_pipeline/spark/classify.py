@@ -9,11 +9,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dlq_pipeline.clock import as_utc
+from dlq_pipeline.progress import Progress, Report
 from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.schemas import conform
 from dlq_pipeline.spark.decode import decode_headers
 from dlq_pipeline.spark.ledger import pending_with_attempts, recover_interrupted
+from dlq_pipeline.spark.progress import TaskTicker
 from dlq_pipeline.spark.storage import Storage
 from dlq_pipeline.tables import PUT_ACTIONS
 
@@ -65,8 +67,10 @@ def decide_pending(
     run_id: str,
     now: dt.datetime,
     retry_interval: int | None = None,
+    progress: Progress | Report | None = None,
 ) -> DataFrame:
-    """Classify every pending message in the warehouse and append the decisions.
+    """Classify every pending message in the warehouse and append the decisions; ``progress``
+    gets the task counts of the write, which decodes and decides (`TaskTicker`).
 
     First, the ledger rows of a replay that died (``kill -9``) after putting are recovered
     from its checkpoints, so messages it delivered are not pending any more: a decision is
@@ -74,5 +78,6 @@ def decide_pending(
     recover_interrupted(spark, storage)
     pending = pending_with_attempts(storage.read("messages"), storage.read("ledger"))
     decisions = classify(decode_headers(pending), table, run_id=run_id, now=now, retry_interval=retry_interval)
-    storage.append("decisions", decisions)
+    with TaskTicker(spark, progress, "classify", "tasks", stage="last"):  # silent for a minute otherwise
+        storage.append("decisions", decisions)
     return storage.read("decisions").where(F.col("run_id") == run_id)

@@ -24,7 +24,7 @@ from dlq_pipeline.spark.storage import Storage
 def drain(spark: SparkSession, storage: Storage, live: LiveQueue, **options) -> DrainResult:
     """Land the messages of ``live`` in ``storage``'s ``messages``: `dlq_pipeline.live.drain_queue`
     with its options (``warehouse``, ``run_id``, ``mode``, ``batch_size``, ``limit``,
-    ``landed_at``, ``buffer_size``, ``on_batch``), storing each chunk with `Storage.merge_new`."""
+    ``landed_at``, ``buffer_size``, ``on_batch``, ``progress``), storing each chunk with `Storage.merge_new`."""
 
     def store(rows: list[tuple]) -> int:
         return storage.merge_new("messages", local_rows(spark, rows, "messages"))
@@ -44,7 +44,7 @@ def ended_among(storage: Storage, keys: set[str]) -> set[str]:
 def settle(spark: SparkSession, storage: Storage, live: LiveQueue, **options) -> SettleResult:
     """Remove from ``live`` the messages whose processing has ended according to
     ``storage``'s ledger: `dlq_pipeline.live.settle_queue` with its options (``warehouse``,
-    ``run_id``, ``batch_size``, ``buffer_size``, ``on_batch``)."""
+    ``run_id``, ``batch_size``, ``buffer_size``, ``on_batch``, ``progress``)."""
     return settle_queue(live, lambda keys: ended_among(storage, keys), **options)
 
 
@@ -52,19 +52,19 @@ def settle(spark: SparkSession, storage: Storage, live: LiveQueue, **options) ->
 
 
 def drain_stage(spark, storage: Storage, settings: RunSettings, table, *, source: str,
-                run_id: str) -> tuple[LiveQueue, dict]:
+                run_id: str, progress=None) -> tuple[LiveQueue, dict]:
     """`run`'s drain: the queue from ``drain.queue``/``drain.qmgr``, else the rules table's
     INPUTQ/INPUTQM, else the queue manager's DEADQ; ``drain.mode``."""
     warehouse = local_warehouse(settings.storage.path)
     live = live_queue(source, warehouse=warehouse, qmgrs=settings.qmgrs, queue=settings.drain.queue,
                       qmgr=settings.drain.qmgr, control=table.control if table is not None else None)
     result = drain(spark, storage, live, warehouse=warehouse, run_id=run_id, mode=settings.drain.mode,
-                   batch_size=settings.drain.batch_size)
+                   batch_size=settings.drain.batch_size, progress=progress)
     return LiveQueue(live.spec, live.kind, result.qmgr, result.queue, live.target), result.as_dict()
 
 
 def settle_stage(spark, storage: Storage, settings: RunSettings, live: LiveQueue, *, target: str,
-                 run_id: str) -> dict:
+                 run_id: str, progress=None) -> dict:
     """`run`'s settle; skipped for a dry run (it removes nothing) and in move mode (the
     drained messages left the queue when they were landed)."""
     if target == "dry-run":
@@ -72,4 +72,4 @@ def settle_stage(spark, storage: Storage, settings: RunSettings, live: LiveQueue
     if settings.drain.mode == "move":
         return {"skipped": "move mode: the drained messages left the queue when they were landed"}
     return settle(spark, storage, live, warehouse=local_warehouse(settings.storage.path), run_id=run_id,
-                  batch_size=settings.drain.batch_size).as_dict()
+                  batch_size=settings.drain.batch_size, progress=progress).as_dict()

@@ -1,82 +1,101 @@
-"""Progress of long Spark actions, for people watching a terminal or a job log.
+"""Task counts of long Spark actions, fed to the progress display (`dlq_pipeline.progress`).
 
 A dump of gigabytes is read by tasks on executors, so the driver cannot count lines as it
 goes. It can see how many of an action's tasks have finished: the action runs under its
-own job group and a daemon thread polls Spark's status tracker, reporting each change (at
-most every ``interval`` seconds) and always the final count. Where there is no
-SparkContext (Spark Connect, Databricks serverless) the action runs without ticks.
+own job group and a daemon thread polls Spark's status tracker, reporting each change and
+always the final count. Which stage is counted is the caller's choice: ``first`` (the read
+of an ingest: one task per work item; the cheap aggregation after it would only blur the
+figure) or ``last`` (the latest stage that has started: classify's write, replay's puts,
+one task per partition). Where there is no SparkContext (Spark Connect, Databricks
+serverless) there are no counts: a line when the step starts and one when it ends.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 import uuid
-from typing import Callable
 
 from pyspark.sql import SparkSession
 
-Report = Callable[[str], None]
+from dlq_pipeline.progress import Progress, Report, as_progress
 
+__all__ = ["Report", "TaskTicker"]
 
-def tasks_line(label: str, done: int, total: int, unit: str) -> str:
-    return f"{label}: {done}/{total} {unit} done"
+STAGES = ("first", "last")
 
 
 class TaskTicker:
-    """``with TaskTicker(spark, report, "ingest", "work items"): df.count()``.
+    """``with TaskTicker(spark, progress, "ingest", "work items"): df.count()``.
 
-    ``report`` receives lines like ``ingest: 3/12 work items done``. The count is that of
-    the first stage run inside the block: put the action that does the heavy reading first
-    (for an ingest, one task per work item); later stages of cheap follow-up work (a
-    shuffle after the read, a second job) would only blur the figure."""
+    ``report`` is a `dlq_pipeline.progress.Progress` (a bar, lines or log events) or a
+    callable that takes lines like ``ingest: 3/12 work items done``; None reports nothing.
+    ``stage``: which stage of the jobs run inside the block is counted (module doc)."""
 
-    def __init__(self, spark: SparkSession, report: Report | None, label: str, unit: str = "tasks",
-                 interval: float = 2.0):
-        self.report, self.label, self.unit, self.interval = report, label, unit, interval
+    def __init__(self, spark: SparkSession, report: Progress | Report | None, label: str, unit: str = "tasks",
+                 interval: float | None = None, *, stage: str = "first"):
+        if stage not in STAGES:
+            raise ValueError(f"stage must be one of {', '.join(STAGES)}, not {stage!r}")
+        self.progress = as_progress(report)
+        self.label, self.unit, self.stage = label, unit, stage
+        self.interval = interval if interval is not None else (self.progress.interval if self.progress else 2.0)
         self.group = f"dlq-pipeline-{label}-{uuid.uuid4().hex[:8]}"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._last: tuple[int, int] | None = None
+        self._started = 0.0
         try:
-            self.sc = spark.sparkContext if report else None
+            self.sc = spark.sparkContext if self.progress else None
         except Exception:  # noqa: BLE001 - Spark Connect: no SparkContext, no ticks
             self.sc = None
 
     def counts(self) -> tuple[int, int]:
+        """(tasks done, tasks) of the counted stage; (0, 0) before it starts."""
         tracker = self.sc.statusTracker()
-        stage_ids = []
+        stages = []
         for job_id in tracker.getJobIdsForGroup(self.group):
             job = tracker.getJobInfo(job_id)
-            stage_ids += list(job.stageIds) if job else []
-        stage = tracker.getStageInfo(min(stage_ids)) if stage_ids else None
+            for stage_id in (job.stageIds if job else []):
+                info = tracker.getStageInfo(stage_id)
+                if info is not None:
+                    stages.append(info)
+        if self.stage == "first":
+            stage = min(stages, key=lambda s: s.stageId, default=None)
+        else:  # a stage that never started (skipped: its output was there) has nothing to count
+            begun = [s for s in stages if s.numCompletedTasks or s.numActiveTasks]
+            stage = max(begun, key=lambda s: s.stageId, default=None)
         return (stage.numCompletedTasks, stage.numTasks) if stage else (0, 0)
 
-    def _tell(self) -> None:
+    def _tell(self, final: bool = False) -> None:
         try:
             done, total = self.counts()
         except Exception:  # noqa: BLE001 - progress must never break the work
             return
-        if total and (done, total) != self._last:
-            self._last = (done, total)
-            self.report(tasks_line(self.label, done, total, self.unit))
+        if total:
+            self.progress.count(self.label, done, total, self.unit, final=final)
 
     def _poll(self) -> None:
         while not self._stop.wait(self.interval):
             self._tell()
 
     def __enter__(self) -> "TaskTicker":
+        self._started = time.monotonic()
         if self.sc is not None:
             self.sc.setJobGroup(self.group, f"dlq-pipeline {self.label}")
             self._thread = threading.Thread(target=self._poll, name=f"progress-{self.label}", daemon=True)
             self._thread.start()
+        elif self.progress is not None:
+            self.progress(f"{self.label}: running (no task counts without a SparkContext)")
         return self
 
     def __exit__(self, kind, *_):
         if self._thread is None:
+            if self.progress is not None and kind is None:
+                self.progress(f"{self.label}: done in {time.monotonic() - self._started:.1f} s")
             return
         self._stop.set()
         self._thread.join()
         self.sc.setLocalProperty("spark.jobGroup.id", None)
         self.sc.setLocalProperty("spark.job.description", None)
         if kind is None:
-            self._tell()  # the final count, even when the action beat the first poll
+            self._tell(final=True)  # the final count, even when the action beat the first poll
+        self.progress.end()

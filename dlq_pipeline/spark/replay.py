@@ -31,11 +31,13 @@ from pyspark.sql import functions as F
 from dlq_pipeline.clock import as_utc, from_epoch_micros, utc_now
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.process_group import RunGroup, join_run_group
+from dlq_pipeline.progress import Progress, Report
 from dlq_pipeline.replay.rebuild import TARGET_SOURCES, exact_target
 from dlq_pipeline.replay.targets import Target, check_run_id, local_warehouse, open_target
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
 from dlq_pipeline.settings import ReplaySettings
 from dlq_pipeline.spark.lease import LeaseFence, check_lease, fenced, held_lease
+from dlq_pipeline.spark.progress import TaskTicker
 from dlq_pipeline.spark.schemas import arrow_schema, table_schema
 from dlq_pipeline.spark.storage import Storage
 from dlq_pipeline.tables import CHAR_BYTES_COLUMN, LEDGER_COLUMNS, MD_COLUMNS, OUTCOMES, PUT_ACTIONS, exact_md
@@ -173,13 +175,14 @@ def replay(
     run_id: str,
     now: dt.datetime,
     task_hook: Callable[[int, int], None] | None = None,
+    progress: Progress | Report | None = None,
 ) -> dict[str, int]:
     """Replay the run's decisions to ``target``; append one ledger row per decision; return
     the number of rows per outcome. ``settings`` are the ``[replay]`` settings, ``qmgrs`` the
     client settings per queue manager an ``mq:`` target needs; checkpoints (and simulated
     queue managers) live in the warehouse, ``storage.path``. ``task_hook(partition_id,
     batches_committed)`` runs in the task after each committed batch (rehearsals and tests
-    inject task failures with it)."""
+    inject task failures with it). ``progress`` counts the partitions whose puts are done."""
     check_run_id(run_id)
     now = as_utc(now)
     warehouse = local_warehouse(storage.path)
@@ -198,7 +201,9 @@ def replay(
     observed = ledger.observe(
         observation, *[F.sum(F.when(F.col("outcome") == o, 1).otherwise(0)).alias(o) for o in OUTCOMES])
     check_lease(storage)
-    storage.append("ledger", observed)
+    # the puts run in the write's last stage, one task per partition: that stage is counted
+    with TaskTicker(spark, progress, "replay", "partitions", stage="last"):
+        storage.append("ledger", observed)
     counts = {o: int(observation.get.get(o) or 0) for o in OUTCOMES}
     crash_point("replay-ledger-appended")
     shutil.rmtree(root / run_id, ignore_errors=True)
@@ -218,6 +223,7 @@ def replay_decisions(
     qmgrs: Mapping[str, Mapping] | None = None,
     run_id: str | None = None,
     now: dt.datetime | None = None,
+    progress: Progress | Report | None = None,
 ) -> dict:
     """Replay the decisions of run ``run_id`` (default: the latest run that made decisions)
     to ``target``: the `replay` command, e.g. after ``classify``, or to send for real what a
@@ -252,7 +258,7 @@ def replay_decisions(
         if not ledger.where(F.col("run_id") == run_id).isEmpty():
             ledger_run = check_run_id(f"{run_id}.replay-{secrets.token_hex(3)}")
         counts = replay(spark, storage, fresh, target=target, settings=settings, qmgrs=qmgrs, run_id=ledger_run,
-                        now=as_utc(now) or utc_now())
+                        now=as_utc(now) or utc_now(), progress=progress)
     finally:
         current.unpersist()
     return {"decisions_run_id": run_id, "run_id": ledger_run, "target": target, "outcomes": counts,

@@ -7,12 +7,12 @@ to the tables (WAREHOUSE/_runs/<run_id>.json).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
-import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Sequence
+from typing import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -21,6 +21,7 @@ from dlq_pipeline import exitcodes
 from dlq_pipeline.clock import as_utc, iso_z
 from dlq_pipeline.clock import utc_now
 from dlq_pipeline.locks import writer_lock
+from dlq_pipeline.progress import Progress, Report, as_progress, stage as stage_events
 from dlq_pipeline.metrics import prometheus_text, run_metrics, write_textfile
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.rules.parser import rules_listing
@@ -28,7 +29,6 @@ from dlq_pipeline.identity import new_run_id
 from dlq_pipeline.spark.classify import decide_pending
 from dlq_pipeline.spark.lease import writer_lease
 from dlq_pipeline.settings import RunSettings
-from dlq_pipeline.spark.progress import TaskTicker
 from dlq_pipeline.spark.storage import open_storage
 from dlq_pipeline.tables import ATTENTION_OUTCOMES
 from dlq_pipeline.testhooks import crash_point
@@ -84,35 +84,20 @@ def counts_by(df: DataFrame, column: str) -> dict[str, int]:
 
 
 class _Stages:
-    """Times each stage and reports progress (stage i/n) to the log and a callback."""
+    """Times each stage and shows it (``[i/n] name``) and its progress; the stage events go
+    to the log (`dlq_pipeline.progress.stage`)."""
 
-    def __init__(self, summary: RunSummary, total: int, progress: Callable[[str], None] | None):
-        self.summary, self.total, self.progress, self.index = summary, total, progress, 0
+    def __init__(self, summary: RunSummary, total: int, progress: Progress | None):
+        self.summary, self.total, self.index = summary, total, 0
+        self.progress = progress
 
-    def tell(self, message: str, extra: dict | None = None) -> None:
-        """A progress line from inside a stage (e.g. per file during ingest)."""
-        log.info(message, extra=extra)
-        if self.progress:
-            self.progress(message)
-
+    @contextlib.contextmanager
     def __call__(self, name: str):
-        stages = self
-
-        class _Timer:
-            def __enter__(self):
-                stages.index += 1
-                stages.tell(f"[{stages.index}/{stages.total}] {name}",
-                            extra={"event": "stage_started", "run_id": stages.summary.run_id, "stage": name})
-                self.start = time.monotonic()
-
-            def __exit__(self, exc_type, *exc):
-                seconds = round(time.monotonic() - self.start, 3)
-                stages.summary.durations[name] = seconds
-                event = "stage_failed" if exc_type else "stage_finished"
-                log.info("%s %s in %.3f s", name, event.split("_")[1], seconds,
-                         extra={"event": event, "run_id": stages.summary.run_id, "stage": name, "duration_s": seconds})
-
-        return _Timer()
+        self.index += 1
+        with stage_events(self.progress, name, run_id=self.summary.run_id,
+                          header=f"[{self.index}/{self.total}] {name}") as counts:
+            yield
+        self.summary.durations[name] = counts["duration_s"]
 
 
 def run_pipeline(
@@ -124,7 +109,7 @@ def run_pipeline(
     target: str,
     run_id: str | None = None,
     now: dt.datetime | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | Report | None = None,
     source: str | None = None,
 ) -> RunSummary:
     """One whole run with ``settings`` (each stage's, `dlq_pipeline.settings.RunSettings`).
@@ -132,7 +117,9 @@ def run_pipeline(
     (``mq:QMGR``/``sim:NAME``; the command line defaults it to ``drain.source``): a live DLQ
     drained first and settled last (`dlq_pipeline.spark.live`). Holds the warehouse's writer
     lock (`dlq_pipeline.locks`) and, for Delta, its writer lease (`dlq_pipeline.spark.lease`)
-    throughout: `dlq_pipeline.locks.WarehouseLocked` when another process writes it."""
+    throughout: `dlq_pipeline.locks.WarehouseLocked` when another process writes it.
+    ``progress``: where the stages' progress goes (`dlq_pipeline.progress`; None: the stage
+    events go to the log only)."""
     if not table.ok:
         raise ValueError("run_pipeline needs a valid rules table")
     now = as_utc(now) or utc_now()
@@ -141,7 +128,7 @@ def run_pipeline(
     with writer_lock(settings.storage, command="run", run_id=run_id), \
             writer_lease(spark, settings.storage, command="run", run_id=run_id):
         return _run_pipeline(spark, settings, table, inputs=inputs, target=target, run_id=run_id, now=now,
-                             progress=progress, source=source)
+                             progress=as_progress(progress), source=source)
 
 
 def _run_pipeline(spark, settings: RunSettings, table, *, inputs, target, run_id, now, progress, source) -> RunSummary:
@@ -157,11 +144,12 @@ def _run_pipeline(spark, settings: RunSettings, table, *, inputs, target, run_id
 
         summary.source = source
         with stage("drain"):
-            live, summary.drain = drain_stage(spark, storage, settings, table, source=source, run_id=run_id)
+            live, summary.drain = drain_stage(spark, storage, settings, table, source=source, run_id=run_id,
+                                              progress=progress)
 
     with stage("ingest"):
         landed = ingest(spark, storage, list(inputs), run_id=run_id, settings=settings.ingest,
-                        progress=stage.tell) if inputs else None
+                        progress=progress) if inputs else None
         if landed is not None:
             summary.files = landed.files
             summary.messages_landed = landed.messages_landed
@@ -170,9 +158,8 @@ def _run_pipeline(spark, settings: RunSettings, table, *, inputs, target, run_id
     crash_point("after-ingest")
 
     with stage("classify"):
-        with TaskTicker(spark, stage.tell, "classify", "tasks"):  # silent for a minute otherwise
-            decisions = decide_pending(spark, storage, table, run_id=run_id, now=now,
-                                       retry_interval=settings.classify.retry_interval).cache()
+        decisions = decide_pending(spark, storage, table, run_id=run_id, now=now,
+                                   retry_interval=settings.classify.retry_interval, progress=progress).cache()
         summary.pending = decisions.count()
         summary.decisions = counts_by(decisions, "action")
         summary.ignore_reasons = counts_by(decisions.where(F.col("ignore_reason").isNotNull()), "ignore_reason")
@@ -180,9 +167,8 @@ def _run_pipeline(spark, settings: RunSettings, table, *, inputs, target, run_id
     crash_point("after-classify")
 
     with stage("replay"):
-        with TaskTicker(spark, stage.tell, "replay", "tasks"):
-            outcomes = replay(spark, storage, decisions, target=target, settings=settings.replay, qmgrs=settings.qmgrs,
-                              run_id=run_id, now=now)
+        outcomes = replay(spark, storage, decisions, target=target, settings=settings.replay, qmgrs=settings.qmgrs,
+                          run_id=run_id, now=now, progress=progress)
         summary.outcomes = dict(sorted(Counter(outcomes).items()))
         decisions.unpersist()
     crash_point("after-replay")
@@ -191,7 +177,8 @@ def _run_pipeline(spark, settings: RunSettings, table, *, inputs, target, run_id
         from dlq_pipeline.spark.live import settle_stage
 
         with stage("settle"):
-            summary.settle = settle_stage(spark, storage, settings, live, target=target, run_id=run_id)
+            summary.settle = settle_stage(spark, storage, settings, live, target=target, run_id=run_id,
+                                          progress=progress)
 
     with stage("summary"):
         summary.finished_at = iso_z(utc_now())

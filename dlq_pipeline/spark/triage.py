@@ -4,6 +4,7 @@ decisions). Reads only; writes nothing.
 
     tables = load(open_warehouse(spark, "/path/to/warehouse"))
     by_reason(tables)               # pandas: reason, reason_name, count
+    advice(storage, now=utc_now())  # the report's advice items, with their evidence
     what_if(tables, load_rules("draft.rules"), now=utc_now()).transitions
 """
 
@@ -22,7 +23,8 @@ from dlq_pipeline.spark.classify import classify
 from dlq_pipeline.spark.ledger import not_ended, pending_with_attempts
 from dlq_pipeline.spark.decode import decode_headers
 from dlq_pipeline.settings import StorageSettings
-from dlq_pipeline.spark.report import AGE_BUCKETS, dead_lettered_at, origin_qmgr
+from dlq_pipeline.clock import as_utc
+from dlq_pipeline.spark.report import AGE_BUCKETS, build_report, dead_lettered_at, origin_qmgr
 from dlq_pipeline.spark.report import arrivals as _arrivals
 from dlq_pipeline.spark.storage import Storage, open_storage
 from dlq_pipeline.triage import body_preview
@@ -131,6 +133,13 @@ def arrivals(tables: Tables) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
         return frame.set_index("start").fillna(0).astype("int64")
 
     return wide("by_reason"), wide("by_qmgr"), found
+
+
+def advice(storage: Storage, *, now: dt.datetime, run_id: str | None = None, top: int = 10) -> list[dict]:
+    """What to do, with its evidence: the report's own advice items (`dlq_pipeline.advice`
+    over `dlq_pipeline.spark.report.build_report`, run ``run_id`` or the latest), so the
+    notebook and ``dlq-pipeline report`` never disagree. Most urgent first."""
+    return build_report(storage, now=as_utc(now), run_id=run_id, top=top)["advice"]
 
 
 def trend(tables: Tables) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -88,9 +88,10 @@ def test_ingest_classify_replay_report_scripts_under_spark_submit(tmp_path, dump
 
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"ts"')]
     finished = {e["stage"]: e for e in events if e.get("event") == "stage_finished"}
-    assert set(finished) == {"ingest", "classify"}
+    assert set(finished) == {"ingest", "classify", "replay"}
     assert finished["ingest"]["messages_landed"] == COUNT and finished["ingest"]["run_id"] == landed["run_id"]
     assert finished["classify"]["decisions"] == expected_actions and finished["classify"]["duration_s"] >= 0
+    assert finished["replay"]["outcomes"] == replayed["outcomes"] and finished["replay"]["run_id"] == replayed["run_id"]
 
 
 def test_run_script_under_spark_submit_logs_json_and_writes_metrics(tmp_path, dump, expected_actions):

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
 from dlq_pipeline.config import load_config
-from dlq_pipeline.dumps.generator import write_generated
+from dlq_pipeline.dumps.generator import STORMS, write_generated
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.spark.run import run_pipeline
 from dlq_pipeline.settings import RunSettings
@@ -19,6 +20,7 @@ from ..conftest import REPO
 pytestmark = [pytest.mark.spark, pytest.mark.deploy]
 NOTEBOOK = REPO / "notebooks" / "triage.ipynb"
 STARTER = REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules"
+COUNT = 600  # enough for the generated storms to stand out of the trickle as bursts
 
 
 def test_notebook_is_committed_without_outputs():
@@ -31,7 +33,7 @@ def test_notebook_is_committed_without_outputs():
 def run_notebook(spark, tmp_path, monkeypatch, **env):
     """Build a small warehouse with ``spark``, run the notebook headless on it with the
     ``DLQ_TRIAGE_*`` variables (and ``env``) set; assert what it showed."""
-    [dump] = write_generated(tmp_path / "dumps", 60, seed=8, files=1, max_size=4096)
+    [dump] = write_generated(tmp_path / "dumps", COUNT, seed=8, files=1, max_size=4096)
     warehouse = tmp_path / "wh"
     config = load_config(overrides={"storage": {"path": str(warehouse)}})
     run_pipeline(spark, RunSettings.from_config(config), load_rules(str(STARTER)), inputs=[str(dump)], target="dry-run",
@@ -54,7 +56,28 @@ def run_notebook(spark, tmp_path, monkeypatch, **env):
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert f"Storage(parquet, {warehouse})" in text
     changed = next(line for line in text.splitlines() if "pending messages would be decided differently" in line)
-    assert changed.endswith(" of 60 pending messages would be decided differently") and not changed.startswith("0 ")
+    assert changed.endswith(f" of {COUNT} pending messages would be decided differently")
+    assert not changed.startswith("0 ")
+
+    def cell_outputs(snippet: str) -> list:
+        [cell] = [c for c in nb.cells if c.cell_type == "code" and snippet in c.source]
+        return cell.outputs
+
+    # arrivals: the Q_FULL storm of the generated DLQ is a flagged burst, sent by its queue managers
+    storm = next(s for s in STORMS if s.name == "q_full")
+    [bursts] = [o["data"]["text/html"] for o in cell_outputs("triage.arrivals(tables)")
+                if o.output_type == "execute_result"]
+    rows = re.findall(r"<tr>(.*?)</tr>", bursts, re.S)
+    q_full = [row for row in rows if re.search(r"<td>MQRC_Q_FULL \d+", row)]
+    assert len(q_full) == 1 and re.search(r"<td>CSQ1 \d+", q_full[0]), bursts
+    # advice: the report's items, the full queue among them, each with its evidence
+    advice = cell_outputs("triage.advice(")
+    printed = "".join(o.get("text", "") for o in advice if o.output_type == "stream").splitlines()
+    assert any(line.startswith(f"[act] queue_full: {storm.dest_q} on {storm.home} was full for about ")
+               for line in printed), printed
+    assert any(line.startswith("[") and " no_dlh_stays: " in line for line in printed), printed
+    [page] = [o["data"]["text/html"] for o in advice if "text/html" in o.get("data", {})]
+    assert page.count("<details><summary>evidence</summary>") == len(printed) > 1
     sample_html = next(o["data"]["text/html"] for c in nb.cells if "triage.sample" in c.source for o in c.outputs)
     assert "&lt;redacted: " in sample_html or "<redacted: " in sample_html
     return text
