@@ -52,7 +52,10 @@ class TaskTicker:
         """(tasks done, tasks) of the counted stage; (0, 0) before it starts."""
         tracker = self.sc.statusTracker()
         stages = []
-        for job_id in tracker.getJobIdsForGroup(self.group):
+        job_ids = sorted(tracker.getJobIdsForGroup(self.group))
+        if self.stage == "last":  # adaptive execution runs each shuffle as a job of its own: the result is the latest
+            job_ids = job_ids[-1:]
+        for job_id in job_ids:
             job = tracker.getJobInfo(job_id)
             for stage_id in (job.stageIds if job else []):
                 info = tracker.getStageInfo(stage_id)

@@ -66,8 +66,10 @@ def test_each_stage_on_its_own_shows_progress_on_stderr_and_keeps_stdout_json(sp
     # replay counts its own partitions (one task each), not the stages that read its input
     replayed, stderr = invoke("replay", "--target", "sim:QM1", *common)
     assert replayed["outcomes"] == {"discarded": COUNT} and replayed["decisions_run_id"] == again["run_id"]
-    assert stderr and all(re.fullmatch(rf"replay: \d/{PARTITIONS} partitions done", line) for line in stderr), stderr
-    assert stderr[-1] == f"replay: {PARTITIONS}/{PARTITIONS} partitions done"
+    # one task per replay partition: at most max_connections (adaptive execution may coalesce small ones)
+    assert stderr and all(re.fullmatch(r"replay: \d/\d partitions done", line) for line in stderr), stderr
+    done, total = map(int, re.search(r"(\d+)/(\d+)", stderr[-1]).groups())
+    assert done == total and 0 < total <= PARTITIONS
 
     settled, stderr = invoke("settle", "--source", "sim:QM1", "--rules", str(rules), *common)
     assert settled["removed"] == COUNT and qm.messages("DLQ") == []
