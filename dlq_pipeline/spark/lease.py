@@ -232,7 +232,18 @@ class Lease:
             os.replace(tmp, self.fence_path)
 
     def try_claim(self) -> Holder | None:
-        """Claim once: None when this holder has the lease now, else who has it."""
+        """Claim: None when this holder has the lease now, else who has it. A claim whose MERGE
+        took longer than the lease wrote a row that is ours but expired on arrival: tried again
+        (a few times) rather than reported as held by itself."""
+        for _ in range(3):
+            holder = self._claim_once()
+            if holder is None or holder.token != self.token:
+                return holder
+            log.warning("claiming the writer lease took longer than storage.lease_seconds (%s s); trying again",
+                        self.seconds)
+        return holder
+
+    def _claim_once(self) -> Holder | None:
         with self._guard:
             now = from_epoch_micros(_micros(self.clock()))
             current = self.current()

@@ -63,7 +63,8 @@ TABLE_PROPERTIES = {"ledger": {"delta.appendOnly": "true"},
 # A commit that lost an optimistic-concurrency race (ConcurrentAppendException & co., or the
 # table created by the other writer first): redone on the new snapshot.
 _CONFLICT = re.compile(r"Concurrent\w*Exception|DELTA_CONCURRENT|ProtocolChanged|MetadataChanged|"
-                       r"TABLE_OR_VIEW_ALREADY_EXISTS|DELTA_TABLE_ALREADY_EXISTS")
+                       r"TABLE_OR_VIEW_ALREADY_EXISTS|DELTA_TABLE_ALREADY_EXISTS|"
+                       r"DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION")
 COMMIT_ATTEMPTS = 8
 
 
@@ -349,7 +350,7 @@ class Storage:
                     raise
                 log.info("%s lost a concurrent commit race (attempt %d), retrying: %s",
                          what, attempt, str(exc).splitlines()[0][:200])
-                time.sleep(0.05 * attempt + secrets.randbelow(100) / 1000)
+                time.sleep(0.25 * attempt + secrets.randbelow(250) / 1000)
 
     def _create_delta(self, table: str) -> None:
         """Create the Delta table with its declared schema (and ledger: append-only) if absent."""
@@ -361,7 +362,9 @@ class Storage:
         properties = ("TBLPROPERTIES (" + ", ".join(f"'{k}' = '{v}'" for k, v in declared.items()) + ")"
                       if declared else "")
         ddl = table_schema(table).toDDL()
-        self._committed(f"create {table}", lambda: self.spark.sql(
+        # Two writers creating it at once: the loser finds the other's files (or table) and,
+        # once the other's first commit is there, nothing left to do.
+        self._committed(f"create {table}", lambda: None if self.exists(table) else self.spark.sql(
             f"CREATE TABLE IF NOT EXISTS {self._delta_ref(table)} ({ddl}) USING delta {properties}"))
 
     def _write(self, table: str, df: DataFrame) -> None:

@@ -38,7 +38,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.delta, pytest.mark.slow]
 
 RULES = "ACTION(FWD) FWDQ(REPLAYED) HEADER(YES)\n"
 COUNT, BATCH = 40, 5
-LEASE_SECONDS = 60  # a MERGE on a loaded 2-core machine can take half a minute
+LEASE_SECONDS = 240  # a MERGE on a loaded, shared 2-core machine has taken over a minute
 
 
 @pytest.fixture(scope="module")
@@ -156,4 +156,4 @@ def test_a_killed_lease_holder_is_taken_over_and_nothing_is_lost_or_sent_twice(t
         assert "waiting up to" not in out
     else:
         assert "waiting up to" in out and "for the writer lease held by run (pid" in out
-        assert time.monotonic() - killed_at >= LEASE_SECONDS * 0.5  # it could not have started earlier
+        assert time.monotonic() - killed_at >= LEASE_SECONDS * 0.25  # it could not have started earlier
