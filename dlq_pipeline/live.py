@@ -411,6 +411,8 @@ def settle_queue(
                     settled(result.removed + result.gone + len(result.mismatched))
                     if on_batch is not None:
                         on_batch("committed", start // batch_size + 1)
+                if candidates:
+                    settled(result.removed + result.gone + len(result.mismatched), final=True)
             ok = True
         finally:
             _close(conn, ok=ok)

@@ -80,6 +80,10 @@ class Progress:
         self._lock = threading.Lock()
         self._bar = 0  # width of the bar drawn on the current line (0: none)
         self._last: dict[str, tuple[float, int, int | None]] = {}
+        if self.mode == "bar" and sink is None:  # a log line (a JVM warning, say) must not land on the bar
+            for handler in logging.getLogger().handlers:
+                if getattr(handler, "stream", None) is self.stream:
+                    handler.addFilter(_ClearBar(self))
 
     # --- what the stages call ---------------------------------------------------------------
 
@@ -99,7 +103,8 @@ class Progress:
 
     def count(self, label: str, done: int, total: int | None, unit: str, *, final: bool = False) -> None:
         """``done`` of ``total`` (None: not known) ``unit`` of step ``label``. A change shows
-        at most once per ``interval``, except the last (``final``, or done == total)."""
+        at most once per ``interval``, except done == total and the ``final`` count (which
+        also ends a bar's line)."""
         complete = bool(total) and done >= total
         with self._lock:
             now = self.clock()
@@ -121,9 +126,14 @@ class Progress:
                 text = bar_text(label, done, total, unit)
                 self._write("\r" + text + " " * max(0, self._bar - len(text)))
                 self._bar = len(text)
-                if final or complete:
+                if final:  # the step's last word: one line per step, whatever stages it ran
                     self._write("\n")
                     self._bar = 0
+
+    def clear(self) -> None:
+        """Blank the bar's line, so that what is written next starts at its beginning."""
+        with self._lock:
+            self._clear()
 
     def end(self) -> None:
         """Close a bar left open (a step that stopped early), so the next line starts clean."""
@@ -149,6 +159,18 @@ class Progress:
             self.stream.flush()
         except (OSError, ValueError):  # progress must never break the work (a closed pipe)
             pass
+
+
+class _ClearBar(logging.Filter):
+    """On the log handler that writes to the bar's stream: clear the bar before each record."""
+
+    def __init__(self, progress: Progress):
+        super().__init__()
+        self.progress = progress
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.progress.clear()
+        return True
 
 
 def as_progress(report: Progress | Report | None) -> Progress | None:

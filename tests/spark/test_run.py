@@ -31,7 +31,11 @@ def test_run_summarises_and_a_rerun_adds_nothing(spark, dumps, tmp_path):
     args = ["run", "--input", dumps[0], "--input", dumps[1], "--rules", STARTER, "--warehouse", warehouse,
             "--target", "dry-run", "--json"]
     first = invoke(*args)
-    summary = json.loads(first.stdout.strip().splitlines()[-1])
+    summary = json.loads(first.stdout)  # --json: stdout is the summary alone, progress is on stderr
+    shown = first.stderr.splitlines()
+    assert [line for line in shown if line.startswith("[")] == [
+        "[1/4] ingest", "[2/4] classify", "[3/4] replay", "[4/4] summary"]
+    assert shown[shown.index("[3/4] replay") + 1:shown.index("[4/4] summary")][-1] == "replay: 4/4 partitions done"
     assert summary["messages_landed"] == 300 and summary["quarantined"] == 0
     assert sum(summary["decisions"].values()) == 300 == summary["pending"]
     assert summary["messages_without_dlh"] == summary["ignore_reasons"]["no_dlh"] > 0

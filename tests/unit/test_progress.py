@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import re
 from types import SimpleNamespace
 
@@ -77,6 +78,32 @@ def test_a_terminal_gets_one_bar_redrawn_in_place_and_notes_above_it():
         f"\r{bar[0]}\r{bar[1]}"
         f"\r{' ' * len(bar[1])}\ra note while the bar is drawn\n"
         f"\r{bar[2]}\n")
+
+
+def test_a_log_line_clears_the_bar_first():
+    out = Terminal(True)
+    logs.setup("text", "warning", stream=out)
+    try:
+        progress = Progress(out, interval=0)
+        progress.count("classify", 1, 2, "tasks")
+        logging.getLogger("dlq_pipeline.jvm").error("a JVM error line")
+        progress.count("classify", 2, 2, "tasks", final=True)
+    finally:
+        logs.setup("text", "warning")
+    bar = bar_text("classify", 1, 2, "tasks")
+    first, logged, last = out.getvalue().split("\r")[1], out.getvalue().split("\r")[3], out.getvalue().split("\r")[4]
+    assert first == bar and logged.endswith(" ERROR dlq_pipeline.jvm: a JVM error line\n")
+    assert out.getvalue().split("\r")[2] == " " * len(bar) and last == bar_text("classify", 2, 2, "tasks") + "\n"
+
+
+def test_a_step_keeps_one_line_across_its_stages():
+    out = Terminal(True)
+    progress = Progress(out, interval=0)
+    for done, total in ((0, 1), (1, 1), (0, 3), (3, 3)):  # a job's two stages
+        progress.count("classify", done, total, "tasks")
+    progress.count("classify", 3, 3, "tasks", final=True)
+    bars = [bar_text("classify", d, t, "tasks") for d, t in ((0, 1), (1, 1), (0, 3), (3, 3))]
+    assert out.getvalue() == "".join(f"\r{bar}" for bar in bars) + "\n"
 
 
 def test_a_bar_left_open_is_closed_and_a_shorter_one_blanks_the_rest():
