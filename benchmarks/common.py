@@ -55,9 +55,9 @@ class Sizes:
 SIZES = {
     "tiny": Sizes("tiny", 1, 100, 2, 16 * 1024, 100, 2, (10,), 100, 100, (1,), (30,), 1, 2, 64 * 1024, 1024),
     "quick": Sizes("quick", 3, 5_000, 20, 64 * 1024, 5_000, 3, (10, 100, 500), 6_000, 4_000, (1, 2, 4),
-                   (200, 2_000), 1, 20, 4 * 1024 * 1024, 1024),
+                   (1_000, 3_000), 1, 20, 4 * 1024 * 1024, 1024),
     "full": Sizes("full", 3, 20_000, 50, 64 * 1024, 20_000, 3, (10, 100, 500), 20_000, 20_000, (1, 2, 4),
-                  (500, 5_000, 20_000), 2, 100, 20 * 1024 * 1024, 1024),
+                  (1_000, 5_000, 20_000, 100_000), 1, 100, 20 * 1024 * 1024, 1024),
 }
 
 
@@ -168,6 +168,38 @@ def summary(times: list[float], count: int | None = None, megabytes: float | Non
 
 def ratio(a: float, b: float) -> float | None:
     return round(a / b, 3) if b else None
+
+
+# --- Spark jobs ----------------------------------------------------------------------------------
+
+
+def jobs_submitted(spark) -> int | None:
+    """How many Spark jobs this SparkContext has submitted so far (job ids are consecutive
+    from 0: the DAG scheduler's next id). None where there is no SparkContext (Connect).
+    With adaptive execution each shuffle stage runs as a job of its own, so this counts
+    what Spark schedules, not the actions the code calls."""
+    try:
+        return int(spark.sparkContext._jsc.sc().dagScheduler().nextJobId())  # an AtomicInteger, read by py4j as an int
+    except Exception:  # noqa: BLE001 - no SparkContext, or a Spark without that field
+        return None
+
+
+class StageJobs:
+    """A ``progress`` callback for `run_pipeline` that counts the Spark jobs of each stage:
+    the stage lines (``[i/n] name``) mark where one stage ends and the next begins."""
+
+    def __init__(self, spark):
+        self.spark, self.marks = spark, []
+
+    def __call__(self, line: str) -> None:
+        if line.startswith("[") and "] " in line:
+            self.marks.append((line.split("] ", 1)[1], jobs_submitted(self.spark)))
+
+    def per_stage(self) -> dict[str, int] | None:
+        ends = [*self.marks[1:], (None, jobs_submitted(self.spark))]
+        if any(n is None for _, n in self.marks + ends):
+            return None
+        return {name: end - start for (name, start), (_, end) in zip(self.marks, ends)}
 
 
 # --- child processes ---------------------------------------------------------------------------

@@ -87,15 +87,31 @@ def replay_lines(d: dict) -> list[str]:
 def end_to_end_lines(d: dict) -> list[str]:
     rows = []
     for n, s in d["sizes"].items():
-        rows.append([int(n), s["pipeline_wall_s"]["seconds"], s["pipeline_spark_start_s"],
+        stages = s.get("pipeline_jobs_per_stage") or {}
+        rows.append([int(n), s["pipeline_wall_s"]["seconds"],
+                     round(s["pipeline_spark_start_s"] + s.get("pipeline_trivial_job_s", 0), 2),
+                     s.get("pipeline_run_s"), s.get("pipeline_jobs"),
+                     " / ".join(f"{k} {v}" for k, v in stages.items()),
                      s["reference_wall_s"]["seconds"], s["reference_over_pipeline"]])
     c = d["crossover"]
-    return (_table(["messages", "run (wall s)", "of which Spark start", "sequential reference (wall s)",
-                    "reference / run"], rows)
-            + [f"Sim latency (ms) {d['latency_ms']}, `run` on {d['master']}. Fitted: run "
-               f"{c['pipeline_fixed_s']} s + {c['pipeline_ms_per_message']} ms/message; reference "
-               f"{c['reference_fixed_s']} s + {c['reference_ms_per_message']} ms/message; crossover at "
-               f"**{_f(c['crossover_messages'])} messages** ({c['note']}).", ""])
+    lines = (_table(["messages", "run (wall s)", "Spark start-up + trivial job s", "pipeline s", "Spark jobs",
+                     "jobs per stage", "sequential reference (wall s)", "reference / run"], rows)
+             + [f"Sim latency (ms) {d['latency_ms']}, `run` on {d['master']}. Fitted: run "
+                f"{c['pipeline_fixed_s']} s + {c['pipeline_ms_per_message']} ms/message; reference "
+                f"{c['reference_fixed_s']} s + {c['reference_ms_per_message']} ms/message; crossover at "
+                f"**{_f(c['crossover_messages'])} messages** ({c['note']}).", ""])
+    sim = d.get("sim_put_cost")
+    if sim:
+        lines += [f"Simulated queue manager, no latency, {sim['puts']:,} puts in units of work of "
+                  f"{sim['unit_of_work']}: " + "; ".join(
+                      f"at depth {int(k):,} {v['wall_us_per_put']} µs/put wall ({v['cpu_us_per_put']} CPU)"
+                      for k, v in sim["depths"].items()) + ".", ""]
+    targets = d.get("targets")
+    if targets:
+        lines += _table(["target (issue 16)", "measured", "limit", "holds"],
+                        [[k, v["value"], v["limit"], {True: "yes", False: "no"}.get(v["holds"], "not measured")]
+                         for k, v in targets.items()]) + [""]
+    return lines
 
 
 def memory_lines(d: dict) -> list[str]:

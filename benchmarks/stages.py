@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from benchmarks import data
-from benchmarks.common import PeakMemory, Sizes, interleaved, median, ratio, summary
+from benchmarks.common import PeakMemory, Sizes, StageJobs, interleaved, median, ratio, summary
 
 # --- shared helpers ---------------------------------------------------------------------------
 
@@ -436,7 +436,7 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     now = dt.datetime(2026, 11, 2)
     ingest(spark, storage, dumps, run_id="bench-ingest")
     table = load_rules(data.STARTER_RULES)
-    decisions = decide_pending(spark, storage, table, run_id="bench-decide", now=now).cache()
+    decisions = decide_pending(spark, storage, table, run_id="bench-decide", now=now)  # persisted
     n = decisions.count()
     puts = decisions.where(F.col("action").isin("RETRY", "FWD")).count()
     settings = ReplaySettings()
@@ -493,7 +493,9 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
 # --- 5. end to end -----------------------------------------------------------------------------
 
 def child_pipeline(params: dict) -> dict:
-    """``run`` in a fresh process: Spark start-up, then run_pipeline into the sim."""
+    """``run`` in a fresh process: Spark start-up and one trivial job (the start-up figure
+    the fixed cost is measured against), then run_pipeline into the sim, counting the Spark
+    jobs of each stage."""
     began = time.perf_counter()
     from dlq_pipeline.rules.parser import load_rules
     from dlq_pipeline.settings import RunSettings, StorageSettings
@@ -502,13 +504,50 @@ def child_pipeline(params: dict) -> dict:
 
     spark = get_spark({"master": params["master"], "app_name": "bench-run"})
     started = time.perf_counter()
+    spark.range(1).count()  # a trivial job: the JVM's first job pays its own warm-up
+    trivial = time.perf_counter()
     wh = Path(params["warehouse"])
     _fresh_sim(wh / "_sim" / "QMHUB01.sqlite", "QMHUB01", params.get("latency_ms"))
+    jobs = StageJobs(spark)
     summary_ = run_pipeline(spark, RunSettings(storage=StorageSettings(path=str(wh))), load_rules(params["rules"]),
-                            inputs=params["inputs"], target="sim:QMHUB01", run_id="bench")
+                            inputs=params["inputs"], target="sim:QMHUB01", run_id="bench", progress=jobs)
     done = time.perf_counter()
-    return {"spark_start_s": started - began, "run_s": done - started, "outcomes": summary_.outcomes,
-            "durations": summary_.durations, "landed": summary_.messages_landed}
+    per_stage = jobs.per_stage()
+    return {"spark_start_s": started - began, "trivial_job_s": trivial - started, "run_s": done - trivial,
+            "outcomes": summary_.outcomes, "durations": summary_.durations, "landed": summary_.messages_landed,
+            "jobs_per_stage": per_stage, "jobs": sum(per_stage.values()) if per_stage else None}
+
+
+def sim_put_cost(work: Path, puts: int, depths: tuple[int, ...]) -> dict:
+    """The simulated queue manager's own cost per put, no latency configured: ``puts``
+    syncpoint puts in units of work of 200 (as the writer commits), onto a queue already
+    holding each of ``depths`` messages. Wall and CPU µs per put (commits included)."""
+    from dlq_pipeline.dumps.generator import generate_messages
+
+    pool = list(generate_messages(min(puts, 2_000), seed=606, max_size=4 * 1024))
+    out = {"puts": puts, "unit_of_work": 200, "depths": {}}
+    for depth in depths:
+        qm = _fresh_sim(work / "sim-cost.sqlite", "QMHUB01", None)
+        conn = qm.connect()
+        handle = conn.open_for_put("TARGET.Q")
+
+        def put_many(n: int) -> None:
+            for i in range(n):
+                m = pool[i % len(pool)]
+                conn.put(handle, m.md, m.data, syncpoint=True)
+                if i % 200 == 199:
+                    conn.commit()
+            conn.commit()
+
+        put_many(depth)
+        wall, cpu = time.perf_counter(), time.process_time()
+        put_many(puts)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        conn.disconnect()
+        out["depths"][str(depth)] = {"wall_us_per_put": round(wall / puts * 1e6, 1),
+                                     "cpu_us_per_put": round(cpu / puts * 1e6, 1)}
+    out["worst_wall_us_per_put"] = max(d["wall_us_per_put"] for d in out["depths"].values())
+    return out
 
 
 def child_reference(params: dict) -> dict:
@@ -610,6 +649,11 @@ def bench_end_to_end(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
             "pipeline_wall_s": summary(runs["pipeline"], count),
             "reference_wall_s": summary(runs["reference"], count),
             "pipeline_spark_start_s": round(detail["pipeline"]["spark_start_s"], 2),
+            "pipeline_trivial_job_s": round(detail["pipeline"]["trivial_job_s"], 2),
+            # the pipeline's own time: after Spark's start-up and a trivial job
+            "pipeline_run_s": round(detail["pipeline"]["run_s"], 2),
+            "pipeline_jobs": detail["pipeline"]["jobs"],
+            "pipeline_jobs_per_stage": detail["pipeline"]["jobs_per_stage"],
             "pipeline_stage_s": detail["pipeline"]["durations"],
             "pipeline_outcomes": detail["pipeline"]["outcomes"],
             "reference_outcomes": detail["reference"]["outcomes"],
@@ -617,7 +661,39 @@ def bench_end_to_end(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
         }
         points.append((count, p, q))
     out["crossover"] = crossover(points)
+    out["sim_put_cost"] = sim_put_cost(work, 5_000 if sizes.name != "tiny" else 200, (0, max(sizes.e2e_counts)))
+    out["targets"] = e2e_targets(out)
     return out
+
+
+FIXED_COST_MESSAGES, FIXED_COST_LIMIT_S = 1_000, 5.0  # issue 16: `run` on 1,000 within start-up + 5 s
+CROSSOVER_LIMIT, LARGE_RUN, LARGE_RUN_RATIO = 1_500, 100_000, 20.0
+SIM_PUT_LIMIT_US = 50.0
+
+
+def e2e_targets(d: dict) -> dict:
+    """Each end-to-end target of issue 16 as measured here, with its limit and whether it
+    holds (None when this run did not measure it)."""
+    at = d["sizes"].get(str(FIXED_COST_MESSAGES))
+    fixed = at["pipeline_run_s"] if at else None
+    large = d["sizes"].get(str(LARGE_RUN))
+    crossing = d["crossover"].get("crossover_messages")
+    ratio_large = large["reference_over_pipeline"] if large else None
+    sim = d["sim_put_cost"]["worst_wall_us_per_put"]
+
+    def holds(value, limit, below=True):
+        return None if value is None else (value <= limit if below else value >= limit)
+
+    return {
+        "fixed_cost_s_at_1000": {"value": fixed, "limit": FIXED_COST_LIMIT_S, "holds": holds(fixed, FIXED_COST_LIMIT_S),
+                                 "start_up_s": round(at["pipeline_spark_start_s"] + at["pipeline_trivial_job_s"], 2)
+                                 if at else None, "jobs": at["pipeline_jobs"] if at else None},
+        "crossover_messages": {"value": crossing, "limit": CROSSOVER_LIMIT,
+                               "holds": holds(crossing, CROSSOVER_LIMIT) if isinstance(crossing, (int, float)) else None},
+        "reference_over_pipeline_at_100000": {"value": ratio_large, "limit": LARGE_RUN_RATIO,
+                                              "holds": holds(ratio_large, LARGE_RUN_RATIO, below=False)},
+        "sim_us_per_put": {"value": sim, "limit": SIM_PUT_LIMIT_US, "holds": holds(sim, SIM_PUT_LIMIT_US)},
+    }
 
 
 # --- 6. memory ---------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -69,8 +70,10 @@ def decide_pending(
     retry_interval: int | None = None,
     progress: Progress | Report | None = None,
 ) -> DataFrame:
-    """Classify every pending message in the warehouse and append the decisions; ``progress``
-    gets the task counts of the write, which decodes and decides (`TaskTicker`).
+    """Classify every pending message in the warehouse, append the decisions and return
+    them, persisted: the rows the append wrote, which the append's own job put in Spark's
+    cache (no second job reads the table back). The caller unpersists them when done.
+    ``progress`` gets the task counts of the write, which decodes and decides (`TaskTicker`).
 
     First, the ledger rows of a replay that died (``kill -9``) after putting are recovered
     from its checkpoints, so messages it delivered are not pending any more: a decision is
@@ -78,6 +81,11 @@ def decide_pending(
     recover_interrupted(spark, storage)
     pending = pending_with_attempts(storage.read("messages"), storage.read("ledger"))
     decisions = classify(decode_headers(pending), table, run_id=run_id, now=now, retry_interval=retry_interval)
-    with TaskTicker(spark, progress, "classify", "tasks", stage="last"):  # silent for a minute otherwise
-        storage.append("decisions", decisions)
-    return storage.read("decisions").where(F.col("run_id") == run_id)
+    decisions = decisions.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        with TaskTicker(spark, progress, "classify", "tasks", stage="last"):  # silent for a minute otherwise
+            storage.append("decisions", decisions)
+    except BaseException:
+        decisions.unpersist()
+        raise
+    return decisions

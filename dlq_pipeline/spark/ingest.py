@@ -310,17 +310,18 @@ def _occurrence():
 
 
 def messages_rows(positioned: DataFrame, *, run_id: str, landed_at: dt.datetime,
-                  skip: DataFrame | None = None) -> DataFrame:
+                  skip: DataFrame | None = None, unique: bool = False) -> DataFrame:
     """The ``messages`` rows, conformed: one per message key, the first in file order.
 
     Without ``skip`` the rows are deduplicated by a window over ``message_key``, which
     shuffles every row with its data. ``skip`` (from ``skipped_rows``, small enough to
-    broadcast) names the rows to leave out instead, so the data does not move."""
+    broadcast) names the rows to leave out instead, so the data does not move. ``unique``:
+    ``skipped_rows`` found nothing to leave out, so every row is taken as it is."""
     rows = positioned.where(F.col("rec") == "message")
-    if skip is None:
-        rows = rows.withColumn("_n", _occurrence()).where(F.col("_n") == 1)
-    else:
+    if skip is not None:
         rows = rows.join(F.broadcast(skip), ["source_file", "source_offset"], "left_anti")
+    elif not unique:
+        rows = rows.withColumn("_n", _occurrence()).where(F.col("_n") == 1)
     rows = rows.withColumn("landed_at", F.lit(_timestamp(landed_at)).cast("timestamp")).withColumn(
         "run_id", F.lit(run_id)
     )
@@ -362,14 +363,18 @@ class _Landing:
     items: list[FileSplit]
     raw: DataFrame
     positioned: DataFrame
-    quarantine: DataFrame
     run_id: str
     landed_at: dt.datetime
     persisted: bool = False
     per_file: dict[str, dict[str, int]] | None = None
 
-    def messages(self, skip: DataFrame | None = None) -> DataFrame:
-        return messages_rows(self.positioned, run_id=self.run_id, landed_at=self.landed_at, skip=skip)
+    def messages(self, skip: DataFrame | None = None, unique: bool = False) -> DataFrame:
+        return messages_rows(self.positioned, run_id=self.run_id, landed_at=self.landed_at, skip=skip, unique=unique)
+
+    def quarantine(self) -> DataFrame:
+        """Built when asked for: most landings have no bad records, and planning the rows costs
+        the driver a second or so of analysis."""
+        return quarantine_rows(self.positioned, run_id=self.run_id, landed_at=self.landed_at)
 
     def release(self) -> None:
         if self.persisted:
@@ -418,18 +423,7 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
                 counts = per_file[path]
                 progress(f"ingest: {path}: {counts['messages']} messages, {counts['quarantined']} quarantined")
     bases = split_bases(spark, raw) if any(i.splits > 1 for i in items) else None
-    positioned = _positioned(raw, bases)
-    when = _timestamp(landed_at)
-    return _Landing(
-        items,
-        raw,
-        positioned,
-        quarantine_rows(positioned, run_id=run_id, landed_at=when),
-        run_id,
-        when,
-        persisted,
-        per_file,
-    )
+    return _Landing(items, raw, _positioned(raw, bases), run_id, _timestamp(landed_at), persisted, per_file)
 
 
 def land(
@@ -450,7 +444,7 @@ def land(
     """
     landing = _land(spark, paths, run_id=run_id, split_bytes=split_bytes, landed_at=landed_at,
                     max_line_length=max_line_length, max_message_bytes=max_message_bytes, persist=False)
-    return landing.messages(), landing.quarantine
+    return landing.messages(), landing.quarantine()
 
 
 # --- ingest: land + write ----------------------------------------------------------------------
@@ -482,24 +476,26 @@ def _store_messages(storage, landing: _Landing, read: int) -> int:
     """Store the landing's new messages; return how many.
 
     With the read cached and Parquet storage, the rows to leave out (repeats within the
-    landing, keys already stored) are found on keys and positions alone and broadcast, so
-    the messages go from the cache to the table without a shuffle. A Delta table, an
-    uncached read, or more than ``SKIP_BROADCAST_ROWS`` rows to leave out (re-landing a
-    large dump) take ``merge_new``, which deduplicates the whole rows."""
+    landing, keys already stored) are found on keys and positions alone, collected (one job;
+    none at all is the common case) and broadcast from the driver, so the messages go from
+    the cache to the table without a shuffle. A Delta table, an uncached read, or more than
+    ``SKIP_BROADCAST_ROWS`` rows to leave out (re-landing a large dump) take ``merge_new``,
+    which deduplicates the whole rows."""
     if not landing.persisted or storage.format == "delta":
         return storage.merge_new("messages", landing.messages())
     stored = storage.read("messages").select("message_key") if storage.exists("messages") else None
-    skip = skipped_rows(landing.raw, stored).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        skipped = skip.count()
-        if skipped > SKIP_BROADCAST_ROWS:
-            return storage.merge_new("messages", landing.messages())
-        if skipped >= read:
-            return 0  # nothing new: leave no empty file behind
-        storage.append("messages", landing.messages(skip))
-        return read - skipped
-    finally:
-        skip.unpersist()
+    skip = skipped_rows(landing.raw, stored).limit(SKIP_BROADCAST_ROWS + 1).collect()
+    if len(skip) > SKIP_BROADCAST_ROWS:
+        return storage.merge_new("messages", landing.messages())
+    if len(skip) >= read:
+        return 0  # nothing new: leave no empty file behind
+    if not skip:  # the common case: no join at all (broadcasting even an empty list is a job)
+        storage.append("messages", landing.messages(unique=True))
+        return read
+    positions = landing.raw.sparkSession.createDataFrame(
+        [(r["source_file"], r["source_offset"]) for r in skip], "source_file string, source_offset long")
+    storage.append("messages", landing.messages(positions))
+    return read - len(skip)
 
 
 def ingest(
@@ -534,7 +530,7 @@ def ingest(
         quarantined = sum(c["quarantined"] for c in per_file.values())
         landed = _store_messages(storage, landing, read)
         crash_point("ingest-messages-stored")
-        added = storage.merge_new("quarantine", landing.quarantine) if quarantined else 0
+        added = storage.merge_new("quarantine", landing.quarantine()) if quarantined else 0
     finally:
         landing.release()
     files = sorted({i.path for i in landing.items})

@@ -210,6 +210,8 @@ def conform(df: DataFrame, name: str) -> DataFrame:
     its nullability and column comments. Extra columns are dropped; a missing column is an
     error naming it. The result's schema equals ``table_schema(name)``."""
     schema = table_schema(name)
+    if same_schema(df.schema, schema):
+        return df  # conformed already (e.g. by the stage, then again by the write): no second analysis
     have = {f.name: f for f in df.schema.fields}
     missing = [f.name for f in schema.fields if f.name not in have]
     if missing:

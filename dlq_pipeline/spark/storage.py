@@ -311,11 +311,11 @@ class Storage:
         (or, for a view `as_of` an instant, when it did not exist yet then)."""
         schema = table_schema(table)
         if not self.exists(table):
-            return self.spark.createDataFrame([], schema)
+            return self._empty(schema)
         where = self.location(table)
         if self.as_of_time is not None:
             if self._history_starts_after(table, self.as_of_time):
-                return self.spark.createDataFrame([], schema)
+                return self._empty(schema)
             stamp = self.as_of_time.strftime("%Y-%m-%d %H:%M:%S.%f")  # the session time zone is UTC
             df = self.spark.sql(f"SELECT * FROM {self._delta_ref(table)} TIMESTAMP AS OF '{stamp}'")
         elif self.by_name:
@@ -327,6 +327,12 @@ class Storage:
             # later read as null from older files.
             df = self.spark.read.schema(schema).parquet(where)
         return conform(df, table)
+
+    def _empty(self, schema) -> DataFrame:
+        """No rows, as the optimizer can see: ``limit(0)`` makes an empty local relation, so a
+        join with it or an aggregation over it plans no job (an empty ``createDataFrame``
+        alone is an RDD Spark must run to find empty: the first run's ledger cost two jobs)."""
+        return self.spark.createDataFrame([], schema).limit(0)
 
     # --- writing -------------------------------------------------------------------------
 

@@ -137,6 +137,64 @@ def test_maxdepth_maxmsgl_and_inhibit(qm):
     assert c.inquire_depth("SMALL") == (2, 2)
 
 
+def _counted(qm, queue):
+    """CURDEPTH as MQ defines it, counted row by row: every message on the queue, including
+    puts and gets of open units of work."""
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(qm.path)) as db:
+        return db.execute("SELECT COUNT(*) FROM messages WHERE qmgr=? AND queue=?", (qm.name, queue)).fetchone()[0]
+
+
+def test_depth_follows_puts_gets_commits_and_backouts(qm):
+    c, other = qm.connect(), qm.connect()
+    seen = []
+
+    def depth():
+        seen.append((other.inquire_depth("Q1")[0], _counted(qm, "Q1")))  # both see committed work only
+        return c.inquire_depth("Q1")[0]
+
+    for n in range(3):
+        put(c, "Q1", n)
+    assert depth() == 3  # uncommitted puts count
+    c.backout()
+    assert depth() == 0
+    for n in range(3):
+        put(c, "Q1", n)
+    c.commit()
+    c.get("Q1")
+    assert depth() == 3  # a message got in an open unit of work still counts
+    c.backout()
+    assert depth() == 3
+    c.get("Q1")
+    c.commit()
+    assert depth() == 2
+    c.get("Q1", syncpoint=False)
+    assert depth() == 1
+    assert all(kept == counted for kept, counted in seen)
+
+
+def test_a_file_made_before_depths_were_kept_gets_them_counted(tmp_path):
+    import sqlite3
+    from contextlib import closing
+
+    path = tmp_path / "OLD.sqlite"
+    c = SimQueueManager(path, "OLD").connect()
+    for n in range(4):
+        put(c, "Q1", n)
+    c.commit()
+    c.disconnect()
+    with closing(sqlite3.connect(path)) as db:  # as an earlier version left it
+        db.executescript("DROP TRIGGER depth_in; DROP TRIGGER depth_out; DROP TABLE depths;")
+    reopened = SimQueueManager(path, "OLD").connect()
+    assert reopened.inquire_depth("Q1")[0] == 4
+    put(reopened, "Q1", 9)
+    reopened.commit()
+    assert reopened.inquire_depth("Q1")[0] == 5
+    reopened.disconnect()
+
+
 def test_unknown_queues_and_queue_managers(qm):
     qm.configure({"queues": {"GONE": {"exists": False}}, "remote_qmgrs": ["QM2"]})
     c = qm.connect()

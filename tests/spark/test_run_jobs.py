@@ -1,0 +1,43 @@
+"""The number of Spark jobs a small `run` schedules, per stage (issue 16: the fixed cost).
+
+Each job costs a round of scheduling, tasks and, for Python stages, workers: on a small DLQ
+they are most of a run. Counts are deterministic for a given plan and data (adaptive
+execution runs each shuffle stage as a job of its own), so a stage that starts reading back
+what it just wrote, counting the same data twice or joining an empty table shows up here."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.common import StageJobs
+from dlq_pipeline.dumps.generator import write_generated
+from dlq_pipeline.rules.parser import load_rules
+from dlq_pipeline.settings import RunSettings, StorageSettings
+from dlq_pipeline.spark.run import run_pipeline
+
+from ..conftest import REPO
+
+pytestmark = pytest.mark.spark
+
+STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
+
+
+def test_a_small_run_and_its_rerun_schedule_these_jobs(spark, tmp_path):
+    dumps = [str(p) for p in write_generated(tmp_path / "dumps", 200, seed=5, files=2, max_size=8 * 1024)]
+    settings = RunSettings(storage=StorageSettings(path=str(tmp_path / "wh")))
+    table = load_rules(STARTER)
+
+    first = StageJobs(spark)
+    summary = run_pipeline(spark, settings, table, inputs=dumps, target="dry-run", run_id="JOBS1", progress=first)
+    assert summary.messages_landed == 200 and summary.pending == 200
+    # ingest: the read into the cache with the per-file counts, the rows to leave out, the
+    # write; classify: the write of the decisions, which caches them (1), their counts (2);
+    # replay: the join with the messages and the repartition by queue manager (2), the
+    # ledger write (1). Before issue 16 the classify stage alone scheduled 11.
+    assert first.per_stage() == {"ingest": 6, "classify": 3, "replay": 3, "summary": 0}
+
+    again = StageJobs(spark)
+    rerun = run_pipeline(spark, settings, table, inputs=dumps, target="dry-run", run_id="JOBS2", progress=again)
+    assert rerun.messages_landed == 0 and rerun.duplicates_skipped == 200
+    # a rerun also joins the landing with the stored keys, and its decisions with the ledger
+    assert again.per_stage() == {"ingest": 8, "classify": 6, "replay": 3, "summary": 0}
