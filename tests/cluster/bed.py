@@ -29,7 +29,7 @@ from dlq_pipeline.spark.delta import cache_root
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO / "tests" / "java" / "MiniHdfs.java"
 FETCH_COMMAND = "make hadoop-jars"
-START_TIMEOUT = 180  # seconds; a loaded 2-core machine needs ~50 s for the HDFS
+START_TIMEOUT = 600  # seconds: ~50 s on an idle 2-core machine, minutes on a loaded one
 
 
 def spark_home() -> Path:

@@ -4,9 +4,14 @@ this folder carries the ``cluster`` marker."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
+from dlq_pipeline.dumps.generator import write_generated
 from tests.cluster import bed as testbed
+from tests.conftest import REPO
 
 
 def pytest_collection_modifyitems(config, items):
@@ -22,3 +27,27 @@ def bed(tmp_path_factory):
         yield started
     finally:
         testbed.stop(started)
+
+
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def dumps(tmp_path_factory) -> Path:
+    """Three generated dumps (two folders), a real amqsbcg listing, a stray text file and a
+    file the listing skips."""
+    root = tmp_path_factory.mktemp("inputs") / "dumps"
+    write_generated(root, 150, seed=23, files=2, max_size=4096)
+    write_generated(root / "more", 60, seed=24, files=1, qmgr="QM2", max_size=4096)
+    shutil.copy(FIXTURES / "amqsbcg-field-mq91-rfh2.txt", root / "more" / "listing.txt")
+    (root / "more" / "notes.txt").write_text("not a dump\n")  # one quarantine record
+    (root / "_ignored.dmp").write_text("skipped: starts with _\n")
+    return root
+
+
+@pytest.fixture(scope="session")
+def hdfs_dumps(bed, dumps) -> str:
+    """`dumps` copied to the bed's HDFS; its hdfs:// URI."""
+    uploaded = bed.hdfs.upload(dumps, "/dlq/dumps")
+    assert len(uploaded) == 6
+    return f"{bed.hdfs.uri}/dlq/dumps"

@@ -5,55 +5,11 @@ local mode. Small splits, so executors read byte ranges from the middle of remot
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
+from tests.cluster.runs import ingest
 
-from dlq_pipeline.dumps.generator import write_generated
-from tests.conftest import REPO
-
-CLI = str(Path(sys.executable).with_name("dlq-pipeline"))
-FIXTURES = REPO / "tests" / "fixtures"
 RUN_COLUMNS = {"run_id", "landed_at", "quarantined_at"}  # what differs between any two runs
-
-
-def _value(v) -> str:
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{json.dumps(k)} = {_value(x)}" for k, x in v.items()) + " }"
-    return json.dumps(v)
-
-
-def _toml(settings: dict) -> str:
-    lines = []
-    for section, values in settings.items():
-        lines.append(f"[{section}]")
-        lines += [f"{k} = {_value(v)}" for k, v in values.items()]
-    return "\n".join(lines) + "\n"
-
-
-def ingest(tmp: Path, name: str, inputs: str, spark: dict, env: dict, *, webhdfs: str = "") -> dict:
-    warehouse = tmp / f"{name}-warehouse"
-    config = tmp / f"{name}.toml"
-    config.write_text(_toml({"spark": spark, "storage": {"path": str(warehouse)},
-                             "ingest": {"split_bytes": 65536, "webhdfs": webhdfs}}))
-    done = subprocess.run([CLI, "ingest", "--config", str(config), "--json", inputs], env=env, cwd=tmp,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode in (0, 3), done.stderr[-4000:]
-    return {"warehouse": warehouse, "result": json.loads(done.stdout.strip().splitlines()[-1])}
-
-
-@pytest.fixture(scope="module")
-def dumps(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("inputs") / "dumps"
-    write_generated(root, 150, seed=23, files=2, max_size=4096)
-    write_generated(root / "more", 60, seed=24, files=1, qmgr="QM2", max_size=4096)
-    shutil.copy(FIXTURES / "amqsbcg-field-mq91-rfh2.txt", root / "more" / "listing.txt")
-    (root / "more" / "notes.txt").write_text("not a dump\n")  # one quarantine record
-    (root / "_ignored.dmp").write_text("skipped: starts with _\n")
-    return root
 
 
 def _rows(spark, warehouse: Path, table: str, rename: tuple[str, str] | None) -> list[dict]:
@@ -70,10 +26,8 @@ def _rows(spark, warehouse: Path, table: str, rename: tuple[str, str] | None) ->
     return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
 
-def test_dumps_on_hdfs_land_as_the_same_files_do_locally(bed, dumps, tmp_path, spark):
-    uploaded = bed.hdfs.upload(dumps, "/dlq/dumps")
-    assert len(uploaded) == 6
-    remote = f"{bed.hdfs.uri}/dlq/dumps"
+def test_dumps_on_hdfs_land_as_the_same_files_do_locally(bed, dumps, hdfs_dumps, tmp_path, spark):
+    remote = hdfs_dumps
     on_cluster = ingest(tmp_path, "cluster", remote, {"master": bed.master, "conf": bed.spark_conf()},
                         bed.spark_env(), webhdfs=bed.hdfs.http)
     local = ingest(tmp_path, "local", str(dumps), {"master": "local[2]"}, bed.spark_env())
