@@ -29,6 +29,9 @@ EXHAUSTED = -1  # rules matched, but every one of them has used its attempts
 NO_MATCH = -2  # no rule matched, or the message has no usable MQDLH (not eligible)
 
 _WILD = frozenset("*?")
+# Entries a cache keeps before it starts afresh: values unique to each message (an APPLIDAT
+# the rules test) must not grow a task's memory without bound.
+CACHE_LIMIT = 65_536
 
 
 class _ColumnIndex:
@@ -60,6 +63,8 @@ class _ColumnIndex:
     def bits(self, value) -> int:
         found = self.cache.get(value)
         if found is None:
+            if len(self.cache) >= CACHE_LIMIT:
+                self.cache.clear()
             found = self.cache[value] = self.untested | self._matching(value)
         return found
 
@@ -103,6 +108,8 @@ class RuleIndex:
         key = (matching, attempts)
         found = self._chosen.get(key)
         if found is None:
+            if len(self._chosen) >= CACHE_LIMIT:
+                self._chosen.clear()
             found = self._chosen[key] = self._choose(matching, attempts)
         return found
 

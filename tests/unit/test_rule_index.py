@@ -85,3 +85,16 @@ def test_cumulative_retry_and_first_ignore():
     assert index.decide_one(view | {"dlh_dest_q": "Y"}, 4) == EXHAUSTED
     assert index.decide_one(view | {"has_dlh": False}) == NO_MATCH
     assert RuleIndex(RulesTable("empty")).decide_one(view) == NO_MATCH
+
+
+def test_caches_start_afresh_at_their_limit(monkeypatch):
+    """Values unique to each message do not grow the index without bound, and decisions
+    stay exact across a clear."""
+    import dlq_pipeline.rules.index as module
+
+    monkeypatch.setattr(module, "CACHE_LIMIT", 4)
+    table = RulesTable("t", rules=(Rule(1, 0, {"APPLIDAT": "ID1*"}, "DISCARD"), Rule(2, 1, {}, "IGNORE")))
+    index = RuleIndex(table)
+    views = [{"has_dlh": True, "truncated": False, "appl_identity_data": f"ID{k}"} for k in range(20)]
+    assert [index.decide_one(v) for v in views] == [expected_code(table, v, 0) for v in views]
+    assert len(index.columns["appl_identity_data"].cache) <= 4
