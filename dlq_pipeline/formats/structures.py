@@ -32,7 +32,8 @@ __all__ = [
     "RulesFormattingHeader2", "TriggerMessage", "HeaderResult",
     "byte_order", "decode_mqmd", "encode_mqmd", "decode_dlh", "encode_dlh", "decode_xqh",
     "encode_xqh", "decode_mde", "encode_mde", "decode_rfh2", "encode_rfh2", "decode_tm",
-    "encode_tm", "to_columns", "decode_dlh_batch",
+    "encode_tm", "to_columns", "decode_dlh_batch", "decode_dlh_arrow", "decode_arrow_schema",
+    "chain_format_prefixes", "chain_possible", "chain_format_offset",
 ]
 
 # The decoder never looks further into a message than this: the Spark stage ships only this
@@ -601,6 +602,21 @@ def _next_after(name: str, raw, encoding: int, ccsid: int):
 
 
 _FOLLOWED = frozenset({_FMT_DEAD, _FMT_XMIT, _FMT_RFH2, _FMT_MDE, _FMT_TRIGGER})
+# How much of a header `_next_after` reads: never more than the structure's own length.
+_HEADER_LENGTH = {_FMT_DEAD: DLH_LENGTH, _FMT_XMIT: XQH_LENGTH, _FMT_RFH2: RFH2_FIXED_LENGTH,
+                  _FMT_MDE: MDE_LENGTH, _FMT_TRIGGER: TM_LENGTH}
+_STOPPED = object()  # a header in the chain could not be read
+
+
+@functools.lru_cache(maxsize=4096)
+def _step(name: str, raw: bytes, encoding: int, ccsid: int):
+    """`_next_after` of a header's own bytes, or _STOPPED when it cannot be read. Cached:
+    in a DLQ the same headers (one sender's MQRFH2, one channel's MQXQH fields) repeat, and
+    the step depends on nothing but these arguments."""
+    try:
+        return _next_after(name, raw, encoding, ccsid)
+    except StructureError:
+        return _STOPPED
 
 
 def _follow_chain(data: bytes, offset: int, encoding: int, ccsid: int, fmt: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -613,9 +629,8 @@ def _follow_chain(data: bytes, offset: int, encoding: int, ccsid: int, fmt: str)
         names.append(name)
         if name not in _FOLLOWED:
             return tuple(names), ()
-        try:
-            step = _next_after(name, data[offset:], encoding, ccsid)
-        except StructureError:
+        step = _step(name, bytes(data[offset:offset + _HEADER_LENGTH[name]]), encoding, ccsid)
+        if step is _STOPPED:
             return tuple(names), (f"chain_stopped:{name}",)
         if step is None:
             return tuple(names), ()
@@ -691,33 +706,96 @@ def to_columns(result: HeaderResult) -> dict:
 
 # ---------------------------------------------------------------------------------------
 # Vectorized batch decoder
+#
+# The Spark stage hands the decoder Arrow arrays. Every message's first 172 bytes come
+# right-padded to 172 (Spark's ``rpad(data, 172)``), so the batch is one n×172 byte matrix
+# without a copy; the bytes after them come only for rows whose MQDLH Format may name a
+# header to follow (`chain_possible`). The fixed layout is read for the whole batch at once
+# (StrucId and Version checks, both byte-order views of the integers, one 256-entry lookup
+# per CCSID for the characters) and the columns are built as Arrow arrays without a Python
+# object per row. Only rows that need more go through `decode_dlh`'s own code: a header
+# chain, a cut MQDLH, a CCSID without an exact table, characters outside ASCII.
 
 _CHAR_INDEX = np.concatenate([np.arange(o, o + n) for _a, o, n in _DLH_CHARS])
 # (attribute, start, length) of each character field within the 148 gathered bytes
 _CHAR_SLICES = tuple((a, start, n) for (a, _o, n), start
                      in zip(_DLH_CHARS, itertools.accumulate((n for _a, _o, n in _DLH_CHARS), initial=0)))
-_FORMAT_SLICE = next(slice(start, start + n) for a, start, n in _CHAR_SLICES if a == "format")
 _WORD = {a: o // 4 for a, o in _DLH_LONGS}  # every MQDLH integer is 4-byte aligned
+_DLH_FORMAT_OFFSET = next(o for a, o, _n in _DLH_CHARS if a == "format")
 _ASCII_128 = "".join(map(chr, range(128)))
 _MD_STATE = {None: 0, True: 1, False: 2}  # MQMD.Format: not given / MQDEAD / something else
+_INT_COLUMNS = frozenset("dlh_" + a for a, _o in _DLH_LONGS)
+_NOT_ASCII = 0x80  # in a table's ASCII view: this byte decodes to something else
+
+
+def _arrow_type(name: str):
+    import pyarrow as pa
+
+    if name == "has_dlh":
+        return pa.bool_()
+    if name == "decode_flags":
+        return pa.list_(pa.string())
+    return pa.int32() if name in _INT_COLUMNS else pa.string()
+
+
+def decode_arrow_schema():
+    """The Arrow struct type of `decode_dlh_arrow`'s result: decoded.json's decode columns."""
+    import pyarrow as pa
+
+    return pa.struct([pa.field(name, _arrow_type(name)) for name in DECODE_COLUMNS])
 
 
 @functools.lru_cache(maxsize=None)
-def _batch_table(ccsid: int) -> tuple[np.ndarray | None, bool]:
-    """(256 code points, ascii_only) for decoding this CCSID by table lookup, or (None, _)
-    when its rows go to the scalar decoder. The table is used only if it is exactly what
-    `codepages.decode` gives, so both decoders agree by construction. A multi-byte CCSID
-    that is ASCII below 0x80 (UTF-8) is table-decoded for rows whose characters are all ASCII."""
+def _batch_table(ccsid: int) -> tuple[np.ndarray, bool] | None:
+    """(ASCII view, ascii_only) for decoding this CCSID by table lookup, or None when its
+    rows go to the scalar decoder. The view maps each byte to the ASCII character it
+    decodes to, or to _NOT_ASCII (such rows are decoded by `codepages.decode`, one field at
+    a time). Only a table that is exactly what `codepages.decode` gives is used, so both
+    decoders agree by construction. A multi-byte CCSID that is ASCII below 0x80 (UTF-8)
+    is table-decoded for rows whose characters are all ASCII (``ascii_only``)."""
     if not codepages.is_known(ccsid):
-        return None, False
+        return None
     if codepages.is_single_byte(ccsid):
         table = codepages.table(ccsid)
-        if len(table) == 256 and codepages.decode(bytes(range(256)), ccsid)[0] == table:
-            return np.array([ord(c) for c in table], dtype=np.uint32), False
-        return None, False
+        if len(table) != 256 or codepages.decode(bytes(range(256)), ccsid)[0] != table:
+            return None
+        return np.array([ord(c) if ord(c) < 0x80 else _NOT_ASCII for c in table], dtype=np.uint8), False
     if codepages.decode(bytes(range(128)), ccsid)[0] == _ASCII_128:
-        return np.arange(256, dtype=np.uint32), True
-    return None, False
+        return np.array([*range(128), *[_NOT_ASCII] * 128], dtype=np.uint8), True
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def chain_format_prefixes() -> frozenset[bytes]:
+    """Every byte string an MQDLH Format field can start with when it names a header
+    `decode_dlh` follows (MQXMIT, MQHRF2, ...), in every reading the decoder may use for
+    it: each single-byte CCSID's table, the invariant characters of either family (unknown
+    or mismatched CCSIDs) and ASCII (UTF-8). UTF-16 reads 8 bytes as 4 characters, never
+    such a name. A message whose Format bytes start otherwise is decoded from its first
+    172 bytes alone, so Spark ships only those (``spark.decode``)."""
+    readings = [codepages.table(c) for c in codepages.KNOWN_CCSIDS if codepages.is_single_byte(c)]
+    readings += [codepages.decode(bytes(range(256)), 0, ebcdic=family)[0] for family in (False, True)]
+    readings.append(_ASCII_128)
+    for ccsid in codepages.KNOWN_CCSIDS:  # the multi-byte ones: ASCII-compatible, or 2+ bytes a character
+        assert codepages.is_single_byte(ccsid) or codepages.decode(bytes(range(128)), ccsid)[0] == _ASCII_128 \
+            or len(codepages.encode("M", ccsid)) >= 2, ccsid
+    prefixes = set()
+    for name in _FOLLOWED:
+        for reading in readings:
+            choices = [[b for b, c in enumerate(reading) if c == char] for char in name]
+            prefixes.update(bytes(p) for p in itertools.product(*choices))
+    return frozenset(prefixes)
+
+
+def chain_possible(data: bytes) -> bool:
+    """Whether `decode_dlh` may read past the first 172 bytes of this message's data: its
+    bytes at the MQDLH Format's offset start one of `chain_format_prefixes`."""
+    return any(data[_DLH_FORMAT_OFFSET:_DLH_FORMAT_OFFSET + len(p)] == p for p in chain_format_prefixes())
+
+
+def chain_format_offset() -> int:
+    """The byte offset (0-based) of the MQDLH Format field."""
+    return _DLH_FORMAT_OFFSET
 
 
 def _flags_for(key: int) -> tuple[str, ...]:
@@ -730,133 +808,271 @@ def _flags_for(key: int) -> tuple[str, ...]:
     return tuple(flags)
 
 
-def _strings(codes: np.ndarray) -> list[str]:
-    """Rows of code points as str. numpy's fixed-width strings drop trailing NULs, which
-    are data here, so rows ending in NUL are rebuilt one by one."""
-    width = codes.shape[1]
-    strings = np.ascontiguousarray(codes, dtype=np.uint32).view(np.dtype(("U", width)))[:, 0].tolist()
-    for j in np.flatnonzero(codes[:, -1] == 0).tolist():
-        strings[j] = "".join(map(chr, codes[j].tolist()))
-    return strings
+def _ascii_strings(rows: np.ndarray):
+    """Rows of ASCII bytes (m×w) as an Arrow string array, NULs kept."""
+    import pyarrow as pa
+
+    m, width = rows.shape
+    offsets = np.arange(m + 1, dtype=np.int32) * width
+    return pa.StringArray.from_buffers(m, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(rows)))
 
 
-def _put(columns: dict, name: str, targets: np.ndarray, values) -> None:
-    """Set ``columns[name][targets] = values``; fromiter keeps each value one object
-    (a flags list must not become a row of a 2-D array)."""
-    columns[name][targets] = np.fromiter(values, dtype=object, count=targets.size)
+def _patched(base, positions: np.ndarray, values):
+    """``base`` with the entries at ``positions`` replaced by ``values`` (Arrow arrays)."""
+    import pyarrow as pa
+
+    if not positions.size:
+        return base
+    index = np.arange(len(base), dtype=np.int64)
+    index[positions] = len(base) + np.arange(positions.size)
+    return pa.concat_arrays([base, values.cast(base.type)]).take(pa.array(index))
+
+
+def _values(array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bytes, starts, lengths) of a binary array's values, without copying them; a null
+    reads as empty."""
+    import pyarrow as pa
+
+    n = len(array)
+    kind = np.int64 if pa.types.is_large_binary(array.type) else np.int32
+    _validity, offsets, data = array.buffers()[:3]
+    bounds = np.frombuffer(offsets, dtype=kind)[array.offset:array.offset + n + 1].astype(np.int64) \
+        if offsets is not None and n else np.zeros(n + 1, dtype=np.int64)
+    buffer = np.frombuffer(data, dtype=np.uint8) if data is not None and data.size else np.zeros(0, np.uint8)
+    lengths = np.diff(bounds)
+    if array.null_count:
+        lengths[array.is_null().to_numpy(zero_copy_only=False)] = 0
+    return buffer, bounds[:-1], lengths
+
+
+def _head_matrix(heads) -> np.ndarray:
+    """The n×172 byte matrix of ``heads``: a view when every value is 172 bytes long and
+    they follow each other (what ``rpad`` gives), else copied with NUL padding."""
+    buffer, starts, lengths = _values(heads)
+    n = len(heads)
+    if n and (lengths == DLH_LENGTH).all() and (np.diff(starts) == DLH_LENGTH).all():
+        return buffer[starts[0]:starts[0] + n * DLH_LENGTH].reshape(n, DLH_LENGTH)
+    matrix = np.zeros((n, DLH_LENGTH), dtype=np.uint8)
+    for i in np.flatnonzero(lengths).tolist():
+        size = min(int(lengths[i]), DLH_LENGTH)
+        matrix[i, :size] = buffer[starts[i]:starts[i] + size]
+    return matrix
+
+
+def _md_states(md_formats, n: int) -> np.ndarray:
+    """Per row: 0 MQMD.Format not given (null), 1 MQDEAD, 2 anything else."""
+    import pyarrow as pa
+
+    if md_formats is None:
+        return np.zeros(n, dtype=np.int64)
+    encoded = md_formats if pa.types.is_dictionary(md_formats.type) else md_formats.dictionary_encode()
+    states = np.array([_MD_STATE[_is_mqdead(f)] for f in encoded.dictionary.to_pylist()] + [0], dtype=np.int64)
+    return states[encoded.indices.fill_null(len(encoded.dictionary)).to_numpy(zero_copy_only=False).astype(np.int64)]
+
+
+def _int64(values, n: int) -> np.ndarray:
+    if hasattr(values, "to_numpy"):
+        values = values.to_numpy(zero_copy_only=False)
+    return np.asarray(values, dtype=np.int64).reshape(n)
+
+
+def decode_dlh_arrow(heads, tails, lengths, encodings, ccsids, md_formats=None):
+    """`to_columns(decode_dlh(...))` for a batch of Arrow arrays; returns a struct array of
+    `decode_arrow_schema`.
+
+    For each message: ``heads`` its data's first 172 bytes (right-padded with NULs, or not),
+    ``tails`` the bytes after them up to CHAIN_SCAN_LIMIT (null or absent when not needed:
+    every row with `chain_possible` data needs them), ``lengths`` its data's length, then
+    the MQMD's Encoding, CCSID and Format (``md_formats`` None or a null: not given).
+
+    The rows of at least 172 bytes are checked and decoded together: StrucId and Version,
+    integers from both byte-order views picked per row, characters through one 256-entry
+    table per CCSID. A header chain after the MQDLH is followed row by row by
+    `decode_dlh`'s own code; rows that need more go to `decode_dlh`: a cut MQDLH, CCSIDs
+    without an exact table, a StrucId in the other family than the CCSID."""
+    n = len(heads)
+    if not (len(lengths) == len(encodings) == len(ccsids) == n and (tails is None or len(tails) == n)
+            and (md_formats is None or len(md_formats) == n)):
+        raise ValueError(f"decode_dlh_arrow: {n} headers but {len(lengths)} lengths, {len(encodings)} encodings, "
+                         f"{len(ccsids)} CCSIDs and {n if md_formats is None else len(md_formats)} formats")
+    matrix = _head_matrix(heads)
+    size = np.minimum(_int64(lengths, n), CHAIN_SCAN_LIMIT)
+    encoding, ccsid = _int64(encodings, n), _int64(ccsids, n)
+    md_state = _md_states(md_formats, n)
+    tail_values = _values(tails) if tails is not None else None
+
+    def data(i: int) -> bytes:
+        """The message's data as `decode_dlh` reads it (at most CHAIN_SCAN_LIMIT bytes)."""
+        head = matrix[i, :min(int(size[i]), DLH_LENGTH)].tobytes()
+        if tail_values is None or size[i] <= DLH_LENGTH:
+            return head
+        buffer, starts, tail_lengths = tail_values
+        return (head + buffer[starts[i]:starts[i] + tail_lengths[i]].tobytes())[:int(size[i])]
+
+    parts: list = []
+    strucid = matrix[:, :4]
+    # a StrucId (or the part of it the data holds) that is 'DLH ' in neither family
+    inside = np.arange(4) < size[:, None]
+    spelled = [((strucid == np.frombuffer(s, np.uint8)) | ~inside).all(axis=1) for s in (_DLH_ASCII, _DLH_EBCDIC)]
+    bad_strucid = np.flatnonzero(~(spelled[0] | spelled[1]))
+    if bad_strucid.size:
+        parts.append(_invalid_part(bad_strucid, np.full(bad_strucid.size, "bad_strucid"),
+                                   md_state[bad_strucid], np.zeros(bad_strucid.size, dtype=bool)))
+    whole = np.flatnonzero((size >= DLH_LENGTH) & (spelled[0] | spelled[1]))
+    left = [np.flatnonzero((size < DLH_LENGTH) & (spelled[0] | spelled[1]))]
+    if whole.size:
+        left.append(_decode_block(whole, matrix[whole], data, encoding[whole], ccsid[whole], md_state[whole], parts))
+    scalar = np.sort(np.concatenate(left))
+    if scalar.size:
+        import pyarrow as pa
+
+        formats = md_formats.take(pa.array(scalar)).to_pylist() if md_formats is not None else [None] * scalar.size
+        decoded = [to_columns(decode_dlh(data(i), int(encoding[i]), int(ccsid[i]), f))
+                   for i, f in zip(scalar.tolist(), formats)]
+        parts.append((scalar, {name: pa.array([row[name] for row in decoded], _arrow_type(name))
+                               for name in DECODE_COLUMNS}))
+    return _assembled(parts, n)
+
+
+def _invalid_part(rows: np.ndarray, problems: np.ndarray, md_state: np.ndarray, mismatch: np.ndarray):
+    """Rows without a usable MQDLH whose StrucId and Version were judged: the problem, and
+    the flags (mqdead_without_dlh, byte_order_mismatch); no fields."""
+    import pyarrow as pa
+
+    choices = pa.array([[], ["mqdead_without_dlh"], ["byte_order_mismatch"],
+                        ["mqdead_without_dlh", "byte_order_mismatch"]], pa.list_(pa.string()))
+    dead = (md_state == _MD_STATE[True]).astype(np.int64)
+    return rows, {
+        "has_dlh": pa.array(np.zeros(rows.size, dtype=bool)),
+        "dlh_problem": pa.array(problems.tolist(), pa.string()),
+        "decode_flags": choices.take(pa.array(dead + 2 * mismatch.astype(np.int64))),
+    }
+
+
+def _assembled(parts: list, n: int):
+    """One struct array in row order from (row numbers, {column: array}) parts; a column a
+    part leaves out is null there."""
+    import pyarrow as pa
+
+    order = np.concatenate([rows for rows, _ in parts]) if parts else np.zeros(0, dtype=np.int64)
+    inverse = None
+    if not np.array_equal(order, np.arange(n)):
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[order] = np.arange(n)
+        inverse = pa.array(inverse)
+    columns = []
+    for name in DECODE_COLUMNS:
+        kind = _arrow_type(name)
+        pieces = [got.get(name, pa.nulls(rows.size, kind)) for rows, got in parts]
+        column = pa.array([], kind) if not pieces else pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
+        columns.append(column.take(inverse) if inverse is not None else column)
+    return pa.StructArray.from_arrays(columns, fields=list(decode_arrow_schema()))
 
 
 def decode_dlh_batch(headers: Sequence[bytes], encodings: Sequence[int], ccsids: Sequence[int],
                      md_formats: Sequence[str | None] | None = None) -> dict[str, list]:
-    """`to_columns(decode_dlh(...))` for many messages at once, one list per column.
+    """`to_columns(decode_dlh(...))` for many messages at once, one list per column:
+    `decode_dlh_arrow` over Python values."""
+    import pyarrow as pa
 
-    Rows of at least 172 bytes are checked and decoded as an n×172 array: StrucId and
-    Version for all rows at once, integers from both byte-order views picked per row,
-    characters by 256-entry lookup per CCSID; a header chain after the MQDLH is followed
-    row by row by `decode_dlh`'s own code. Rows that need more go to `decode_dlh`: short
-    rows, CCSIDs without an exact table, a StrucId in the other family than the CCSID."""
     n = len(headers)
-    if md_formats is None:
-        md_formats = [None] * n
-    if not len(encodings) == len(ccsids) == len(md_formats) == n:
+    if not (len(encodings) == len(ccsids) == n and (md_formats is None or len(md_formats) == n)):
         raise ValueError(f"decode_dlh_batch: {n} headers but {len(encodings)} encodings, "
-                         f"{len(ccsids)} CCSIDs and {len(md_formats)} formats")
-    columns = {name: np.full(n, None, dtype=object) for name in DECODE_COLUMNS}
-    encoding_all = np.asarray(encodings, dtype=np.int64).reshape(n)
-    ccsid_all = np.asarray(ccsids, dtype=np.int64).reshape(n)
-    lengths = np.fromiter(map(len, headers), dtype=np.int64, count=n)
-
-    rows = np.flatnonzero(lengths >= DLH_LENGTH)
-    scalar = [np.flatnonzero(lengths < DLH_LENGTH)]
-    if rows.size:
-        state_of = {f: _MD_STATE[_is_mqdead(f)] for f in set(md_formats)}
-        md_state = np.fromiter((state_of[md_formats[i]] for i in rows.tolist()), dtype=np.int64, count=rows.size)
-        scalar.append(_decode_block(rows, headers, encoding_all[rows], ccsid_all[rows], md_state, columns))
-    for i in np.sort(np.concatenate(scalar)).tolist():
-        row = to_columns(decode_dlh(headers[i], int(encoding_all[i]), int(ccsid_all[i]), md_formats[i]))
-        for name in DECODE_COLUMNS:
-            columns[name][i] = row[name]
-    return {name: column.tolist() for name, column in columns.items()}
+                         f"{len(ccsids)} CCSIDs and {n if md_formats is None else len(md_formats)} formats")
+    datas = [bytes(h[:CHAIN_SCAN_LIMIT]) for h in headers]
+    result = decode_dlh_arrow(
+        pa.array([d[:DLH_LENGTH] for d in datas], pa.binary()), pa.array([d[DLH_LENGTH:] for d in datas], pa.binary()),
+        [len(d) for d in datas], list(encodings), list(ccsids),
+        None if md_formats is None else pa.array(list(md_formats), pa.string()))
+    return {name: result.field(name).to_pylist() for name in DECODE_COLUMNS}
 
 
-def _decode_block(rows: np.ndarray, headers, encoding: np.ndarray, ccsid: np.ndarray,
-                  md_state: np.ndarray, columns: dict) -> np.ndarray:
-    """Fill ``columns`` for the rows (all ≥172 bytes) that array operations can decode;
-    returns the row numbers left for the scalar decoder."""
-    mat = np.frombuffer(b"".join([headers[i][:DLH_LENGTH] for i in rows.tolist()]), dtype=np.uint8)
-    mat = mat.reshape(rows.size, DLH_LENGTH)
+def _decode_block(rows: np.ndarray, mat: np.ndarray, data, encoding: np.ndarray, ccsid: np.ndarray,
+                  md_state: np.ndarray, parts: list) -> np.ndarray:
+    """Add the parts for the rows (172 bytes or more, a StrucId in either family; ``mat``
+    their first 172) that array operations can decode; returns the row numbers left for
+    the scalar decoder."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     big, little = mat.view(">i4"), mat.view("<i4")  # 43 aligned MQLONGs per row, both ways
-    strucid = mat.view(">u4")[:, 0]
-    ebcdic = strucid == int.from_bytes(_DLH_EBCDIC, "big")
-    strucid_ok = ebcdic | (strucid == int.from_bytes(_DLH_ASCII, "big"))
+    ebcdic = mat.view(">u4")[:, 0] == int.from_bytes(_DLH_EBCDIC, "big")
     declared = encoding & 0x0F
     undeclared = (declared != 1) & (declared != 2)
     use_big = (declared == 1) | (undeclared & (big[:, 1] == 1))
-    valid = strucid_ok & (np.where(use_big, big[:, 1], little[:, 1]) == 1)
+    valid = np.where(use_big, big[:, 1], little[:, 1]) == 1
 
     invalid = np.flatnonzero(~valid)
-    bad_version = strucid_ok & ~undeclared & ~valid
-    mismatch = bad_version & (np.where(use_big, little[:, 1], big[:, 1]) == 1)
-    problem = np.where(~strucid_ok, "bad_strucid", np.where(bad_version, "bad_version", "unknown_encoding"))
-    targets = rows[invalid]
-    _put(columns, "has_dlh", targets, [False] * invalid.size)
-    _put(columns, "dlh_problem", targets, problem[invalid].tolist())
-    _put(columns, "decode_flags", targets, [
-        (["mqdead_without_dlh"] if state == _MD_STATE[True] else []) + (["byte_order_mismatch"] if odd else [])
-        for state, odd in zip(md_state[invalid].tolist(), mismatch[invalid].tolist())])
+    if invalid.size:
+        bad_version = ~undeclared[invalid]
+        mismatch = bad_version & (np.where(use_big, little[:, 1], big[:, 1]) == 1)[invalid]
+        parts.append(_invalid_part(rows[invalid], np.where(bad_version, "bad_version", "unknown_encoding"),
+                                   md_state[invalid], mismatch))
 
     chars = mat[:, _CHAR_INDEX]
-    table_id, lut = _table_ids(ccsid, ebcdic, valid, chars)
-    decodable = np.flatnonzero(table_id >= 0)
-    codes = lut[table_id[decodable][:, None], chars[decodable]]
-    done = decodable
-    targets = rows[done]
-    _put(columns, "has_dlh", targets, [True] * done.size)
-    _put(columns, "dlh_problem", targets, [None] * done.size)
-    integers = {}
-    for attribute, word in _WORD.items():
-        integers[attribute] = np.where(use_big[done], big[done, word], little[done, word]).tolist()
-        _put(columns, "dlh_" + attribute, targets, integers[attribute])
-    key = undeclared[done].astype(np.int64) | (md_state[done] << 7)
-    for bit, (attribute, start, width) in enumerate(_CHAR_SLICES):
-        _put(columns, "dlh_" + attribute, targets, _strings(codes[:, start:start + width]))
-        key |= (chars[done, start:start + width] == 0).any(axis=1).astype(np.int64) << (bit + 1)
-    flag_sets = {k: _flags_for(k) for k in np.unique(key).tolist()}
-    flags = [list(flag_sets[k]) for k in key.tolist()]
-    chains = [f.rstrip(" \x00") for f in _strings(codes[:, _FORMAT_SLICE])]
-    # a header after the MQDLH (MQXMIT, MQHRF2, ...): the chain is followed row by row,
-    # with the scalar decoder's own code, from the table-decoded MQDLH fields
-    for j, name in enumerate(chains):
-        if name in _FOLLOWED:
-            field_ccsid = integers["ccsid"][j]
-            chain, stopped = _follow_chain(bytes(headers[targets[j]][:CHAIN_SCAN_LIMIT]), DLH_LENGTH,
-                                           integers["encoding"][j],
-                                           int(ccsid[done[j]]) if field_ccsid == MQCCSI_INHERIT else field_ccsid,
-                                           name)
-            chains[j] = ">".join(chain)
-            flags[j].extend(stopped)
-    _put(columns, "dlh_chain", targets, chains)
-    _put(columns, "decode_flags", targets, flags)
-    return rows[np.flatnonzero(valid & (table_id < 0))]
+    text, decoded = _table_decoded(ccsid, ebcdic, valid, chars)
+    done = np.flatnonzero(decoded)
+    if done.size:
+        text = text[done]
+        got = {"has_dlh": pa.array(np.ones(done.size, dtype=bool)), "dlh_problem": pa.nulls(done.size, pa.string())}
+        for attribute, word in _WORD.items():
+            got["dlh_" + attribute] = pa.array(np.where(use_big[done], big[done, word], little[done, word]).astype(np.int32))
+        key = undeclared[done].astype(np.int64) | (md_state[done] << 7)
+        for bit, (attribute, start, width) in enumerate(_CHAR_SLICES):
+            field = text[:, start:start + width]
+            column = _ascii_strings(field)
+            other = np.flatnonzero((field == _NOT_ASCII).any(axis=1))
+            if other.size:  # characters outside ASCII: decoded one field at a time
+                raw = chars[done[other], start:start + width]
+                column = _patched(column, other, pa.array(
+                    [_text(raw[k].tobytes(), int(c), None) for k, c in enumerate(ccsid[done[other]].tolist())],
+                    pa.string()))
+            got["dlh_" + attribute] = column
+            key |= (chars[done, start:start + width] == 0).any(axis=1).astype(np.int64) << (bit + 1)
+        keys, key_index = np.unique(key, return_inverse=True)
+        flags = pa.array([list(_flags_for(k)) for k in keys.tolist()], pa.list_(pa.string())) \
+            .take(pa.array(key_index.reshape(-1).astype(np.int64)))
+        chain = pc.utf8_rtrim(got["dlh_format"], characters=" \x00")
+        # a header after the MQDLH (MQXMIT, MQHRF2, ...): the chain is followed row by row,
+        # with the scalar decoder's own code, from the table-decoded MQDLH fields
+        followed = np.flatnonzero(pc.is_in(chain, value_set=pa.array(sorted(_FOLLOWED))).to_numpy(zero_copy_only=False))
+        if followed.size:
+            at = pa.array(followed)
+            chains, row_flags = [], flags.take(at).to_pylist()
+            for j, name, enc, field_ccsid, extra in zip(
+                    followed.tolist(), chain.take(at).to_pylist(), got["dlh_encoding"].take(at).to_pylist(),
+                    got["dlh_ccsid"].take(at).to_pylist(), row_flags):
+                next_ccsid = int(ccsid[done[j]]) if field_ccsid == MQCCSI_INHERIT else field_ccsid
+                found, stopped = _follow_chain(data(int(rows[done[j]])), DLH_LENGTH, enc, next_ccsid, name)
+                chains.append(">".join(found))
+                extra.extend(stopped)
+            chain = _patched(chain, followed, pa.array(chains, pa.string()))
+            flags = _patched(flags, followed, pa.array(row_flags, pa.list_(pa.string())))
+        got["dlh_chain"], got["decode_flags"] = chain, flags
+        parts.append((rows[done], got))
+    return rows[np.flatnonzero(valid & ~decoded)]
 
 
-def _table_ids(ccsid: np.ndarray, ebcdic: np.ndarray, valid: np.ndarray, chars: np.ndarray):
-    """Per row, the index into the returned (tables × 256) lookup array of the exact table
-    for its CCSID, or -1: not valid, no table, or the CCSID does not read the StrucId's
-    family (a ``ccsid_mismatch``, which the scalar decoder handles)."""
-    table_id = np.full(ccsid.size, -1, dtype=np.int64)
-    tables = [np.zeros(256, dtype=np.uint32)]  # never picked; keeps the array non-empty
-    all_ascii = None
+def _table_decoded(ccsid: np.ndarray, ebcdic: np.ndarray, valid: np.ndarray, chars: np.ndarray):
+    """(ASCII view of ``chars``, decoded): per row, the characters through its CCSID's
+    table (`_batch_table`), and whether the row could be table-decoded: valid, a table
+    for its CCSID, and the CCSID reads the StrucId's family (else a ``ccsid_mismatch``,
+    which the scalar decoder handles)."""
+    text = np.empty_like(chars)
+    decoded = np.zeros(ccsid.size, dtype=bool)
     for value in np.unique(ccsid[valid]).tolist():
-        table, ascii_only = _batch_table(value)
-        if table is None:
+        found = _batch_table(value)
+        if found is None:
             continue
+        table, ascii_only = found
         for family in (False, True):
-            if _ccsid_reads(value, "DLH ", family):
-                picked = valid & (ccsid == value) & (ebcdic == family)
-                if ascii_only:
-                    all_ascii = (chars < 0x80).all(axis=1) if all_ascii is None else all_ascii
-                    picked &= all_ascii
-                table_id[picked] = len(tables)
-        tables.append(table)
-    return table_id, np.stack(tables)
+            if not _ccsid_reads(value, "DLH ", family):
+                continue
+            picked = np.flatnonzero(valid & (ccsid == value) & (ebcdic == family))
+            view = table[chars[picked]]
+            if ascii_only:  # UTF-8 and the like: only rows whose characters are all ASCII
+                keep = ~(view == _NOT_ASCII).any(axis=1)
+                picked, view = picked[keep], view[keep]
+            text[picked] = view
+            decoded[picked] = True
+    return text, decoded

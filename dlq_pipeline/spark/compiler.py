@@ -1,7 +1,11 @@
 """The Spark compiler: a validated rules table -> the decision columns, in one narrow pass.
 
-It must agree with the reference matcher (``matcher.decide``) row for row. Three things
-shape it (docs/rules-semantics.md has the details and the measurements):
+It must agree with the reference matcher (``matcher.decide``) row for row. `classify_columns`
+(what the pipeline uses) chooses the rule per distinct combination of the tested columns
+with `rules.index.RuleIndex` in a vectorized Python UDF, and looks the chosen rule's outputs
+up in SQL; its cost per message does not grow with the table (docs/performance.md).
+`chained_columns` does it all in SQL, each message testing every rule. Three things shape
+that form (docs/rules-semantics.md has the details and the measurements):
 
 * String patterns keep §5's blank-padded semantics exactly. The value's trailing blanks
   (0x20 only) are cut with ``rtrim``; the pattern becomes an equality, a length test,
@@ -295,8 +299,13 @@ def outputs_sql(rules: tuple[Rule, ...], index: str, seen: str) -> dict[str, str
     }
 
 
-def classify_columns(table: RulesTable, df: DataFrame, attempts_col: str = "prior_attempts") -> DataFrame:
-    """``df`` plus the decision columns (data/schemas/decisions.json types), in one narrow pass.
+def chained_columns(table: RulesTable, df: DataFrame, attempts_col: str = "prior_attempts") -> DataFrame:
+    """`classify_columns` with every rule compiled into SQL (the match list in chunks, the
+    §8 choice as an ``aggregate``): no Python, but each message tests every rule, so its
+    cost grows with the table. Kept as the all-JVM form, which the tests and the benchmark
+    compare with.
+
+    ``df`` plus the decision columns (data/schemas/decisions.json types), in one narrow pass.
 
     ``df`` holds the match-view columns (names as in the view, strings as decoded, not
     stripped) and ``attempts_col``, the attempts already made on each message (null: 0).
@@ -326,5 +335,81 @@ def classify_columns(table: RulesTable, df: DataFrame, attempts_col: str = "prio
     picked = listed.select("*", F.expr(choose_sql(rules, sql_column(_MATCHED), sql_column(_COUNT), attempts)).alias(_PICK))
     index = f"CASE WHEN {sql_column(_PICK)} < 0 THEN CAST(-{sql_column(_PICK)} - 1 AS INT) END"
     outputs = outputs_sql(rules, index, f"({sql_column(_COUNT)} > 0)")
+    kept = [F.col(sql_column(c)) for c in df.columns if c not in DECISION_COLUMNS]
+    return picked.select(*kept, *[F.expr(outputs[name]).alias(name) for name in DECISION_COLUMNS])
+
+
+# --- per distinct value (the default) -----------------------------------------------------
+
+_ELIGIBLE = "(coalesce(`has_dlh`, false) AND NOT coalesce(`truncated`, false))"
+_KINDS = {column: kind for column, kind, _ in PATTERN_FIELDS.values()}
+
+
+def _choices_udf(table: RulesTable, columns: list[str], arrow: bool):
+    """The Python UDF giving `RuleIndex.choices` for a struct of (eligible, attempts, the
+    tested columns). The index is built once per task and keeps what it learnt (value ->
+    rules) across the task's batches."""
+    import numpy as np
+    import pyarrow as pa
+
+    from dlq_pipeline.rules.index import RuleIndex
+
+    held: dict = {}
+
+    def codes(eligible, attempts, values) -> "pa.Array":
+        index = held.get("index") or held.setdefault("index", RuleIndex(table))
+        return pa.array(index.choices(values, eligible, attempts).astype(np.int32), pa.int32())
+
+    if arrow:
+        def choose_arrow(batch):
+            return codes(batch.field("eligible"), batch.field("attempts"), {c: batch.field(c) for c in columns})
+
+        return F.arrow_udf(choose_arrow, returnType="int")
+
+    def choose_pandas(batch):
+        import pandas as pd
+
+        def arrow(series, column):
+            kind = pa.int64() if _KINDS.get(column) == "int" else pa.string()
+            return pa.array(series.astype(object).where(series.notna(), None).tolist(), kind)
+
+        got = codes(batch["eligible"].tolist(), batch["attempts"].tolist(),
+                    {c: arrow(batch[c], c) for c in columns})
+        return pd.Series(got.to_numpy(zero_copy_only=False))
+
+    return F.pandas_udf(choose_pandas, returnType="int")
+
+
+
+def classify_columns(table: RulesTable, df: DataFrame, attempts_col: str = "prior_attempts", *,
+                     arrow: bool | None = None) -> DataFrame:
+    """``df`` plus the decision columns (data/schemas/decisions.json types), in one narrow pass.
+
+    ``df`` holds the match-view columns (names as in the view, strings as decoded, not
+    stripped) and ``attempts_col``, the attempts already made on each message (null: 0).
+    Existing columns with decision names are replaced.
+
+    The choice of rule is made per distinct combination of the columns the rules test
+    (`rules.index.RuleIndex`, in a vectorized Python UDF: an Arrow UDF on Spark 4.1+, else
+    pandas; ``arrow`` forces one), so a message costs about the same whatever the table's
+    size; only the chosen rule's outputs are then looked up in SQL, by index, as in
+    `chained_columns`.
+    """
+    from dlq_pipeline.rules.index import EXHAUSTED, RuleIndex
+
+    rules = tuple(table.rules)
+    pick = sql_column(_PICK)
+    if rules:
+        columns = list(RuleIndex(table).columns)
+        if arrow is None:
+            arrow = hasattr(F, "arrow_udf")
+        attempts = F.expr(f"CAST(coalesce({sql_column(attempts_col)}, 0) AS BIGINT)")
+        batch = F.struct(F.expr(_ELIGIBLE).alias("eligible"), attempts.alias("attempts"),
+                         *[F.col(sql_column(c)).alias(c) for c in columns])
+        chosen = _choices_udf(table, columns, arrow)(batch)
+    else:
+        chosen = F.lit(None).cast("int")
+    picked = df.select(*[F.col(sql_column(c)) for c in df.columns], chosen.alias(_PICK))
+    outputs = outputs_sql(rules, f"CASE WHEN {pick} >= 0 THEN {pick} END", f"coalesce({pick} = {EXHAUSTED}, false)")
     kept = [F.col(sql_column(c)) for c in df.columns if c not in DECISION_COLUMNS]
     return picked.select(*kept, *[F.expr(outputs[name]).alias(name) for name in DECISION_COLUMNS])

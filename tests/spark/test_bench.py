@@ -23,7 +23,7 @@ def test_tiny_run_writes_every_comparison(spark, tmp_path):
         assert key in doc, key
         assert "error" not in doc[key], doc[key]
     assert {"cores", "memory_gb", "python", "java", "spark"} <= set(doc["machine"])
-    assert doc["decode"]["ratios"]["row_udf_over_pandas_udf"] > 0
+    assert doc["decode"]["ratios"]["row_udf_over_ours"] > 0
     assert all(t["agreement"]["agree"] == t["agreement"]["rows"] for t in doc["classify"]["tables"].values())
     assert doc["ingest"]["ratios"]["parse_speedup_1_to_2_cores"] > 0
     assert all(p["puts_per_s"] > 0 for p in doc["replay"]["partitions"].values())

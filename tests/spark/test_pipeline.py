@@ -6,6 +6,7 @@ import datetime as dt
 
 import pytest
 from pyspark.sql import Row
+from pyspark.sql import functions as F
 
 from dlq_pipeline.dumps.generator import generate_messages, write_generated
 from dlq_pipeline.identity import data_digest, message_key
@@ -15,11 +16,11 @@ from dlq_pipeline.rules.view import match_view
 from dlq_pipeline.dumps.sources import read_source
 from dlq_pipeline.spark.classify import classify
 from dlq_pipeline.spark.ledger import message_states, pending_with_attempts
-from dlq_pipeline.spark.decode import decode_headers, decoded_struct
+from dlq_pipeline.spark.decode import chain_possible_sql, decode_headers, decoded_struct
 from dlq_pipeline.spark.ingest import ingest
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.spark.storage import Storage
-from dlq_pipeline.formats.structures import decode_dlh, to_columns
+from dlq_pipeline.formats.structures import chain_possible, decode_dlh, to_columns
 
 from ..conftest import REPO
 
@@ -27,21 +28,50 @@ NOW = dt.datetime(2026, 11, 21, 12, 0, 0)
 STARTER = REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules"
 
 
-def test_pandas_udf_decode_equals_the_pure_decoder(spark):
-    messages = list(generate_messages(400, seed=11, max_size=64 * 1024))
-    rows = [
-        Row(message_key=str(i), data=m.data, encoding=m.md.encoding, ccsid=m.md.ccsid, format=m.md.format)
-        for i, m in enumerate(messages)
-    ]
+def _chained_rows() -> list[tuple[bytes, int, int, str]]:
+    """Header chains the generator makes rarely: z/OS (big-endian EBCDIC) and Linux MQDLHs
+    followed by an MQXQH, an MQRFH2 or a nested MQDLH, and a Format naming a header that
+    is not there."""
+    from dlq_pipeline.formats.mqmd import MQMD
+    from dlq_pipeline.formats.structures import (
+        DeadLetterHeader, RulesFormattingHeader2, TransmissionQueueHeader, encode_dlh, encode_rfh2, encode_xqh,
+    )
+
+    rows = []
+    for encoding, ccsid in ((785, 500), (785, 1047), (546, 819), (546, 1208)):
+        xqh = encode_xqh(TransmissionQueueHeader("REMOTE.Q", "QM9", MQMD(format="MQSTR")), encoding, ccsid)
+        rfh2 = encode_rfh2(RulesFormattingHeader2(encoding=encoding, ccsid=ccsid, format="MQSTR"), encoding, ccsid)
+        for fmt, tail in (("MQXMIT", xqh), ("MQHRF2", rfh2), ("MQDEAD", b"short"), ("MQSTR", b"x" * 500)):
+            dlh = DeadLetterHeader(reason=2053, dest_q="APP.Q", dest_qmgr="QM1", encoding=encoding, ccsid=ccsid,
+                                   format=fmt, put_appl_name="QM1")
+            rows.append((encode_dlh(dlh, encoding, ccsid) + tail, encoding, ccsid, "MQDEAD  "))
+    return rows
+
+
+@pytest.mark.parametrize("arrow", [True, False], ids=["arrow_udf", "pandas_udf"])
+def test_udf_decode_equals_the_pure_decoder(spark, arrow):
+    """Both UDF forms (Arrow on Spark 4.1+, pandas before) decode as the pure decoder, with
+    what the JVM ships: 172 bytes, and the rest only where a chain may follow."""
+    messages = [(m.data, m.md.encoding, m.md.ccsid, m.md.format)
+                for m in generate_messages(400, seed=11, max_size=64 * 1024)] + _chained_rows()
+    rows = [Row(message_key=str(i), data=d, encoding=e, ccsid=c, format=f) for i, (d, e, c, f) in enumerate(messages)]
     df = spark.createDataFrame(rows, "message_key string, data binary, encoding int, ccsid int, format string")
-    decoded = decode_headers(df).orderBy(df.message_key.cast("int")).collect()
+    decoded = decode_headers(df, arrow=arrow).orderBy(df.message_key.cast("int")).collect()
     names = [f.name for f in decoded_struct().fields]
     got = [{n: r[n] for n in names} for r in decoded]
-    expected = [
-        to_columns(decode_dlh(m.data, m.md.encoding, m.md.ccsid, m.md.format)) for m in messages
-    ]
+    expected = [to_columns(decode_dlh(*m)) for m in messages]
     assert got == expected
     assert {r["has_dlh"] for r in got} == {True, False}
+    assert {"MQXMIT>MQSTR", "MQHRF2>MQSTR"} <= {r["dlh_chain"] for r in got}
+
+
+def test_the_jvm_ships_the_tail_exactly_where_the_decoder_may_need_it(spark):
+    """`chain_possible_sql` in Spark == `structures.chain_possible` on every message."""
+    messages = [m.data for m in generate_messages(300, seed=12, max_size=4096)] + [d for d, *_ in _chained_rows()]
+    df = spark.createDataFrame([(i, d) for i, d in enumerate(messages)], "i int, data binary")
+    got = {r["i"]: r["p"] for r in df.select("i", F.expr(chain_possible_sql("data")).alias("p")).collect()}
+    assert got == {i: chain_possible(d) for i, d in enumerate(messages)}
+    assert 0 < sum(got.values()) < len(got)
 
 
 @pytest.fixture(scope="module")

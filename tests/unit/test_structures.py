@@ -21,6 +21,7 @@ from dlq_pipeline.formats.structures import (
     RulesFormattingHeader2, StructureError, TransmissionQueueHeader, TriggerMessage, byte_order,
     decode_dlh, decode_dlh_batch, decode_mde, decode_mqmd, decode_rfh2, decode_tm, decode_xqh,
     encode_dlh, encode_mde, encode_mqmd, encode_rfh2, encode_tm, encode_xqh, to_columns,
+    chain_possible, decode_arrow_schema, decode_dlh_arrow,
 )
 
 EBCDIC_CCSIDS = [37, 273, 500, 1047, 1141]
@@ -680,3 +681,50 @@ def test_dead_letter_header_fields_are_the_documented_ones():
     assert [f.name for f in fields(DeadLetterHeader)] == [
         "reason", "dest_q", "dest_qmgr", "encoding", "ccsid", "format", "put_appl_type",
         "put_appl_name", "put_date", "put_time"]
+
+
+# --- what Spark ships to the batch decoder -------------------------------------------
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages())
+def test_without_a_chain_format_the_first_172_bytes_decode_alike(row):
+    """Spark ships only the first 172 bytes of a message whose MQDLH Format cannot name a
+    followed header (`chain_possible` false): the decode must not depend on the rest."""
+    data, encoding, ccsid, md_format = row
+    if not chain_possible(data):
+        assert decode_dlh(data[:172], encoding, ccsid, md_format) == decode_dlh(data, encoding, ccsid, md_format)
+
+
+@pytest.mark.parametrize("ccsid", [c for c in codepages.KNOWN_CCSIDS] + [0, 930, 1390, 9999])
+def test_chain_formats_are_recognised_in_every_character_set(ccsid):
+    """Each followed header's name, written in any CCSID (or family, for unknown ones),
+    makes the row ship its tail; MQSTR does not."""
+    for name in ("MQXMIT", "MQHRF2", "MQHMDE", "MQDEAD", "MQTRIG"):
+        for ebcdic in (False, True):
+            own = codepages.is_known(ccsid) and codepages.is_ebcdic(ccsid) == ebcdic
+            raw = codepages.encode(name.ljust(8), ccsid) if own else inv(name.ljust(8), ebcdic)
+            if len(raw) != 8:  # UTF-16
+                continue
+            header = dlh_raw("<", ebcdic, format=raw)
+            assert decode_dlh(header + b"x" * 400, 546, ccsid).chain[:1] == (name,), (ccsid, name, ebcdic)
+            assert chain_possible(header), (ccsid, name, ebcdic)
+    assert not chain_possible(dlh_raw("<", False, format=inv("MQSTR   ", False)))
+    assert not chain_possible(dlh_raw(">", True, format=inv("MQSTR   ", True)))
+
+
+def test_batch_takes_padded_heads_and_tails_only_where_given():
+    """The Spark form: heads padded to 172 bytes, the true lengths, a tail only for the rows
+    that may have a chain; the same columns as the scalar decoder."""
+    import pyarrow as pa
+
+    rows = [(ZOS_SAMPLE, 785, 500, "MQDEAD  "), (LINUX_SAMPLE[:100], 546, 819, None), (b"", 546, 819, None),
+            (b"DL", 546, 819, "MQDEAD  "), (b"{}" * 100, 546, 1208, "MQSTR   "),
+            (linux_dlh("MQXMIT") + xqh_raw("<", False, md_raw("<", False, encoding=1, ccsid=2, format="MQSTR")),
+             546, 819, None), (linux_dlh("MQSTR") + b"payload" * 1000, 546, 819, None)]
+    heads = pa.array([d[:172].ljust(172, b"\0") for d, *_ in rows], pa.binary())
+    tails = pa.array([d[172:CHAIN_SCAN_LIMIT] if chain_possible(d) else None for d, *_ in rows], pa.binary())
+    result = decode_dlh_arrow(heads, tails, [len(d) for d, *_ in rows], [r[1] for r in rows], [r[2] for r in rows],
+                              pa.array([r[3] for r in rows], pa.string()))
+    assert result.type == decode_arrow_schema()
+    assert result.to_pylist() == [to_columns(decode_dlh(*row)) for row in rows]
+    assert result.field("dlh_chain").to_pylist()[5] == "MQXMIT>MQSTR"
