@@ -573,7 +573,6 @@ def child_reference(params: dict) -> dict:
     began = time.perf_counter()
     from dlq_pipeline.dumps.dmpmqmsg import read_dump
     from dlq_pipeline.mq.interface import MQError
-    from dlq_pipeline.mq.sim import SimQueueManager
     from dlq_pipeline.replay.rebuild import RebuildError, rebuild
     from dlq_pipeline.rules.matcher import decide
     from dlq_pipeline.rules.parser import load_rules
