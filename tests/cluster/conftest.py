@@ -1,5 +1,6 @@
-"""Fixtures of the ``cluster`` tier: one HDFS and one Spark standalone cluster for the session
-(tests/cluster/bed.py), stopped at the end even when a test or the start fails. Every test in
+"""Fixtures of the ``cluster`` tier: one HDFS and one Spark standalone cluster for this folder's
+tests (tests/cluster/bed.py), stopped when they are done (not kept for the rest of the
+session) even when a test or the start fails. Every test in
 this folder carries the ``cluster`` marker."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.cluster)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def bed(tmp_path_factory):
     started = testbed.start(tmp_path_factory.mktemp("cluster-bed"))
     try:
@@ -45,7 +46,7 @@ def dumps(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def hdfs_dumps(bed, dumps) -> str:
     """`dumps` copied to the bed's HDFS; its hdfs:// URI."""
     uploaded = bed.hdfs.upload(dumps, "/dlq/dumps")
