@@ -108,6 +108,19 @@ def partition_function(target: Target, settings: ReplaySettings, run_id: str, no
 LEDGER_BATCH_ROWS = 1024  # ledger rows per Arrow batch a replay task hands back
 
 
+def _rows_of(batch) -> list[dict]:
+    """``batch``'s rows as dicts, its map columns as dicts too: Arrow's ``to_pylist`` gives a
+    map as a list of (key, value) pairs, where a Row gave a dict (``md_char_bytes`` is a map)."""
+    import pyarrow as pa
+
+    rows = batch.to_pylist()
+    for name in [f.name for f in batch.schema if pa.types.is_map(f.type)]:
+        for row in rows:
+            if row[name] is not None:
+                row[name] = dict(row[name])
+    return rows
+
+
 def partition_rows(items: DataFrame, run: Callable) -> DataFrame:
     """The rows ``run(partition_index, rows)`` yields (tuples in ledger column order) for
     each partition of ``items``, as a DataFrame of the ``ledger`` schema.
@@ -121,7 +134,7 @@ def partition_rows(items: DataFrame, run: Callable) -> DataFrame:
         import pyarrow as pa
         from pyspark import TaskContext
 
-        rows = (row for batch in batches for row in batch.to_pylist())
+        rows = (row for batch in batches for row in _rows_of(batch))
         pending: list[tuple] = []
 
         def flush():
