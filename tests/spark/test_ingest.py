@@ -391,6 +391,4 @@ def test_paths_expand_on_the_driver(tmp_path):
         expand_paths([str(tmp_path / "missing.dmp")])
     with pytest.raises(FileNotFoundError, match="no file matches"):
         expand_paths([str(tmp_path / "*.none")])
-    with pytest.raises(ValueError, match="every node mounts"):
-        expand_paths(["s3a://bucket/dumps/"])
     assert _local("dbfs:/mnt/dumps/x.dmp") == "/dbfs/mnt/dumps/x.dmp"
