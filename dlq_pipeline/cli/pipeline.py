@@ -70,7 +70,7 @@ def classify_cmd(rules_path, as_json, config: Config):
     """
     from dlq_pipeline.clock import utc_now
     from dlq_pipeline.spark.classify import decide_pending
-    from dlq_pipeline.spark.run import counts_by
+    from dlq_pipeline.spark.run import decision_counts
 
     table = load_valid_rules(rules_path or _required(config, "rules"))
     now = utc_now()
@@ -82,7 +82,10 @@ def classify_cmd(rules_path, as_json, config: Config):
             decisions = decide_pending(spark, open_tables(spark, config), table, run_id=run_id, now=now,
                                        retry_interval=ClassifySettings.from_config(config).retry_interval,
                                        progress=progress)
-            counts = counts_by(decisions, "action")
+            try:
+                _total, counts, _reasons = decision_counts(decisions)
+            finally:
+                decisions.unpersist()  # decide_pending hands them back persisted
             event["decisions"] = counts
     if as_json:
         echo_json({"run_id": run_id, "decisions": counts})

@@ -78,14 +78,9 @@ def attention_status(summary: RunSummary) -> int:
     return exitcodes.ATTENTION if needs_look else exitcodes.OK
 
 
-def counts_by(df: DataFrame, column: str) -> dict[str, int]:
-    """Rows per value of ``column`` (the run summary's counts; `classify --json`)."""
-    return {str(r[column]): int(r["n"]) for r in df.groupBy(column).agg(F.count("*").alias("n")).collect()}
-
-
 def decision_counts(decisions: DataFrame) -> tuple[int, dict[str, int], dict[str, int]]:
     """``(decisions, per action, per ignore reason)`` in one aggregation (one job over the
-    cached decisions, where a count and two `counts_by` ran three)."""
+    cached decisions, where a count and two group-bys ran three)."""
     total, actions, reasons = 0, Counter(), Counter()
     for r in decisions.groupBy("action", "ignore_reason").agg(F.count("*").alias("n")).collect():
         n = int(r["n"])
