@@ -138,20 +138,43 @@ def median(values) -> float:
 
 
 def interleaved(variants: Mapping[str, Callable[[], object]], repeats: int, *,
-                warmup: bool | None = None) -> dict[str, list[float]]:
+                warmup: bool | None = None, cpu: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
     """Seconds per run of each variant: one untimed warm-up each (JIT, Python workers,
     page cache; by default only when ``repeats`` > 1), then ``repeats`` rounds running every
-    variant once per round."""
+    variant once per round. ``cpu``, when given, gets the CPU seconds of each run
+    (`tree_cpu_seconds`): on a shared machine wall time measures the other processes too."""
     if warmup if warmup is not None else repeats > 1:
         for run in variants.values():
             run()
     times: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(repeats):
         for name, run in variants.items():
+            used = tree_cpu_seconds() if cpu is not None else 0.0
             began = time.perf_counter()
             run()
             times[name].append(time.perf_counter() - began)
+            if cpu is not None:
+                cpu.setdefault(name, []).append(tree_cpu_seconds() - used)
     return times
+
+
+def tree_cpu_seconds(root: int | None = None) -> float:
+    """CPU seconds (user + system) used so far by this process and its descendants (the
+    JVM, Spark's Python daemon and workers), including their exited children. Linux only
+    (0 elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    tree, todo, total = _children(), [root or os.getpid()], 0
+    while todo:
+        pid = todo.pop()
+        todo.extend(tree.get(pid, ()))
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
+    return total / tick
 
 
 def summary(times: list[float], count: int | None = None, megabytes: float | None = None) -> dict:

@@ -33,13 +33,15 @@ def machine_lines(doc: dict) -> list[str]:
 
 
 def decode_lines(d: dict) -> list[str]:
-    rows = [[name, v["seconds"], v["per_s"], v["us_per_message"], v.get("mb_per_s")]
+    rows = [[name, v["seconds"], v["per_s"], v["us_per_message"], v.get("cpu_us_per_message"), v.get("mb_per_s")]
             for name, v in d["variants"].items()]
     cov = d["jvm_expressions_coverage"]
-    return (_table(["decode variant", "s", "messages/s", "µs/message", "payload MB/s"], rows)
+    cpu = d.get("cpu_ratios") or {}
+    return (_table(["decode variant", "s", "messages/s", "µs/message", "CPU µs/message", "payload MB/s"], rows)
             + [f"{d['messages']:,} messages ({d['distinct_messages']:,} distinct, mean payload "
                f"{d['mean_payload_bytes']:,} B, {d['payload_mb']:,} MB). Ratios: "
                + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items())
+               + (". In CPU time: " + ", ".join(f"{k} {_f(v)}" for k, v in cpu.items()) if cpu else "")
                + f". The JVM expressions decode only {cov['handled_fraction']:.0%} of the messages "
                f"(little-endian ASCII), agreeing on {cov['agree']:,} of {cov['handled']:,}.", ""])
 

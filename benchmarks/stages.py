@@ -149,20 +149,31 @@ def bench_decode(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
         "ours": lambda: noop(ours_decode(df)),
         "row_udf": lambda: noop(row_udf_decode(df)),
     }
-    times = interleaved(variants, sizes.repeats)
+    cpu: dict[str, list[float]] = {}
+    times = interleaved(variants, sizes.repeats, cpu=cpu)
     figures = {k: summary(v, n, payload / 1e6) for k, v in times.items()}
+    for k, used in cpu.items():
+        figures[k]["cpu_us_per_message"] = round(median(used) / n * 1e6, 3) if n else None
     t = {k: median(v) for k, v in times.items()}
+    c = {k: median(v) for k, v in cpu.items()}
+
+    def ratios(x: dict) -> dict:
+        return {
+            # targets (issue 16): ours <= 1.5x the JVM expressions, >= 3x faster than the row UDF
+            "ours_over_jvm_expressions": ratio(x["ours"], x["jvm_expressions"]),
+            "row_udf_over_ours": ratio(x["row_udf"], x["ours"]),
+            "ours_over_scan_only": ratio(x["ours"], x["scan_only"]),
+            "jvm_expressions_over_scan_only": ratio(x["jvm_expressions"], x["scan_only"]),
+        }
+
     return {
         "messages": n, "payload_mb": round(payload / 1e6, 1), "distinct_messages": sizes.decode_pool,
         "mean_payload_bytes": round(payload / n) if n else 0,
         "variants": figures,
-        "ratios": {
-            # targets (issue 16): ours <= 1.5x the JVM expressions, >= 3x faster than the row UDF
-            "ours_over_jvm_expressions": ratio(t["ours"], t["jvm_expressions"]),
-            "row_udf_over_ours": ratio(t["row_udf"], t["ours"]),
-            "ours_over_scan_only": ratio(t["ours"], t["scan_only"]),
-            "jvm_expressions_over_scan_only": ratio(t["jvm_expressions"], t["scan_only"]),
-        },
+        "ratios": ratios(t),
+        # the same in CPU seconds (JVM + Python workers): steadier than wall time on a shared machine
+        "cpu_ratios": ratios(c) if all(c.values()) else None,
+        "load_average_after": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
         "jvm_expressions_coverage": jvm_agreement(spark, pool),
     }
 
@@ -281,13 +292,16 @@ def bench_classify(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
                 prepare[k].append(_prepared(lambda: make(df))[1])
         queries = {(k, size): make(d) for k, make in build.items() for size, d in (("n", df), ("large", big))}
         variants = {f"{k}_{size}": (lambda q=q: noop(q)) for (k, size), q in queries.items()}
-        times = interleaved(variants, sizes.repeats)
+        cpu: dict[str, list[float]] = {}
+        times = interleaved(variants, sizes.repeats, cpu=cpu)
         t = {k: median(v) for k, v in times.items()}
+        c = {k: median(v) for k, v in cpu.items()}
         figures = {}
         for k in build:
             slope = (t[f"{k}_large"] - t[f"{k}_n"]) / max(big_n - n, 1)
             intercept = t[f"{k}_n"] - slope * n
             figures[k] = {
+                "cpu_marginal_us_per_message": round((c[f"{k}_large"] - c[f"{k}_n"]) / max(big_n - n, 1) * 1e6, 2),
                 "build_and_plan_s": round(median(prepare[k]), 3),
                 "run_s": {"n": summary(times[f"{k}_n"], n), "large": summary(times[f"{k}_large"], big_n)},
                 "marginal_us_per_message": round(slope * 1e6, 2),
@@ -323,6 +337,11 @@ def bench_classify(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
                                                                per[first]["reference_udf"]["marginal_us_per_message"]),
         f"compiled_fixed_{last}_over_{first}_rules": ratio(per[last]["compiled"]["fixed_s"],
                                                            per[first]["compiled"]["fixed_s"]),
+        # the marginal costs in CPU seconds (JVM + Python workers): steadier on a shared machine
+        f"compiled_cpu_marginal_{last}_over_{first}_rules": ratio(
+            per[last]["compiled"]["cpu_marginal_us_per_message"], per[first]["compiled"]["cpu_marginal_us_per_message"]),
+        f"sql_chain_cpu_marginal_{last}_over_{first}_rules": ratio(
+            per[last]["sql_chain"]["cpu_marginal_us_per_message"], per[first]["sql_chain"]["cpu_marginal_us_per_message"]),
     }
     crossover = {}
     for count, tb in out["tables"].items():

@@ -65,6 +65,30 @@ def test_udf_decode_equals_the_pure_decoder(spark, arrow):
     assert {"MQXMIT>MQSTR", "MQHRF2>MQSTR"} <= {r["dlh_chain"] for r in got}
 
 
+def test_the_payload_is_not_queued_beside_the_decode_udf(spark):
+    """Spark queues every row that goes into a Python UDF until its result is back: the
+    UDF's input is a projection of its own without ``data`` when nothing after decode reads
+    it (classify), and keeps it when something does."""
+    df = spark.createDataFrame([("k", b"x" * 300, 546, 819, "MQSTR")],
+                               "message_key string, data binary, encoding int, ccsid int, format string")
+
+    def udf_input(plan) -> list[str]:
+        node = plan._jdf.queryExecution().executedPlan()
+        todo = [node]
+        while todo:
+            node = todo.pop()
+            if node.nodeName() in ("ArrowEvalPython", "ArrowEvalPythonExec"):
+                child = node.children().apply(0)
+                return [child.output().apply(i).name() for i in range(child.output().size())]
+            todo.extend(node.children().apply(i) for i in range(node.children().size()))
+        raise AssertionError(f"no ArrowEvalPython in {plan._jdf.queryExecution().executedPlan()}")
+
+    decoded = decode_headers(df, arrow=True)
+    assert "data" not in udf_input(decoded.select("message_key", "dlh_dest_q"))
+    assert "data" in udf_input(decoded.select("data", "dlh_dest_q"))
+    assert decoded.select("data", "dlh_problem").first() == (b"x" * 300, "bad_strucid")
+
+
 def test_the_jvm_ships_the_tail_exactly_where_the_decoder_may_need_it(spark):
     """`chain_possible_sql` in Spark == `structures.chain_possible` on every message."""
     messages = [m.data for m in generate_messages(300, seed=12, max_size=4096)] + [d for d, *_ in _chained_rows()]
