@@ -780,7 +780,7 @@ def child_memory(params: dict) -> dict:
     df = spark.read.parquet(params["path"])
     names = [f.name for f in decoded_struct().fields]
     if params.get("whole_data"):
-        decoded = df.select(decoder()(F.col("data"), F.lit(None).cast("binary"), F.length("data"), F.col("encoding"),
+        decoded = df.select(decoder()(F.col("data"), F.col("data"), F.lit(None).cast("binary"), F.length("data"), F.col("encoding"),
                                       F.col("ccsid"), F.col("format")).alias("d"))
         plan = decoded.select("d.*")
     else:

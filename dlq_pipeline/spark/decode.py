@@ -75,7 +75,8 @@ def header_columns(data: str = "data") -> list[Column]:
 
 def decoder(arrow: bool | None = None):
     """The decode UDF: an Arrow UDF where Spark has them (4.1+), else a pandas UDF;
-    ``arrow`` forces one (tests compare both)."""
+    ``arrow`` forces one (tests compare both). Its arguments: head, head again (ignored,
+    see `decode_headers`), tail, length, Encoding, CCSID, Format."""
     if arrow is None:
         arrow = hasattr(F, "arrow_udf")
     if arrow:
