@@ -59,6 +59,9 @@ BASE_CONF: dict[str, str] = {
     # default 1 GB local heap that ran out of memory decoding a realistic DLQ
     # (benchmarks/run.py decode). 2,048 rows keep a batch under ~8 MB at no measurable cost.
     "spark.sql.execution.arrow.maxRecordsPerBatch": "2048",
+    # ... and at most 64 MB (a larger message alone): replay sends whole messages to Python,
+    # and 2,048 messages of up to 100 MB would be one batch of up to 200 GB.
+    "spark.sql.execution.arrow.maxBytesPerBatch": str(64 * 1024 * 1024),
     "spark.sql.codegen.fallback": "true",
 }
 LOG_LEVEL = "WARN"
