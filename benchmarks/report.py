@@ -127,7 +127,21 @@ def memory_lines(d: dict) -> list[str]:
                     "largest Python worker MB"], rows)
             + [f"{d['messages']:,} messages of {d['small_payload_bytes']:,} B vs {d['large_payload_bytes']:,} B. "
                + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items())
-               + (f". {d['note']}" if d.get("note") else ""), ""])
+               + (f". {d['note']}" if d.get("note") else ""), ""]
+            + _pipeline_memory_lines(d.get("pipeline")))
+
+
+def _pipeline_memory_lines(p: dict | None) -> list[str]:
+    if not p:
+        return []
+    head = (f"`run` (ingest -> decode -> classify -> replay to `dir:`) over {p['messages']:,} messages of "
+            f"{p['payload_bytes']:,} B")
+    if p.get("error"):
+        return [f"{head}: **failed**: {p['error'][:300]}", ""]
+    peak = p["peak_rss_mb"]
+    return [f"{head} with a {p['heap']} heap: **{'passed' if p['passed'] else 'failed'}** in {_f(p['seconds'])} s; "
+            f"peak RSS JVM **{_f(peak.get('jvm'))} MB**, Python workers {_f(peak.get('python_workers'))} MB "
+            f"(largest worker {_f(p['peak_hwm_one_process_mb'].get('python_workers'))} MB); outcomes {p['outcomes']}.", ""]
 
 
 SECTIONS = (("decode", "1. Decode", decode_lines), ("classify", "2. Classify", classify_lines),

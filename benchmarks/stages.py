@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import os
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -773,6 +774,57 @@ def child_memory(params: dict) -> dict:
     return {"seconds": seconds, **peak.as_dict()}
 
 
+PIPELINE_HEAP = "2g"  # issue 16 part 6: the Spark heap 100 messages of 100 MB must go through
+
+
+def child_memory_pipeline(params: dict) -> dict:
+    """``run`` (ingest -> decode -> classify -> replay to ``dir:``) over one dump of large
+    messages, in a fresh local session with ``PIPELINE_HEAP`` of heap; the peak RSS of the JVM
+    and of the Python workers while it runs."""
+    from dlq_pipeline.rules.parser import load_rules
+    from dlq_pipeline.settings import RunSettings, StorageSettings
+    from dlq_pipeline.spark.run import run_pipeline
+    from dlq_pipeline.spark.session import get_spark
+
+    spark = get_spark({"master": params["master"], "app_name": "bench-memory-run",
+                       "spark_conf": {"spark.driver.memory": PIPELINE_HEAP}})
+    work = Path(params["work"])
+    rules = work / "catch-all.rules"
+    rules.write_text(data.CATCH_ALL + "\n")
+    settings = RunSettings(storage=StorageSettings(path=str(work / "warehouse")))
+    with PeakMemory() as peak:
+        began = time.perf_counter()
+        if params.get("ingest_only"):  # tests/spark/test_large_messages.py: ingest's share alone
+            from dlq_pipeline.spark.ingest import ingest
+            from dlq_pipeline.spark.storage import Storage
+
+            landed = ingest(spark, Storage(spark, path=settings.storage.path), [params["dump"]],
+                            run_id="bench-memory").messages_landed
+            outcomes: dict = {}
+        else:
+            result = run_pipeline(spark, settings, load_rules(str(rules)), inputs=[params["dump"]],
+                                  target=f"dir:{work / 'out'}", run_id="bench-memory")
+            landed, outcomes = result.messages_landed, result.outcomes
+        seconds = time.perf_counter() - began
+    written = sum(p.stat().st_size for p in (work / "out").rglob("*") if p.is_file())
+    return {"seconds": seconds, "heap": PIPELINE_HEAP, "landed": landed,
+            "outcomes": outcomes, "replayed_bytes": written, **peak.as_dict()}
+
+
+def bench_pipeline_memory(sizes: Sizes, work: Path, ctx: Context) -> dict:
+    """Issue 16 part 6: the dump is generated in a temporary directory under ``work`` and
+    deleted afterwards (100 messages of 100 MB are a 21 GB dump)."""
+    n, size = sizes.pipeline_memory_messages, sizes.pipeline_memory_bytes
+    temp = Path(tempfile.mkdtemp(prefix="pipeline-memory-", dir=work))
+    try:
+        dump = data.large_messages_dump(temp / "large.dmp", n, size)
+        got = ctx.child("memory_pipeline", {"master": "local[2]", "dump": dump, "work": str(temp)})
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    got.update(messages=n, payload_bytes=size, passed=got["landed"] == n and got["outcomes"].get("delivered") == n)
+    return got
+
+
 def bench_memory(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     n = sizes.memory_messages
     small = memory_input(work / f"memory-{n}x{sizes.memory_small_bytes}.parquet", n, sizes.memory_small_bytes)
@@ -789,6 +841,12 @@ def bench_memory(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     def peak(case, kind):
         return out["cases"][case]["peak_rss_mb"].get(kind, 0.0)
 
+    if sizes.pipeline_memory_messages:
+        try:
+            out["pipeline"] = bench_pipeline_memory(sizes, work, ctx)
+        except Exception as exc:  # noqa: BLE001 - e.g. the child ran out of memory: report it, keep the rest
+            out["pipeline"] = {"messages": sizes.pipeline_memory_messages, "payload_bytes": sizes.pipeline_memory_bytes,
+                               "passed": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}
     out["ratios"] = {
         "python_workers_large_over_small": ratio(peak("large_payload", "python_workers"),
                                                  peak("small_payload", "python_workers")),
@@ -807,4 +865,5 @@ BENCHES = {
     "end_to_end": bench_end_to_end,
     "memory": bench_memory,
 }
-CHILDREN = {"ingest": child_ingest, "pipeline": child_pipeline, "reference": child_reference, "memory": child_memory}
+CHILDREN = {"ingest": child_ingest, "pipeline": child_pipeline, "reference": child_reference, "memory": child_memory,
+            "memory_pipeline": child_memory_pipeline}
