@@ -46,6 +46,9 @@ class Sizes:
     memory_messages: int
     memory_large_bytes: int  # payload of each message in the large case
     memory_small_bytes: int
+    # replay.connections_per_qmgr of the end-to-end `run` (most of its DLQ goes back to one
+    # queue manager; 1 = the default, one connection per target queue manager)
+    e2e_connections_per_qmgr: int = 4
 
     @property
     def decode_messages(self) -> int:

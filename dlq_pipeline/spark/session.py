@@ -60,6 +60,11 @@ BASE_CONF: dict[str, str] = {
     # (benchmarks/run.py decode). 2,048 rows keep a batch under ~8 MB at no measurable cost.
     "spark.sql.execution.arrow.maxRecordsPerBatch": "2048",
     "spark.sql.codegen.fallback": "true",
+    # PySpark 4 wraps every DataFrame and Column call to send its Python call site to the JVM
+    # (for error messages): four py4j round trips per `F.col`, `select`, `alias` ... A run
+    # builds its plans with about 800 such calls: 1-4 s of a 1,000-message run went there
+    # (docs/performance.md, issue 16 part 1). Errors still name the failing operation.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 LOG_LEVEL = "WARN"
 
