@@ -32,6 +32,16 @@ def machine_lines(doc: dict) -> list[str]:
             f"command `{doc['command'].strip()}`.", ""]
 
 
+def _measured_apart(doc: dict, key: str) -> list[str]:
+    """A section merged in from a later run (``--merge``) says when, how and how loaded."""
+    m = (doc.get("measured_apart") or {}).get(key)
+    if not m:
+        return []
+    return [f"*Measured in a later run ({m['started_at']}, load average at start "
+            f"{m['machine']['load_average_at_start']}, Spark {m['machine']['spark']}): "
+            f"`{m['command'].strip()}`.*", ""]
+
+
 def decode_lines(d: dict) -> list[str]:
     rows = [[name, v["seconds"], v["per_s"], v["us_per_message"], v.get("mb_per_s")]
             for name, v in d["variants"].items()]
@@ -143,5 +153,6 @@ def markdown(doc: dict) -> str:
         if key not in doc:
             continue
         lines += [f"## {title}", ""]
+        lines += _measured_apart(doc, key)
         lines += _error(doc, key) or render(doc[key])
     return "\n".join(lines)
