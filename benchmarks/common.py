@@ -46,9 +46,9 @@ class Sizes:
     memory_messages: int
     memory_large_bytes: int  # payload of each message in the large case
     memory_small_bytes: int
-    # replay.connections_per_qmgr of the end-to-end `run` (most of its DLQ goes back to one
-    # queue manager; 1 = the default, one connection per target queue manager)
-    e2e_connections_per_qmgr: int = 4
+    # replay.connections_per_qmgr of the end-to-end `run`: 1, the default (one connection per
+    # target queue manager); e.g. --size e2e_connections_per_qmgr=4 to try spreading the local one
+    e2e_connections_per_qmgr: int = 1
 
     @property
     def decode_messages(self) -> int:
