@@ -32,6 +32,16 @@ def machine_lines(doc: dict) -> list[str]:
             f"command `{doc['command'].strip()}`.", ""]
 
 
+def _measured_apart(doc: dict, key: str) -> list[str]:
+    """A section merged in from a later run (``--merge``) says when, how and how loaded."""
+    m = (doc.get("measured_apart") or {}).get(key)
+    if not m:
+        return []
+    return [f"*Measured in a later run ({m['started_at']}, load average at start "
+            f"{m['machine']['load_average_at_start']}, Spark {m['machine']['spark']}): "
+            f"`{m['command'].strip()}`.*", ""]
+
+
 def decode_lines(d: dict) -> list[str]:
     rows = [[name, v["seconds"], v["per_s"], v["us_per_message"], v.get("mb_per_s")]
             for name, v in d["variants"].items()]
@@ -95,11 +105,13 @@ def end_to_end_lines(d: dict) -> list[str]:
                      round(s["pipeline_spark_start_s"] + s.get("pipeline_trivial_job_s", 0), 2),
                      s.get("pipeline_run_s"), s.get("pipeline_jobs"),
                      " / ".join(f"{k} {v}" for k, v in stages.items()),
+                     " / ".join(f"{k} {round(v, 1)}" for k, v in (s.get("pipeline_stage_s") or {}).items()),
                      s["reference_wall_s"]["seconds"], s["reference_over_pipeline"]])
     c = d["crossover"]
     lines = (_table(["messages", "run (wall s)", "Spark start-up + trivial job s", "pipeline s", "Spark jobs",
-                     "jobs per stage", "sequential reference (wall s)", "reference / run"], rows)
-             + [f"Sim latency (ms) {d['latency_ms']}, `run` on {d['master']}. Fitted: run "
+                     "jobs per stage", "stage s", "sequential reference (wall s)", "reference / run"], rows)
+             + [f"Sim latency (ms) {d['latency_ms']}, `run` on {d['master']}"
+                + (f" with replay {d['replay']}" if d.get("replay") else "") + ". Fitted: run "
                 f"{c['pipeline_fixed_s']} s + {c['pipeline_ms_per_message']} ms/message; reference "
                 f"{c['reference_fixed_s']} s + {c['reference_ms_per_message']} ms/message; crossover at "
                 f"**{_f(c['crossover_messages'])} messages** ({c['note']}).", ""])
@@ -155,5 +167,6 @@ def markdown(doc: dict) -> str:
         if key not in doc:
             continue
         lines += [f"## {title}", ""]
+        lines += _measured_apart(doc, key)
         lines += _error(doc, key) or render(doc[key])
     return "\n".join(lines)

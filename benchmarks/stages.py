@@ -516,7 +516,7 @@ def child_pipeline(params: dict) -> dict:
     jobs of each stage."""
     began = time.perf_counter()
     from dlq_pipeline.rules.parser import load_rules
-    from dlq_pipeline.settings import RunSettings, StorageSettings
+    from dlq_pipeline.settings import ReplaySettings, RunSettings, StorageSettings
     from dlq_pipeline.spark.run import run_pipeline
     from dlq_pipeline.spark.session import get_spark
 
@@ -527,7 +527,9 @@ def child_pipeline(params: dict) -> dict:
     wh = Path(params["warehouse"])
     _fresh_sim(wh / "_sim" / "QMHUB01.sqlite", "QMHUB01", params.get("latency_ms"))
     jobs = StageJobs(spark)
-    summary_ = run_pipeline(spark, RunSettings(storage=StorageSettings(path=str(wh))), load_rules(params["rules"]),
+    replay = ReplaySettings(connections_per_qmgr=params.get("connections_per_qmgr", 1))
+    summary_ = run_pipeline(spark, RunSettings(storage=StorageSettings(path=str(wh)), replay=replay),
+                            load_rules(params["rules"]),
                             inputs=params["inputs"], target="sim:QMHUB01", run_id="bench", progress=jobs)
     done = time.perf_counter()
     per_stage = jobs.per_stage()
@@ -565,6 +567,8 @@ def sim_put_cost(work: Path, puts: int, depths: tuple[int, ...]) -> dict:
         out["depths"][str(depth)] = {"wall_us_per_put": round(wall / puts * 1e6, 1),
                                      "cpu_us_per_put": round(cpu / puts * 1e6, 1)}
     out["worst_wall_us_per_put"] = max(d["wall_us_per_put"] for d in out["depths"].values())
+    # the target is the simulator's own CPU: wall time on a shared machine adds everyone else's
+    out["worst_cpu_us_per_put"] = max(d["cpu_us_per_put"] for d in out["depths"].values())
     return out
 
 
@@ -642,7 +646,8 @@ def crossover(points: list[tuple[int, float, float]]) -> dict:
 
 
 def bench_end_to_end(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
-    out = {"latency_ms": ctx.latency_ms or {}, "master": "local[2]", "sizes": {}}
+    out = {"latency_ms": ctx.latency_ms or {}, "master": "local[2]", "sizes": {},
+           "replay": {"max_connections": 4, "connections_per_qmgr": sizes.e2e_connections_per_qmgr}}
     points = []
     for count in sizes.e2e_counts:
         dumps = data.dumps(work / f"e2e-dumps-{count}", count, seed=404, max_size=64 * 1024)
@@ -653,7 +658,8 @@ def bench_end_to_end(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
             shutil.rmtree(wh, ignore_errors=True)
             began = time.perf_counter()
             detail["pipeline"] = ctx.child("pipeline", {"master": "local[2]", "warehouse": str(wh), "inputs": dumps,
-                                                        "rules": data.STARTER_RULES, "latency_ms": ctx.latency_ms})
+                                                        "rules": data.STARTER_RULES, "latency_ms": ctx.latency_ms,
+                                                        "connections_per_qmgr": sizes.e2e_connections_per_qmgr})
             runs["pipeline"].append(time.perf_counter() - began)
             began = time.perf_counter()
             detail["reference"] = ctx.child("reference", {"sim": str(work / f"e2e-ref-{count}.sqlite"),
@@ -696,7 +702,7 @@ def e2e_targets(d: dict) -> dict:
     large = d["sizes"].get(str(LARGE_RUN))
     crossing = d["crossover"].get("crossover_messages")
     ratio_large = large["reference_over_pipeline"] if large else None
-    sim = d["sim_put_cost"]["worst_wall_us_per_put"]
+    sim = d["sim_put_cost"]["worst_cpu_us_per_put"]
 
     def holds(value, limit, below=True):
         return None if value is None else (value <= limit if below else value >= limit)
@@ -709,7 +715,7 @@ def e2e_targets(d: dict) -> dict:
                                "holds": holds(crossing, CROSSOVER_LIMIT) if isinstance(crossing, (int, float)) else None},
         "reference_over_pipeline_at_100000": {"value": ratio_large, "limit": LARGE_RUN_RATIO,
                                               "holds": holds(ratio_large, LARGE_RUN_RATIO, below=False)},
-        "sim_us_per_put": {"value": sim, "limit": SIM_PUT_LIMIT_US, "holds": holds(sim, SIM_PUT_LIMIT_US)},
+        "sim_cpu_us_per_put": {"value": sim, "limit": SIM_PUT_LIMIT_US, "holds": holds(sim, SIM_PUT_LIMIT_US)},
     }
 
 
