@@ -46,6 +46,11 @@ class Sizes:
     memory_messages: int
     memory_large_bytes: int  # payload of each message in the large case
     memory_small_bytes: int
+    # replay.connections_per_qmgr of the end-to-end `run`: 1, the default (one connection per
+    # target queue manager); e.g. --size e2e_connections_per_qmgr=4 to try spreading the local one
+    e2e_connections_per_qmgr: int = 1
+    pipeline_memory_messages: int = 0  # run (ingest -> replay to dir:) over this many messages ...
+    pipeline_memory_bytes: int = 0  # ... of this many bytes each (issue 16 part 6: 100 of 100 MB)
 
     @property
     def decode_messages(self) -> int:
@@ -53,11 +58,14 @@ class Sizes:
 
 
 SIZES = {
-    "tiny": Sizes("tiny", 1, 100, 2, 16 * 1024, 100, 2, (10,), 100, 100, (1,), (30,), 1, 2, 64 * 1024, 1024),
+    "tiny": Sizes("tiny", 1, 100, 2, 16 * 1024, 100, 2, (10,), 100, 100, (1,), (30,), 1, 2, 64 * 1024, 1024,
+                  pipeline_memory_messages=2, pipeline_memory_bytes=1024 * 1024),
     "quick": Sizes("quick", 3, 5_000, 20, 64 * 1024, 5_000, 3, (10, 100, 500), 6_000, 4_000, (1, 2, 4),
-                   (1_000, 3_000), 1, 20, 4 * 1024 * 1024, 1024),
+                   (1_000, 3_000), 1, 20, 4 * 1024 * 1024, 1024,
+                   pipeline_memory_messages=3, pipeline_memory_bytes=100 * 1024 * 1024),
     "full": Sizes("full", 3, 20_000, 50, 64 * 1024, 20_000, 3, (10, 100, 500), 20_000, 20_000, (1, 2, 4),
-                  (1_000, 5_000, 20_000, 100_000), 1, 100, 20 * 1024 * 1024, 1024),
+                  (1_000, 5_000, 20_000, 100_000), 1, 100, 20 * 1024 * 1024, 1024,
+                  pipeline_memory_messages=100, pipeline_memory_bytes=100 * 1024 * 1024),
 }
 
 

@@ -127,3 +127,19 @@ def copied(spark, pool: str, copies: int, out: Path) -> str:
     rows = rows.withColumn("message_key", F.concat_ws("-", "message_key", F.col("_copy").cast("string"))).drop("_copy")
     rows.write.mode("overwrite").parquet(str(out))
     return str(out)
+
+
+def large_messages_dump(path: Path, count: int, payload: int, seed: int = 505) -> str:
+    """A dmpmqmsg dump of ``count`` generated messages with an MQDLH, each padded to ``payload``
+    bytes with random bytes (written one message at a time)."""
+    from dlq_pipeline.dumps.dmpmqmsg import write_dump
+    from dlq_pipeline.dumps.generator import generate_messages
+
+    rng = random.Random(seed)
+
+    def messages():
+        for msg in generate_messages(count, seed, {"no_dlh": 0, "empty": 0, "trigger": 0}, max_size=4096):
+            yield msg.md, msg.data[:payload] + rng.randbytes(max(0, payload - len(msg.data)))
+
+    write_dump(messages(), path)
+    return str(path)

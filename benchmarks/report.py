@@ -32,6 +32,16 @@ def machine_lines(doc: dict) -> list[str]:
             f"command `{doc['command'].strip()}`.", ""]
 
 
+def _measured_apart(doc: dict, key: str) -> list[str]:
+    """A section merged in from a later run (``--merge``) says when, how and how loaded."""
+    m = (doc.get("measured_apart") or {}).get(key)
+    if not m:
+        return []
+    return [f"*Measured in a later run ({m['started_at']}, load average at start "
+            f"{m['machine']['load_average_at_start']}, Spark {m['machine']['spark']}): "
+            f"`{m['command'].strip()}`.*", ""]
+
+
 def decode_lines(d: dict) -> list[str]:
     rows = [[name, v["seconds"], v["per_s"], v["us_per_message"], v.get("cpu_us_per_message"), v.get("mb_per_s")]
             for name, v in d["variants"].items()]
@@ -97,11 +107,13 @@ def end_to_end_lines(d: dict) -> list[str]:
                      round(s["pipeline_spark_start_s"] + s.get("pipeline_trivial_job_s", 0), 2),
                      s.get("pipeline_run_s"), s.get("pipeline_jobs"),
                      " / ".join(f"{k} {v}" for k, v in stages.items()),
+                     " / ".join(f"{k} {round(v, 1)}" for k, v in (s.get("pipeline_stage_s") or {}).items()),
                      s["reference_wall_s"]["seconds"], s["reference_over_pipeline"]])
     c = d["crossover"]
     lines = (_table(["messages", "run (wall s)", "Spark start-up + trivial job s", "pipeline s", "Spark jobs",
-                     "jobs per stage", "sequential reference (wall s)", "reference / run"], rows)
-             + [f"Sim latency (ms) {d['latency_ms']}, `run` on {d['master']}. Fitted: run "
+                     "jobs per stage", "stage s", "sequential reference (wall s)", "reference / run"], rows)
+             + [f"Sim latency (ms) {d['latency_ms']}, `run` on {d['master']}"
+                + (f" with replay {d['replay']}" if d.get("replay") else "") + ". Fitted: run "
                 f"{c['pipeline_fixed_s']} s + {c['pipeline_ms_per_message']} ms/message; reference "
                 f"{c['reference_fixed_s']} s + {c['reference_ms_per_message']} ms/message; crossover at "
                 f"**{_f(c['crossover_messages'])} messages** ({c['note']}).", ""])
@@ -129,7 +141,21 @@ def memory_lines(d: dict) -> list[str]:
                     "largest Python worker MB"], rows)
             + [f"{d['messages']:,} messages of {d['small_payload_bytes']:,} B vs {d['large_payload_bytes']:,} B. "
                + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items())
-               + (f". {d['note']}" if d.get("note") else ""), ""])
+               + (f". {d['note']}" if d.get("note") else ""), ""]
+            + _pipeline_memory_lines(d.get("pipeline")))
+
+
+def _pipeline_memory_lines(p: dict | None) -> list[str]:
+    if not p:
+        return []
+    head = (f"`run` (ingest -> decode -> classify -> replay to `dir:`) over {p['messages']:,} messages of "
+            f"{p['payload_bytes']:,} B")
+    if p.get("error"):
+        return [f"{head}: **failed**: {p['error'][:300]}", ""]
+    peak = p["peak_rss_mb"]
+    return [f"{head} with a {p['heap']} heap: **{'passed' if p['passed'] else 'failed'}** in {_f(p['seconds'])} s; "
+            f"peak RSS JVM **{_f(peak.get('jvm'))} MB**, Python workers {_f(peak.get('python_workers'))} MB "
+            f"(largest worker {_f(p['peak_hwm_one_process_mb'].get('python_workers'))} MB); outcomes {p['outcomes']}.", ""]
 
 
 SECTIONS = (("decode", "1. Decode", decode_lines), ("classify", "2. Classify", classify_lines),
@@ -143,5 +169,6 @@ def markdown(doc: dict) -> str:
         if key not in doc:
             continue
         lines += [f"## {title}", ""]
+        lines += _measured_apart(doc, key)
         lines += _error(doc, key) or render(doc[key])
     return "\n".join(lines)

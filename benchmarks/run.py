@@ -52,6 +52,9 @@ def _arguments(argv):
     parser.add_argument("--markdown", default=None, help="default: --out with .md")
     parser.add_argument("--latency", default=DEFAULT_LATENCY,
                         help=f"simulated queue manager latency, ms per operation (default {DEFAULT_LATENCY})")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the other comparisons already in --out: replace only those run now "
+                             "(each marked with its own command, time and machine load)")
     parser.add_argument("--in-process", action="store_true",
                         help="run the child measurements in this process (smoke test; figures not meaningful)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -95,6 +98,8 @@ def run(argv=None, *, spark=None) -> dict:
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "elapsed_s": {},
     }
+    if args.merge and Path(args.out).exists():
+        doc = _merged(json.loads(Path(args.out).read_text()), doc, only)
     began = time.perf_counter()
     for name in only:
         print(f"[bench] {name} ...", file=sys.stderr, flush=True)
@@ -112,6 +117,19 @@ def run(argv=None, *, spark=None) -> dict:
     text = markdown(doc)
     Path(args.markdown or str(Path(args.out).with_suffix(".md"))).write_text(text)
     print(text)
+    return doc
+
+
+def _merged(before: dict, now: dict, only: list[str]) -> dict:
+    """``before`` (an earlier results document) with the comparisons in ``only`` to be
+    measured again: those are dropped from it and recorded as measured apart, by ``now``'s
+    command, time and machine (the rest keep the earlier run's)."""
+    doc = {k: v for k, v in before.items() if k not in only}
+    apart = dict(doc.get("measured_apart") or {})
+    for name in only:
+        apart[name] = {k: now[k] for k in ("command", "started_at", "machine", "sizes")}
+    doc["measured_apart"] = apart
+    doc["elapsed_s"] = {k: v for k, v in (before.get("elapsed_s") or {}).items() if k not in only}
     return doc
 
 

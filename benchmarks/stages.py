@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import os
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -534,7 +535,7 @@ def child_pipeline(params: dict) -> dict:
     jobs of each stage."""
     began = time.perf_counter()
     from dlq_pipeline.rules.parser import load_rules
-    from dlq_pipeline.settings import RunSettings, StorageSettings
+    from dlq_pipeline.settings import ReplaySettings, RunSettings, StorageSettings
     from dlq_pipeline.spark.run import run_pipeline
     from dlq_pipeline.spark.session import get_spark
 
@@ -545,7 +546,9 @@ def child_pipeline(params: dict) -> dict:
     wh = Path(params["warehouse"])
     _fresh_sim(wh / "_sim" / "QMHUB01.sqlite", "QMHUB01", params.get("latency_ms"))
     jobs = StageJobs(spark)
-    summary_ = run_pipeline(spark, RunSettings(storage=StorageSettings(path=str(wh))), load_rules(params["rules"]),
+    replay = ReplaySettings(connections_per_qmgr=params.get("connections_per_qmgr", 1))
+    summary_ = run_pipeline(spark, RunSettings(storage=StorageSettings(path=str(wh)), replay=replay),
+                            load_rules(params["rules"]),
                             inputs=params["inputs"], target="sim:QMHUB01", run_id="bench", progress=jobs)
     done = time.perf_counter()
     per_stage = jobs.per_stage()
@@ -583,6 +586,8 @@ def sim_put_cost(work: Path, puts: int, depths: tuple[int, ...]) -> dict:
         out["depths"][str(depth)] = {"wall_us_per_put": round(wall / puts * 1e6, 1),
                                      "cpu_us_per_put": round(cpu / puts * 1e6, 1)}
     out["worst_wall_us_per_put"] = max(d["wall_us_per_put"] for d in out["depths"].values())
+    # the target is the simulator's own CPU: wall time on a shared machine adds everyone else's
+    out["worst_cpu_us_per_put"] = max(d["cpu_us_per_put"] for d in out["depths"].values())
     return out
 
 
@@ -660,7 +665,8 @@ def crossover(points: list[tuple[int, float, float]]) -> dict:
 
 
 def bench_end_to_end(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
-    out = {"latency_ms": ctx.latency_ms or {}, "master": "local[2]", "sizes": {}}
+    out = {"latency_ms": ctx.latency_ms or {}, "master": "local[2]", "sizes": {},
+           "replay": {"max_connections": 4, "connections_per_qmgr": sizes.e2e_connections_per_qmgr}}
     points = []
     for count in sizes.e2e_counts:
         dumps = data.dumps(work / f"e2e-dumps-{count}", count, seed=404, max_size=64 * 1024)
@@ -671,7 +677,8 @@ def bench_end_to_end(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
             shutil.rmtree(wh, ignore_errors=True)
             began = time.perf_counter()
             detail["pipeline"] = ctx.child("pipeline", {"master": "local[2]", "warehouse": str(wh), "inputs": dumps,
-                                                        "rules": data.STARTER_RULES, "latency_ms": ctx.latency_ms})
+                                                        "rules": data.STARTER_RULES, "latency_ms": ctx.latency_ms,
+                                                        "connections_per_qmgr": sizes.e2e_connections_per_qmgr})
             runs["pipeline"].append(time.perf_counter() - began)
             began = time.perf_counter()
             detail["reference"] = ctx.child("reference", {"sim": str(work / f"e2e-ref-{count}.sqlite"),
@@ -714,7 +721,7 @@ def e2e_targets(d: dict) -> dict:
     large = d["sizes"].get(str(LARGE_RUN))
     crossing = d["crossover"].get("crossover_messages")
     ratio_large = large["reference_over_pipeline"] if large else None
-    sim = d["sim_put_cost"]["worst_wall_us_per_put"]
+    sim = d["sim_put_cost"]["worst_cpu_us_per_put"]
 
     def holds(value, limit, below=True):
         return None if value is None else (value <= limit if below else value >= limit)
@@ -727,7 +734,7 @@ def e2e_targets(d: dict) -> dict:
                                "holds": holds(crossing, CROSSOVER_LIMIT) if isinstance(crossing, (int, float)) else None},
         "reference_over_pipeline_at_100000": {"value": ratio_large, "limit": LARGE_RUN_RATIO,
                                               "holds": holds(ratio_large, LARGE_RUN_RATIO, below=False)},
-        "sim_us_per_put": {"value": sim, "limit": SIM_PUT_LIMIT_US, "holds": holds(sim, SIM_PUT_LIMIT_US)},
+        "sim_cpu_us_per_put": {"value": sim, "limit": SIM_PUT_LIMIT_US, "holds": holds(sim, SIM_PUT_LIMIT_US)},
     }
 
 
@@ -792,6 +799,57 @@ def child_memory(params: dict) -> dict:
     return {"seconds": seconds, **peak.as_dict()}
 
 
+PIPELINE_HEAP = "2g"  # issue 16 part 6: the Spark heap 100 messages of 100 MB must go through
+
+
+def child_memory_pipeline(params: dict) -> dict:
+    """``run`` (ingest -> decode -> classify -> replay to ``dir:``) over one dump of large
+    messages, in a fresh local session with ``PIPELINE_HEAP`` of heap; the peak RSS of the JVM
+    and of the Python workers while it runs."""
+    from dlq_pipeline.rules.parser import load_rules
+    from dlq_pipeline.settings import RunSettings, StorageSettings
+    from dlq_pipeline.spark.run import run_pipeline
+    from dlq_pipeline.spark.session import get_spark
+
+    spark = get_spark({"master": params["master"], "app_name": "bench-memory-run",
+                       "spark_conf": {"spark.driver.memory": PIPELINE_HEAP}})
+    work = Path(params["work"])
+    rules = work / "catch-all.rules"
+    rules.write_text(data.CATCH_ALL + "\n")
+    settings = RunSettings(storage=StorageSettings(path=str(work / "warehouse")))
+    with PeakMemory() as peak:
+        began = time.perf_counter()
+        if params.get("ingest_only"):  # tests/spark/test_large_messages.py: ingest's share alone
+            from dlq_pipeline.spark.ingest import ingest
+            from dlq_pipeline.spark.storage import Storage
+
+            landed = ingest(spark, Storage(spark, path=settings.storage.path), [params["dump"]],
+                            run_id="bench-memory").messages_landed
+            outcomes: dict = {}
+        else:
+            result = run_pipeline(spark, settings, load_rules(str(rules)), inputs=[params["dump"]],
+                                  target=f"dir:{work / 'out'}", run_id="bench-memory")
+            landed, outcomes = result.messages_landed, result.outcomes
+        seconds = time.perf_counter() - began
+    written = sum(p.stat().st_size for p in (work / "out").rglob("*") if p.is_file())
+    return {"seconds": seconds, "heap": PIPELINE_HEAP, "landed": landed,
+            "outcomes": outcomes, "replayed_bytes": written, **peak.as_dict()}
+
+
+def bench_pipeline_memory(sizes: Sizes, work: Path, ctx: Context) -> dict:
+    """Issue 16 part 6: the dump is generated in a temporary directory under ``work`` and
+    deleted afterwards (100 messages of 100 MB are a 21 GB dump)."""
+    n, size = sizes.pipeline_memory_messages, sizes.pipeline_memory_bytes
+    temp = Path(tempfile.mkdtemp(prefix="pipeline-memory-", dir=work))
+    try:
+        dump = data.large_messages_dump(temp / "large.dmp", n, size)
+        got = ctx.child("memory_pipeline", {"master": "local[2]", "dump": dump, "work": str(temp)})
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    got.update(messages=n, payload_bytes=size, passed=got["landed"] == n and got["outcomes"].get("delivered") == n)
+    return got
+
+
 def bench_memory(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     n = sizes.memory_messages
     small = memory_input(work / f"memory-{n}x{sizes.memory_small_bytes}.parquet", n, sizes.memory_small_bytes)
@@ -808,6 +866,12 @@ def bench_memory(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     def peak(case, kind):
         return out["cases"][case]["peak_rss_mb"].get(kind, 0.0)
 
+    if sizes.pipeline_memory_messages:
+        try:
+            out["pipeline"] = bench_pipeline_memory(sizes, work, ctx)
+        except Exception as exc:  # noqa: BLE001 - e.g. the child ran out of memory: report it, keep the rest
+            out["pipeline"] = {"messages": sizes.pipeline_memory_messages, "payload_bytes": sizes.pipeline_memory_bytes,
+                               "passed": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}
     out["ratios"] = {
         "python_workers_large_over_small": ratio(peak("large_payload", "python_workers"),
                                                  peak("small_payload", "python_workers")),
@@ -826,4 +890,5 @@ BENCHES = {
     "end_to_end": bench_end_to_end,
     "memory": bench_memory,
 }
-CHILDREN = {"ingest": child_ingest, "pipeline": child_pipeline, "reference": child_reference, "memory": child_memory}
+CHILDREN = {"ingest": child_ingest, "pipeline": child_pipeline, "reference": child_reference, "memory": child_memory,
+            "memory_pipeline": child_memory_pipeline}

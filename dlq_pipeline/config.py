@@ -61,6 +61,8 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
     },
     "replay": {
         "max_connections": ((int,), 4, "most MQ connections open at once (replay partitions)"),
+        "connections_per_qmgr": ((int,), 1, "most of those one target queue manager's messages are spread over "
+                                            "(by target queue; each queue keeps DLQ order in one connection)"),
         "batch_size": ((int,), 200, "puts per syncpoint unit of work"),
         "rate_limit": ((int, float), 0, "puts per second per connection; 0 = unlimited"),
         "breaker_threshold": ((int,), 5, "transient failures on one queue before it is left alone for the run"),
@@ -179,7 +181,7 @@ def _check_values(where: str, values: dict[str, dict[str, Any]], problems: list[
     if values["drain"]["mode"] not in ("browse", "move"):
         problems.append(f"{where}: 'drain.mode' must be browse or move, not '{values['drain']['mode']}'")
     for section, key, low in [
-        ("replay", "max_connections", 1), ("replay", "batch_size", 1), ("replay", "breaker_threshold", 1),
+        ("replay", "max_connections", 1), ("replay", "connections_per_qmgr", 1), ("replay", "batch_size", 1), ("replay", "breaker_threshold", 1),
         ("replay", "reconnect_attempts", 0), ("drain", "batch_size", 1), ("ingest", "split_bytes", 1024),
         ("ingest", "max_line_length", 80), ("ingest", "max_message_bytes", 0), ("report", "top", 1),
         ("replay", "rate_limit", 0), ("replay", "reconnect_backoff", 0),

@@ -75,7 +75,8 @@ class ClassifySettings:
 @dataclass(frozen=True)
 class ReplaySettings:
     """``[replay]``: ``max_connections`` bounds the replay stage's partitions (one MQ
-    connection each); the rest is what each partition's writer (`dlq_pipeline.replay.writer`)
+    connection each), ``connections_per_qmgr`` how many of them one target queue manager's
+    messages may use (`dlq_pipeline.spark.replay.partition_key`); the rest is what each partition's writer (`dlq_pipeline.replay.writer`)
     does: syncpoint batches, rate limit, circuit breakers, depth check, reconnect backoff
     (seconds)."""
 
@@ -88,6 +89,7 @@ class ReplaySettings:
     backoff_initial: float = 1.0
     backoff_max: float = 30.0
     max_connections: int = 4
+    connections_per_qmgr: int = 1
 
     @classmethod
     def from_config(cls, config) -> "ReplaySettings":
@@ -95,7 +97,8 @@ class ReplaySettings:
         return cls(batch_size=r["batch_size"], rate_limit=float(r["rate_limit"]),
                    breaker_threshold=r["breaker_threshold"], depth_check=r["depth_check"],
                    depth_headroom=float(r["depth_headroom"]), reconnect_attempts=r["reconnect_attempts"],
-                   backoff_initial=float(r["reconnect_backoff"]), max_connections=r["max_connections"])
+                   backoff_initial=float(r["reconnect_backoff"]), max_connections=r["max_connections"],
+                   connections_per_qmgr=r["connections_per_qmgr"])
 
 
 @dataclass(frozen=True)

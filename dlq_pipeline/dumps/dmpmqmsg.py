@@ -375,7 +375,9 @@ class LineReader:
             self._more()
         first = self.buf[self.pos:self.pos + 1]
         if first == b"X":
-            data = self._plain_x_run(budget)
+            data = self._even_x_run(budget)
+            if data is None:
+                data = self._plain_x_run(budget)
             if data is not None:
                 return data
         regex = self.x_run if first == b"X" else self.s_run if first == b"S" else None
@@ -410,6 +412,51 @@ class LineReader:
             raw, data = raw[:keep], data[:size]
         self._consume(raw)
         return data
+
+    def _even_x_run(self, budget: int | None = None) -> bytes | None:
+        """``data_run`` for the X lines of one width that come next (what dmpmqmsg writes:
+        every line of a message but its last has the same length), without splitting them
+        into lines: with width ``w``, the line starts, the spaces after ``X`` and the
+        newlines sit every ``w + 1`` bytes, so three strided slices (a byte per line) show
+        how many lines are regular, one ``translate`` drops the ``X``, spaces and newlines,
+        and ``a2b_hex`` checks the digits. Anything else (a CR, an odd or too-long width, a
+        stray character) returns None for the other paths, which read it as before."""
+        buf, pos = self.buf, self.pos
+        newline = buf.find(b"\n", pos, pos + min(self.max_len, 1 << 16) + 1)
+        width = newline - pos  # of the first line, without its newline
+        if newline < 0 or width < 4 or width & 1 or width > self.max_len or buf[newline - 1] == 0x0D:
+            return None
+        stride, grows = width + 1, (width - 2) >> 1
+        count = (len(buf) - pos) // stride
+        if budget is not None:
+            count = min(count, budget // grows)
+        if count == 0:
+            return None
+        lines = self._regular_lines(pos, width, min(count, 16))  # a message's short last line: 1
+        if lines == 16 < count:
+            blank = buf.find(b"\n\n", pos, pos + count * stride)  # where dmpmqmsg ends a message
+            lines = self._regular_lines(pos, width, count if blank < 0 else min(count, (blank - pos) // stride + 1))
+        if lines == 0:
+            return None
+        size = lines * stride
+        digits = bytes(memoryview(buf)[pos:pos + size]).translate(None, b"X \n")
+        if len(digits) != lines * (width - 2):  # an X, space or newline inside a line
+            return None
+        try:
+            data = binascii.a2b_hex(digits)
+        except binascii.Error:  # not a hex digit somewhere
+            return None
+        self.pos += size
+        self.lineno += self.step * lines
+        return data
+
+    def _regular_lines(self, pos: int, width: int, count: int) -> int:
+        """How many of the ``count`` lines of ``width`` from ``pos`` are ``X `` ... newline."""
+        buf, stride = self.buf, width + 1
+        end = pos + count * stride
+        heads, spaces, ends = buf[pos:end:stride], buf[pos + 1:end:stride], buf[pos + width:end:stride]
+        return min(len(heads) - len(heads.lstrip(b"X")), len(spaces) - len(spaces.lstrip(b" ")),
+                   len(ends) - len(ends.lstrip(b"\n")))
 
     def _plain_x_run(self, budget: int | None = None) -> bytes | None:
         """``data_run`` for X lines without the regular expression, which matched at about

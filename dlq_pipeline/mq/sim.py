@@ -452,7 +452,7 @@ class SimConnection:
         self._rng = random.Random(self._config["seed"])
         self._in_uow = False
         self._got: list[int] = []
-        self._put: list[tuple[int, int]] = []  # (messages id, put_log seq) of this unit's puts
+        self._put: list[int] = []  # messages ids of this unit's puts
         self._cursors: dict[str, int] = {}
         self._broken: int | None = None
         self._owed_delay = 0.0  # latency met inside the unit of work (see the module docstring)
@@ -539,8 +539,7 @@ class SimConnection:
         db.executemany("INSERT INTO get_log (qmgr, queue, md, data, connection) "
                        "SELECT qmgr, queue, md, data, ? FROM messages WHERE id=?", [(self.id, i) for i in got])
         db.executemany("DELETE FROM messages WHERE id=?", [(i,) for i in got])
-        db.executemany("UPDATE messages SET state=0 WHERE id=?", [(m,) for m, _ in self._put])
-        db.executemany("UPDATE put_log SET committed=1 WHERE seq=?", [(q,) for _, q in self._put])
+        db.executemany("UPDATE messages SET state=0 WHERE id=?", [(m,) for m in self._put])
         db.execute("COMMIT")
         self._in_uow = False
         self._got = []
@@ -576,21 +575,28 @@ class SimConnection:
         raise MQError(reasons.MQRC_UNKNOWN_REMOTE_Q_MGR, f"queue manager {qmgr!r} is not known to {self.qmgr_name}")
 
     def _queue(self, db: sqlite3.Connection, qmgr: str, queue: str, *, define: bool) -> QueueDef:
+        return self._queue_depth(db, qmgr, queue, define=define)[0]
+
+    def _queue_depth(self, db: sqlite3.Connection, qmgr: str, queue: str, *, define: bool) -> tuple[QueueDef, int]:
+        """The queue's definition and CURDEPTH in one statement (a put needs both: one SQLite
+        round trip fewer per put, about 10 µs of the simulator's own cost)."""
         if not queue.isascii():  # e.g. a Latin-1 ReplyToQ's exact bytes: no queue can have that name
             raise MQError(reasons.MQRC_UNKNOWN_OBJECT_NAME,
                           f"queue {queue!r} cannot exist on {qmgr}: MQ names are A-Z a-z 0-9 . / _ %")
         row = db.execute(
-            "SELECT maxdepth, maxmsgl, put_inhibited, get_inhibited, authority FROM queues WHERE qmgr=? AND name=?",
+            "SELECT q.maxdepth, q.maxmsgl, q.put_inhibited, q.get_inhibited, q.authority, d.depth FROM queues q "
+            "LEFT JOIN depths d ON d.qmgr = q.qmgr AND d.queue = q.name WHERE q.qmgr=? AND q.name=?",
             (qmgr, queue)).fetchone()
         if row is not None:
-            return QueueDef(row[0], row[1], bool(row[2]), bool(row[3]), json.loads(row[4]) if row[4] else None)
+            return (QueueDef(row[0], row[1], bool(row[2]), bool(row[3]), json.loads(row[4]) if row[4] else None),
+                    row[5] or 0)
         key = queue if qmgr == self.qmgr_name else f"{qmgr}:{queue}"
         configured = self._config["queues"].get(key)
         if not define or not self._config["auto_define"] or (configured and not configured["exists"]) or not queue:
             raise MQError(reasons.MQRC_UNKNOWN_OBJECT_NAME, f"queue {queue!r} is not defined on {qmgr}")
         qdef = QueueDef(self._config["maxdepth"], self._config["maxmsgl"])
         db.execute("INSERT OR IGNORE INTO queues VALUES (?,?,?,?,0,0,NULL)", (qmgr, queue, qdef.maxdepth, qdef.maxmsgl))
-        return qdef
+        return qdef, _depth(db, qmgr, queue)
 
     def _check(self, qdef: QueueDef, queue: str, permission: str, user: str | None = None) -> None:
         who = (user or self.user).strip()
@@ -639,26 +645,29 @@ class SimConnection:
         stored_json = given if stored is md else md_to_json(stored)
 
         def work(db):
-            qdef = self._queue(db, handle.token, handle.queue, define=True)
+            qdef, depth = self._queue_depth(db, handle.token, handle.queue, define=True)
             if qdef.put_inhibited:
                 raise MQError(reasons.MQRC_PUT_INHIBITED, f"puts to {handle.queue} are inhibited")
             if len(data) > self._config["qmgr_maxmsgl"]:
                 raise MQError(reasons.MQRC_MSG_TOO_BIG_FOR_Q_MGR, f"{len(data)} bytes exceed the queue manager's MAXMSGL")
             if len(data) > qdef.maxmsgl:
                 raise MQError(reasons.MQRC_MSG_TOO_BIG_FOR_Q, f"{len(data)} bytes exceed MAXMSGL of {handle.queue}")
-            depth = _depth(db, handle.token, handle.queue)
             if depth >= qdef.maxdepth:
                 raise MQError(reasons.MQRC_Q_FULL, f"{handle.queue} holds {depth} messages (MAXDEPTH {qdef.maxdepth})")
             state = 1 if syncpoint else 0
             message = db.execute(
                 "INSERT INTO messages (qmgr, queue, md, data, msg_id, correl_id, state) VALUES (?,?,?,?,?,?,?)",
                 (handle.token, handle.queue, stored_json, data, stored.msg_id, stored.correl_id, state)).lastrowid
-            logged = db.execute(
-                "INSERT INTO put_log (qmgr, queue, md, data, user, connection, committed) VALUES (?,?,?,?,?,?,?)",
+            # committed=1 at once: the row is in the unit of work's own SQLite transaction, so
+            # nobody sees it before the commit and a backout (or a crash) removes it with the
+            # rest; marking it at commit was one more UPDATE per put. (Files made before may
+            # hold rows with committed=0 from that time: put_log still reads committed=1 only.)
+            db.execute(
+                "INSERT INTO put_log (qmgr, queue, md, data, user, connection, committed) VALUES (?,?,?,?,?,?,1)",
                 (handle.token, handle.queue, given, data, _readable((handle.alternate_user or self.user).strip()),
-                 self.id, 1 - state)).lastrowid
+                 self.id))
             if syncpoint:
-                self._put.append((message, logged))
+                self._put.append(message)
 
         self._run(syncpoint, work)
 

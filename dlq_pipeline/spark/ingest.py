@@ -35,6 +35,7 @@ those back; ``message_key`` is computed from the bytes as read).
 from __future__ import annotations
 
 import datetime as dt
+import operator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -59,6 +60,12 @@ DEFAULT_MAX_MESSAGE_BYTES = MQ_MAX_MESSAGE_BYTES
 ARROW_BATCH_ROWS = 2048
 ARROW_BATCH_BYTES = 32 * 1024 * 1024  # keeps every batch's binary column well under 2 GB
 SKIP_BROADCAST_ROWS = 100_000  # rows to leave out of a landing, above which ingest deduplicates whole rows
+# A landing with a message this large is cached on disk only and written without copies the
+# Parquet writer can spare (docs/performance.md, "parts 3 and 6"): a 100 MB message is
+# several 100 MB arrays at once in each task, and a 2 GB heap runs two tasks.
+LARGE_MESSAGE_BYTES = 16 * 1024 * 1024
+LARGE_MESSAGE_PARQUET = {"parquet.enable.dictionary#data": "false", "parquet.column.statistics.enabled#data": "false",
+                         "compression": "uncompressed"}
 
 # MQMD attribute -> messages column (only Version is renamed).
 
@@ -127,33 +134,40 @@ def _shown(text: str | None) -> str | None:
 
 
 class _Batcher:
-    """Collects rows column-wise and hands out Arrow batches of bounded size."""
+    """Collects rows (dicts naming some of ``ARROW_SCHEMA``'s columns; the rest are null) and
+    hands out Arrow batches of bounded size. Each row becomes one tuple (a dict copy and one
+    ``itemgetter`` call, both in C); a batch's columns are those tuples transposed."""
+
+    _names = tuple(ARROW_SCHEMA.names)
+    _values = operator.itemgetter(*ARROW_SCHEMA.names)
+    _nulls = dict.fromkeys(ARROW_SCHEMA.names)
 
     def __init__(self):
         self._reset()
 
     def _reset(self):
-        self.columns: dict[str, list] = {name: [] for name in ARROW_SCHEMA.names}
-        self.rows = 0
+        self.rows: list[tuple] = []
         self.bytes = 0
 
     def add(self, row: Mapping[str, Any]) -> pa.RecordBatch | None:
-        for name, values in self.columns.items():
-            values.append(row.get(name))
-        self.rows += 1
-        self.bytes += len(row.get("data") or b"")
-        if self.rows >= ARROW_BATCH_ROWS or self.bytes >= ARROW_BATCH_BYTES:
+        full = self._nulls.copy()
+        full.update(row)
+        self.rows.append(self._values(full))
+        data = full["data"]
+        if data is not None:
+            self.bytes += len(data)
+        if len(self.rows) >= ARROW_BATCH_ROWS or self.bytes >= ARROW_BATCH_BYTES:
             return self.flush()
         return None
 
     def flush(self) -> pa.RecordBatch | None:
         if not self.rows:
             return None
-        batch = pa.RecordBatch.from_arrays(
-            [pa.array(self.columns[f.name], type=f.type) for f in ARROW_SCHEMA], schema=ARROW_SCHEMA
-        )
+        columns = zip(*self.rows)
         self._reset()
-        return batch
+        return pa.RecordBatch.from_arrays(
+            [pa.array(values, type=f.type) for f, values in zip(ARROW_SCHEMA, columns)], schema=ARROW_SCHEMA
+        )
 
 
 class _NewlineCounter:
@@ -367,6 +381,7 @@ class _Landing:
     landed_at: dt.datetime
     persisted: bool = False
     per_file: dict[str, dict[str, int]] | None = None
+    largest: int = 0  # bytes of data of the largest message read (known when persisted)
 
     def messages(self, skip: DataFrame | None = None, unique: bool = False) -> DataFrame:
         return messages_rows(self.positioned, run_id=self.run_id, landed_at=self.landed_at, skip=skip, unique=unique)
@@ -383,12 +398,16 @@ class _Landing:
 
 def file_counts(raw: DataFrame, paths: Iterable[str] = ()) -> dict[str, dict[str, int]]:
     """Per input file (``paths`` too, with zeros, when nothing came of them): the messages
-    read and the records quarantined."""
-    counts = {path: {"messages": 0, "quarantined": 0} for path in paths}
-    rows = raw.where(F.col("rec") != "split").groupBy("source_file", "rec").count().collect()
+    read, the records quarantined, and (``largest``) the length of the largest message's data."""
+    counts = {path: {"messages": 0, "quarantined": 0, "largest": 0} for path in paths}
+    rows = (raw.where(F.col("rec") != "split").groupBy("source_file", "rec")
+            .agg(F.count(F.lit(1)).alias("count"), F.max(F.length("data")).alias("largest")).collect())
     for row in rows:
         kind = "messages" if row["rec"] == "message" else "quarantined"
-        counts.setdefault(row["source_file"], {"messages": 0, "quarantined": 0})[kind] = int(row["count"])
+        entry = counts.setdefault(row["source_file"], {"messages": 0, "quarantined": 0, "largest": 0})
+        entry[kind] = int(row["count"])
+        if kind == "messages":
+            entry["largest"] = int(row["largest"] or 0)
     return counts
 
 
@@ -408,7 +427,7 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
     if progress:
         progress(_plan_line(items))
     raw = scan(spark, items, max_line_length=max_line_length, max_message_bytes=max_message_bytes)
-    persisted, per_file = False, None
+    persisted, per_file, largest = False, None, 0
     if persist:
         try:
             raw = raw.persist(StorageLevel.MEMORY_AND_DISK)
@@ -422,8 +441,15 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
             for path in sorted(per_file):
                 counts = per_file[path]
                 progress(f"ingest: {path}: {counts['messages']} messages, {counts['quarantined']} quarantined")
+        largest = max((c.pop("largest") for c in per_file.values()), default=0)
+        if persisted and largest >= LARGE_MESSAGE_BYTES:
+            # Kept in memory, the cached messages would leave too little heap for writing them;
+            # the next job reads the files again into a cache on disk.
+            raw.unpersist(blocking=True)
+            raw = scan(spark, items, max_line_length=max_line_length,
+                       max_message_bytes=max_message_bytes).persist(StorageLevel.DISK_ONLY)
     bases = split_bases(spark, raw) if any(i.splits > 1 for i in items) else None
-    return _Landing(items, raw, _positioned(raw, bases), run_id, _timestamp(landed_at), persisted, per_file)
+    return _Landing(items, raw, _positioned(raw, bases), run_id, _timestamp(landed_at), persisted, per_file, largest)
 
 
 def land(
@@ -489,12 +515,13 @@ def _store_messages(storage, landing: _Landing, read: int) -> int:
         return storage.merge_new("messages", landing.messages())
     if len(skip) >= read:
         return 0  # nothing new: leave no empty file behind
+    options = LARGE_MESSAGE_PARQUET if landing.largest >= LARGE_MESSAGE_BYTES else None
     if not skip:  # the common case: no join at all (broadcasting even an empty list is a job)
-        storage.append("messages", landing.messages(unique=True))
+        storage.append("messages", landing.messages(unique=True), parquet_options=options)
         return read
     positions = landing.raw.sparkSession.createDataFrame(
         [(r["source_file"], r["source_offset"]) for r in skip], "source_file string, source_offset long")
-    storage.append("messages", landing.messages(positions))
+    storage.append("messages", landing.messages(positions), parquet_options=options)
     return read - len(skip)
 
 

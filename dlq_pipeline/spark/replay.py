@@ -25,7 +25,7 @@ import secrets
 import shutil
 from typing import Callable, Mapping
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from dlq_pipeline.clock import as_utc, from_epoch_micros, utc_now
@@ -153,9 +153,21 @@ def partition_rows(items: DataFrame, run: Callable) -> DataFrame:
     return items.mapInArrow(task, table_schema("ledger"))
 
 
-def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: set[str]) -> DataFrame:
+def partition_key(per_qmgr: int = 1) -> list[Column]:
+    """What replay partitions are hashed on: the target queue manager; with ``per_qmgr`` > 1
+    also one of ``per_qmgr`` buckets of the target queue, so one queue manager's messages
+    (typically most of a DLQ go back to the local one) spread over up to that many
+    connections, while every target queue (and every ``dir:`` file) stays in one partition, in
+    DLQ order. 1 is the key of before, exactly (the same partitions, the same ledger)."""
+    qmgr = F.coalesce(F.col("target_qmgr"), F.lit(""))
+    if per_qmgr <= 1:
+        return [qmgr]
+    return [qmgr, F.pmod(F.hash(F.coalesce(F.col("target_q"), F.lit(""))), F.lit(per_qmgr))]
+
+
+def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: set[str], per_qmgr: int = 1) -> DataFrame:
     """Decisions joined with their messages, one partition per target queue manager (hashed
-    into ``partitions``), in DLQ order within each."""
+    into ``partitions``; `partition_key`), in DLQ order within each."""
     md_cols = [F.col(f"m.{c}").alias(c) for c in (*MD_COLUMNS.values(), CHAR_BYTES_COLUMN)]
     messages = storage.read("messages").alias("m")
     needs_data = F.col("d.action").isin(*PUT_ACTIONS)
@@ -173,7 +185,7 @@ def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: se
     if skip:
         ended = storage.spark.createDataFrame([(k,) for k in sorted(skip)], "message_key string")
         joined = joined.join(ended, "message_key", "left_anti")
-    return joined.repartition(partitions, F.coalesce(F.col("target_qmgr"), F.lit(""))).sortWithinPartitions(
+    return joined.repartition(partitions, *partition_key(per_qmgr)).sortWithinPartitions(
         "source_file", "source_index", "message_key")
 
 
@@ -205,7 +217,7 @@ def replay(
     skip = recover_checkpoints(spark, storage, root)
     checkpoint_root = str(root) if chosen.resumable else None
 
-    items = work_items(storage, decisions, settings.max_connections, skip)
+    items = work_items(storage, decisions, settings.max_connections, skip, settings.connections_per_qmgr)
     lease = held_lease(storage)
     run = partition_function(chosen, settings, run_id, now, checkpoint_root, task_hook, RunGroup.of_this_process(),
                              lease.fence() if lease is not None else None)

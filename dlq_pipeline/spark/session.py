@@ -59,7 +59,15 @@ BASE_CONF: dict[str, str] = {
     # default 1 GB local heap that ran out of memory decoding a realistic DLQ
     # (benchmarks/run.py decode). 2,048 rows keep a batch under ~8 MB at no measurable cost.
     "spark.sql.execution.arrow.maxRecordsPerBatch": "2048",
+    # ... and at most 64 MB (a larger message alone): replay sends whole messages to Python,
+    # and 2,048 messages of up to 100 MB would be one batch of up to 200 GB.
+    "spark.sql.execution.arrow.maxBytesPerBatch": str(64 * 1024 * 1024),
     "spark.sql.codegen.fallback": "true",
+    # PySpark 4 wraps every DataFrame and Column call to send its Python call site to the JVM
+    # (for error messages): four py4j round trips per `F.col`, `select`, `alias` ... A run
+    # builds its plans with about 800 such calls: 1-4 s of a 1,000-message run went there
+    # (docs/performance.md, issue 16 part 1). Errors still name the failing operation.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 LOG_LEVEL = "WARN"
 

@@ -35,7 +35,7 @@ import secrets
 import shutil
 import time
 from functools import reduce
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -373,9 +373,11 @@ class Storage:
         self._committed(f"create {table}", lambda: None if self.exists(table) else self.spark.sql(
             f"CREATE TABLE IF NOT EXISTS {self._delta_ref(table)} ({ddl}) USING delta {properties}"))
 
-    def _write(self, table: str, df: DataFrame) -> None:
+    def _write(self, table: str, df: DataFrame, parquet_options: Mapping[str, str] | None = None) -> None:
         where = self.location(table)
         writer = df.write.mode("append")
+        if parquet_options and self.format == "parquet":
+            writer = writer.options(**parquet_options)
         if self.format == "delta":
             self._create_delta(table)
             # Blind appends never conflict with other writers in Delta.
@@ -393,10 +395,11 @@ class Storage:
                 log.warning("removed the output of an interrupted write from %s/%s", where, STAGING_DIR)
             writer.parquet(where)
 
-    def append(self, table: str, df: DataFrame) -> None:
-        """Append ``df`` (conformed to the table's schema; extra columns are dropped)."""
+    def append(self, table: str, df: DataFrame, parquet_options: Mapping[str, str] | None = None) -> None:
+        """Append ``df`` (conformed to the table's schema; extra columns are dropped).
+        ``parquet_options``: Parquet writer options for this write (ingest's large messages)."""
         self._prepare()
-        self._write(table, conform(df, table))
+        self._write(table, conform(df, table), parquet_options)
 
     def merge_new(self, table: str, df: DataFrame, key: Sequence[str] | None = None) -> int:
         """Insert the rows of ``df`` whose key is not in the table yet; return how many.

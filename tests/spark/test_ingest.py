@@ -273,15 +273,18 @@ def test_ingest_is_idempotent_for_messages_and_quarantine(spark, tmp_path, corru
     assert_same_rows(storage.read("quarantine"), ref_quarantine)
 
 
-@pytest.mark.parametrize("broadcast_limit", [100_000, 0], ids=["skip-list-broadcast", "whole-row-merge"])
+@pytest.mark.parametrize("broadcast_limit, large_message", [(100_000, 1 << 30), (0, 1 << 30), (100_000, 1)],
+                         ids=["skip-list-broadcast", "whole-row-merge", "large-messages"])
 def test_ingest_stores_each_key_once_when_landings_overlap(spark, tmp_path, big_dump, monkeypatch,
-                                                           broadcast_limit):
+                                                           broadcast_limit, large_message):
     """Repeats inside one landing and keys stored by an earlier ingest are left out, the
     first in file order kept: alike when the rows to leave out are broadcast (the data is
-    not shuffled) and when there are too many and whole rows are deduplicated."""
+    not shuffled), when there are too many and whole rows are deduplicated, and when a
+    message counts as large (the read cached again on disk, the table written uncompressed)."""
     import dlq_pipeline.spark.ingest as ingest_module
 
     monkeypatch.setattr(ingest_module, "SKIP_BROADCAST_ROWS", broadcast_limit)
+    monkeypatch.setattr(ingest_module, "LARGE_MESSAGE_BYTES", large_message)
     dumps = tmp_path / "dumps"
     dumps.mkdir()
     generated = list(generate_messages(40, seed=23, max_size=2048))

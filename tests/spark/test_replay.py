@@ -98,6 +98,32 @@ def test_dir_target_through_spark(spark, tmp_path):
         assert got == [rebuild(*dead_letter(n), Decision("RETRY")) for n in numbers]  # in DLQ order
 
 
+def test_connections_per_qmgr_spreads_one_qmgr_by_queue_each_queue_in_dlq_order(spark, tmp_path):
+    """replay.connections_per_qmgr: the local queue manager's messages go over several
+    connections (partitions), each target queue through one of them, in DLQ order; the files
+    are those of the one-connection run."""
+    queues = [f"APP.Q{q}" for q in range(8)]
+    files = {}
+    for per_qmgr in (1, 4):
+        run = f"RUN-P{per_qmgr}"
+        decisions = [decision_row(f"key{n:03d}", "RETRY", run_id=run, index=n, target_q=queues[n % len(queues)],
+                                  target_qmgr="", putaut="DEF", attempt=1) for n in range(24)]
+        settings, storage = setup(spark, tmp_path / f"wh{per_qmgr}", decisions, max_connections=4,
+                                  connections_per_qmgr=per_qmgr)
+        counts = replay(spark, storage, frame(spark, "decisions", decisions), target=f"dir:{tmp_path / 'out'}",
+                        settings=settings, run_id=run, now=NOW)
+        assert counts == {"delivered": 24}
+        ledger = storage.read("ledger").collect()
+        partitions = {q: {r["partition_id"] for r in ledger if r["target_q"] == q} for q in queues}
+        assert all(len(p) == 1 for p in partitions.values())  # a queue never spans connections
+        used = set().union(*partitions.values())
+        assert len(used) == 1 if per_qmgr == 1 else 1 < len(used) <= 4
+        files[per_qmgr] = {q: [(m.md, m.data) for m in read_dump(str(tmp_path / "out" / run / "@local" / f"{q}.dmp"))]
+                           for q in queues}
+    assert files[4] == files[1]
+    assert files[1]["APP.Q3"] == [rebuild(*dead_letter(n), Decision("RETRY")) for n in (3, 11, 19)]  # DLQ order
+
+
 def test_a_rerun_after_a_run_died_never_puts_its_committed_messages_again(spark, tmp_path, storage_kind):
     warehouse = tmp_path / "wh"
     items = [WorkItem(f"key{n:03d}", "RETRY", *dead_letter(n), target_q="APP.IN", target_qmgr="", putaut="DEF",

@@ -711,3 +711,36 @@ def test_x_runs_without_the_regular_expression_read_like_with_it(lines, tail, li
     with patch.object(LineReader, "_plain_x_run", lambda self, budget=None: None):
         slow = read_bytes(content, max_line_length=limit, max_message_bytes=max_message)
     assert fast == slow
+
+
+def even_x_lines(data: bytes, width: int) -> bytes:
+    """``data`` as dmpmqmsg writes it: X lines of ``width`` bytes, the last one shorter."""
+    return b"".join(b"X " + data[at:at + width].hex().upper().encode() + b"\n"
+                    for at in range(0, max(len(data), 1), width))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.binary(max_size=400), st.integers(1, 40)), min_size=1, max_size=4),
+       st.data(), st.sampled_from([b"", b"A PRI 2\nX 01\n", b"X 0"]),
+       st.sampled_from([40, MAX_LINE_LENGTH]), st.sampled_from([None, 0, 5, 30, 1000]))
+def test_even_x_runs_read_like_the_line_by_line_path(messages, data, tail, limit, max_message):
+    """The fast path for X lines of one width checks the line starts, spaces and newlines by
+    stride: on such runs, damaged or not, it must give exactly what the other paths give."""
+    clean = b"".join(b"A PRI 1\n" + even_x_lines(body, width) + b"\n" for body, width in messages) + tail
+    content = data.draw(st.just(clean) | corrupted(clean))
+    fast = read_bytes(content, max_line_length=limit, max_message_bytes=max_message)
+    with patch.object(LineReader, "_even_x_run", lambda self, budget=None: None):
+        without = read_bytes(content, max_line_length=limit, max_message_bytes=max_message)
+    with patch.object(LineReader, "data_run", lambda self, budget=None: None), \
+            patch.object(LineReader, "md_run", lambda self: None):
+        slow = read_bytes(content, max_line_length=limit, max_message_bytes=max_message)
+    assert fast == without == slow
+
+
+def test_even_x_runs_cross_the_read_buffer(tmp_path):
+    """A message larger than the reader's 1 MB block is taken in several runs; the data is whole."""
+    body = bytes(range(256)) * 9000  # 2.3 MB of data, 4.6 MB of hex
+    path = tmp_path / "big.dmp"
+    path.write_bytes(b"A PRI 1\n" + even_x_lines(body, 25) + b"\nA PRI 2\n" + even_x_lines(b"ok", 25))
+    first, second = read_dump(path)
+    assert (first.data, second.data, second.line) == (body, b"ok", 1 + len(body) // 25 + 1 + 1)
