@@ -22,7 +22,7 @@ from dlq_pipeline.formats import structures
 from dlq_pipeline.dumps.dmpmqmsg import NOTE_FILE_ENDS_MID_LINE, read_dump, write_dump
 from dlq_pipeline.dumps.generator import generate_messages
 from dlq_pipeline.dumps.inspect import describe, format_message
-from dlq_pipeline.formats.mqmd import MQMD, text_to_bytes
+from dlq_pipeline.formats.mqmd import text_to_bytes
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.rules.parser import load_rules, parse_rules
 from dlq_pipeline.dumps.sources import read_source

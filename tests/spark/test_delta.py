@@ -26,7 +26,7 @@ from dlq_pipeline.spark.run import run_pipeline
 from dlq_pipeline.settings import RunSettings, StorageSettings
 from dlq_pipeline.spark.storage import open_storage
 from dlq_pipeline.spark.schemas import conform, table_schema
-from dlq_pipeline.spark.storage import Storage, StorageError
+from dlq_pipeline.spark.storage import StorageError
 
 from ..conftest import REPO, make_storage, require_delta, storage_settings
 

@@ -4,7 +4,6 @@ settle confirmed by the message key (data digest included)."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 
 import pytest

@@ -22,7 +22,7 @@ from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
 from dlq_pipeline.rules.model import Decision
 from dlq_pipeline.spark.replay import local_warehouse, replay
 from dlq_pipeline.settings import ReplaySettings, StorageSettings
-from dlq_pipeline.spark.storage import Storage, open_storage
+from dlq_pipeline.spark.storage import open_storage
 from tests.conftest import storage_settings
 from tests.spark.replay_retry_job import NOW, dead_letter, decision_row, frame, message_row
 

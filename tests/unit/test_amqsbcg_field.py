@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
 from dlq_pipeline.formats.mqmd import MQMD
-from dlq_pipeline.dumps.records import DumpedMessage, RecordError
+from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.whatif import decide_message
 from dlq_pipeline.dumps.sources import read_source, sniff

@@ -238,7 +238,7 @@ class FakeTracker:
         return None
 
 
-def _ticker(stage: str, jobs) -> "TaskTicker":
+def _ticker(stage: str, jobs):
     from dlq_pipeline.spark.progress import TaskTicker
 
     tracker = FakeTracker(jobs)
