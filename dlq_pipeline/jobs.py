@@ -64,9 +64,9 @@ def _spark_files() -> str:
     no JVM is started to find out)."""
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         return ""
-    from pyspark import SparkConf
+    from dlq_pipeline.spark.session import launcher_conf
 
-    return SparkConf().get("spark.files", "") or ""
+    return launcher_conf().get("spark.files", "")
 
 
 def command_for(stage: str):
