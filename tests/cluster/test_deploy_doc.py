@@ -11,6 +11,7 @@ The decisions in the HDFS warehouse must equal those of the same dumps decided i
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -80,7 +81,8 @@ class Submitter:
             r"NAMENODE:8020": authority,
             r"mq:QM1": "dry-run",
         }
-        self.env = {**self.bed.spark_env(), "SPARK_CONF_DIR": str(conf)}
+        self.env = {**self.bed.spark_env(), "SPARK_CONF_DIR": str(conf),  # pyspark's spark-submit on PATH
+                    "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
         # PYTHONPATH makes this checkout the driver's dlq_pipeline (the doc's "wheel installed");
         # executors get none (bed.start) and import the package from the archive only.
 
