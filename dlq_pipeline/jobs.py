@@ -13,11 +13,60 @@ exits 2 with a message saying so, before anything is touched.
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import NoReturn, Sequence
+from typing import Callable, NoReturn, Sequence
+from urllib.parse import urlparse
 
 # Every stage a job can run, in pipeline order; `run` is all of them in one job.
 STAGES = ("drain", "ingest", "classify", "replay", "settle", "report", "run")
+# Options naming a file the driver reads: a bare name may be one of spark-submit's --files.
+FILE_OPTIONS = ("--config", "--rules")
+
+
+def shipped_files(spark_files: str) -> dict[str, str]:
+    """File name -> local path of each local file in ``spark.files`` (spark-submit's
+    ``--files``, as URIs or paths, comma-separated); remote ones are left out (pure)."""
+    found = {}
+    for entry in filter(None, (e.strip() for e in spark_files.split(","))):
+        parsed = urlparse(entry)
+        if parsed.scheme in ("", "file", "local"):
+            found.setdefault(os.path.basename(parsed.path), parsed.path)
+    return found
+
+
+def with_shipped_files(args: Sequence[str], shipped: dict[str, str],
+                       exists: Callable[[str], bool] = os.path.exists) -> list[str]:
+    """``args`` with each ``--config NAME``/``--rules NAME`` that names no file here but is the
+    name of a file given to spark-submit's ``--files`` pointed at that file (pure but for ``exists``).
+
+    In cluster mode the driver runs where Spark put the ``--files``, so ``--config prod.toml``
+    opens; in client mode it runs where spark-submit was started, and Spark copies the files
+    only into its own scratch directory: the same command line must work in both modes."""
+    out = list(args)
+    for i, arg in enumerate(out):
+        option, eq, value = arg.partition("=")
+        if option not in FILE_OPTIONS:
+            continue
+        at = i if eq else i + 1
+        if not eq:
+            if at >= len(out):
+                continue
+            value = out[at]
+        if exists(value) or os.path.basename(value) != value or value not in shipped:
+            continue
+        out[at] = f"{option}={shipped[value]}" if eq else shipped[value]
+    return out
+
+
+def _spark_files() -> str:
+    """``spark.files`` of the spark-submit that started this driver ("" outside spark-submit:
+    no JVM is started to find out)."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return ""
+    from dlq_pipeline.spark.session import launcher_conf
+
+    return launcher_conf().get("spark.files", "")
 
 
 def command_for(stage: str):
@@ -46,6 +95,9 @@ def main(stage: str, argv: Sequence[str] | None = None) -> NoReturn:
     from dlq_pipeline.cli import pyspark_required
 
     args = list(sys.argv[1:] if argv is None else argv)
+    shipped = shipped_files(_spark_files())
+    if shipped:
+        args = with_shipped_files(args, shipped)
     with pyspark_required():
         command.main(args=args, prog_name=f"dlq-pipeline-{stage}", standalone_mode=True)
     sys.exit(exitcodes.OK)  # pragma: no cover - standalone_mode always exits

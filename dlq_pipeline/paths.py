@@ -48,3 +48,20 @@ def local_dir(path: str, *, needed_for: str = "this") -> Path:
     """`local_path` as an absolute `Path`: the warehouse directory the lock, replay's
     checkpoints and the simulated queue managers live in."""
     return Path(local_path(path, needed_for=needed_for)).absolute()
+
+
+def default_fs_problem(path: str, default_fs: str, qualified: str) -> str | None:
+    """Why a scheme-less ``path`` cannot be the warehouse when Spark's default file system
+    (``fs.defaultFS``) is not the local one, or None (pure).
+
+    Spark would resolve it there (``qualified``) while the lock, replay's checkpoints and the
+    run summaries would open the local directory of that name: two warehouses. The fix is one
+    full URI, not a guess at which one was meant."""
+    if urlparse(path).scheme or urlparse(default_fs).scheme in ("", "file"):
+        return None
+    local = Path(path).absolute().as_posix()
+    return (f"storage.path {path!r} has no scheme and Spark's default file system (fs.defaultFS) is {default_fs}: "
+            f"Spark would keep the tables in {qualified} while the lock, replay's checkpoints and the run "
+            f"summaries would use the local directory {local}. Write the full URI: storage.path = "
+            f"\"{qualified}\" (on HDFS: storage.format = \"delta\", storage.lock = false) or "
+            f"\"file://{local}\" (a directory every node mounts)")

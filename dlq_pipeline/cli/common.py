@@ -291,7 +291,25 @@ def start_spark(config: Config, classic_for: str = ""):
     if settings["format"] == "delta" and (spark is None or not delta_available(spark)):
         err(f"error: storage.format is delta, but Delta Lake is not on the Spark classpath: {DELTA_FIX}")
         sys.exit(exitcodes.USAGE)
+    _check_default_fs(spark, config.get("storage", "path"))
     return spark
+
+
+def _check_default_fs(spark, path: str) -> None:
+    """Exit 2 when a scheme-less storage.path would be on HDFS for Spark but local for the lock
+    and the checkpoints (`dlq_pipeline.paths.default_fs_problem`)."""
+    from urllib.parse import urlparse
+
+    from dlq_pipeline.paths import default_fs_problem
+    from dlq_pipeline.spark.storage import default_fs
+
+    if urlparse(path).scheme:
+        return
+    found = default_fs(spark, path)
+    problem = found and default_fs_problem(path, *found)
+    if problem:
+        err(f"error: {problem}")
+        sys.exit(exitcodes.USAGE)
 
 
 def open_tables(spark, config: Config):

@@ -263,11 +263,13 @@ class _Arrow:
         return (self.root + "/" + urllib.parse.urlparse(uri).path.lstrip("/")).rstrip("/")
 
     def _call(self, uri: str, what, *args):
+        import pyarrow as pa
+
         try:
             return what(*args)
         except FileNotFoundError:
             raise
-        except OSError as exc:
+        except (OSError, pa.ArrowException) as exc:  # Azure's credential errors are plain ArrowExceptions
             raise InputUnreachable(f"{uri!r} cannot be reached: {exc}") from None
 
     def info(self, uri: str) -> Entry | None:

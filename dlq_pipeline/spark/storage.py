@@ -72,6 +72,17 @@ class StorageError(RuntimeError):
     """The storage cannot be used as configured."""
 
 
+def default_fs(spark: SparkSession, path: str) -> tuple[str, str] | None:
+    """Spark's default file system (``fs.defaultFS``) and ``path`` as Spark resolves it there;
+    None over Spark Connect (no JVM here to ask)."""
+    jvm, jsc = getattr(spark, "_jvm", None), getattr(spark, "_jsc", None)
+    if jvm is None or jsc is None:
+        return None
+    conf = jsc.hadoopConfiguration()
+    fs = jvm.org.apache.hadoop.fs.FileSystem.get(conf)
+    return str(conf.get("fs.defaultFS")), str(fs.makeQualified(jvm.org.apache.hadoop.fs.Path(path)).toString())
+
+
 class _Files:
     """The few file-system operations Storage needs, locally or through Hadoop's FileSystem."""
 

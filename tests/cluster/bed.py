@@ -197,7 +197,9 @@ def start(root: Path) -> Bed:
     home = spark_home()
     logs = root / "logs"
     logs.mkdir(parents=True)
-    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(logs),
+    # no PYTHONPATH: executors import dlq_pipeline from what each session gives them (spark_conf's
+    # spark.executorEnv.PYTHONPATH, or a packed environment shipped with --archives), never the test's
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(logs),
            "PYSPARK_PYTHON": sys.executable, "SPARK_NO_DAEMONIZE": "1"}
     daemons: list[Daemon] = []
     try:

@@ -52,3 +52,11 @@ def hdfs_dumps(bed, dumps) -> str:
     uploaded = bed.hdfs.upload(dumps, "/dlq/dumps")
     assert len(uploaded) == 6
     return f"{bed.hdfs.uri}/dlq/dumps"
+
+
+@pytest.fixture(scope="session")
+def packed_env() -> Path:
+    """The packed environment spark-submit ships with --archives (tests/cluster/packed.py)."""
+    from tests.cluster.packed import packed_env as build
+
+    return build()

@@ -6,6 +6,7 @@ real HDFS in tests/cluster."""
 from __future__ import annotations
 
 import io
+import os
 import socket
 
 import pyarrow.fs as pafs
@@ -90,6 +91,21 @@ def test_an_unreachable_bucket_is_an_error_naming_the_path(monkeypatch):
     message = str(caught.value)
     assert message.startswith("'s3a://no-such-bucket/dumps' cannot be reached: ")
     assert "does not exist" not in message and "connect" in message.lower()
+
+
+def test_an_abfss_container_without_a_credential_is_an_error_naming_the_path(monkeypatch):
+    """No Azure credential anywhere (the managed identity endpoint on localhost refuses): one
+    error naming the input and the credential, not "does not exist"."""
+    for var in [v for v in os.environ if v.startswith(("AZURE_", "IDENTITY_", "MSI_", "IMDS_"))]:
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("MSI_ENDPOINT", _refusing_endpoint() + "/token")  # not 169.254.169.254
+    monkeypatch.setenv("PATH", "/nonexistent")  # no `az` CLI to ask
+    uri = "abfss://dumps@nosuchaccount.dfs.core.windows.net/dlq"
+    with pytest.raises(InputUnreachable) as caught:
+        plan_work([uri])
+    message = str(caught.value)
+    assert message.startswith(f"{uri!r} cannot be reached: ")
+    assert "does not exist" not in message and "DefaultAzureCredential" in message
 
 
 def test_an_abfss_uri_without_an_account_is_an_error_naming_it():

@@ -91,3 +91,25 @@ def test_what_spark_submit_was_given_wins_over_defaults_and_the_file():
                 "spark.submit.deployMode": "cluster"}
     assert session_conf(settings, launcher) == {**BASE_CONF, **launcher}
     assert session_conf(settings)["spark.master"] == "local[*]"  # no launcher: the configuration decides
+
+
+def test_shipped_files_maps_names_of_local_files_given_to_spark_submit():
+    assert jobs.shipped_files("file:/etc/dlq/prod.toml, /etc/dlq/prod.rules,hdfs://nn/x/remote.toml,") == {
+        "prod.toml": "/etc/dlq/prod.toml", "prod.rules": "/etc/dlq/prod.rules"}
+    assert jobs.shipped_files("") == {}
+
+
+def test_a_bare_config_or_rules_name_missing_here_is_the_shipped_file_client_mode():
+    shipped = {"prod.toml": "/etc/dlq/prod.toml", "prod.rules": "/etc/dlq/prod.rules"}
+    args = ["--config", "prod.toml", "--profile", "cluster", "--rules=prod.rules", "--target", "prod.toml"]
+    assert jobs.with_shipped_files(args, shipped, exists=lambda p: False) == [
+        "--config", "/etc/dlq/prod.toml", "--profile", "cluster", "--rules=/etc/dlq/prod.rules",
+        "--target", "prod.toml"]
+
+
+def test_a_name_found_here_or_a_path_or_an_unshipped_name_is_left_alone():
+    shipped = {"prod.toml": "/etc/dlq/prod.toml"}
+    here = ["--config", "prod.toml"]  # cluster mode: Spark put the file in the driver's directory
+    assert jobs.with_shipped_files(here, shipped, exists=lambda p: True) == here
+    for args in (["--config", "conf/prod.toml"], ["--config", "other.toml"], ["--config"]):
+        assert jobs.with_shipped_files(args, shipped, exists=lambda p: False) == args
