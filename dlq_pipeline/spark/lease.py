@@ -45,15 +45,14 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Iterator
 
 from pyspark.sql import functions as F
 
+from dlq_pipeline.dumps import files
 from dlq_pipeline.clock import from_epoch_micros, iso_z, utc_now
 from dlq_pipeline.locks import LOCKS_DIR, WarehouseLocked, held_warehouse_lock
 from dlq_pipeline.paths import PathError, local_dir
-from dlq_pipeline.private import private_dirs
 from dlq_pipeline.settings import StorageSettings
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.spark.storage import Storage, open_storage
@@ -127,7 +126,7 @@ class LeaseFence:
 
     def check(self) -> None:
         try:
-            doc = json.loads(Path(self.path).read_text(encoding="utf-8"))
+            doc = json.loads(files.read_bytes(self.path) or b"")  # on the warehouse's filesystem, from any executor
         except (OSError, ValueError):
             raise LeaseLost(f"the writer lease {self.token} is no longer held (no fence file {self.path}); "
                             "stopped before committing") from None
@@ -169,14 +168,14 @@ class Lease:
     `claim`, `renew`, `check`, `release`; `start_heartbeat` / `stop_heartbeat`."""
 
     def __init__(self, storage: Storage, *, command: str, run_id: str = "", seconds: float = 120.0,
-                 flock: str | None = None, fence_dir: Path | None = None,
+                 flock: str | None = None, fence_dir: str | None = None,
                  clock: Callable[[], dt.datetime] = utc_now):
         self.storage, self.spark = storage, storage.spark
         self.command, self.run_id, self.seconds, self.flock, self.clock = command, run_id, float(seconds), flock, clock
         self.token = secrets.token_hex(8)
         self.acquired_at: dt.datetime | None = None
         self.valid_until = 0.0  # epoch seconds: the end of what the last verified claim or renewal gives
-        self.fence_path = fence_dir / f"lease-{self.token}.json" if fence_dir is not None else None
+        self.fence_path = files.join(fence_dir, f"lease-{self.token}.json") if fence_dir is not None else None
         self.lost: LeaseLost | None = None
         self.beat = self.seconds / 3  # seconds between the starts of two renewals
         self._stop = threading.Event()
@@ -222,14 +221,9 @@ class Lease:
         """A verified claim or renewal made at ``now``: extend what the tasks may rely on."""
         self.valid_until = now.timestamp() + self.seconds * 0.75
         if self.fence_path is not None:
-            private_dirs(self.fence_path.parent)
             doc = {"token": self.token, "valid_until": self.valid_until,
                    "valid_until_utc": iso_z(dt.datetime.fromtimestamp(self.valid_until, dt.timezone.utc))}
-            tmp = self.fence_path.with_name(f"{self.fence_path.name}.{secrets.token_hex(4)}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(doc, f)
-            os.replace(tmp, self.fence_path)
+            files.write_file(self.fence_path, json.dumps(doc).encode(), replace=True)
 
     def try_claim(self) -> Holder | None:
         """Claim: None when this holder has the lease now, else who has it. A claim whose MERGE
@@ -339,8 +333,7 @@ class Lease:
 
     def _drop_fence(self) -> None:
         if self.fence_path is not None:
-            with contextlib.suppress(FileNotFoundError):
-                self.fence_path.unlink()
+            files.delete(self.fence_path)
 
     # heartbeat
 
@@ -390,15 +383,16 @@ def check_lease(storage: Storage) -> None:
         lease.check()
 
 
-def _flock_id(warehouse: str) -> tuple[str | None, Path | None]:
+def _flock_id(warehouse: str, webhdfs: str = "") -> tuple[str | None, str]:
     """(``HOST:LOCKFILE`` of the warehouse lock this process holds, or None; the fence
-    directory, or None when the warehouse is not a file system path)."""
+    directory on the warehouse's filesystem, `dlq_pipeline.dumps.files`)."""
+    fence_dir = files.join(files.files_uri(warehouse, webhdfs), LOCKS_DIR)
     try:
         directory = local_dir(warehouse)
     except PathError:
-        return None, None
+        return None, fence_dir
     held = held_warehouse_lock(directory)
-    return (f"{socket.gethostname()}:{held}" if held is not None else None), directory / LOCKS_DIR
+    return (f"{socket.gethostname()}:{held}" if held is not None else None), fence_dir
 
 
 @contextlib.contextmanager
@@ -424,7 +418,7 @@ def writer_lease(spark, settings: StorageSettings, *, command: str, run_id: str 
             with _held_guard:
                 _held[key][1] -= 1
         return
-    flock, fence_dir = _flock_id(settings.path)
+    flock, fence_dir = _flock_id(settings.path, settings.webhdfs)
     lease = Lease(storage, command=command, run_id=run_id, seconds=settings.lease_seconds, flock=flock,
                   fence_dir=fence_dir)
     lease.claim(settings.lease_wait)

@@ -52,7 +52,7 @@ def keys_in(path: Path) -> list[str]:
 
 
 def publish_records(warehouse: Path) -> list[dict]:
-    return [entry for path in sorted((warehouse / CHECKPOINTS_DIR).glob("*/partition-*.jsonl"))
+    return [entry for path in sorted((warehouse / CHECKPOINTS_DIR).glob("*/partition-*"))
             for entry in Checkpoint(path).load().published]
 
 
