@@ -350,18 +350,27 @@ def heap_advice(config: Config) -> str:
 
 
 @contextlib.contextmanager
-def spark_errors(config: Config):
-    """Spark running out of memory ends a command with one ``error:`` line naming the setting to
-    raise (exit 1) instead of py4j tracebacks."""
+def failing_in_one_line(explain):
+    """An exception ``explain`` (exception -> line or None) recognises ends the command with its
+    one ``error:`` line (exit 1), the traceback only at debug level; any other goes on."""
     try:
         yield
     except Exception as exc:
-        what = out_of_memory(exc)
-        if what is None:
+        line = explain(exc)
+        if line is None:
             raise
-        log.debug("out of memory", exc_info=True)
-        err(f"error: Spark ran out of memory ({what}): {heap_advice(config)}")
+        log.debug("%s", line, exc_info=True)
+        err(f"error: {line}")
         sys.exit(exitcodes.FAILURE)
+
+
+def spark_errors(config: Config):
+    """Spark running out of memory ends a command with one ``error:`` line naming the setting to
+    raise (exit 1) instead of py4j tracebacks."""
+    def explain(exc: Exception) -> str | None:
+        what = out_of_memory(exc)
+        return None if what is None else f"Spark ran out of memory ({what}): {heap_advice(config)}"
+    return failing_in_one_line(explain)
 
 
 @contextlib.contextmanager
@@ -421,12 +430,5 @@ def _leased(config: Config, storage: StorageSettings, command: str, run_id: str)
         sys.exit(exitcodes.FAILURE)
     with contextlib.ExitStack() as release:
         release.push(lease)
-        try:
+        with failing_in_one_line(lost_message):
             yield
-        except Exception as exc:
-            lost = lost_message(exc)
-            if lost is None:
-                raise
-            log.debug("lease lost", exc_info=True)
-            err(f"error: {lost}")
-            sys.exit(exitcodes.FAILURE)

@@ -20,16 +20,21 @@ where the token is still ours). A holder killed with -9 stops renewing and the l
 expires ``lease_seconds`` after its last renewal. The release at the end sets the expiry
 to the release time.
 
-**Fencing.** The holder's view of its lease: valid until its last verified claim or renewal
-plus ``lease_seconds`` minus a quarter (the margin for clocks that disagree a little). The
-driver checks the row itself (`Lease.check`) before every ledger append; replay's tasks read
-the holder's *fence file* (``WAREHOUSE/_locks/lease-<token>.json``, rewritten after each
-verified renewal) before each MQ commit and before a ``dir:`` partition publishes, and stop
-(`LeaseLost`, the batch backed out) when it has run out. So a holder paused or cut off
-longer than its lease stops before committing anything once another writer may have taken
-over. What remains: a pause that starts after the check and before MQCMIT returns (one
-batch), and a ledger append whose commit is delayed past the expiry (rows recorded twice,
-nothing sent twice). Clocks of the hosts must agree within a quarter of ``lease_seconds``.
+**Fencing by token, not by time.** A holder is stopped when another writer has *taken* its
+lease, never merely because its own renewal was late: a renewal is a Delta MERGE, a Spark job
+that can wait minutes for a free task slot on a busy machine, and a run alone on its
+warehouse must not fail for that. An expired lease that nobody took is still its holder's
+(its next renewal succeeds). A claimer that takes a lease from another live token *revokes*
+it: it rewrites the old holder's *fence file* (``WAREHOUSE/_locks/lease-<token>.json``,
+written at the claim) as revoked, then waits `REVOKE_GRACE` seconds before touching
+anything, so that a commit the old holder's task had already started has ended. Replay's
+tasks read their fence file before each MQ commit and before a ``dir:`` partition
+publishes, and stop (`LeaseLost`, the batch backed out) once it is revoked or gone; the
+driver checks the row (`Lease.check`: still our token) before every ledger append. What
+remains: a task paused between its check and MQCMIT for longer than the grace (one batch),
+and a ledger append that read the row just before a takeover (rows recorded twice, nothing
+sent twice). Clocks of the hosts must agree within a small part of ``lease_seconds`` (a
+claimer judges expiry by its own clock).
 """
 
 from __future__ import annotations
@@ -68,7 +73,10 @@ class LeaseHeld(WarehouseLocked):
 
 
 class LeaseLost(RuntimeError):
-    """This writer's lease expired or was taken: it must not commit anything more."""
+    """This writer's lease was taken by another (or released): it must not commit anything more."""
+
+
+REVOKE_GRACE = 5.0  # seconds a taker waits after revoking, so the old holder's commit in flight ends
 
 
 @dataclass(frozen=True)
@@ -118,8 +126,9 @@ def lost_message(exc: BaseException) -> str | None:
 
 @dataclass(frozen=True)
 class LeaseFence:
-    """The holder's lease as its tasks see it (picklable): the fence file the driver rewrites
-    after every verified renewal. `check` raises `LeaseLost` once it has run out."""
+    """The holder's lease as its tasks see it (picklable): the fence file written at the claim,
+    rewritten as revoked by a writer that takes the lease over. `check` raises `LeaseLost`
+    once it is revoked or gone."""
 
     path: str
     token: str
@@ -130,9 +139,9 @@ class LeaseFence:
         except (OSError, ValueError):
             raise LeaseLost(f"the writer lease {self.token} is no longer held (no fence file {self.path}); "
                             "stopped before committing") from None
-        if doc.get("token") != self.token or time.time() >= float(doc.get("valid_until", 0)):
-            raise LeaseLost(f"the writer lease {self.token} ran out at {doc.get('valid_until_utc', '?')} without a "
-                            "renewal (another writer may have taken the warehouse); stopped before committing")
+        if doc.get("token") != self.token or doc.get("state") != "held":
+            raise LeaseLost(f"the writer lease {self.token} was taken over by {doc.get('taken_by', 'another writer')} "
+                            f"at {doc.get('taken_at', '?')}; stopped before committing")
 
 
 class _FencedConnection:
@@ -174,8 +183,8 @@ class Lease:
         self.command, self.run_id, self.seconds, self.flock, self.clock = command, run_id, float(seconds), flock, clock
         self.token = secrets.token_hex(8)
         self.acquired_at: dt.datetime | None = None
-        self.valid_until = 0.0  # epoch seconds: the end of what the last verified claim or renewal gives
-        self.fence_path = files.join(fence_dir, f"lease-{self.token}.json") if fence_dir is not None else None
+        self.fence_dir = fence_dir
+        self.fence_path = self._fence_of(self.token)
         self.lost: LeaseLost | None = None
         self.beat = self.seconds / 3  # seconds between the starts of two renewals
         self._stop = threading.Event()
@@ -207,37 +216,50 @@ class Lease:
 
     # writing
 
-    def _write(self, now: dt.datetime, expires: dt.datetime, replace_when: str, acquired: dt.datetime) -> bool:
-        """MERGE this holder's row where ``replace_when`` holds (or no row is there); True when
-        the row read back is ours as written."""
+    def _write(self, now: dt.datetime, expires: dt.datetime, replace_when: str, acquired: dt.datetime) -> Holder | None:
+        """MERGE this holder's row where ``replace_when`` holds (or no row is there); the row
+        read back. Ours when it carries our token: a MERGE slower than the lease still holds
+        it until someone takes it (the module docstring)."""
         row = (WAREHOUSE_LEASE, self.token, self.run_id or None, self.command, socket.gethostname(), os.getpid(),
                self.flock, acquired, now, expires)
         self.storage.upsert(LEASES_TABLE, self.spark.createDataFrame([row], table_schema(LEASES_TABLE)), replace_when)
-        got = self.current()
-        ours = got is not None and got.token == self.token and _micros(got.expires_at) == _micros(expires)
-        return ours and (expires == now or expires > utc_now())  # a MERGE slower than the lease gave nothing
+        return self.current()
 
-    def _granted(self, now: dt.datetime) -> None:
-        """A verified claim or renewal made at ``now``: extend what the tasks may rely on."""
-        self.valid_until = now.timestamp() + self.seconds * 0.75
-        if self.fence_path is not None:
-            doc = {"token": self.token, "valid_until": self.valid_until,
-                   "valid_until_utc": iso_z(dt.datetime.fromtimestamp(self.valid_until, dt.timezone.utc))}
-            files.write_file(self.fence_path, json.dumps(doc).encode(), replace=True)
+    def _fence_of(self, token: str) -> str | None:
+        """Where the fence file of ``token`` is, on the warehouse's filesystem (`dlq_pipeline.dumps.files`)."""
+        return files.join(os.fspath(self.fence_dir), f"lease-{token}.json") if self.fence_dir is not None else None
+
+    def _write_fence(self, token: str, doc: dict) -> None:
+        """Replace the fence file of ``token`` with ``doc`` atomically (no fence directory: nothing)."""
+        path = self._fence_of(token)
+        if path is None:
+            return
+        files.write_file(path, json.dumps({"token": token, **doc}).encode(), replace=True)
+
+    def _arm_fence(self) -> None:
+        """Before a claim: this token's fence file, "held", written before the row can name the
+        token, so a taker's revocation always comes after it. A token revoked by an earlier
+        attempt is not reused."""
+        if self.fence_path is None:
+            return
+        found = files.read_bytes(self.fence_path)
+        revoked = json.loads(found).get("state") != "held" if found is not None else None
+        if revoked:
+            self.token = secrets.token_hex(8)
+            self.fence_path = self._fence_of(self.token)
+        if revoked is not False:
+            self._write_fence(self.token, {"state": "held"})
+
+    def _revoke(self, previous: Holder, now: dt.datetime) -> None:
+        """Fence the holder this claim took the lease from, then give its commit in flight time to end."""
+        self._write_fence(previous.token, {"state": "revoked", "taken_by": f"{self.command} (pid {os.getpid()} on "
+                                           f"{socket.gethostname()}, run {self.run_id or '-'})", "taken_at": iso_z(now)})
+        log.warning("took over the writer lease of %s; waiting %.0f s for a commit it may have in flight",
+                    previous.describe(), REVOKE_GRACE)
+        time.sleep(REVOKE_GRACE)
 
     def try_claim(self) -> Holder | None:
-        """Claim: None when this holder has the lease now, else who has it. A claim whose MERGE
-        took longer than the lease wrote a row that is ours but expired on arrival: tried again
-        (a few times) rather than reported as held by itself."""
-        for _ in range(3):
-            holder = self._claim_once()
-            if holder is None or holder.token != self.token:
-                return holder
-            log.warning("claiming the writer lease took longer than storage.lease_seconds (%s s); trying again",
-                        self.seconds)
-        return holder
-
-    def _claim_once(self) -> Holder | None:
+        """Claim: None when this holder has the lease now, else who has it."""
         with self._guard:
             now = from_epoch_micros(_micros(self.clock()))
             current = self.current()
@@ -248,15 +270,19 @@ class Lease:
             else:
                 replace_when = f"t.token = '{current.token}' AND unix_micros(t.expires_at) = {_micros(current.expires_at)}"
             acquired = current.acquired_at if current is not None and current.token == self.token else now
-            if self._write(now, now + dt.timedelta(seconds=self.seconds), replace_when, acquired):
-                self.acquired_at = acquired
-                self._granted(now)
-                self.lost = None
-                if current is not None and current.token != self.token and current.expires_at > now:
-                    log.warning("took the writer lease of %s: its holder held %s, which this process holds now, so "
-                                "it has ended", current.describe(), current.flock)
-                return None
-            return self.current()
+            self._arm_fence()
+            got = self._write(now, now + dt.timedelta(seconds=self.seconds), replace_when, acquired)
+            if got is None or got.token != self.token:
+                return got
+            self.acquired_at = acquired
+            self.lost = None
+            taken = current is not None and current.token != self.token
+            if taken and current.expires_at > now:
+                log.warning("took the writer lease of %s: its holder held %s, which this process holds now, so "
+                            "it has ended", current.describe(), current.flock)
+            if taken and current.expires_at > current.renewed_at:  # not released: it may still be running
+                self._revoke(current, now)
+            return None
 
     def claim(self, wait: float = 0.0, *, poll: float | None = None) -> None:
         """Claim the lease, retrying for up to ``wait`` seconds while another holder has it;
@@ -271,6 +297,7 @@ class Lease:
                 return
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                self._drop_fence()
                 raise LeaseHeld(self.refusal(holder))
             if not told:
                 log.warning("waiting up to %.0f s for the writer lease held by %s", remaining, holder.describe())
@@ -288,27 +315,22 @@ class Lease:
         """Extend the lease by ``lease_seconds`` from now; `LeaseLost` when it is no longer ours."""
         with self._guard:
             now = from_epoch_micros(_micros(self.clock()))
-            if self._write(now, now + dt.timedelta(seconds=self.seconds), f"t.token = '{self.token}'",
-                           self.acquired_at or now):
-                self._granted(now)
+            holder = self._write(now, now + dt.timedelta(seconds=self.seconds), f"t.token = '{self.token}'",
+                                 self.acquired_at or now)
+            if holder is not None and holder.token == self.token:
                 return
-            holder = self.current()
             self.lost = LeaseLost(f"the writer lease of {self.where} was taken by "
                                   f"{holder.describe() if holder else 'nobody'}; stopped before committing")
             self._drop_fence()
             raise self.lost
 
     def check(self) -> None:
-        """`LeaseLost` unless this holder still has the lease (its own view, and the row now)."""
+        """`LeaseLost` unless this holder still has the lease: the row carries its token (late
+        renewals do not count against it; a takeover does)."""
         if self.lost is not None:
             raise self.lost
-        now = utc_now()
-        if now.timestamp() >= self.valid_until:
-            raise LeaseLost(f"the writer lease of {self.where} was not renewed in time (valid until "
-                            f"{iso_z(dt.datetime.fromtimestamp(self.valid_until, dt.timezone.utc))}); stopped before "
-                            "committing")
         holder = self.current()
-        if holder is None or holder.token != self.token or holder.expires_at <= now:
+        if holder is None or holder.token != self.token:
             self.lost = LeaseLost(f"the writer lease of {self.where} is held by "
                                   f"{holder.describe() if holder else 'nobody'} now; stopped before committing")
             raise self.lost
@@ -325,7 +347,6 @@ class Lease:
                 self._write(now, now, f"t.token = '{self.token}'", self.acquired_at)
             except Exception:  # noqa: BLE001 - it expires by itself; the command's own outcome matters more
                 log.warning("could not release the writer lease %s; it expires by itself", self.token, exc_info=True)
-            self.valid_until = 0.0
 
     def fence(self) -> LeaseFence | None:
         """What replay's tasks check (None when the warehouse has no local directory for the file)."""
@@ -357,7 +378,7 @@ class Lease:
             except LeaseLost as exc:
                 log.error("%s", exc)
                 return
-            except Exception:  # noqa: BLE001 - try again next beat; the fence runs out if it keeps failing
+            except Exception:  # noqa: BLE001 - try again next beat; a competitor takes it once it has expired
                 log.warning("renewing the writer lease %s failed; trying again", self.token, exc_info=True)
 
 

@@ -38,7 +38,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.delta, pytest.mark.slow]
 
 RULES = "ACTION(FWD) FWDQ(REPLAYED) HEADER(YES)\n"
 COUNT, BATCH = 40, 5
-LEASE_SECONDS = 60  # well above a MERGE on an idle machine (seconds); the takeover test waits for it to expire
+LEASE_SECONDS = 60  # the takeover test waits for it to expire; a late renewal of a live holder costs nothing
+HELD_SECONDS = 600  # two live runs: far above a renewal MERGE on a busy machine, so the waiter never takes over
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +54,10 @@ def dlq(tmp_path_factory):
     return str(dump), rules, Counter(p[4] for p in puts)
 
 
-def config(tmp_path: Path, *, lock: bool, wait: float) -> Path:
+def config(tmp_path: Path, *, lock: bool, wait: float, lease: float = LEASE_SECONDS) -> Path:
     path = tmp_path / f"run-{lock}-{wait}.toml"
     path.write_text(f'[storage]\npath = "{tmp_path / "wh"}"\nformat = "delta"\nlock = {str(lock).lower()}\n'
-                    f'lease_seconds = {LEASE_SECONDS}\nlease_wait = {wait}\n'
+                    f'lease_seconds = {lease}\nlease_wait = {wait}\n'
                     f'[spark]\nmaster = "local[2]"\nconf = {{"spark.sql.shuffle.partitions" = "2"}}\n'
                     f'[replay]\nbatch_size = {BATCH}\nmax_connections = 1\n')
     return path
@@ -105,7 +106,7 @@ REFUSED = re.compile(r"^error: warehouse (?P<wh>\S+) is being written by run \(p
 @pytest.mark.parametrize("lock, wait", [(True, 0), (False, 0), (False, 900)], ids=["flock", "lease", "lease-wait"])
 def test_two_runs_at_once_deliver_every_message_exactly_once(tmp_path, dlq, lock, wait):
     dump, rules, forwarded = dlq
-    conf = config(tmp_path, lock=lock, wait=wait)
+    conf = config(tmp_path, lock=lock, wait=wait, lease=HELD_SECONDS)
     runs = {name: start(tmp_path, name, conf, dump, rules) for name in ("A", "B")}
     results = {name: finish(proc, cwd) for name, (proc, cwd) in runs.items()}
 

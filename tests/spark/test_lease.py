@@ -16,6 +16,7 @@ import pytest
 from dlq_pipeline.clock import iso_z, utc_now
 from dlq_pipeline.locks import WarehouseLocked
 from dlq_pipeline.settings import StorageSettings
+from dlq_pipeline.spark import lease as lease_module
 from dlq_pipeline.spark.lease import (Lease, LeaseFence, LeaseHeld, LeaseLost, check_lease, fenced, held_lease,
                                       lost_message, may_take, writer_lease, Holder)
 from dlq_pipeline.spark.storage import open_storage
@@ -100,29 +101,46 @@ def test_claim_refuse_renew_release(delta, tmp_path, kind):
     assert storage.read("leases").count() == 1  # one row per warehouse, ever
 
 
-def test_an_expired_lease_is_taken_over_and_its_old_holder_is_fenced(delta, tmp_path):
+def test_an_expired_lease_is_taken_over_and_its_old_holder_is_fenced(delta, tmp_path, monkeypatch):
+    monkeypatch.setattr(lease_module, "REVOKE_GRACE", 0.0)
     storage = make_storage(delta, "delta", tmp_path / "wh")
     old = Lease(storage, command="run", run_id="OLD", seconds=600, fence_dir=tmp_path / "fence")
     old.claim()
     fence = old.fence()
     fence.check()  # valid while held
-    assert json.loads(open(fence.path).read())["token"] == old.token
+    assert json.loads(open(fence.path).read()) == {"token": old.token, "state": "held"}
 
-    new = Lease(storage, command="run", run_id="NEW", seconds=600, clock=later(601))  # old has expired by then
-    new.claim()
+    new = Lease(storage, command="run", run_id="NEW", seconds=600, clock=later(601), fence_dir=tmp_path / "fence")
+    new.claim()  # old has expired by then
     assert new.current().token == new.token and new.current().run_id == "NEW"
 
+    with pytest.raises(LeaseLost, match="taken over by run .*run NEW"):
+        fence.check()  # the old holder's tasks stop: its fence was revoked
     with pytest.raises(LeaseLost, match="was taken by run .*run NEW"):
         old.renew()
     with pytest.raises(LeaseLost):
         old.check()
-    with pytest.raises(LeaseLost, match="no longer held"):
-        fence.check()  # the old holder's tasks stop too
     old.release()  # no-op: not ours any more
     assert new.current().token == new.token
+    new.fence().check()
 
 
-def test_tasks_stop_committing_once_the_fence_has_run_out(tmp_path):
+def test_a_late_renewal_does_not_stop_a_holder_nobody_took_over_from(delta, tmp_path):
+    """Fencing is by token: a renewal slower than the lease (a busy machine) costs nothing
+    while no other writer claims the warehouse."""
+    storage = make_storage(delta, "delta", tmp_path / "wh")
+    lease = Lease(storage, command="run", run_id="SLOW", seconds=1, fence_dir=tmp_path / "fence")
+    lease.claim()
+    threading.Event().wait(1.5)
+    assert lease.current().expires_at < utc_now()  # expired, but nobody took it
+    lease.check()
+    lease.fence().check()
+    lease.renew()
+    assert lease.current().token == lease.token and lease.current().expires_at > lease.current().renewed_at
+    lease.release()
+
+
+def test_tasks_stop_committing_once_the_fence_is_revoked(tmp_path):
     path = tmp_path / "lease-t.json"
     commits = []
 
@@ -133,15 +151,18 @@ def test_tasks_stop_committing_once_the_fence_has_run_out(tmp_path):
             commits.append(1)
 
     connect = fenced(Conn, LeaseFence(str(path), "t"))
-    path.write_text(json.dumps({"token": "t", "valid_until": utc_now().timestamp() + 60}))
+    path.write_text(json.dumps({"token": "t", "state": "held"}))
     conn = connect()
     conn.commit()
     assert commits == [1] and conn.dry_run is False  # everything else is the connection's own
-    path.write_text(json.dumps({"token": "t", "valid_until": utc_now().timestamp() - 1, "valid_until_utc": "then"}))
-    with pytest.raises(LeaseLost, match="ran out at then"):
+    path.write_text(json.dumps({"token": "t", "state": "revoked", "taken_by": "run B", "taken_at": "then"}))
+    with pytest.raises(LeaseLost, match="taken over by run B at then"):
         conn.commit()
-    path.write_text(json.dumps({"token": "other", "valid_until": utc_now().timestamp() + 60}))
+    path.write_text(json.dumps({"token": "other", "state": "held"}))
     with pytest.raises(LeaseLost):
+        conn.commit()
+    path.unlink()
+    with pytest.raises(LeaseLost, match="no longer held"):
         conn.commit()
     assert commits == [1]
     assert fenced(Conn, None) is Conn
