@@ -53,8 +53,9 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         "split_bytes": ((int,), 64 * 1024 * 1024, "a dump larger than this is split across tasks"),
         "max_line_length": ((int,), 256 * 1024 * 1024, "longest dump line accepted (bytes)"),
         "max_message_bytes": ((int,), 104_857_600, "largest message accepted (MQ's maximum, 100 MB)"),
-        "webhdfs": ((str,), "", "NameNode HTTP address hdfs:// inputs are read through (WebHDFS), e.g. "
-                                "http://namenode:9870; \"\" = port 9870 of the hdfs:// URI's host"),
+        "webhdfs": ((str,), "", "NameNode HTTP address (WebHDFS) the pipeline's Python reaches hdfs:// "
+                                "paths through (inputs, the warehouse's checkpoints and fence files, dir: targets), "
+                                "e.g. http://namenode:9870; \"\" = port 9870 of the hdfs:// URI's host"),
     },
     "classify": {
         "retry_interval": ((int,), -1, "override RETRYINT seconds; -1 = use the rules table's"),
@@ -70,6 +71,8 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         "depth_headroom": ((float,), 0.9, "with depth_check: hold back above this fraction of MAXDEPTH"),
         "reconnect_attempts": ((int,), 3, "reconnects with backoff after a connection failure"),
         "reconnect_backoff": ((int, float), 1.0, "seconds before the first reconnect; doubles each time, at most 30"),
+        "dir_mode": ((str,), "0600", "permissions of the dmpmqmsg files a dir: target writes (octal); \"0640\" lets "
+                                     "the owner's group (e.g. mqm) read them, directories made get r-x to match"),
     },
     "drain": {
         "source": ((str,), "", "live DLQ: mq:QMGR | sim:NAME; run drains it first and settles it last (\"\" = none)"),
@@ -194,6 +197,9 @@ def _check_values(where: str, values: dict[str, dict[str, Any]], problems: list[
         problems.append(f"{where}: 'storage.lease_wait' must be at least 0")
     if not 0 < values["replay"]["depth_headroom"] <= 1:
         problems.append(f"{where}: 'replay.depth_headroom' must be in (0, 1]")
+    mode_problem = file_mode_problem(values["replay"]["dir_mode"])
+    if mode_problem:
+        problems.append(f"{where}: 'replay.dir_mode' {mode_problem}")
     for name, qm in values["mq"]["qmgrs"].items():
         if not isinstance(qm, dict):
             problems.append(f"{where}: 'mq.qmgrs.{name}' must be a table")
@@ -213,6 +219,18 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _CIPHER_SPEC = re.compile(r"[A-Z0-9_]{4,64}")
 # CipherSpecs MQ deprecated as insecure (SSL 3.0, NULL, export, RC4, single/triple DES).
 _WEAK_CIPHER = re.compile(r"^SSL_|NULL|EXPORT|RC4|_DES_|3DES|DES_SHA")
+
+
+def file_mode_problem(text: str) -> str | None:
+    """What is wrong with ``replay.dir_mode`` (octal text such as ``"0640"``), or None (pure):
+    the owner must read and write, nothing may be executable, no one else may write."""
+    if not re.fullmatch(r"0?[0-7]{3}", text):
+        return f"must be an octal file mode such as \"0640\", not '{text}'"
+    mode = int(text, 8)
+    if mode & 0o600 != 0o600 or mode & 0o111 or mode & 0o002:
+        return f"'{text}' must let the owner read and write, make nothing executable and let no one else write " \
+               "(e.g. \"0600\" or \"0640\")"
+    return None
 
 
 def qmgr_problems(name: str, qm: Mapping[str, Any]) -> list[str]:

@@ -10,7 +10,6 @@ operator chose them). No umask is changed: modes are given at creation and fixed
 from __future__ import annotations
 
 import os
-import stat
 import tempfile
 from pathlib import Path
 
@@ -18,8 +17,8 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 
 
-def private_dirs(path: str | os.PathLike) -> Path:
-    """Create ``path`` and its missing parents owner-only (0700); return it."""
+def private_dirs(path: str | os.PathLike, mode: int = DIR_MODE) -> Path:
+    """Create ``path`` and its missing parents owner-only (0700, or ``mode``); return it."""
     path = Path(path).absolute()
     missing = []
     probe = path
@@ -30,10 +29,10 @@ def private_dirs(path: str | os.PathLike) -> Path:
         probe = probe.parent
     for directory in reversed(missing):
         try:
-            os.mkdir(directory, DIR_MODE)
+            os.mkdir(directory, mode)
         except FileExistsError:
             continue
-        os.chmod(directory, stat.S_IRWXU)  # mkdir's mode is masked by the umask
+        os.chmod(directory, mode)  # mkdir's mode is masked by the umask
     return path
 
 

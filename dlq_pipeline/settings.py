@@ -34,12 +34,14 @@ class StorageSettings:
     lock: bool = True
     lease_seconds: float = 120.0
     lease_wait: float = 0.0
+    webhdfs: str = ""  # ingest.webhdfs: how the pipeline's Python reaches an hdfs:// warehouse (checkpoints, fence)
 
     @classmethod
     def from_config(cls, config) -> "StorageSettings":
         s = config.section("storage")
         return cls(format=s["format"], path=s["path"], catalog=s["catalog"] or None, schema=s["schema"] or None,
-                   lock=s["lock"], lease_seconds=float(s["lease_seconds"]), lease_wait=float(s["lease_wait"]))
+                   lock=s["lock"], lease_seconds=float(s["lease_seconds"]), lease_wait=float(s["lease_wait"]),
+                   webhdfs=config.get("ingest", "webhdfs"))
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,7 @@ class ReplaySettings:
     backoff_max: float = 30.0
     max_connections: int = 4
     connections_per_qmgr: int = 1
+    dir_mode: int = 0o600  # the dir: target's files (replay.dir_mode, checked by the configuration)
 
     @classmethod
     def from_config(cls, config) -> "ReplaySettings":
@@ -98,7 +101,7 @@ class ReplaySettings:
                    breaker_threshold=r["breaker_threshold"], depth_check=r["depth_check"],
                    depth_headroom=float(r["depth_headroom"]), reconnect_attempts=r["reconnect_attempts"],
                    backoff_initial=float(r["reconnect_backoff"]), max_connections=r["max_connections"],
-                   connections_per_qmgr=r["connections_per_qmgr"])
+                   connections_per_qmgr=r["connections_per_qmgr"], dir_mode=int(r["dir_mode"], 8))
 
 
 @dataclass(frozen=True)

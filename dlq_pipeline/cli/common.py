@@ -23,7 +23,7 @@ import click
 from dlq_pipeline import exitcodes
 from dlq_pipeline.config import Config, ConfigError, load_config
 from dlq_pipeline.rules.model import RulesTable
-from dlq_pipeline.settings import IngestSettings, LogSettings, StorageSettings, mq_qmgrs
+from dlq_pipeline.settings import IngestSettings, LogSettings, ReplaySettings, StorageSettings, mq_qmgrs
 
 log = logging.getLogger(__name__)
 
@@ -184,10 +184,11 @@ def load_valid_rules(path: str, *, strict: bool = False) -> RulesTable:
 
 def check_target(target: str, config: Config) -> None:
     """The replay target must be usable before anything is touched (exit 2, one line each):
-    its spec, the warehouse path replay keeps checkpoints in, a ``dir:`` directory that can
-    be made and written, for ``mq:`` its [mq.qmgrs.X] table, the MQ client and the secrets."""
+    its spec, the warehouse replay keeps checkpoints in (anywhere for Delta, a file system
+    path for Parquet), a ``dir:`` directory that can be made and written (or reached), for ``mq:`` its [mq.qmgrs.X] table, the MQ client and the secrets."""
     from dlq_pipeline.mq.client import MQClientMissing
-    from dlq_pipeline.replay.targets import TargetError, local_warehouse, open_target, parse_target
+    from dlq_pipeline.dumps.files import is_local
+    from dlq_pipeline.replay.targets import TargetError, open_target, parse_target
 
     try:
         parse_target(target)
@@ -195,9 +196,15 @@ def check_target(target: str, config: Config) -> None:
         err(f"error: bad --target '{target}': {exc}")
         sys.exit(exitcodes.USAGE)
     require_classic(config, needs_classic(target=target))
+    storage = StorageSettings.from_config(config)
+    if storage.format != "delta" and not is_local(storage.path):
+        err(f"error: replay keeps its checkpoints in the warehouse, and a Parquet warehouse on {storage.path!r} "
+            "cannot be guarded to one writer there: set storage.format = \"delta\" (its lease works on HDFS and "
+            "object storage) or storage.path to a local, NFS or /dbfs path")
+        sys.exit(exitcodes.USAGE)
     try:
-        warehouse = local_warehouse(config.get("storage", "path"))
-        open_target(target, warehouse=warehouse, qmgrs=mq_qmgrs(config)).preflight()
+        open_target(target, warehouse=storage.path, qmgrs=mq_qmgrs(config), webhdfs=storage.webhdfs,
+                    file_mode=ReplaySettings.from_config(config).dir_mode).preflight()
     except (TargetError, MQClientMissing) as exc:
         err(f"error: {exc}")
         sys.exit(exitcodes.USAGE)

@@ -1,7 +1,8 @@
-"""The one filesystem layer for input files: listing on the driver, byte ranges on executors.
+"""The one filesystem layer of the pipeline's Python code, on the driver and on executors.
 
 Ingest's driver lists inputs and plans splits, and the executors' Python workers read their
-byte ranges; both go through this module, for every place a dump can be:
+byte ranges; replay's checkpoints, the writer lease's fence file and the ``dir:`` target's
+dmpmqmsg files are written through it too (see "Writing" below). Every place a file can be:
 
 ==========================================  ===================================================
 ``/data/x``, ``file:/data/x``, ``dbfs:/x``,  Python's own files (``dbfs:/x`` through the
@@ -33,6 +34,23 @@ Why not one of the other routes (docs/deploy.md "Inputs"):
 A file is read through a 1 MiB buffer over a seekable stream (one HTTP request per sequential
 run for WebHDFS, ranged reads for object stores), so memory stays what it is for local files.
 Anything that goes wrong reaching a remote path is an `InputUnreachable` naming that path.
+
+**Writing** (`write_new`, `write_file`, `rename`, `read_bytes`, `list_names`, `delete`,
+`is_dir`): small immutable objects and whole files, published so that a reader never sees
+half of one:
+
+- local: written under a hidden temporary name in the same directory, fsynced, then
+  ``link``-ed (create-exclusive) or renamed into place; directories made owner-only;
+- HDFS (WebHDFS): ``CREATE`` (``overwrite=false``, ``permission=``) of a hidden temporary
+  name, then ``RENAME`` (which never replaces an existing file); ``LISTSTATUS``, ``DELETE``;
+- object stores (``pyarrow.fs``): one PUT (a multipart upload appears only when it
+  completes). An object store has no create-exclusive: `write_new` checks first and then
+  puts, which is exclusive only because the names written are unique to their writer (a run
+  id, a partition, a sequence number) and the warehouse has one writer at a time (the lease).
+  Permissions do not apply there (the bucket's policy decides).
+
+Tests reach the object-store code with any ``pyarrow.fs`` filesystem (`mount`), as no S3
+server runs on the test machine.
 """
 
 from __future__ import annotations
@@ -43,15 +61,20 @@ import io
 import json
 import os
 import re
+import secrets
+import shutil
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, Union
 
 from dlq_pipeline.paths import local_path, plain_path
+from dlq_pipeline.private import DIR_MODE, FILE_MODE, private_dirs
 
-__all__ = ["InputUnreachable", "InputNotFound", "INPUT_ERRORS", "open_input", "file_size", "list_files", "is_local", "reading_url"]
+__all__ = ["InputUnreachable", "InputNotFound", "INPUT_ERRORS", "open_input", "file_size", "list_files", "is_local",
+           "reading_url", "files_uri", "write_file", "rename", "read_bytes", "list_names", "delete", "remove_empty_dir",
+           "is_dir", "exists", "join", "mount"]
 
 BUFFER = 1 << 20
 WEBHDFS_PORT = 9870  # the NameNode's HTTP port since Hadoop 3
@@ -127,6 +150,67 @@ class _Local:
     def open(self, uri: str) -> BinaryIO:
         return open(local_path(uri), "rb", buffering=BUFFER)
 
+    def put(self, uri: str, source: "Source", mode: int, replace: bool, dir_mode: int) -> bool:
+        path = local_path(uri)
+        directory = private_dirs(os.path.dirname(os.path.abspath(path)), dir_mode)
+        tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(4)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        try:
+            os.fchmod(fd, mode)  # the umask may have masked the mode given
+            with os.fdopen(fd, "wb") as f:
+                _copy(source, f)
+                f.flush()
+                os.fsync(f.fileno())
+            if replace:
+                os.replace(tmp, path)
+                return True
+            try:
+                os.link(tmp, path)  # create-exclusive, with the whole content
+            except FileExistsError:
+                return False
+            except OSError:  # no hard links here (some FUSE mounts): check, then rename
+                if os.path.exists(path):
+                    return False
+                os.replace(tmp, path)
+            return True
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+    def rename(self, src: str, dst: str, dir_mode: int) -> bool:
+        dst = local_path(dst)
+        if os.path.exists(dst):
+            return False
+        private_dirs(os.path.dirname(os.path.abspath(dst)), dir_mode)
+        os.replace(local_path(src), dst)
+        return True
+
+    def read(self, uri: str) -> bytes | None:
+        try:
+            with open(local_path(uri), "rb") as f:
+                return f.read()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def names(self, uri: str) -> list[str]:
+        try:
+            return sorted(os.listdir(local_path(uri)))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def delete(self, uri: str) -> None:
+        path = local_path(uri)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            os.unlink(path)
+
+    def remove_empty(self, uri: str) -> None:
+        try:
+            os.rmdir(local_path(uri))
+        except OSError:
+            pass
+
 
 class _WebHdfs:
     """WebHDFS's REST API (Hadoop's ``FileSystem`` over HTTP): metadata from the NameNode, data
@@ -175,6 +259,80 @@ class _WebHdfs:
         if size is None:
             raise FileNotFoundError(f"no such file: {uri!r}")
         return io.BufferedReader(_HttpRanges(self, uri, size.size), BUFFER)
+
+    def _call(self, uri: str, method: str, op: str, *, missing_ok: bool = False, **params) -> dict | None:
+        request = urllib.request.Request(self.url(uri, op, **params), method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+                body = response.read()
+                return json.loads(body) if body.strip() else {}
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404 and missing_ok:
+                return None
+            raise InputUnreachable(f"{uri!r}: WebHDFS {op} at {self.base} failed: HTTP {exc.code} "
+                                   f"{_remote_message(exc)}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise InputUnreachable(f"{uri!r}: WebHDFS at {self.base} cannot be reached: "
+                                   f"{getattr(exc, 'reason', exc)}") from None
+
+    def _create(self, uri: str, source: "Source", mode: int) -> None:
+        """CREATE (never overwriting): the NameNode names a DataNode, the bytes go there."""
+        location = self._call(uri, "PUT", "CREATE", overwrite="false", permission=f"{mode:o}",
+                              noredirect="true")["Location"]
+        data = source if isinstance(source, (bytes, bytearray)) else None
+        size = len(data) if data is not None else os.path.getsize(source)
+        with (open(source, "rb") if data is None else io.BytesIO(data)) as body:
+            request = urllib.request.Request(location, data=body, method="PUT", headers={
+                "Content-Type": "application/octet-stream", "Content-Length": str(size)})
+            try:
+                urllib.request.urlopen(request, timeout=TIMEOUT).read()
+            except (urllib.error.URLError, OSError) as exc:
+                raise InputUnreachable(f"{uri!r}: WebHDFS CREATE at a DataNode failed: "
+                                       f"{getattr(exc, 'reason', exc)}") from None
+
+    def put(self, uri: str, source: "Source", mode: int, replace: bool, dir_mode: int) -> bool:
+        parent, _, name = uri.rstrip("/").rpartition("/")
+        self._call(parent, "PUT", "MKDIRS", permission=f"{dir_mode:o}")
+        tmp = f"{parent}/.{name}.{secrets.token_hex(4)}.tmp"
+        self._create(tmp, source, mode)
+        if replace:
+            self._call(uri, "DELETE", "DELETE", missing_ok=True)
+        if self.rename(tmp, uri, dir_mode):
+            return True
+        self.delete(tmp)
+        return False
+
+    def rename(self, src: str, dst: str, dir_mode: int) -> bool:
+        """RENAME, which refuses (false) when ``dst`` exists: never overwrites."""
+        self._call(dst.rstrip("/").rpartition("/")[0], "PUT", "MKDIRS", permission=f"{dir_mode:o}")
+        found = self._call(src, "PUT", "RENAME", destination=urllib.parse.urlparse(dst).path)
+        return bool(found.get("boolean"))
+
+    def read(self, uri: str) -> bytes | None:
+        try:
+            with urllib.request.urlopen(self.url(uri, "OPEN"), timeout=TIMEOUT) as response:
+                return response.read()
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise InputUnreachable(f"{uri!r}: WebHDFS OPEN at {self.base} failed: HTTP {exc.code} "
+                                   f"{_remote_message(exc)}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise InputUnreachable(f"{uri!r}: WebHDFS at {self.base} cannot be reached: "
+                                   f"{getattr(exc, 'reason', exc)}") from None
+
+    def names(self, uri: str) -> list[str]:
+        found = self._call(uri, "GET", "LISTSTATUS", missing_ok=True)
+        return sorted(s["pathSuffix"] for s in found["FileStatuses"]["FileStatus"]) if found else []
+
+    def delete(self, uri: str) -> None:
+        self._call(uri, "DELETE", "DELETE", missing_ok=True, recursive="true")
+
+    def remove_empty(self, uri: str) -> None:
+        try:
+            self._call(uri, "DELETE", "DELETE", missing_ok=True, recursive="false")  # refused when not empty
+        except InputUnreachable:
+            pass
 
 
 def _remote_message(exc: urllib.error.HTTPError) -> str:
@@ -242,9 +400,12 @@ class _Arrow:
         import pyarrow.fs as pafs
 
         parsed = urllib.parse.urlparse(uri)
-        kind = _ARROW[parsed.scheme]
+        kind = _ARROW.get(parsed.scheme)
         self.prefix = f"{parsed.scheme}://{parsed.netloc}"
-        if kind == "s3":
+        if parsed.scheme in _MOUNTS:
+            self.fs = _MOUNTS[parsed.scheme]
+            self.root = parsed.netloc
+        elif kind == "s3":
             endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
             self.fs = pafs.S3FileSystem(endpoint_override=endpoint, connect_timeout=10, request_timeout=60,
                                         retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=3))
@@ -292,6 +453,52 @@ class _Arrow:
         native = self._call(uri, self.fs.open_input_file, self._path(uri))
         return io.BufferedReader(_ArrowRaw(native), BUFFER)
 
+    def put(self, uri: str, source: "Source", mode: int, replace: bool, dir_mode: int) -> bool:
+        if not replace and self.info(uri) is not None:
+            return False
+        path = self._path(uri)
+        self._call(uri, self.fs.create_dir, path.rpartition("/")[0])
+
+        def upload():
+            with self.fs.open_output_stream(path) as out:  # one PUT (or a multipart upload completed at close)
+                _copy(source, out)
+
+        self._call(uri, upload)
+        return True
+
+    def rename(self, src: str, dst: str, dir_mode: int) -> bool:
+        if self.info(dst) is not None:
+            return False
+        self._call(dst, self.fs.create_dir, self._path(dst).rpartition("/")[0])
+        self._call(src, self.fs.move, self._path(src), self._path(dst))  # S3: copy, then delete
+        return True
+
+    def read(self, uri: str) -> bytes | None:
+        def whole():
+            with self.fs.open_input_stream(self._path(uri)) as f:
+                return f.read()
+
+        try:
+            return self._call(uri, whole)
+        except FileNotFoundError:
+            return None
+
+    def names(self, uri: str) -> list[str]:
+        import pyarrow.fs as pafs
+
+        selector = pafs.FileSelector(self._path(uri), recursive=False, allow_not_found=True)
+        return sorted(f.base_name for f in self._call(uri, self.fs.get_file_info, selector))
+
+    def delete(self, uri: str) -> None:
+        found = self.info(uri)
+        if found is None:
+            return
+        path = self._path(uri)
+        self._call(uri, self.fs.delete_dir if found.is_dir else self.fs.delete_file, path)
+
+    def remove_empty(self, uri: str) -> None:
+        pass  # an object store's directories are the keys' prefixes: none is left without its objects
+
 
 class _ArrowRaw(io.RawIOBase):
     def __init__(self, native):
@@ -319,13 +526,37 @@ class _ArrowRaw(io.RawIOBase):
         super().close()
 
 
+Source = Union[bytes, str]  # what a write copies: the bytes, or a local file's path
+
+_MOUNTS: dict = {}  # scheme -> pyarrow filesystem that replaces the built-in one (`mount`)
+
+
+def _copy(source: Source, out) -> None:
+    if isinstance(source, (bytes, bytearray)):
+        out.write(source)
+        return
+    with open(source, "rb") as f:
+        while chunk := f.read(BUFFER):
+            out.write(chunk)
+
+
+def mount(scheme: str, filesystem) -> None:
+    """Serve ``scheme://root/key`` in this process from the pyarrow ``filesystem`` (path
+    ``root/key`` in it) instead of the cloud store (None: unmount). For tests: the object
+    store's code path on a `pyarrow.fs.SubTreeFileSystem` over a local directory."""
+    if filesystem is None:
+        _MOUNTS.pop(scheme, None)
+    else:
+        _MOUNTS[scheme] = filesystem
+
+
 def _store(uri: str):
     scheme = urllib.parse.urlparse(uri).scheme
     if is_local(uri):
         return _Local(uri)
     if scheme in _WEBHDFS:
         return _WebHdfs(uri)
-    if scheme in _ARROW:
+    if scheme in _ARROW or scheme in _MOUNTS:
         return _Arrow(uri)
     if scheme == "hdfs":
         return _WebHdfs(reading_url(uri))
@@ -408,3 +639,62 @@ def _glob(store, pattern: str) -> list[str]:
         if any(fnmatch.fnmatchcase("/".join(parts[:k]), pattern) for k in range(len(parts), 0, -1)):
             matches.append(uri)
     return matches
+
+
+# --- writing (see the module doc) -----------------------------------------------------------
+
+
+def join(uri: str, *names: str) -> str:
+    """``uri`` with ``names`` appended as path components (local paths and URIs alike)."""
+    return "/".join([uri.rstrip("/"), *names]) if names else uri
+
+
+def write_file(uri: str, source: Source, *, mode: int = FILE_MODE, replace: bool = False,
+               dir_mode: int = DIR_MODE) -> bool:
+    """Publish ``source`` (bytes, or a local file's path) whole at ``uri``: readers see all of
+    it or nothing. Create-exclusive unless ``replace``: False (nothing written) when ``uri``
+    exists. ``mode``: the file's permissions, ``dir_mode`` those of directories made for it
+    (local and HDFS; owner-only by default)."""
+    return _store(uri).put(uri, source, mode, replace, dir_mode)
+
+
+def rename(src: str, dst: str, *, dir_mode: int = DIR_MODE) -> bool:
+    """Move ``src`` to ``dst`` (same filesystem), never replacing: False when ``dst`` exists.
+    Missing directories of ``dst`` are made with ``dir_mode``."""
+    return _store(src).rename(src, dst, dir_mode)
+
+
+def read_bytes(uri: str) -> bytes | None:
+    """The whole content of the file ``uri``, or None when there is none."""
+    return _store(uri).read(uri)
+
+
+def list_names(uri: str) -> list[str]:
+    """The names in the directory ``uri``, sorted ([] when there is no such directory)."""
+    return _store(uri).names(uri)
+
+
+def delete(uri: str) -> None:
+    """Remove the file or directory tree ``uri``; nothing when it is not there."""
+    _store(uri).delete(uri)
+
+
+def remove_empty_dir(uri: str) -> None:
+    """Remove the directory ``uri`` if it is empty; nothing otherwise (never races a writer)."""
+    _store(uri).remove_empty(uri)
+
+
+def is_dir(uri: str) -> bool:
+    found = _store(uri).info(uri)
+    return found is not None and found.is_dir
+
+
+def exists(uri: str) -> bool:
+    return _store(uri).info(uri) is not None
+
+
+def files_uri(path: str, webhdfs: str = "") -> str:
+    """The URI this layer writes ``path`` through (as `reading_url`: ``hdfs://`` becomes the
+    NameNode's WebHDFS address, ``ingest.webhdfs``); a local path stays as it is, absolute."""
+    plain = plain_path(path)
+    return os.path.abspath(plain) if plain is not None else reading_url(path, webhdfs)

@@ -21,18 +21,20 @@ import os
 import pickle
 import re
 import shutil
+import tempfile
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, NamedTuple
 
+from dlq_pipeline.dumps import files
 from dlq_pipeline.dumps.dmpmqmsg import write_dump
 from dlq_pipeline.formats.mqmd import MQMD, text_to_bytes
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, Message, MQError, PutHandle
 from dlq_pipeline.paths import PathError, local_dir
-from dlq_pipeline.private import directory_problem, open_private, private_dirs
+from dlq_pipeline.private import DIR_MODE, FILE_MODE, directory_problem, open_private
 from dlq_pipeline.replay.writer import Checkpoint, CheckpointState, queue_key
 from dlq_pipeline.tables import stored_text
 from dlq_pipeline.testhooks import crash_point
@@ -145,16 +147,19 @@ class DryRunConnection:
 class StagedCheckpoint:
     """The checkpoint a ``dir:`` partition's writer sees: `load` gives what earlier attempts
     of the task published (the partition's own checkpoint), `record` keeps what it commits
-    now in the staging directory: none of it counts until `DumpSink.finish` publishes it."""
+    now in memory: none of it counts until `DumpSink.finish` publishes it."""
 
-    def __init__(self, published: Checkpoint, progress: Checkpoint):
-        self.published, self.progress = published, progress
+    def __init__(self, published: Checkpoint):
+        self.published = published
+        self.state = CheckpointState()
 
     def load(self) -> CheckpointState:
         return self.published.load()
 
     def record(self, rows: list[dict], *, next_batch: int, breakers: list) -> None:
-        self.progress.record(rows, next_batch=next_batch, breakers=breakers)
+        for row in rows:
+            self.state.rows.setdefault(row["message_key"], []).append(row)
+        self.state.next_batch, self.state.breakers = next_batch, breakers
 
 
 class _Hashing:
@@ -168,108 +173,125 @@ class _Hashing:
         return self.f.write(data)
 
 
-class DumpSink:
-    """One partition's output under ``root`` (``OUT/<run>``), published exactly once.
+def dir_modes(file_mode: int) -> int:
+    """The mode of the directories a ``dir:`` target makes for files of ``file_mode`` (pure):
+    owner rwx, plus r-x for group and others where the files are readable by them, so a
+    group-readable file can be reached by its group (``mqm`` loading it with ``dmpmqmsg -o``)."""
+    return 0o700 | (0o050 if file_mode & 0o040 else 0) | (0o005 if file_mode & 0o004 else 0)
 
-    Committed messages are staged in ``root/.staging-pNNNNN-*``, a directory the partition's
-    checkpoint names before it is made. `finish` writes every dump file into the staging
-    directory (fsynced), then appends ONE checkpoint line that names each file (final path,
-    staged path, SHA-256, message count, message keys) and holds all the partition's ledger
-    rows, and only then renames the files into place. That line is the commit point:
-    `complete_partition` (run by a retried task and, through replay's recovery, by the next
-    run) renames whatever a recorded line names that is still staged and removes the staging
-    directories, so a partition killed after the line is published whole and its rows reach
-    the ledger; one killed before it published nothing and recorded nothing, so its messages
-    are decided and written again. A published file is never overwritten (`_free_name`).
+
+class DumpSink:
+    """One partition's output under ``root`` (``OUT/<run>``, a local path or a URI of the
+    filesystem layer, `dlq_pipeline.dumps.files`), published exactly once.
+
+    Committed messages are kept in a private temporary directory on the executor (they die
+    with the task). `finish` writes every dump file, each published whole (create-exclusive)
+    into ``root/.staging-pNNNNN-*`` on the target's filesystem, a directory the partition's
+    checkpoint names before it is made; then it records ONE checkpoint record that names
+    each file (final path, staged path, SHA-256, message count, message keys) and holds all
+    the partition's ledger rows, and only then renames the files into place (HDFS ``RENAME``;
+    on an object store a server-side copy: the final object appears whole). That record is
+    the commit point: `complete_partition` (run by a retried task and, through replay's
+    recovery, by the next run) renames whatever a record names that is still staged and
+    removes the staging directories, so a partition killed after the record is published
+    whole and its rows reach the ledger; one killed before it published nothing and recorded
+    nothing, so its messages are decided and written again. A published file is never
+    overwritten (`_free_name`). Files get ``mode`` (``replay.dir_mode``), the directories
+    made for them `dir_modes` of it.
     """
 
-    def __init__(self, root: Path, partition_id: int, checkpoint: Checkpoint):
-        self.root, self.checkpoint = root, checkpoint
+    def __init__(self, root: str, partition_id: int, checkpoint: Checkpoint, mode: int = FILE_MODE):
+        self.root, self.checkpoint, self.mode = root, checkpoint, mode
         complete_partition(checkpoint.load())  # an earlier attempt of this task: finish or clear it
-        self.staging = root / f".staging-p{partition_id:05d}-{uuid.uuid4().hex[:8]}"
+        self.staging = files.join(root, f".staging-p{partition_id:05d}-{uuid.uuid4().hex[:8]}")
         checkpoint.record_staging(self.staging)
-        private_dirs(self.staging)
-        self.progress = Checkpoint(self.staging / "progress.jsonl", durable=False)
+        local_dirs = os.environ.get("SPARK_LOCAL_DIRS", "").split(",")[0] or None  # an executor's scratch space
+        self.scratch = Path(tempfile.mkdtemp(prefix="dlq-dir-", dir=local_dirs))
+        self.progress = StagedCheckpoint(checkpoint)
         self.files: dict[tuple[str, str], Path] = {}
         self.counts: dict[tuple[str, str], int] = {}
 
     @property
     def writer_checkpoint(self) -> StagedCheckpoint:
-        return StagedCheckpoint(self.checkpoint, self.progress)
+        return self.progress
 
-    def path_for(self, qmgr: str, queue: str) -> Path:
+    def path_for(self, qmgr: str, queue: str) -> str:
         qdir = safe_file_name(qmgr) if qmgr.strip(" ") else LOCAL_QMGR_DIR
-        return self.root / qdir / f"{safe_file_name(queue)}.dmp"
+        return files.join(self.root, qdir, f"{safe_file_name(queue)}.dmp")
 
     def accept(self, messages: list[tuple[str, str, MQMD, bytes]]) -> None:
         for qmgr, queue, md, data in messages:
             key = (qmgr, queue)
             if key not in self.files:
-                self.files[key] = self.staging / f"{len(self.files):06d}.pickle"
+                self.files[key] = self.scratch / f"{len(self.files):06d}.pickle"
                 self.counts[key] = 0
             with open_private(self.files[key], "ab") as f:
                 pickle.dump((md, data), f, protocol=pickle.HIGHEST_PROTOCOL)
             self.counts[key] += 1
 
-    def finish(self) -> list[Path]:
+    def finish(self) -> list[str]:
         """Publish the partition's files and rows (see the class doc); the files' paths."""
-        staged = self.progress.load()
+        staged = self.progress.state
         rows = [row for key_rows in staged.rows.values() for row in key_rows]
         keys: dict[tuple[str, str], list[str]] = {}
         for row in rows:
             if row["outcome"] == "delivered":
                 keys.setdefault(queue_key(row["target_qmgr"], row["target_q"]), []).append(row["message_key"])
         entries: list[dict] = []
-        taken: set[Path] = set()
+        taken: set[str] = set()
         for n, (key, pickled) in enumerate(sorted(self.files.items())):
             qmgr, queue = key  # exact names; the rows hold them as stored text
             shown = (stored_text(qmgr), stored_text(queue))
             final = _free_name(self.path_for(qmgr, queue), taken)
             taken.add(final)
-            written = self.staging / f"{n:06d}.dmp"
-            with open_private(written, "wb") as f:
+            local = self.scratch / f"{n:06d}.dmp"
+            with open_private(local, "wb") as f:
                 out = _Hashing(f)
                 write_dump(_staged(pickled), out, qmgr=_header_text(qmgr), queue=_header_text(queue))
-                f.flush()
-                os.fsync(f.fileno())  # on disk before the line that publishes it
-            entries.append({"file": str(final), "staged": str(written), "sha256": out.sha256.hexdigest(),
+            written = files.join(self.staging, f"{n:06d}.dmp")
+            if not files.write_file(written, str(local), mode=self.mode, dir_mode=dir_modes(self.mode)):
+                raise RuntimeError(f"{written} exists already: another attempt of this partition is running")
+            local.unlink()
+            entries.append({"file": final, "staged": written, "sha256": out.sha256.hexdigest(),
                             "messages": self.counts[key], "keys": keys.get(shown, [])})
         crash_point("dir-files-written")
         if entries or rows:
             self.checkpoint.record(rows, next_batch=staged.next_batch, breakers=staged.breakers, publish=entries)
         crash_point("dir-publish-recorded")
-        published = _publish(entries)
-        shutil.rmtree(self.staging, ignore_errors=True)
+        published = _publish(entries, dir_modes(self.mode))
+        files.delete(self.staging)
+        self.discard()
         crash_point("dir-published")
         return published
 
     def discard(self) -> None:
-        shutil.rmtree(self.staging, ignore_errors=True)
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-def _free_name(path: Path, taken) -> Path:
-    """``path``, or ``NAME~N.dmp`` when that is taken in this publish or already on disk (a run
+def _free_name(path: str, taken) -> str:
+    """``path``, or ``NAME~N.dmp`` when that is taken in this publish or already there (a run
     id used again): a published file is never overwritten. Safe names hold ``~`` only
     before 16 hex digits, so ``~N`` cannot collide with one."""
+    stem, _, suffix = path.rpartition(".")
     candidate, n = path, 0
-    while candidate in taken or candidate.exists():
+    while candidate in taken or files.exists(candidate):
         n += 1
-        candidate = path.with_name(f"{path.stem}~{n}{path.suffix}")
+        candidate = f"{stem}~{n}.{suffix}"
     return candidate
 
 
-def _publish(entries: list[dict]) -> list[Path]:
+def _publish(entries: list[dict], dir_mode: int = DIR_MODE) -> list[str]:
     """Rename each recorded file that is still staged into place; the final paths."""
     published = []
     for n, entry in enumerate(entries, 1):
-        staged, final = Path(entry["staged"]), Path(entry["file"])
-        if staged.exists():
-            private_dirs(final.parent)
-            if final.exists():  # something took the name after the record: keep both
+        staged, final = entry["staged"], entry["file"]
+        if files.exists(staged):
+            if not files.rename(staged, final, dir_mode=dir_mode):  # something took the name after the record
+                taken = final
                 final = _free_name(final, ())
-                log.warning("%s: %s existed already; published as %s", entry["file"], final.name, final)
-            os.replace(staged, final)
-        elif not final.exists():
+                log.warning("%s existed already; published as %s", taken, final)
+                files.rename(staged, final, dir_mode=dir_mode)
+        elif not files.exists(final):
             log.warning("%s was published (%d messages) and has since been removed", final, entry["messages"])
         published.append(final)
         crash_point("dir-file-renamed", n)
@@ -279,20 +301,17 @@ def _publish(entries: list[dict]) -> list[Path]:
 def complete_partition(state: CheckpointState) -> int:
     """Finish what a ``dir:`` partition that stopped left behind, from its checkpoint: rename
     into place every file a publish record names that is still staged, and remove its
-    staging directories (unpublished messages, pickled) and the run's output directory if
-    that leaves it empty. Idempotent; the number of files it renamed. Targets without files
-    have neither kind of record: nothing to do."""
-    renamed = sum(1 for e in state.published if Path(e["staged"]).exists())
+    staging directories and the run's output directory if that leaves it empty. Idempotent;
+    the number of files it renamed. Targets without files have neither kind of record:
+    nothing to do."""
+    renamed = sum(1 for e in state.published if files.exists(e["staged"]))
     if renamed:
         log.warning("publishing %d dmpmqmsg files recorded by a replay that stopped", renamed)
     _publish(state.published)
-    for directory in map(Path, state.staging):
-        if directory.exists():
-            shutil.rmtree(directory, ignore_errors=True)
-            try:
-                directory.parent.rmdir()  # OUT/<run>, when the dead run published nothing
-            except OSError:
-                pass
+    for directory in state.staging:
+        if files.exists(directory):
+            files.delete(directory)
+            files.remove_empty_dir(directory.rstrip("/").rpartition("/")[0])  # OUT/<run>, when it published nothing
     return renamed
 
 
@@ -366,6 +385,7 @@ class Target:
     location: str = ""  # dir: the directory; sim: the database file; mq: the queue manager name
     name: str = ""  # sim: the queue manager name
     settings: Mapping[str, str] = field(default_factory=dict)  # mq: [mq.qmgrs.QMGR]
+    file_mode: int = FILE_MODE  # dir: the dmpmqmsg files' permissions (replay.dir_mode)
 
     @property
     def resumable(self) -> bool:
@@ -381,7 +401,14 @@ class Target:
         """Driver-side checks before anything is touched: a ``dir:`` directory can be made
         and written; for ``mq:`` the MQ client and the secrets are there."""
         if self.kind == "dir":
-            problem = directory_problem(self.location)
+            if files.is_local(self.location):
+                problem = directory_problem(self.location)
+            else:
+                try:
+                    files.list_names(self.location)
+                    problem = None
+                except OSError as exc:
+                    problem = str(exc)
             if problem:
                 raise TargetError(f"target {self.spec}: {problem}")
         if self.kind != "mq":
@@ -408,7 +435,7 @@ class Target:
         elif self.kind == "dir":
             if checkpoint is None:
                 raise TargetError("the dir: target needs the partition's checkpoint (it records what is published)")
-            sink = DumpSink(Path(self.location) / check_run_id(run_id), partition_id, checkpoint)
+            sink = DumpSink(files.join(self.location, check_run_id(run_id)), partition_id, checkpoint, self.file_mode)
             try:
                 yield Partition(lambda: DirConnection(sink), sink.writer_checkpoint)
             except BaseException:
@@ -426,14 +453,16 @@ class Target:
             yield Partition(lambda: ClientConnection(self.location, self.settings), checkpoint)
 
 
-def local_warehouse(path: str) -> Path:
-    """The warehouse as a path every process can open (``dbfs:/x`` is ``/dbfs/x``); replay's
-    checkpoints and the simulated queue managers need one. TargetError for other URIs."""
+def local_warehouse(path: str, needs: str = "the simulated queue managers (sim:) and the live queue locks") -> Path:
+    """The warehouse as a path every process can open (``dbfs:/x`` is ``/dbfs/x``): what
+    ``needs`` it (SQLite databases and ``flock`` need a file system). TargetError for other
+    URIs. Replay's checkpoints do not: they go through `dlq_pipeline.dumps.files`."""
     try:
         return local_dir(path)
     except PathError:
-        raise TargetError(f"replay keeps checkpoints next to the tables and needs storage.path to be a file system "
-                          f"path every executor can open (local, NFS, /dbfs), not {path!r}") from None
+        raise TargetError(f"{needs} need storage.path to be a file system path every executor can open (local, "
+                          f"NFS, /dbfs), not {path!r}") from None
+
 
 
 def parse_target(spec: str) -> tuple[str, str]:
@@ -452,16 +481,23 @@ def parse_target(spec: str) -> tuple[str, str]:
     return kind, arg
 
 
-def open_target(spec: str, *, warehouse: str | os.PathLike, qmgrs: Mapping[str, Mapping] | None = None) -> Target:
-    """The `Target` for ``spec``; ``warehouse`` holds ``_sim/``; ``qmgrs`` are the client
-    settings per queue manager (``[mq.qmgrs]``) an ``mq:`` target needs."""
+def open_target(spec: str, *, warehouse: str | os.PathLike, qmgrs: Mapping[str, Mapping] | None = None,
+                file_mode: int = FILE_MODE, webhdfs: str = "") -> Target:
+    """The `Target` for ``spec``; ``warehouse`` holds ``_sim/`` (a file system path);
+    ``qmgrs`` are the client settings per queue manager (``[mq.qmgrs]``) an ``mq:`` target
+    needs; ``file_mode`` the ``dir:`` files' permissions; ``webhdfs`` the NameNode's HTTP
+    address for a ``dir:hdfs://...`` target (``ingest.webhdfs``)."""
     kind, arg = parse_target(spec)
     if kind == "dry-run":
         return Target(spec, kind)
     if kind == "dir":
-        return Target(spec, kind, location=str(Path(arg).absolute()))
+        try:
+            return Target(spec, kind, location=files.files_uri(arg, webhdfs), file_mode=file_mode)
+        except (ValueError, OSError) as exc:
+            raise TargetError(f"target {spec}: {exc}") from None
     if kind == "sim":
-        return Target(spec, kind, location=str(Path(warehouse).absolute() / "_sim" / f"{arg}.sqlite"), name=arg)
+        where = local_warehouse(os.fspath(warehouse))
+        return Target(spec, kind, location=str(where / "_sim" / f"{arg}.sqlite"), name=arg)
     qmgrs = qmgrs or {}
     if arg not in qmgrs:
         raise TargetError(f"target mq:{arg} needs a [mq.qmgrs.{arg}] table (channel, conn_name, ...) in the configuration")

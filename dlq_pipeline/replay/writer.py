@@ -46,17 +46,17 @@ import datetime as dt
 import json
 import logging
 import os
+import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from dlq_pipeline.clock import as_utc, from_epoch, iso_z
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, MQError, PutHandle
-from dlq_pipeline.private import private_dirs
+from dlq_pipeline.dumps import files
 from dlq_pipeline.replay.rebuild import RebuildError, rebuild
 from dlq_pipeline.settings import ReplaySettings
 from dlq_pipeline.tables import PUT_ACTIONS, stored_text
@@ -140,35 +140,42 @@ class CheckpointState:
 
 
 class Checkpoint:
-    """A partition's progress: one JSON line appended (and fsynced) after every committed
-    batch, holding the ledger rows settled since the previous line, the next batch id and the
-    circuit breakers. A line torn by a crash is ignored: its batch is the at-least-once window.
+    """A partition's progress as small immutable objects in its own directory
+    (``ROOT/<run_id>/partition-NNNNN/``), on whatever filesystem the warehouse is on
+    (`dlq_pipeline.dumps.files`: local, HDFS, object storage): one object ``NNNNNNNN.json``
+    per committed batch, created exclusively and published whole, never rewritten, holding
+    the ledger rows settled since the previous one, the next batch id and the circuit
+    breakers. A crash leaves no torn record: the batch whose record was not published is
+    the at-least-once window.
 
-    The ``dir:`` target (`dlq_pipeline.replay.targets`) adds two kinds of line: ``staging``
+    The ``dir:`` target (`dlq_pipeline.replay.targets`) adds two kinds of record: ``staging``
     (a staging directory, recorded before it is made, so recovery can remove it) and
     ``publish`` (the files a partition is about to rename into place, what each holds, and
-    all its rows in the same line: once that line is on disk, the files are published).
-    ``durable=False`` skips the fsync (the ``dir:`` target's own staged progress, which dies
-    with its staging directory anyway).
+    all its rows in the same record: once that record exists, the files are published).
+    A ``partition-NNNNN.jsonl`` file (one record a line, what earlier versions wrote) is
+    still read, so checkpoints a killed older version left behind are recovered.
     """
 
-    def __init__(self, path: str | os.PathLike, *, durable: bool = True):
-        self.path = Path(path)
-        self.durable = durable
+    def __init__(self, path: str | os.PathLike):
+        self.path = os.fspath(path)
+        self._next: int | None = None  # the number of the next record
 
     @classmethod
     def for_partition(cls, root: str | os.PathLike, run_id: str, partition_id: int) -> "Checkpoint":
         if not run_id or "/" in run_id or "\\" in run_id or run_id.startswith("."):
             raise ValueError(f"run id {run_id!r} cannot name a checkpoint directory")
-        return cls(Path(root) / run_id / f"partition-{partition_id:05d}.jsonl")
+        return cls(files.join(os.fspath(root), run_id, f"partition-{partition_id:05d}"))
+
+    def _records(self) -> list[bytes]:
+        if self.path.endswith(".jsonl"):
+            return (files.read_bytes(self.path) or b"").split(b"\n")
+        names = [n for n in files.list_names(self.path) if _RECORD.fullmatch(n)]
+        self._next = int(names[-1][:-5]) + 1 if names else 0
+        return [files.read_bytes(files.join(self.path, n)) or b"" for n in names]
 
     def load(self) -> CheckpointState:
         state = CheckpointState()
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
-            return state
-        for line in raw.split(b"\n"):
+        for line in self._records():
             if not line.strip():
                 continue
             try:
@@ -200,20 +207,21 @@ class Checkpoint:
 
     def record_staging(self, directory: str | os.PathLike) -> None:
         """Note a ``dir:`` staging directory before it is made (recovery removes it)."""
-        self._append({"staging": str(directory)})
+        self._append({"staging": os.fspath(directory)})
 
     def _append(self, record: dict) -> None:
-        line = json.dumps(record, separators=(",", ":")).encode() + b"\n"
-        private_dirs(self.path.parent)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            view = memoryview(line)
-            while view:  # a publish line can be large: a write may take only part of it
-                view = view[os.write(fd, view):]
-            if self.durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+        if self.path.endswith(".jsonl"):
+            raise ValueError(f"{self.path}: an older version's checkpoint is only read (recovery), never extended")
+        if self._next is None:
+            self._records()
+        name = files.join(self.path, f"{self._next:08d}.json")
+        if not files.write_file(name, json.dumps(record, separators=(",", ":")).encode()):
+            raise RuntimeError(f"checkpoint record {name} exists already: another attempt of this partition is "
+                               "running at the same time")
+        self._next += 1
+
+
+_RECORD = re.compile(r"[0-9]{8}\.json")
 
 
 # --- the writer ----------------------------------------------------------------------------

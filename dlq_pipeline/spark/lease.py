@@ -50,15 +50,14 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Iterator
 
 from pyspark.sql import functions as F
 
+from dlq_pipeline.dumps import files
 from dlq_pipeline.clock import from_epoch_micros, iso_z, utc_now
 from dlq_pipeline.locks import LOCKS_DIR, WarehouseLocked, held_warehouse_lock
 from dlq_pipeline.paths import PathError, local_dir
-from dlq_pipeline.private import private_dirs
 from dlq_pipeline.settings import StorageSettings
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.spark.storage import Storage, open_storage
@@ -136,7 +135,7 @@ class LeaseFence:
 
     def check(self) -> None:
         try:
-            doc = json.loads(Path(self.path).read_text(encoding="utf-8"))
+            doc = json.loads(files.read_bytes(self.path) or b"")  # on the warehouse's filesystem, from any executor
         except (OSError, ValueError):
             raise LeaseLost(f"the writer lease {self.token} is no longer held (no fence file {self.path}); "
                             "stopped before committing") from None
@@ -178,7 +177,7 @@ class Lease:
     `claim`, `renew`, `check`, `release`; `start_heartbeat` / `stop_heartbeat`."""
 
     def __init__(self, storage: Storage, *, command: str, run_id: str = "", seconds: float = 120.0,
-                 flock: str | None = None, fence_dir: Path | None = None,
+                 flock: str | None = None, fence_dir: str | None = None,
                  clock: Callable[[], dt.datetime] = utc_now):
         self.storage, self.spark = storage, storage.spark
         self.command, self.run_id, self.seconds, self.flock, self.clock = command, run_id, float(seconds), flock, clock
@@ -226,20 +225,16 @@ class Lease:
         self.storage.upsert(LEASES_TABLE, self.spark.createDataFrame([row], table_schema(LEASES_TABLE)), replace_when)
         return self.current()
 
-    def _fence_of(self, token: str) -> Path | None:
-        return self.fence_dir / f"lease-{token}.json" if self.fence_dir is not None else None
+    def _fence_of(self, token: str) -> str | None:
+        """Where the fence file of ``token`` is, on the warehouse's filesystem (`dlq_pipeline.dumps.files`)."""
+        return files.join(os.fspath(self.fence_dir), f"lease-{token}.json") if self.fence_dir is not None else None
 
     def _write_fence(self, token: str, doc: dict) -> None:
         """Replace the fence file of ``token`` with ``doc`` atomically (no fence directory: nothing)."""
         path = self._fence_of(token)
         if path is None:
             return
-        private_dirs(path.parent)
-        tmp = path.with_name(f"{path.name}.{secrets.token_hex(4)}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"token": token, **doc}, f)
-        os.replace(tmp, path)
+        files.write_file(path, json.dumps({"token": token, **doc}).encode(), replace=True)
 
     def _arm_fence(self) -> None:
         """Before a claim: this token's fence file, "held", written before the row can name the
@@ -247,10 +242,8 @@ class Lease:
         attempt is not reused."""
         if self.fence_path is None:
             return
-        try:
-            revoked = json.loads(self.fence_path.read_text(encoding="utf-8")).get("state") != "held"
-        except FileNotFoundError:
-            revoked = None
+        found = files.read_bytes(self.fence_path)
+        revoked = json.loads(found).get("state") != "held" if found is not None else None
         if revoked:
             self.token = secrets.token_hex(8)
             self.fence_path = self._fence_of(self.token)
@@ -361,8 +354,7 @@ class Lease:
 
     def _drop_fence(self) -> None:
         if self.fence_path is not None:
-            with contextlib.suppress(FileNotFoundError):
-                self.fence_path.unlink()
+            files.delete(self.fence_path)
 
     # heartbeat
 
@@ -412,15 +404,16 @@ def check_lease(storage: Storage) -> None:
         lease.check()
 
 
-def _flock_id(warehouse: str) -> tuple[str | None, Path | None]:
+def _flock_id(warehouse: str, webhdfs: str = "") -> tuple[str | None, str]:
     """(``HOST:LOCKFILE`` of the warehouse lock this process holds, or None; the fence
-    directory, or None when the warehouse is not a file system path)."""
+    directory on the warehouse's filesystem, `dlq_pipeline.dumps.files`)."""
+    fence_dir = files.join(files.files_uri(warehouse, webhdfs), LOCKS_DIR)
     try:
         directory = local_dir(warehouse)
     except PathError:
-        return None, None
+        return None, fence_dir
     held = held_warehouse_lock(directory)
-    return (f"{socket.gethostname()}:{held}" if held is not None else None), directory / LOCKS_DIR
+    return (f"{socket.gethostname()}:{held}" if held is not None else None), fence_dir
 
 
 @contextlib.contextmanager
@@ -446,7 +439,7 @@ def writer_lease(spark, settings: StorageSettings, *, command: str, run_id: str 
             with _held_guard:
                 _held[key][1] -= 1
         return
-    flock, fence_dir = _flock_id(settings.path)
+    flock, fence_dir = _flock_id(settings.path, settings.webhdfs)
     lease = Lease(storage, command=command, run_id=run_id, seconds=settings.lease_seconds, flock=flock,
                   fence_dir=fence_dir)
     lease.claim(settings.lease_wait)

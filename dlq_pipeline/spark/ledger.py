@@ -6,7 +6,7 @@ not consume a rule's RETRY count. A message whose processing has *ended* (``deli
 ``discarded``) is no longer pending and is never decided again.
 
 A replay that dies after putting (``kill -9``) leaves its ledger rows in per-partition
-checkpoints under ``WAREHOUSE/_checkpoints/<run_id>/``; `recover_interrupted` appends them
+checkpoints under ``WAREHOUSE/_checkpoints/<run_id>/`` (on the warehouse's filesystem); `recover_interrupted` appends them
 before anything is decided or replayed, so what a dead run delivered is never sent again.
 Classify, replay, drain/settle and the report all read message states from here.
 """
@@ -14,13 +14,12 @@ Classify, replay, drain/settle and the report all read message states from here.
 from __future__ import annotations
 
 import logging
-import shutil
-from pathlib import Path
+import os
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from dlq_pipeline.paths import PathError, local_dir
+from dlq_pipeline.dumps import files
 from dlq_pipeline.replay.targets import complete_partition
 from dlq_pipeline.replay.writer import Checkpoint
 from dlq_pipeline.spark.lease import check_lease
@@ -66,31 +65,34 @@ def not_ended(messages: DataFrame, ledger: DataFrame) -> DataFrame:
     return messages.join(ended_keys(ledger), "message_key", "left_anti")
 
 
-def checkpointed_rows(run_dirs: list[Path], appended: set[str]) -> list[dict]:
-    """The checkpointed ledger rows of the dead runs in ``run_dirs`` that are not in
-    ``appended`` (runs whose ledger append succeeded). First finishes what each partition of
-    every run left behind (`complete_partition`: ``dir:`` files a publish record names are
-    renamed into place, staging directories removed), so the rows say exactly what is in the
-    output. File work only, no Spark."""
+def checkpointed_rows(run_dirs: list[str | os.PathLike], appended: set[str]) -> list[dict]:
+    """The checkpointed ledger rows of the dead runs in ``run_dirs`` (URIs or paths of
+    `dlq_pipeline.dumps.files`) that are not in ``appended`` (runs whose ledger append
+    succeeded). First finishes what each partition of every run left behind
+    (`complete_partition`: ``dir:`` files a publish record names are renamed into place,
+    staging directories removed), so the rows say exactly what is in the output. File work
+    only, no Spark."""
     rows = []
-    for run_dir in run_dirs:
-        for path in sorted(run_dir.glob("partition-*.jsonl")):
-            state = Checkpoint(path).load()
+    for run_dir in map(os.fspath, run_dirs):
+        run_id = run_dir.rstrip("/").rpartition("/")[2]
+        for name in files.list_names(run_dir):
+            if not name.startswith("partition-"):
+                continue
+            state = Checkpoint(files.join(run_dir, name)).load()
             complete_partition(state)
-            if run_dir.name not in appended:
+            if run_id not in appended:
                 rows.extend(row for key_rows in state.rows.values() for row in key_rows)
     return rows
 
 
-def recover_checkpoints(spark: SparkSession, storage: Storage, root: Path) -> set[str]:
+def recover_checkpoints(spark: SparkSession, storage: Storage, root: str) -> set[str]:
     """Append to the ledger the checkpointed rows of runs that died before their ledger
-    append, delete those checkpoints, and return the keys whose processing those rows ended."""
-    if not root.is_dir():
+    append, delete those checkpoints, and return the keys whose processing those rows ended.
+    ``root``: the warehouse's ``_checkpoints`` directory, as `dlq_pipeline.dumps.files` reaches it."""
+    names = [n for n in files.list_names(root) if not n.startswith(".")]
+    if not names:
         return set()
-    runs = [d for d in sorted(root.iterdir()) if d.is_dir()]
-    if not runs:
-        return set()
-    names = [d.name for d in runs]
+    runs = [files.join(root, n) for n in names]
     appended = {r["run_id"] for r in storage.read("ledger").where(F.col("run_id").isin(names))
                 .select("run_id").distinct().collect()}
     rows = checkpointed_rows(runs, appended)
@@ -101,16 +103,12 @@ def recover_checkpoints(spark: SparkSession, storage: Storage, root: Path) -> se
         check_lease(storage)
         storage.append("ledger", frame)
     for run_dir in runs:
-        shutil.rmtree(run_dir, ignore_errors=True)
+        files.delete(run_dir)
     return {r["message_key"] for r in rows if r["outcome"] in ENDED_OUTCOMES}
 
 
 def recover_interrupted(spark: SparkSession, storage: Storage) -> set[str]:
-    """`recover_checkpoints` for the warehouse of ``storage``, when it is a file system path
-    (other warehouses cannot hold checkpoints: replay refuses them). Classify calls this
-    before deciding, so what a dead run delivered is not decided again."""
-    try:
-        warehouse = local_dir(storage.path)
-    except PathError:
-        return set()
-    return recover_checkpoints(spark, storage, warehouse / CHECKPOINTS_DIR)
+    """`recover_checkpoints` for the warehouse of ``storage`` (wherever it is: local, HDFS,
+    object storage). Classify calls this before deciding, so what a dead run delivered is
+    not decided again."""
+    return recover_checkpoints(spark, storage, files.join(storage.files_root, CHECKPOINTS_DIR))

@@ -8,7 +8,8 @@ ONE Spark action, the append of the ledger rows; counts per outcome are observed
 same action, so no partition ever runs twice on purpose.
 
 A retried task (or an accidental second evaluation) resumes from the partition's checkpoint
-under ``WAREHOUSE/_checkpoints/<run_id>/`` and re-emits the rows of what was already
+under ``WAREHOUSE/_checkpoints/<run_id>/`` (on the warehouse's own filesystem, local, HDFS
+or object storage, through `dlq_pipeline.dumps.files`) and re-emits the rows of what was already
 committed instead of putting it again. When the ledger append has succeeded the run's
 checkpoints are deleted. Checkpoints still present when a replay starts belong to a run
 that died after putting (``kill -9``): what a ``dir:`` partition recorded as published is
@@ -22,7 +23,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import secrets
-import shutil
 from typing import Callable, Mapping
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -33,7 +33,8 @@ from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.process_group import RunGroup, join_run_group
 from dlq_pipeline.progress import Progress, Report
 from dlq_pipeline.replay.rebuild import TARGET_SOURCES, exact_target
-from dlq_pipeline.replay.targets import Target, check_run_id, local_warehouse, open_target
+from dlq_pipeline.dumps import files
+from dlq_pipeline.replay.targets import Target, check_run_id, open_target
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
 from dlq_pipeline.settings import ReplaySettings
 from dlq_pipeline.spark.lease import LeaseFence, check_lease, fenced, held_lease
@@ -210,12 +211,12 @@ def replay(
     inject task failures with it). ``progress`` counts the partitions whose puts are done."""
     check_run_id(run_id)
     now = as_utc(now)
-    warehouse = local_warehouse(storage.path)
-    chosen = open_target(target, warehouse=warehouse, qmgrs=qmgrs)
+    chosen = open_target(target, warehouse=storage.path, qmgrs=qmgrs, file_mode=settings.dir_mode,
+                         webhdfs=storage.webhdfs)
     chosen.preflight()
-    root = warehouse / CHECKPOINTS_DIR
+    root = files.join(storage.files_root, CHECKPOINTS_DIR)
     skip = recover_checkpoints(spark, storage, root)
-    checkpoint_root = str(root) if chosen.resumable else None
+    checkpoint_root = root if chosen.resumable else None
 
     items = work_items(storage, decisions, settings.max_connections, skip, settings.connections_per_qmgr)
     lease = held_lease(storage)
@@ -231,7 +232,7 @@ def replay(
         storage.append("ledger", observed)
     counts = {o: int(observation.get.get(o) or 0) for o in OUTCOMES}
     crash_point("replay-ledger-appended")
-    shutil.rmtree(root / run_id, ignore_errors=True)
+    files.delete(files.join(root, run_id))
     return {o: n for o, n in counts.items() if n}
 
 

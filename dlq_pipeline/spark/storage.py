@@ -236,6 +236,7 @@ class Storage:
         catalog: str | None = None,
         schema: str | None = None,
         as_of: dt.datetime | None = None,
+        webhdfs: str = "",
     ):
         if format not in FORMATS:
             raise StorageError(f"storage format must be one of {', '.join(FORMATS)}, not {format!r}")
@@ -253,6 +254,7 @@ class Storage:
         self.catalog = catalog or None
         self.schema = schema or None
         self.as_of_time = as_utc(as_of)
+        self.webhdfs = webhdfs  # the NameNode's HTTP address for an hdfs:// path (ingest.webhdfs)
         self._files = _Files(spark, self.path)
 
     def __repr__(self) -> str:
@@ -273,7 +275,8 @@ class Storage:
                 raise StorageError(f"--as-of {when!r} is neither a timestamp (ISO 8601) nor a run with a summary "
                                    f"in {self.path}/{RUNS_DIR}")
             instant = parse_instant(json.loads(summary)["finished_at"])
-        return Storage(self.spark, self.format, self.path, self.catalog, self.schema, as_of=instant)
+        return Storage(self.spark, self.format, self.path, self.catalog, self.schema, as_of=instant,
+                       webhdfs=self.webhdfs)
 
     # --- where ---------------------------------------------------------------------------
 
@@ -467,6 +470,14 @@ class Storage:
         self._prepare()
         self._delta_merge(table, conform(df, table), table_key(table), replace_when)
 
+    @property
+    def files_root(self) -> str:
+        """``path`` as the Python filesystem layer (`dlq_pipeline.dumps.files`) reaches it, on
+        the driver and on executors: where replay's checkpoints and the lease's fence file live."""
+        from dlq_pipeline.dumps.files import files_uri
+
+        return files_uri(self.path, self.webhdfs)
+
     # --- run summaries -------------------------------------------------------------------
 
     def summary_path(self, run_id: str) -> str:
@@ -494,4 +505,4 @@ class Storage:
 def open_storage(spark: SparkSession, settings: StorageSettings) -> Storage:
     """The `Storage` that ``[storage]`` settings describe (built at the edge, `dlq_pipeline.settings`)."""
     return Storage(spark, format=settings.format, path=settings.path, catalog=settings.catalog,
-                   schema=settings.schema)
+                   schema=settings.schema, webhdfs=settings.webhdfs)

@@ -29,8 +29,6 @@ from tests.cluster.test_pipeline import STARTER, _decisions
 from tests.conftest import REPO, require_delta
 
 RUN_ID = "nightly-20261126"  # the stage block's --set pipeline.run_id
-NO_HDFS_CHECKPOINTS = ("replay keeps its checkpoints in a local directory (replay.targets.local_warehouse): "
-                       "they move to HDFS on branch wfs (issue 15, part 2)")
 
 
 def spark_submit_blocks(markdown: str) -> list[str]:
@@ -145,12 +143,10 @@ def test_stage_by_stage_commands_decide_on_the_cluster_as_in_local_mode(bed, spa
     assert RUN_ID in html
 
 
-@pytest.mark.xfail(strict=True, reason=NO_HDFS_CHECKPOINTS)
 def test_stage_by_stage_replay_command_dry_runs_what_was_decided(stages, local_decisions):
     _ok(stages["replay"])
 
 
-@pytest.mark.xfail(strict=True, reason=NO_HDFS_CHECKPOINTS)
 def test_the_run_command_runs_the_whole_pipeline_on_the_cluster(bed, spark, dumps, hdfs_dumps, packed_env, blocks,
                                                                local_decisions, tmp_path):
     [done] = Submitter(bed, packed_env, tmp_path, "/dlq-pipeline/run-warehouse").run(blocks["run"])

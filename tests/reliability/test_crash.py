@@ -100,14 +100,11 @@ def partition_sizes(spark, puts, messages) -> dict[int, tuple[int, int]]:
 
 def checkpoint_rows(warehouse: Path, run_id: str) -> dict[int, int]:
     out = {}
-    for path in (warehouse / "_checkpoints" / run_id).glob("partition-*.jsonl"):
+    for path in (warehouse / "_checkpoints" / run_id).glob("partition-*"):
         rows = 0
-        for line in path.read_bytes().split(b"\n"):
-            try:
-                rows += len(json.loads(line)["rows"])
-            except ValueError:
-                continue
-        out[int(path.stem.split("-")[1])] = rows
+        for record in sorted(path.glob("*.json")):  # one immutable record per committed batch
+            rows += len(json.loads(record.read_bytes())["rows"])
+        out[int(path.name.split("-")[1])] = rows
     return out
 
 

@@ -20,7 +20,8 @@ from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import TargetError
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
 from dlq_pipeline.rules.model import Decision
-from dlq_pipeline.spark.replay import local_warehouse, replay
+from dlq_pipeline.replay.targets import local_warehouse
+from dlq_pipeline.spark.replay import replay
 from dlq_pipeline.settings import ReplaySettings, StorageSettings
 from dlq_pipeline.spark.storage import open_storage
 from tests.conftest import storage_settings

@@ -25,6 +25,10 @@ def test_shipped_example_is_valid_in_every_profile():
     assert databricks.section("storage") == {"format": "delta", "path": "./warehouse", "catalog": "main", "schema": "dlq",
                                             "lock": True, "lease_seconds": 120, "lease_wait": 0}
     assert databricks.get("mq", "qmgrs")["QM1"]["password_env"] == "DLQ_MQ_PASSWORD"
+    cluster = load_config(REPO / "conf" / "dlq-pipeline.toml", profile="cluster")  # a Delta warehouse on HDFS
+    assert (cluster.get("storage", "format"), cluster.get("storage", "path"), cluster.get("storage", "lock"),
+            cluster.get("ingest", "webhdfs")) == ("delta", "hdfs://NAMENODE:8020/dlq-pipeline/warehouse",
+                                                  False, "http://NAMENODE:9870")
 
 
 def test_layers_apply_in_order(tmp_path):
@@ -118,3 +122,25 @@ def test_lease_settings_are_checked_and_reach_the_storage_settings():
         load_config(overrides={"storage": {"lease_seconds": "long"}})
     settings = StorageSettings.from_config(load_config(overrides={"storage": {"lease_seconds": 30, "lease_wait": 7.5}}))
     assert (settings.lease_seconds, settings.lease_wait) == (30.0, 7.5)
+
+
+def test_dir_mode_is_checked_and_reaches_the_replay_and_storage_settings():
+    from dlq_pipeline.settings import ReplaySettings, StorageSettings
+
+    assert ReplaySettings.from_config(load_config()).dir_mode == 0o600  # today's owner-only files by default
+    assert ReplaySettings.from_config(load_config(overrides={"replay": {"dir_mode": "0640"}})).dir_mode == 0o640
+    assert ReplaySettings.from_config(load_config(overrides={"replay": {"dir_mode": "644"}})).dir_mode == 0o644
+    for bad, problem in [
+        ("rw-r-----", "must be an octal file mode such as \"0640\", not 'rw-r-----'"),
+        ("0755", "'0755' must let the owner read and write, make nothing executable and let no one else write "
+                 "(e.g. \"0600\" or \"0640\")"),
+        ("0400", "'0400' must let the owner read and write, make nothing executable and let no one else write "
+                 "(e.g. \"0600\" or \"0640\")"),
+        ("0666", "'0666' must let the owner read and write, make nothing executable and let no one else write "
+                 "(e.g. \"0600\" or \"0640\")"),
+    ]:
+        with pytest.raises(ConfigError) as caught:
+            load_config(overrides={"replay": {"dir_mode": bad}})
+        assert caught.value.problems == [f"<defaults>: 'replay.dir_mode' {problem}"]
+    webhdfs = load_config(overrides={"ingest": {"webhdfs": "http://nn:50070"}})
+    assert StorageSettings.from_config(webhdfs).webhdfs == "http://nn:50070"  # the warehouse's files go there too

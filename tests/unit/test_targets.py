@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -28,7 +29,7 @@ def checkpoint_for(target, run_id="R1", partition_id=0):
     target's output (None for the dry run, as in replay)."""
     if not target.resumable:
         return None
-    return Checkpoint.for_partition(Path(target.location).parent / "_checkpoints", run_id, partition_id)
+    return Checkpoint.for_partition(target.location.rpartition("/")[0] + "/_checkpoints", run_id, partition_id)
 
 
 def run(target, items, run_id="R1", partition_id=0):
@@ -134,6 +135,68 @@ def test_dir_target_writes_loadable_dumps_equal_to_the_rebuilt_messages(tmp_path
     info = read_dump_info(str(root / "QM2" / "REMOTE.Q.dmp"))
     assert (info.tool, info.qmgr, info.queue) == ("DMPMQMSG", "QM2", "REMOTE.Q")
     assert not any(p.name.startswith(".") for p in root.rglob("*"))  # no staging or temporary files left
+
+
+def _dir_items():
+    return [item(0), item(1, "FWD", "FWD.Q", header=True), item(2), item(3, "FWD", "FWD.Q", header=False),
+            item(4, "DISCARD"), WorkItem("k005", "FWD", *dead_letter(5), target_q="REMOTE.Q", target_qmgr="QM2", header=True)]
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    """Every file below ``root``, its content without the dump's ``Created:`` time line."""
+    return {p.relative_to(root).as_posix(): re.sub(rb"Created:[^\n]*", b"", p.read_bytes())
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("where", ["webhdfs", "object-store"])
+def test_dir_target_on_hdfs_and_object_storage_writes_what_a_local_one_writes(tmp_path, where):
+    import pyarrow.fs as pafs
+
+    from dlq_pipeline.dumps import files
+    from webhdfs_fake import FakeWebHdfs
+
+    local = open_target(f"dir:{tmp_path / 'local' / 'out'}", warehouse=tmp_path)
+    expected_rows = run(local, _dir_items())
+    remote_root = tmp_path / "remote"
+    remote_root.mkdir()
+    if where == "webhdfs":
+        server = FakeWebHdfs(remote_root).__enter__()
+        base = server.uri
+    else:
+        files.mount("s3a", pafs.SubTreeFileSystem(str(remote_root), pafs.LocalFileSystem()))
+        base = "s3a:/"
+    try:
+        target = open_target(f"dir:{base}/bucket/out", warehouse=tmp_path, file_mode=0o640)
+        assert target.location == f"{base}/bucket/out"
+        target.preflight()
+        rows = run(target, _dir_items())
+        again = run(target, _dir_items())  # a retried task: re-emits what the checkpoint says was published
+    finally:
+        server.__exit__() if where == "webhdfs" else files.mount("s3a", None)
+    strip = lambda rs: [{k: v for k, v in r.items() if k not in ("started_at", "finished_at")} for r in rs]  # noqa: E731
+    assert strip(rows) == strip(expected_rows) and again == rows
+    assert _tree(remote_root / "bucket" / "out") == _tree(tmp_path / "local" / "out")  # no staging left, same bytes
+    records = sorted(p.name for p in (remote_root / "bucket" / "_checkpoints" / "R1" / "partition-00000").iterdir())
+    # the first attempt's staging and publish records, then the retry's staging record (it published nothing)
+    assert records == ["00000000.json", "00000001.json", "00000002.json"]
+    if where == "webhdfs":
+        dumps = [p for p in (remote_root / "bucket" / "out").rglob("*.dmp")]
+        assert {oct(p.stat().st_mode & 0o777) for p in dumps} == {"0o640"}
+
+
+def test_dir_mode_makes_files_group_readable_and_their_new_directories_reachable(tmp_path):
+    from dlq_pipeline.replay.targets import dir_modes
+
+    assert (dir_modes(0o600), dir_modes(0o640), dir_modes(0o644)) == (0o700, 0o750, 0o755)
+    target = open_target(f"dir:{tmp_path / 'out'}", warehouse=tmp_path, file_mode=0o640)
+    run(target, _dir_items())
+    made = [tmp_path / "out" / "R1", *[p for p in (tmp_path / "out").rglob("*") if p.is_dir()]]
+    written = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    assert len(written) == 3 and {oct(p.stat().st_mode & 0o777) for p in written} == {"0o640"}
+    assert {oct(p.stat().st_mode & 0o777) for p in made} == {"0o750"}
+    default = open_target(f"dir:{tmp_path / 'other' / 'private'}", warehouse=tmp_path)  # its own checkpoints
+    run(default, _dir_items())
+    assert {oct(p.stat().st_mode & 0o777) for p in (tmp_path / "other" / "private").rglob("*")} == {"0o600", "0o700"}
 
 
 def test_dir_target_contains_hostile_reply_queue_names(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from pathlib import Path
 
 import pytest
 
@@ -122,8 +123,10 @@ def test_batches_commit_every_batch_size_and_checkpoint_each(qm, tmp_path):
                on_commit=lambda b: commits.append((b, len(qm.put_log()))))
     assert commits == [(1, 3), (2, 6), (3, 7)]
     assert [r["batch_id"] for r in rows] == [0, 0, 0, 1, 1, 1, 2]
-    lines = cp.path.read_text().splitlines()
-    assert len(lines) == 4 and [len(json.loads(x)["rows"]) for x in lines] == [3, 3, 1, 0]
+    records = sorted(Path(cp.path).iterdir())  # one immutable object per commit, then the end of the partition
+    assert [r.name for r in records] == ["00000000.json", "00000001.json", "00000002.json", "00000003.json"]
+    assert [len(json.loads(r.read_bytes())["rows"]) for r in records] == [3, 3, 1, 0]
+    assert {oct(r.stat().st_mode & 0o777) for r in records} == {"0o600"}
 
 
 def test_a_failed_put_backs_out_only_its_batch_and_the_rest_is_sent_once(qm):
@@ -307,13 +310,13 @@ def test_a_crashed_partition_resumes_from_its_checkpoint_without_sending_twice(q
     assert sorted(third, key=key) == sorted(second, key=key) and len(qm.put_log()) == 10
 
 
-def test_checkpoint_ignores_a_torn_last_line_and_keeps_breakers(qm, tmp_path):
+def test_checkpoint_ignores_a_record_torn_by_a_crash_and_keeps_breakers(qm, tmp_path):
     qm.configure({"queues": {"FULL": {"maxdepth": 0}}})
     cp = Checkpoint.for_partition(tmp_path, "R1", 0)
     items = [item(n, "FWD", "FULL" if n < 2 else "OK") for n in range(4)]
     rows = run(items, qm.connect, checkpoint=cp, batch_size=1, breaker_threshold=2)
-    with open(cp.path, "ab") as f:
-        f.write(b'{"next_batch": 99, "rows": [')  # a crash mid-write
+    # a crash mid-write leaves only a hidden temporary object, never a record
+    (Path(cp.path) / ".00000005.json.1a2b3c4d.tmp").write_bytes(b'{"next_batch": 99, "rows": [')
     state = cp.load()
     assert state.next_batch == 2 and sorted(state.rows) == ["k000", "k001", "k002", "k003"]
     assert state.breakers == [["", "FULL", 2, True, 2053], ["", "OK", 0, False, None]]
@@ -321,6 +324,19 @@ def test_checkpoint_ignores_a_torn_last_line_and_keeps_breakers(qm, tmp_path):
     assert more[:4] == rows and more[4]["outcome"] == "deferred"  # the breaker stays open on resume
     with pytest.raises(ValueError):
         Checkpoint.for_partition(tmp_path, "../escape", 0)
+
+
+def test_a_checkpoint_an_older_version_left_as_json_lines_is_still_read(qm, tmp_path):
+    cp = Checkpoint.for_partition(tmp_path / "new", "R1", 0)
+    rows = run([item(n) for n in range(3)], qm.connect, checkpoint=cp, batch_size=2)
+    legacy = tmp_path / "R1" / "partition-00000.jsonl"
+    legacy.parent.mkdir()
+    lines = [r.read_bytes() for r in sorted(Path(cp.path).iterdir())]
+    legacy.write_bytes(b"\n".join(lines) + b'\n{"next_batch": 9, "rows": [')  # its last line torn by a crash
+    state = Checkpoint(legacy).load()
+    assert state.rows == cp.load().rows and sorted(state.rows) == sorted(r["message_key"] for r in rows)
+    with pytest.raises(ValueError):
+        Checkpoint(legacy).record([], next_batch=0, breakers=[])
 
 
 def test_a_repeated_key_is_processed_once(qm):

@@ -1,0 +1,139 @@
+"""Replay's guarantees on the test bed, with the warehouse (Delta, its checkpoints, the lease's
+fence file) and the ``dir:`` output on HDFS and ``storage.lock = false`` (no flock there: only
+the writer lease guards the warehouse). 40 messages, all forwarded, in batches of 5:
+
+- ``run`` killed with -9 in the middle of replay (its task stopped right after it recorded the
+  publish of its dmpmqmsg files on HDFS, nothing renamed yet; the driver and the task killed),
+  then run again: each forwarded message is in the ``dir:`` files on HDFS and in the ledger
+  exactly once;
+- two runs started at the same moment on the same HDFS warehouse: together they deliver each
+  message exactly once (the second is refused by the lease, or finds nothing left to do).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from dlq_pipeline.dumps.generator import write_generated
+from dlq_pipeline.rules.parser import parse_rules
+from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.testhooks import CRASH_AT_ENV, MARKER_ENV
+from tests.cluster.runs import write_config
+from tests.conftest import require_delta
+from tests.reliability.harness import kill_run, markers, start_run, wait_for
+from tests.reliability.test_crash import expectation, published_keys
+
+RULES = "ACTION(FWD) FWDQ(REPLAYED) HEADER(YES)\n"
+COUNT, BATCH = 40, 5
+LEASE_SECONDS = 30  # what the rerun waits for at most: the killed holder's lease must expire
+
+
+@pytest.fixture(scope="module")
+def dlq(bed, tmp_path_factory):
+    """The dump on HDFS, the rules, and how many times each message key must be delivered (once)."""
+    root = tmp_path_factory.mktemp("replay-inputs")
+    [dump] = write_generated(root, COUNT, seed=31, files=1, max_size=2048)
+    rules = root / "fwd.rules"
+    rules.write_text(RULES)
+    _messages, _errors, puts = expectation([str(dump)], parse_rules(RULES, str(rules)))
+    assert len(puts) > 2 * BATCH
+    [uri] = bed.hdfs.upload(Path(dump), f"/replay/dumps/{Path(dump).name}")
+    return uri, rules, Counter(p[4] for p in puts)
+
+
+def _config(tmp_path: Path, bed, name: str, *, wait: float, crash_at: str | None = None) -> Path:
+    conf = dict(bed.spark_conf())
+    if crash_at:  # the crash point is reached in an executor's Python worker: it needs the variables
+        conf.update({f"spark.executorEnv.{CRASH_AT_ENV}": crash_at,
+                     f"spark.executorEnv.{MARKER_ENV}": str(tmp_path / name / "markers")})
+    return write_config(tmp_path / f"{name}.toml", {
+        "spark": {"master": bed.master, "conf": conf},
+        "storage": {"format": "delta", "path": f"{bed.hdfs.uri}/replay/{tmp_path.name}/wh", "lock": False,
+                    "lease_seconds": LEASE_SECONDS, "lease_wait": wait},
+        "ingest": {"webhdfs": bed.hdfs.http},
+        "replay": {"batch_size": BATCH, "max_connections": 1}})
+
+
+def _start(tmp_path: Path, bed, name: str, dump: str, rules: Path, *, wait: float = 0, crash_at: str | None = None):
+    cwd = tmp_path / name
+    cwd.mkdir()
+    conf = _config(tmp_path, bed, name, wait=wait, crash_at=crash_at)
+    env = {k: v for k, v in bed.spark_env().items() if k in ("SPARK_LOCAL_IP", "PYSPARK_DRIVER_PYTHON")}
+    proc = start_run(["run", "--config", str(conf), "--rules", str(rules), "--run-id", name, "--json",
+                      "--target", f"dir:{bed.hdfs.uri}/replay/{tmp_path.name}/out", "--input", dump],
+                     crash_at=crash_at, marker_dir=cwd / "markers", cwd=cwd, extra_env=env)
+    return proc, cwd
+
+
+def _finish(proc, cwd: Path) -> int:
+    try:
+        proc.wait(timeout=900)
+    except Exception:
+        kill_run(proc)
+        raise
+    return proc.returncode
+
+
+def _delivered(bed, spark, tmp_path: Path) -> tuple[Counter, Counter]:
+    """(message keys in the dir: files on HDFS, message keys the ledger says were delivered)."""
+    out = tmp_path / "downloaded"
+    _download(bed.hdfs, f"/replay/{tmp_path.name}/out", out)
+    ledger = Storage(spark, format="delta", path=f"{bed.hdfs.uri}/replay/{tmp_path.name}/wh").read("ledger")
+    return (Counter(published_keys(out)),
+            Counter(r["message_key"] for r in ledger.where("outcome = 'delivered'").collect()))
+
+
+def _download(hdfs, path: str, local: Path) -> None:
+    local.mkdir(parents=True, exist_ok=True)
+    for status in hdfs.list(path):
+        child = f"{path}/{status['pathSuffix']}"
+        if status["type"] == "DIRECTORY":
+            _download(hdfs, child, local / status["pathSuffix"])
+        else:
+            (local / status["pathSuffix"]).write_bytes(hdfs.read(child))
+
+
+def test_a_run_killed_mid_replay_then_run_again_delivers_each_message_once(bed, dlq, tmp_path, spark):
+    require_delta(spark)
+    dump, rules, expected = dlq
+    proc, cwd = _start(tmp_path, bed, "killed", dump, rules, crash_at="dir-publish-recorded")
+    try:
+        wait_for(proc, lambda: markers(cwd / "markers"), "the replay task's publish record", cwd)
+    finally:
+        stopped = [int(p.name) for p in (cwd / "markers").iterdir() if p.name.isdigit()]
+        kill_run(proc)  # the driver and what it started
+        for pid in stopped:  # the executor's Python worker, stopped at the crash point
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert markers(cwd / "markers") == ["dir-publish-recorded"]
+    records = bed.hdfs.list(f"/replay/{tmp_path.name}/wh/_checkpoints/killed")
+    assert [r["pathSuffix"] for r in records] == ["partition-00000"]  # the checkpoint is on HDFS
+
+    rerun, cwd2 = _start(tmp_path, bed, "rerun", dump, rules, wait=LEASE_SECONDS * 3)
+    assert _finish(rerun, cwd2) == 0, (cwd2 / "run.log").read_text()[-4000:]
+    in_files, in_ledger = _delivered(bed, spark, tmp_path)
+    assert in_files == expected and in_ledger == expected  # every message once, none twice
+    summary = json.loads([line for line in (cwd2 / "run.log").read_text().splitlines() if line.startswith("{")][-1])
+    assert summary["outcomes"].get("delivered", 0) == 0  # the dead run's publish, recovered, was everything
+
+
+def test_two_concurrent_runs_on_one_hdfs_warehouse_deliver_each_message_once(bed, dlq, tmp_path, spark):
+    require_delta(spark)
+    dump, rules, expected = dlq
+    first = _start(tmp_path, bed, "first", dump, rules)
+    second = _start(tmp_path, bed, "second", dump, rules)
+    codes = [_finish(*first), _finish(*second)]
+    logs = [(cwd / "run.log").read_text() for _, cwd in (first, second)]
+    assert sorted(codes) in ([0, 0], [0, 1]), logs
+    if 1 in codes:
+        assert "lease" in logs[codes.index(1)], logs  # refused by the writer lease, naming it
+    in_files, in_ledger = _delivered(bed, spark, tmp_path)
+    assert in_files == expected and in_ledger == expected
