@@ -228,28 +228,15 @@ class _WebHdfs:
         query = urllib.parse.urlencode({"op": op, "user.name": self.user, **params})
         return f"{self.base}/webhdfs/v1{urllib.parse.quote(path)}?{query}"
 
-    def _json(self, uri: str, op: str) -> dict | None:
-        try:
-            with urllib.request.urlopen(self.url(uri, op), timeout=TIMEOUT) as response:
-                return json.load(response)
-        except urllib.error.HTTPError as exc:
-            if exc.code == 404:
-                return None
-            raise InputUnreachable(f"{uri!r}: WebHDFS {op} at {self.base} failed: HTTP {exc.code} "
-                                   f"{_remote_message(exc)}") from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise InputUnreachable(f"{uri!r}: WebHDFS at {self.base} cannot be reached: "
-                                   f"{getattr(exc, 'reason', exc)}") from None
-
     def info(self, uri: str) -> Entry | None:
-        found = self._json(uri, "GETFILESTATUS")
+        found = self._call(uri, "GET", "GETFILESTATUS", missing_ok=True)
         if found is None:
             return None
         status = found["FileStatus"]
         return Entry(uri.rstrip("/") or uri, status["type"] == "DIRECTORY", int(status["length"]))
 
     def children(self, uri: str) -> list[Entry]:
-        found = self._json(uri, "LISTSTATUS") or {"FileStatuses": {"FileStatus": []}}
+        found = self._call(uri, "GET", "LISTSTATUS", missing_ok=True) or {"FileStatuses": {"FileStatus": []}}
         parent = uri.rstrip("/")
         return [Entry(f"{parent}/{s['pathSuffix']}", s["type"] == "DIRECTORY", int(s["length"]))
                 for s in found["FileStatuses"]["FileStatus"]]
@@ -261,11 +248,16 @@ class _WebHdfs:
         return io.BufferedReader(_HttpRanges(self, uri, size.size), BUFFER)
 
     def _call(self, uri: str, method: str, op: str, *, missing_ok: bool = False, **params) -> dict | None:
+        """One WebHDFS call's JSON answer ({} when it has no body; None: 404 and ``missing_ok``)."""
+        body = self._fetch(uri, method, op, missing_ok=missing_ok, **params)
+        return None if body is None else json.loads(body) if body.strip() else {}
+
+    def _fetch(self, uri: str, method: str, op: str, *, missing_ok: bool = False, **params) -> bytes | None:
+        """One WebHDFS call's body (None: 404 and ``missing_ok``); any failure names ``uri``."""
         request = urllib.request.Request(self.url(uri, op, **params), method=method)
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
-                body = response.read()
-                return json.loads(body) if body.strip() else {}
+                return response.read()
         except urllib.error.HTTPError as exc:
             if exc.code == 404 and missing_ok:
                 return None
@@ -309,17 +301,7 @@ class _WebHdfs:
         return bool(found.get("boolean"))
 
     def read(self, uri: str) -> bytes | None:
-        try:
-            with urllib.request.urlopen(self.url(uri, "OPEN"), timeout=TIMEOUT) as response:
-                return response.read()
-        except urllib.error.HTTPError as exc:
-            if exc.code == 404:
-                return None
-            raise InputUnreachable(f"{uri!r}: WebHDFS OPEN at {self.base} failed: HTTP {exc.code} "
-                                   f"{_remote_message(exc)}") from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise InputUnreachable(f"{uri!r}: WebHDFS at {self.base} cannot be reached: "
-                                   f"{getattr(exc, 'reason', exc)}") from None
+        return self._fetch(uri, "GET", "OPEN", missing_ok=True)
 
     def names(self, uri: str) -> list[str]:
         found = self._call(uri, "GET", "LISTSTATUS", missing_ok=True)
