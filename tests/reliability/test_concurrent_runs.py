@@ -137,7 +137,8 @@ def test_two_runs_at_once_deliver_every_message_exactly_once(tmp_path, dlq, lock
 @pytest.mark.parametrize("lock", [False, True], ids=["lease-expires", "flock-released"])
 def test_a_killed_lease_holder_is_taken_over_and_nothing_is_lost_or_sent_twice(tmp_path, dlq, lock):
     dump, rules, forwarded = dlq
-    conf = config(tmp_path, lock=lock, wait=900)
+    # with the file lock, a lease that cannot expire meanwhile: the takeover is the released flock's
+    conf = config(tmp_path, lock=lock, wait=900, lease=HELD_SECONDS if lock else LEASE_SECONDS)
     proc, cwd = start(tmp_path, "A", conf, dump, rules, crash_at="replay-batch:2")
     try:
         wait_for(proc, lambda: markers(cwd / "markers"), "replay batch 2 committed", cwd, timeout=1200)
