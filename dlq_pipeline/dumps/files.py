@@ -289,14 +289,17 @@ class _WebHdfs:
         self._create(tmp, source, mode)
         if replace:
             self._call(uri, "DELETE", "DELETE", missing_ok=True)
-        if self.rename(tmp, uri, dir_mode):
+        if self._move(tmp, uri):  # the parent was made above
             return True
         self.delete(tmp)
         return False
 
     def rename(self, src: str, dst: str, dir_mode: int) -> bool:
-        """RENAME, which refuses (false) when ``dst`` exists: never overwrites."""
         self._call(dst.rstrip("/").rpartition("/")[0], "PUT", "MKDIRS", permission=f"{dir_mode:o}")
+        return self._move(src, dst)
+
+    def _move(self, src: str, dst: str) -> bool:
+        """RENAME, which refuses (false) when ``dst`` exists: never overwrites."""
         found = self._call(src, "PUT", "RENAME", destination=urllib.parse.urlparse(dst).path)
         return bool(found.get("boolean"))
 

@@ -464,7 +464,6 @@ def local_warehouse(path: str, needs: str = "the simulated queue managers (sim:)
                           f"NFS, /dbfs), not {path!r}") from None
 
 
-
 def parse_target(spec: str) -> tuple[str, str]:
     """(kind, argument) of ``dry-run``, ``dir:PATH``, ``sim:[NAME]`` or ``mq:QMGR``."""
     if spec == "dry-run":

@@ -184,7 +184,6 @@ class Lease:
         self.token = secrets.token_hex(8)
         self.acquired_at: dt.datetime | None = None
         self.fence_dir = fence_dir
-        self.fence_path = self._fence_of(self.token)
         self.lost: LeaseLost | None = None
         self.beat = self.seconds / 3  # seconds between the starts of two renewals
         self._stop = threading.Event()
@@ -225,6 +224,11 @@ class Lease:
         self.storage.upsert(LEASES_TABLE, self.spark.createDataFrame([row], table_schema(LEASES_TABLE)), replace_when)
         return self.current()
 
+    @property
+    def fence_path(self) -> str | None:
+        """This holder's fence file (its token's; None without a fence directory)."""
+        return self._fence_of(self.token)
+
     def _fence_of(self, token: str) -> str | None:
         """Where the fence file of ``token`` is, on the warehouse's filesystem (`dlq_pipeline.dumps.files`)."""
         return files.join(os.fspath(self.fence_dir), f"lease-{token}.json") if self.fence_dir is not None else None
@@ -243,12 +247,11 @@ class Lease:
         if self.fence_path is None:
             return
         found = files.read_bytes(self.fence_path)
-        revoked = json.loads(found).get("state") != "held" if found is not None else None
-        if revoked:
+        if found is not None and json.loads(found).get("state") == "held":
+            return  # armed by an earlier attempt
+        if found is not None:  # revoked: taken over after an earlier attempt of ours landed
             self.token = secrets.token_hex(8)
-            self.fence_path = self._fence_of(self.token)
-        if revoked is not False:
-            self._write_fence(self.token, {"state": "held"})
+        self._write_fence(self.token, {"state": "held"})
 
     def _revoke(self, previous: Holder, now: dt.datetime) -> None:
         """Fence the holder this claim took the lease from, then give its commit in flight time to end."""
@@ -404,16 +407,14 @@ def check_lease(storage: Storage) -> None:
         lease.check()
 
 
-def _flock_id(warehouse: str, webhdfs: str = "") -> tuple[str | None, str]:
-    """(``HOST:LOCKFILE`` of the warehouse lock this process holds, or None; the fence
-    directory on the warehouse's filesystem, `dlq_pipeline.dumps.files`)."""
-    fence_dir = files.join(files.files_uri(warehouse, webhdfs), LOCKS_DIR)
+def _flock_id(warehouse: str) -> str | None:
+    """``HOST:LOCKFILE`` of the warehouse lock this process holds, or None."""
     try:
         directory = local_dir(warehouse)
     except PathError:
-        return None, fence_dir
+        return None
     held = held_warehouse_lock(directory)
-    return (f"{socket.gethostname()}:{held}" if held is not None else None), fence_dir
+    return f"{socket.gethostname()}:{held}" if held is not None else None
 
 
 @contextlib.contextmanager
@@ -439,9 +440,8 @@ def writer_lease(spark, settings: StorageSettings, *, command: str, run_id: str 
             with _held_guard:
                 _held[key][1] -= 1
         return
-    flock, fence_dir = _flock_id(settings.path, settings.webhdfs)
-    lease = Lease(storage, command=command, run_id=run_id, seconds=settings.lease_seconds, flock=flock,
-                  fence_dir=fence_dir)
+    lease = Lease(storage, command=command, run_id=run_id, seconds=settings.lease_seconds,
+                  flock=_flock_id(settings.path), fence_dir=files.join(storage.files_root, LOCKS_DIR))
     lease.claim(settings.lease_wait)
     with _held_guard:
         _held[key] = [lease, 1]
