@@ -811,8 +811,9 @@ def child_memory_pipeline(params: dict) -> dict:
     from dlq_pipeline.spark.run import run_pipeline
     from dlq_pipeline.spark.session import get_spark
 
+    heap = params.get("heap", PIPELINE_HEAP)  # tests/spark/test_large_messages.py: a smaller heap, smaller messages
     spark = get_spark({"master": params["master"], "app_name": "bench-memory-run",
-                       "spark_conf": {"spark.driver.memory": PIPELINE_HEAP}})
+                       "spark_conf": {"spark.driver.memory": heap, **params.get("spark_conf", {})}})
     work = Path(params["work"])
     rules = work / "catch-all.rules"
     rules.write_text(data.CATCH_ALL + "\n")
@@ -832,7 +833,7 @@ def child_memory_pipeline(params: dict) -> dict:
             landed, outcomes = result.messages_landed, result.outcomes
         seconds = time.perf_counter() - began
     written = sum(p.stat().st_size for p in (work / "out").rglob("*") if p.is_file())
-    return {"seconds": seconds, "heap": PIPELINE_HEAP, "landed": landed,
+    return {"seconds": seconds, "heap": heap, "landed": landed,
             "outcomes": outcomes, "replayed_bytes": written, **peak.as_dict()}
 
 

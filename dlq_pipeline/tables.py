@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.formats.mqmd import MQMD, MQMD_CHAR_LENGTHS, MQMD_FIELDS, bytes_to_text, text_to_bytes
+from dlq_pipeline.formats.structures import dlh_head
 from dlq_pipeline.identity import data_digest, message_key
 
 TABLES = ("messages", "decisions", "ledger", "quarantine", "decoded", "leases")
@@ -102,6 +103,9 @@ LEDGER_COLUMNS = table_columns("ledger")
 NOTE_NOT_UTF8 = "char_field_not_utf8"
 # The `messages` column holding the exact bytes of the MQMD character fields that are not UTF-8.
 CHAR_BYTES_COLUMN = "md_char_bytes"
+# The `messages` column holding what the MQDLH decoder reads of `data` (`structures.dlh_head`):
+# decode and classify read it instead of `data`, which may be 100 MB.
+HEAD_COLUMN = "data_head"
 
 
 def stored_text(text: str | None) -> str | None:
@@ -180,6 +184,7 @@ def message_row(msg: DumpedMessage) -> dict[str, Any]:
         shown = stored_md(md)
     row: dict[str, Any] = {"rec": "message", **dict(zip(_MD_COLUMN_NAMES, _md_values(shown)))}
     row[CHAR_BYTES_COLUMN] = exact
+    row[HEAD_COLUMN] = dlh_head(data)
     row.update(
         data=data,
         data_length=length,

@@ -26,7 +26,7 @@ from dlq_pipeline.formats import constants
 from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS
 
 __all__ = [
-    "CHAIN_SCAN_LIMIT", "DECODE_COLUMNS", "DLH_LENGTH", "MQMD_V1_LENGTH", "MQMD_V2_LENGTH",
+    "CHAIN_SCAN_LIMIT", "DECODE_COLUMNS", "DLH_LENGTH", "dlh_head", "MQMD_V1_LENGTH", "MQMD_V2_LENGTH",
     "XQH_LENGTH", "MDE_LENGTH", "RFH2_FIXED_LENGTH", "TM_LENGTH",
     "StructureError", "DeadLetterHeader", "TransmissionQueueHeader", "MessageDescriptorExtension",
     "RulesFormattingHeader2", "TriggerMessage", "HeaderResult",
@@ -791,6 +791,14 @@ def chain_possible(data: bytes) -> bool:
     """Whether `decode_dlh` may read past the first 172 bytes of this message's data: its
     bytes at the MQDLH Format's offset start one of `chain_format_prefixes`."""
     return any(data[_DLH_FORMAT_OFFSET:_DLH_FORMAT_OFFSET + len(p)] == p for p in chain_format_prefixes())
+
+
+def dlh_head(data: bytes) -> bytes:
+    """All of ``data`` that `decode_dlh` reads: the first 172 bytes, or the first
+    CHAIN_SCAN_LIMIT when a header chain may follow (`chain_possible`). Decoding it gives
+    what decoding ``data`` gives; ingest stores it (``messages.data_head``) so classify never
+    reads a message's whole data (a 100 MB message must not be copied to read 172 bytes)."""
+    return bytes(data[:CHAIN_SCAN_LIMIT] if chain_possible(data) else data[:DLH_LENGTH])
 
 
 def chain_format_offset() -> int:

@@ -14,7 +14,7 @@ from dlq_pipeline.progress import Progress, Report
 from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.schemas import conform
-from dlq_pipeline.spark.decode import decode_headers
+from dlq_pipeline.spark.decode import decode_headers, without_data
 from dlq_pipeline.spark.ledger import pending_with_attempts, recover_interrupted
 from dlq_pipeline.spark.progress import TaskTicker
 from dlq_pipeline.spark.storage import Storage
@@ -79,7 +79,8 @@ def decide_pending(
     from its checkpoints, so messages it delivered are not pending any more: a decision is
     never made for a message whose delivery is only recorded in a checkpoint."""
     recover_interrupted(spark, storage)
-    pending = pending_with_attempts(storage.read("messages"), storage.read("ledger"))
+    # never `data`: a 100 MB message would be read whole for its 172-byte header
+    pending = pending_with_attempts(without_data(storage.read("messages")), storage.read("ledger"))
     decisions = classify(decode_headers(pending), table, run_id=run_id, now=now, retry_interval=retry_interval)
     decisions = decisions.persist(StorageLevel.MEMORY_AND_DISK)
     try:

@@ -7,6 +7,12 @@ names a header the decoder follows (`structures.chain_possible`, tested here in 
 the bytes alone). So decode cost does not grow with message size, and a realistic DLQ ships
 about 200 bytes a message instead of 4 KB.
 
+Those bytes (`structures.dlh_head`) are stored by ingest in ``messages.data_head``, so the
+stored messages are decoded without reading ``data`` at all (`without_data`): reading a
+100 MB message from Parquet copies all of it to slice 172 bytes (issue 16 part 6). A frame
+without ``data_head`` (and a row landed before the column existed, where it is null) is
+decoded from ``data`` with the same slice computed in the JVM (`head_sql`).
+
 The UDF is a thin shell around ``structures.decode_dlh_arrow``, the batch form of the pure
 decoder it must agree with: an Arrow UDF (Spark 4.1+) that hands it Arrow arrays and
 returns its struct array as is; on older Spark a pandas UDF doing the same through pandas.
@@ -23,6 +29,7 @@ from dlq_pipeline.formats.structures import (
     CHAIN_SCAN_LIMIT, DLH_LENGTH, chain_format_offset, chain_format_prefixes, decode_dlh_arrow,
 )
 from dlq_pipeline.spark.schemas import table_schema
+from dlq_pipeline.tables import HEAD_COLUMN
 
 
 def decoded_struct() -> StructType:
@@ -65,12 +72,44 @@ def chain_possible_sql(data: str = "data") -> str:
     return f"(substring({data}, {offset}, {width.pop()}) IN ({names}))"  # bytes to bytes: no hex string per row
 
 
-def header_columns(data: str = "data") -> list[Column]:
-    """(head, tail, length): what the decoder is given of each message's ``data`` column."""
-    column = f"`{data}`"
-    tail = F.when(F.expr(chain_possible_sql(column)),
-                  F.expr(f"substring({column}, {DLH_LENGTH + 1}, {CHAIN_SCAN_LIMIT - DLH_LENGTH})"))
-    return [F.expr(f"rpad({column}, {DLH_LENGTH})"), tail, F.expr(f"length({column})")]
+def head_sql(data: str = "data") -> str:
+    """`structures.dlh_head` in Spark SQL: the bytes of ``data`` the decoder reads."""
+    return (f"CASE WHEN {chain_possible_sql(data)} THEN substring({data}, 1, {CHAIN_SCAN_LIMIT}) "
+            f"ELSE substring({data}, 1, {DLH_LENGTH}) END")
+
+
+def head_source(columns) -> str:
+    """SQL for each message's `structures.dlh_head` in a frame with these ``columns``: the
+    stored ``data_head``, else (no such column, or a row landed before it existed) computed
+    from ``data``."""
+    if HEAD_COLUMN not in columns:
+        return head_sql("`data`")
+    if "data" not in columns:
+        return f"`{HEAD_COLUMN}`"
+    return f"coalesce(`{HEAD_COLUMN}`, {head_sql('`data`')})"
+
+
+def header_columns(head: str) -> list[Column]:
+    """(head, tail, length): what the decoder is given of each message, from ``head`` (SQL
+    for its `structures.dlh_head`: 172 bytes, or up to CHAIN_SCAN_LIMIT where a chain may
+    follow). The length of ``head`` stands for the data's: the decoder only compares it
+    with 172 and CHAIN_SCAN_LIMIT, and reads past 172 only where a chain may follow."""
+    tail = F.when(F.expr(f"length({head})") > DLH_LENGTH,
+                  F.expr(f"substring({head}, {DLH_LENGTH + 1}, {CHAIN_SCAN_LIMIT - DLH_LENGTH})"))
+    return [F.expr(f"rpad({head}, {DLH_LENGTH})"), tail, F.expr(f"length({head})")]
+
+
+def without_data(messages: DataFrame) -> DataFrame:
+    """Stored ``messages`` rows without ``data``, each with its ``data_head``: what decode and
+    classify read. Rows landed before ``data_head`` existed (null there) get it from
+    ``data``, in a second scan of their own: its filter (``data_head IS NULL``) is pushed
+    into the Parquet reader, whose statistics (null count 0) skip every row group written
+    since, so the data of those is never read (a union of two scans of the same files, in
+    the same stage: no job, no shuffle)."""
+    head = F.col(HEAD_COLUMN)
+    stored = messages.where(head.isNotNull()).drop("data")
+    older = messages.where(head.isNull()).withColumn(HEAD_COLUMN, F.expr(head_sql("`data`"))).drop("data")
+    return stored.unionByName(older)
 
 
 def decoder(arrow: bool | None = None):
@@ -100,7 +139,8 @@ def decode_headers(messages: DataFrame, *, arrow: bool | None = None) -> DataFra
     input it cannot cheaply repeat is used twice: so the head goes to the UDF twice (sent
     once; the UDF ignores the second)."""
     head, tail, length = _INPUTS
-    prepared = messages.select("*", *[c.alias(n) for c, n in zip(header_columns("data"), _INPUTS)])
+    sources = header_columns(head_source(messages.columns))
+    prepared = messages.select("*", *[c.alias(n) for c, n in zip(sources, _INPUTS)])
     decoded = decoder(arrow)(F.col(head), F.col(head), F.col(tail), F.col(length),
                              F.col("encoding"), F.col("ccsid"), F.col("format"))
     names = [f.name for f in decoded_struct().fields]

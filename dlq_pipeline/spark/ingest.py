@@ -51,7 +51,7 @@ from dlq_pipeline.dumps.files import open_input
 from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES, FileSplit, plan_work
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES, IngestSettings
-from dlq_pipeline.tables import CHAR_BYTES_COLUMN, MD_COLUMNS, message_row
+from dlq_pipeline.tables import CHAR_BYTES_COLUMN, HEAD_COLUMN, MD_COLUMNS, message_row
 from dlq_pipeline.spark.progress import Report, TaskTicker
 from dlq_pipeline.spark.schemas import conform, table_schema
 from dlq_pipeline.testhooks import crash_point
@@ -97,6 +97,7 @@ RAW_SCHEMA = T.StructType(
         *[T.StructField(column, _MD_TYPES[column], True) for column in MD_COLUMNS.values()],
         T.StructField(CHAR_BYTES_COLUMN, _MESSAGES[CHAR_BYTES_COLUMN].dataType, True),
         T.StructField("data", T.BinaryType(), True),
+        T.StructField(HEAD_COLUMN, T.BinaryType(), True),
         T.StructField("data_length", T.IntegerType(), True),
         T.StructField("data_digest", T.StringType(), True),
         T.StructField("message_key", T.StringType(), True),

@@ -256,6 +256,7 @@ class Storage:
         self.as_of_time = as_utc(as_of)
         self.webhdfs = webhdfs  # the NameNode's HTTP address for an hdfs:// path (ingest.webhdfs)
         self._files = _Files(spark, self.path)
+        self._evolved: set[str] = set()  # Delta tables checked for columns declared since they were created
 
     def __repr__(self) -> str:
         where = f"{self.catalog}.{self.schema}" if self.by_name else self.path
@@ -340,6 +341,8 @@ class Storage:
             # Reading with the declared schema: no inference, and columns added to a schema
             # later read as null from older files.
             df = self.spark.read.schema(schema).parquet(where)
+        if self.format == "delta":
+            df = self._with_added_columns(df, table)
         return conform(df, table)
 
     def _empty(self, schema) -> DataFrame:
@@ -372,9 +375,36 @@ class Storage:
                          what, attempt, str(exc).splitlines()[0][:200])
                 time.sleep(0.25 * attempt + secrets.randbelow(250) / 1000)
 
+    def _added_columns(self, df: DataFrame, table: str) -> list:
+        """The declared columns ``df`` (a stored Delta table) lacks: nullable columns added to
+        the schema after the table was created (``messages.data_head``). Any other difference
+        is left to `conform`, which names it."""
+        have = set(df.columns)
+        return [f for f in table_schema(table).fields if f.name not in have and f.nullable]
+
+    def _with_added_columns(self, df: DataFrame, table: str) -> DataFrame:
+        """A Delta table read as the declared schema: columns added since it was created read
+        as null (as Parquet files written before them do)."""
+        for f in self._added_columns(df, table):
+            df = df.withColumn(f.name, F.lit(None).cast(f.dataType))
+        return df
+
     def _create_delta(self, table: str) -> None:
-        """Create the Delta table with its declared schema (and ledger: append-only) if absent."""
+        """Create the Delta table with its declared schema (and ledger: append-only) if absent;
+        add to an existing one the nullable columns declared since it was created (Delta
+        refuses a write with a column the table lacks): its older rows read null there."""
         if self.exists(table):
+            if table not in self._evolved:
+                stored = self.spark.read.table(self.location(table)) if self.by_name else \
+                    self.spark.read.format("delta").load(self.location(table))
+                added = self._added_columns(stored, table)
+                if added:
+                    columns = ", ".join(f"{_quote(f.name)} {f.dataType.simpleString()}" for f in added)
+                    log.warning("adding column(s) %s to the Delta table %s (declared since it was created)",
+                                ", ".join(f.name for f in added), table)
+                    self._committed(f"add columns to {table}", lambda: self.spark.sql(
+                        f"ALTER TABLE {self._delta_ref(table)} ADD COLUMNS ({columns})"))
+                self._evolved.add(table)
             return
         if not self.by_name:
             self._files.makedirs(self.location(table))

@@ -14,13 +14,13 @@ from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.rules.view import match_view
 from dlq_pipeline.dumps.sources import read_source
-from dlq_pipeline.spark.classify import classify
+from dlq_pipeline.spark.classify import classify, decide_pending
 from dlq_pipeline.spark.ledger import message_states, pending_with_attempts
-from dlq_pipeline.spark.decode import chain_possible_sql, decode_headers, decoded_struct
+from dlq_pipeline.spark.decode import chain_possible_sql, decode_headers, decoded_struct, head_sql, without_data
 from dlq_pipeline.spark.ingest import ingest
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.spark.storage import Storage
-from dlq_pipeline.formats.structures import chain_possible, decode_dlh, to_columns
+from dlq_pipeline.formats.structures import chain_possible, decode_dlh, dlh_head, to_columns
 
 from ..conftest import REPO
 
@@ -93,9 +93,10 @@ def test_the_jvm_ships_the_tail_exactly_where_the_decoder_may_need_it(spark):
     """`chain_possible_sql` in Spark == `structures.chain_possible` on every message."""
     messages = [m.data for m in generate_messages(300, seed=12, max_size=4096)] + [d for d, *_ in _chained_rows()]
     df = spark.createDataFrame([(i, d) for i, d in enumerate(messages)], "i int, data binary")
-    got = {r["i"]: r["p"] for r in df.select("i", F.expr(chain_possible_sql("data")).alias("p")).collect()}
-    assert got == {i: chain_possible(d) for i, d in enumerate(messages)}
-    assert 0 < sum(got.values()) < len(got)
+    got = {r["i"]: (r["p"], bytes(r["h"])) for r in df.select(
+        "i", F.expr(chain_possible_sql("data")).alias("p"), F.expr(head_sql("data")).alias("h")).collect()}
+    assert got == {i: (chain_possible(d), dlh_head(d)) for i, d in enumerate(messages)}
+    assert 0 < sum(p for p, _ in got.values()) < len(got)
 
 
 @pytest.fixture(scope="module")
@@ -183,3 +184,45 @@ def test_attempts_from_the_ledger_drive_the_retry_chain_and_retryint(spark, land
         assert again.not_before == recent + dt.timedelta(seconds=table.control.retryint)
     assert by_key[retried[2].message_key].not_before is None  # last try an hour ago
     assert again.attempt == 3
+
+
+def _scans(plan) -> list:
+    """The Parquet scans of an executed plan (leaves), as (output column names, rows read)."""
+    todo, found = [plan._jdf.queryExecution().executedPlan()], []
+    while todo:
+        node = todo.pop()
+        if node.nodeName().startswith("Scan parquet"):
+            output = [node.output().apply(i).name() for i in range(node.output().size())]
+            found.append((output, node.metrics().apply("numOutputRows").value()))
+        todo.extend(node.children().apply(i) for i in range(node.children().size()))
+    return found
+
+
+def test_classify_reads_the_stored_head_and_data_only_of_rows_landed_before_it(spark, landed, tmp_path):
+    """Classify decodes ``data_head`` (ingest stores it), never ``data``; a warehouse written
+    before the column existed (its files have none) still decides every message as the
+    oracle, its older rows decoded from ``data``, and only those rows' data is read: the
+    scan that reads ``data`` skips the row groups written since (Parquet statistics)."""
+    storage, originals = landed
+    stored = storage.read("messages")
+    assert stored.where(F.col("data_head").isNull()).isEmpty()
+    older_keys = sorted(originals)[::2]
+    old = Storage(spark, path=str(tmp_path / "warehouse"))
+    older = stored.where(F.col("message_key").isin(older_keys))
+    older.drop("data_head").coalesce(1).write.parquet(old.location("messages"))  # as an older version wrote it
+    old.append("messages", stored.where(~F.col("message_key").isin(older_keys)).coalesce(1))
+
+    heads = without_data(old.read("messages"))
+    assert "data" not in heads.columns
+    plan = heads.select("message_key", "data_head")
+    got = {r["message_key"]: bytes(r["data_head"]) for r in plan.collect()}
+    assert got == {k: dlh_head(m.data) for k, m in originals.items()}
+    reading_data = [rows for output, rows in _scans(plan) if "data" in output]
+    assert reading_data == [len(older_keys)]  # not the rows of the file written with data_head
+
+    table = load_rules(STARTER)
+    decisions = decide_pending(spark, old, table, run_id="r1", now=NOW)
+    try:
+        assert _decided(decisions) == _oracle(table, originals)
+    finally:
+        decisions.unpersist()

@@ -21,7 +21,7 @@ from dlq_pipeline.formats.structures import (
     RulesFormattingHeader2, StructureError, TransmissionQueueHeader, TriggerMessage, byte_order,
     decode_dlh, decode_dlh_batch, decode_mde, decode_mqmd, decode_rfh2, decode_tm, decode_xqh,
     encode_dlh, encode_mde, encode_mqmd, encode_rfh2, encode_tm, encode_xqh, to_columns,
-    chain_possible, decode_arrow_schema, decode_dlh_arrow,
+    chain_possible, decode_arrow_schema, decode_dlh_arrow, dlh_head,
 )
 
 EBCDIC_CCSIDS = [37, 273, 500, 1047, 1141]
@@ -693,6 +693,23 @@ def test_without_a_chain_format_the_first_172_bytes_decode_alike(row):
     data, encoding, ccsid, md_format = row
     if not chain_possible(data):
         assert decode_dlh(data[:172], encoding, ccsid, md_format) == decode_dlh(data, encoding, ccsid, md_format)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages())
+def test_the_stored_head_decodes_as_the_whole_data(row):
+    """`dlh_head` (ingest stores it as ``messages.data_head``; classify never reads ``data``)
+    decodes as the whole data, with its own length standing for the data's."""
+    import pyarrow as pa
+
+    data, encoding, ccsid, md_format = row
+    head = dlh_head(data)
+    assert head == data[:CHAIN_SCAN_LIMIT if chain_possible(data) else 172]
+    assert decode_dlh(head, encoding, ccsid, md_format) == decode_dlh(data, encoding, ccsid, md_format)
+    got = decode_dlh_arrow(pa.array([head[:172].ljust(172, b"\0")], pa.binary()),
+                           pa.array([head[172:] or None], pa.binary()), [len(head)], [encoding], [ccsid],
+                           pa.array([md_format], pa.string()))
+    assert got.to_pylist() == [to_columns(decode_dlh(data, encoding, ccsid, md_format))]
 
 
 @pytest.mark.parametrize("ccsid", [c for c in codepages.KNOWN_CCSIDS] + [0, 930, 1390, 9999])
