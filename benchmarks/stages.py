@@ -804,37 +804,29 @@ PIPELINE_HEAP = "2g"  # issue 16 part 6: the Spark heap 100 messages of 100 MB m
 
 def child_memory_pipeline(params: dict) -> dict:
     """``run`` (ingest -> decode -> classify -> replay to ``dir:``) over one dump of large
-    messages, in a fresh local session with ``PIPELINE_HEAP`` of heap; the peak RSS of the JVM
-    and of the Python workers while it runs."""
+    messages, in a fresh local session with ``PIPELINE_HEAP`` of heap (``heap``: another, for
+    tests/spark/test_large_messages.py); the peak RSS of the JVM and of the Python workers
+    while it runs, and each stage's time."""
     from dlq_pipeline.rules.parser import load_rules
     from dlq_pipeline.settings import RunSettings, StorageSettings
     from dlq_pipeline.spark.run import run_pipeline
     from dlq_pipeline.spark.session import get_spark
 
-    heap = params.get("heap", PIPELINE_HEAP)  # tests/spark/test_large_messages.py: a smaller heap, smaller messages
+    heap = params.get("heap", PIPELINE_HEAP)
     spark = get_spark({"master": params["master"], "app_name": "bench-memory-run",
-                       "spark_conf": {"spark.driver.memory": heap, **params.get("spark_conf", {})}})
+                       "spark_conf": {"spark.driver.memory": heap}})
     work = Path(params["work"])
     rules = work / "catch-all.rules"
     rules.write_text(data.CATCH_ALL + "\n")
     settings = RunSettings(storage=StorageSettings(path=str(work / "warehouse")))
     with PeakMemory() as peak:
         began = time.perf_counter()
-        if params.get("ingest_only"):  # tests/spark/test_large_messages.py: ingest's share alone
-            from dlq_pipeline.spark.ingest import ingest
-            from dlq_pipeline.spark.storage import Storage
-
-            landed = ingest(spark, Storage(spark, path=settings.storage.path), [params["dump"]],
-                            run_id="bench-memory").messages_landed
-            outcomes: dict = {}
-        else:
-            result = run_pipeline(spark, settings, load_rules(str(rules)), inputs=[params["dump"]],
-                                  target=f"dir:{work / 'out'}", run_id="bench-memory")
-            landed, outcomes = result.messages_landed, result.outcomes
+        result = run_pipeline(spark, settings, load_rules(str(rules)), inputs=[params["dump"]],
+                              target=f"dir:{work / 'out'}", run_id="bench-memory")
         seconds = time.perf_counter() - began
     written = sum(p.stat().st_size for p in (work / "out").rglob("*") if p.is_file())
-    return {"seconds": seconds, "heap": heap, "landed": landed,
-            "outcomes": outcomes, "replayed_bytes": written, **peak.as_dict()}
+    return {"seconds": seconds, "heap": heap, "landed": result.messages_landed, "outcomes": result.outcomes,
+            "durations": result.durations, "replayed_bytes": written, **peak.as_dict()}
 
 
 def bench_pipeline_memory(sizes: Sizes, work: Path, ctx: Context) -> dict:

@@ -275,6 +275,16 @@ def render_tables_md() -> str:
         "`spark.sql.session.timeZone`, which sessions built by `get_spark` set to UTC. MQ's own",
         "`put_date`/`put_time` are the GMT strings MQ wrote.",
         "",
+        "Warehouses written by an earlier version: a column added to a schema since is",
+        "nullable, and older rows read null there. Parquet needs nothing (its files are read",
+        "with the declared schema); a Delta table gets the column (`ALTER TABLE ... ADD",
+        "COLUMNS`, logged) before the first write that needs it, since Delta refuses writes",
+        "with a column the table lacks. `messages.data_head` (added for 100 MB messages,",
+        "docs/performance.md, issue 16 part 6) is such a column: rows landed before it are",
+        "decoded from `data` as before, correctly, but with `data` read for them (a 100 MB",
+        "message of those still costs its copies); every row landed since is decoded from",
+        "`data_head` alone. Nothing needs rewriting.",
+        "",
     ]
     for name in TABLES:
         doc = table_document(name)

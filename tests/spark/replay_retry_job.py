@@ -23,12 +23,14 @@ NOW = dt.datetime(2026, 3, 1, 12, 0, 0)
 
 def message_row(key: str, md, data: bytes, *, index: int, truncated: bool = False) -> dict:
     """A `messages` table row for (md, data)."""
+    from dlq_pipeline.formats.structures import dlh_head
     from dlq_pipeline.identity import data_digest
 
     row = {
         "message_key": key, "source_kind": "dmpmqmsg", "source_qmgr": "QM1", "source_queue": "DLQ",
         "source_file": "dlq.dmp", "source_index": index, "source_line": 1 + index * 30, "source_offset": index * 900,
-        "landed_at": NOW, "run_id": "land", "data": data, "data_length": len(data), "data_digest": data_digest(data),
+        "landed_at": NOW, "run_id": "land", "data": data, "data_head": dlh_head(data), "data_length": len(data),
+        "data_digest": data_digest(data),
         "truncated": truncated, "notes": [], "md_char_bytes": None,
     }
     for name, value in md.as_dict().items():

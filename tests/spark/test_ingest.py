@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
+from dlq_pipeline.formats.structures import dlh_head
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
 from dlq_pipeline.dumps.dmpmqmsg import read_dump, read_dump_info, write_dump
 from dlq_pipeline.dumps.generator import generate_messages
@@ -90,7 +91,8 @@ def reference(spark, paths, *, kinds=None, run_id=RUN, landed_at=LANDED):
                 "message_key": key, "source_kind": kind, "source_qmgr": qmgr, "source_queue": queue,
                 "source_file": path, "source_index": record.index, "source_line": record.line,
                 "source_offset": record.offset, "landed_at": landed_at, "run_id": run_id, **md,
-                "data": record.data, "data_length": length, "data_digest": digest,
+                "data": record.data, "data_head": dlh_head(record.data), "data_length": length,
+                "data_digest": digest,
                 "truncated": record.truncated, "notes": list(record.notes), "md_char_bytes": None,
             })
     schema = table_schema("messages")

@@ -16,6 +16,7 @@ from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import DryRunConnection
 from dlq_pipeline.settings import ReplaySettings
 from dlq_pipeline.tables import LEDGER_COLUMNS
+from dlq_pipeline.replay import writer
 from dlq_pipeline.replay.writer import (Checkpoint, TokenBucket, WorkItem,
                                         replay_partition, utc_from_epoch)
 from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
@@ -127,6 +128,15 @@ def test_batches_commit_every_batch_size_and_checkpoint_each(qm, tmp_path):
     assert [r.name for r in records] == ["00000000.json", "00000001.json", "00000002.json", "00000003.json"]
     assert [len(json.loads(r.read_bytes())["rows"]) for r in records] == [3, 3, 1, 0]
     assert {oct(r.stat().st_mode & 0o777) for r in records} == {"0o600"}
+
+
+def test_a_batch_ends_once_it_holds_batch_bytes_of_data(qm, monkeypatch):
+    """A batch is held in memory until committed (to be put again after a connection
+    failure): with messages of MQ's maximum size it ends at BATCH_BYTES, not batch_size."""
+    monkeypatch.setattr(writer, "BATCH_BYTES", 1000)
+    rows = run([item(n, payload=b"x" * 400) for n in range(7)], qm.connect, batch_size=200)
+    assert [r["batch_id"] for r in rows] == [0, 0, 0, 1, 1, 1, 2]  # 400 + 400 + 400 >= 1000
+    assert [len(d) for *_, d in sent(qm)] == [400] * 7
 
 
 def test_a_failed_put_backs_out_only_its_batch_and_the_rest_is_sent_once(qm):
