@@ -3,8 +3,8 @@
 `replay_partition` opens one connection (lazily, on the first message to put), puts in
 syncpoint batches of ``batch_size`` (ended early once they hold ``BATCH_BYTES`` of message
 data: a batch is kept in memory until committed, to be put again after a connection
-failure, and 200 messages of 100 MB would be 20 GB) and commits each batch, and yields one ledger row per
-work item (data/schemas/ledger.json). What it decides, in order, for each item:
+failure, and 200 messages of 100 MB would be 20 GB), commits each batch, and yields one
+ledger row per work item (data/schemas/ledger.json). What it decides, in order, for each item:
 
 - DISCARD -> ``discarded`` (``dry_run`` "would discard" for the dry-run target, which ends
   nothing), IGNORE -> ``ignored`` (no MQ call; removing a message from a live DLQ is
@@ -66,11 +66,11 @@ from dlq_pipeline.testhooks import crash_point
 
 log = logging.getLogger(__name__)
 
-# Failing to connect for these reasons will not get better by trying again (and repeated bad
-# passwords can lock an account): give up at once.
 # A syncpoint batch ends when its messages' data reaches this (or at ``batch_size``
 # messages): it holds at most one large message beyond it (docs/performance.md, part 6).
 BATCH_BYTES = 64 * 1024 * 1024
+# Failing to connect for these reasons will not get better by trying again (and repeated bad
+# passwords can lock an account): give up at once.
 CONNECT_FATAL = frozenset({reasons.MQRC_NOT_AUTHORIZED, 2063})  # 2063 MQRC_SECURITY_ERROR
 
 

@@ -237,3 +237,34 @@ def test_without_the_jars_delta_is_a_configuration_error(tmp_path, dumps):
     assert "Delta Lake is not on the Spark classpath" in done.stderr
     assert "python -m dlq_pipeline.spark.delta" in done.stderr
     assert not (tmp_path / "wh" / "messages").exists()
+
+
+def test_a_messages_table_from_before_data_head_gets_the_column_and_decides_alike(spark, tmp_path, dumps):
+    """A Delta `messages` table created before `data_head` existed: reads show it null, the
+    next write adds the column (Delta refuses a write with a column the table lacks), and
+    classify decides the older rows (decoded from `data`) and the newer alike."""
+    from dlq_pipeline.spark.classify import decide_pending
+    from dlq_pipeline.spark.ingest import ingest
+
+    parquet = make_storage(spark, "parquet", tmp_path / "parquet")
+    ingest(spark, parquet, dumps, run_id="land")
+    landed = parquet.read("messages")
+    older = landed.where(F.col("source_file") == dumps[0])
+    storage = make_storage(spark, "delta", tmp_path / "wh")
+    older.drop("data_head").write.format("delta").save(storage.location("messages"))  # as an older version made it
+    assert storage.read("messages").where(F.col("data_head").isNotNull()).isEmpty()
+    assert storage.merge_new("messages", landed) == landed.count() - older.count()
+    stored = spark.read.format("delta").load(storage.location("messages"))
+    assert stored.columns == list(table_schema("messages").names)
+    assert stored.where(F.col("data_head").isNull()).count() == older.count()
+
+    table = load_rules(str(STARTER))
+
+    def decided(where):
+        decisions = decide_pending(spark, where, table, run_id="r1", now=T0)
+        try:
+            return {r.message_key: (r.action, r.rule_line, r.target_q, r.ignore_reason) for r in decisions.collect()}
+        finally:
+            decisions.unpersist()
+
+    assert decided(storage) == decided(parquet)
