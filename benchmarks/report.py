@@ -105,12 +105,13 @@ def end_to_end_lines(d: dict) -> list[str]:
         stages = s.get("pipeline_jobs_per_stage") or {}
         rows.append([int(n), s["pipeline_wall_s"]["seconds"],
                      round(s["pipeline_spark_start_s"] + s.get("pipeline_trivial_job_s", 0), 2),
-                     s.get("pipeline_run_s"), s.get("pipeline_jobs"),
+                     s.get("pipeline_run_s"), {True: "C1 only", False: "tiered"}.get(s.get("pipeline_quick_jit"), "-"),
+                     s.get("pipeline_jobs"),
                      " / ".join(f"{k} {v}" for k, v in stages.items()),
                      " / ".join(f"{k} {round(v, 1)}" for k, v in (s.get("pipeline_stage_s") or {}).items()),
                      s["reference_wall_s"]["seconds"], s["reference_over_pipeline"]])
     c = d["crossover"]
-    lines = (_table(["messages", "run (wall s)", "Spark start-up + trivial job s", "pipeline s", "Spark jobs",
+    lines = (_table(["messages", "run (wall s)", "Spark start-up + trivial job s", "pipeline s", "JVM JIT", "Spark jobs",
                      "jobs per stage", "stage s", "sequential reference (wall s)", "reference / run"], rows)
              + [f"Sim latency (ms) {d['latency_ms']}, `run` on {d['master']}"
                 + (f" with replay {d['replay']}" if d.get("replay") else "") + ". Fitted: run "

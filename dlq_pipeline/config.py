@@ -48,6 +48,9 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
                                "\"\" = classic Spark); replay to mq:, drain and settle refuse it"),
         "app_name": ((str,), "dlq-pipeline", "Spark application name"),
         "conf": ((dict,), {}, "extra Spark settings, e.g. {\"spark.sql.shuffle.partitions\" = \"8\"}"),
+        "quick_jit_bytes": ((int,), 32 * 1024 * 1024, "run and ingest: input dumps of at most this many bytes in "
+                                                      "all start a local JVM that compiles with C1 only (quicker to "
+                                                      "warm up, slower on long work); 0 = never"),
     },
     "ingest": {
         "split_bytes": ((int,), 64 * 1024 * 1024, "a dump larger than this is split across tasks"),
@@ -187,7 +190,7 @@ def _check_values(where: str, values: dict[str, dict[str, Any]], problems: list[
         ("replay", "max_connections", 1), ("replay", "connections_per_qmgr", 1), ("replay", "batch_size", 1), ("replay", "breaker_threshold", 1),
         ("replay", "reconnect_attempts", 0), ("drain", "batch_size", 1), ("ingest", "split_bytes", 1024),
         ("ingest", "max_line_length", 80), ("ingest", "max_message_bytes", 0), ("report", "top", 1),
-        ("replay", "rate_limit", 0), ("replay", "reconnect_backoff", 0),
+        ("replay", "rate_limit", 0), ("replay", "reconnect_backoff", 0), ("spark", "quick_jit_bytes", 0),
     ]:
         if values[section][key] < low:
             problems.append(f"{where}: '{section}.{key}' must be at least {low}")

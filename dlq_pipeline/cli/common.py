@@ -282,16 +282,20 @@ def require_classic(config: Config, what: str, why: str = "") -> None:
 # --- Spark and the warehouse -------------------------------------------------------------------
 
 
-def start_spark(config: Config, classic_for: str = ""):
+def start_spark(config: Config, classic_for: str = "", inputs: list[str] | None = None):
     """The SparkSession for ``[spark]`` (an active one is reused: spark-submit, Databricks;
     ``spark.remote``/``$SPARK_REMOTE`` make it a Spark Connect session). storage.format =
     delta without Delta's jars is exit 2 (checked before a JVM starts when this process
-    builds the session), and so is a Connect session for ``classic_for`` (`needs_classic`)."""
+    builds the session), and so is a Connect session for ``classic_for`` (`needs_classic`).
+    ``inputs``: the dumps the command reads and nothing else (no live DLQ): a small total
+    starts the JVM with C1 only (`spark.quick_jit_bytes`, `dlq_pipeline.spark.session.quick_jit`)."""
+    from dlq_pipeline.dumps.plan import input_bytes
     from dlq_pipeline.spark.session import DELTA_FIX, delta_available, delta_missing, get_spark, is_connect
 
     s = config.section("spark")
     settings = {"master": s["master"], "remote": s["remote"], "app_name": s["app_name"], "spark_conf": s["conf"],
-                "format": config.get("storage", "format")}
+                "format": config.get("storage", "format"), "quick_jit_bytes": s["quick_jit_bytes"],
+                "work_bytes": None if inputs is None else input_bytes(inputs, config.get("ingest", "webhdfs"))}
     spark = None if delta_missing(settings) else get_spark(settings)
     if spark is not None and is_connect(spark):  # the settings were checked before (check_target, live_source)
         require_classic(config, classic_for, "the session is a Spark Connect session")

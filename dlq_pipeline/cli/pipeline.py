@@ -40,7 +40,7 @@ def ingest_cmd(paths, as_json, config: Config):
     run_id = run_id_for(config)
     progress = to_stderr()  # also under --json: stdout is the result
     with writing(config, "ingest", run_id):
-        spark = start_spark(config)
+        spark = start_spark(config, inputs=list(paths))
         with stage(progress, "ingest", run_id=run_id) as counts:
             try:
                 result = ingest(spark, open_tables(spark, config), list(paths), run_id=run_id,
@@ -137,7 +137,7 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
     now = utc_now()
     run_id = run_id_for(config, run_id, now)
     with writing(config, "run", run_id):
-        spark = start_spark(config, needs_classic(target, source))
+        spark = start_spark(config, needs_classic(target, source), inputs=None if source else inputs)
         try:
             summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=inputs, target=target,
                                    run_id=run_id, now=now, progress=to_stderr(), source=source)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from dlq_pipeline.dumps.dmpmqmsg import plan_splits, read_dump_info
-from dlq_pipeline.dumps.files import open_input
+from dlq_pipeline.dumps.files import file_size, open_input
 from dlq_pipeline.dumps.sources import expand_inputs, sniff
 from dlq_pipeline.tables import stored_text
 
@@ -73,3 +73,12 @@ def plan_work(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES, webh
         else:
             items.append(FileSplit(path, "unknown", 0, None, 0, 1, url=read_at))
     return items
+
+
+def input_bytes(paths: Iterable[str], webhdfs: str = "") -> int | None:
+    """The bytes of the files ``paths`` names, what a command will read (None when one
+    cannot be listed or sized: ingest reports that, as an error or a quarantine row, later)."""
+    try:
+        return sum(file_size(url) for url in expand_inputs(paths, webhdfs).values())
+    except Exception:  # noqa: BLE001 - only a hint for the session (`spark.session.quick_jit`)
+        return None

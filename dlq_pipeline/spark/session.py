@@ -68,13 +68,20 @@ BASE_CONF: dict[str, str] = {
     # builds its plans with about 800 such calls: 1-4 s of a 1,000-message run went there
     # (docs/performance.md, issue 16 part 1). Errors still name the failing operation.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
+    # Delta rebuilds a table's file list (its snapshot state) for every new version a read or
+    # MERGE sees, shuffled into 50 tasks by default: 50 tasks for a log of a few hundred
+    # files, ten times per stage of a run. Our tables' states are small (one row per data
+    # file), so one task does it: 8 appends each read back took 194 s -> 61 s on 2 busy cores,
+    # a stage on the cluster bed 3 min -> about 1 (docs/performance.md). Ignored without Delta.
+    "spark.databricks.delta.snapshotPartitions": "1",
 }
 LOG_LEVEL = "WARN"
 
 
 def _settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
     s = dict(settings or {})
-    unknown = set(s) - {"master", "remote", "app_name", "spark_conf", "format", "log_level"}
+    unknown = set(s) - {"master", "remote", "app_name", "spark_conf", "format", "log_level", "work_bytes",
+                        "quick_jit_bytes"}
     if unknown:
         raise ValueError(f"get_spark: unknown settings {sorted(unknown)}")
     return s
@@ -117,6 +124,24 @@ def local_driver_memory(total_bytes: int | None = None) -> str:
         except (ValueError, OSError, AttributeError):  # not POSIX: keep Spark's default
             return "1g"
     return f"{max(1, min(8, total_bytes // 4 // 2**30))}g"
+
+
+# A local JVM started for a small amount of work compiles with C1 only (issue 16 part 1,
+# docs/performance.md "session 7"): on 2 cores HotSpot's C2 compiler spent about 10 s of CPU
+# warming up during a 1,000-message run (the run's JVM CPU 25 s -> 15 s, its wall 37 s -> 23 s),
+# code it never got to use. On long CPU-bound JVM work C1 code is 3-5x slower, so only a
+# command that knows its input is small gets it (``work_bytes`` <= ``quick_jit_bytes``).
+QUICK_JIT_OPTION = "-XX:TieredStopAtLevel=1"
+DEFAULT_QUICK_JIT_BYTES = 32 * 1024 * 1024
+
+
+def quick_jit(settings: Mapping[str, Any] | None = None) -> bool:
+    """Whether a local JVM started with ``settings`` compiles with C1 only: the command
+    named the bytes it will read (``work_bytes``, None = unknown, e.g. a live DLQ) and they
+    are at most ``quick_jit_bytes`` (default `DEFAULT_QUICK_JIT_BYTES`; 0 = never)."""
+    s = _settings(settings)
+    work, limit = s.get("work_bytes"), s.get("quick_jit_bytes", DEFAULT_QUICK_JIT_BYTES)
+    return work is not None and limit > 0 and work <= limit
 
 
 def remote_url(settings: Mapping[str, Any] | None = None) -> str:
@@ -177,6 +202,8 @@ def session_conf(settings: Mapping[str, Any] | None = None, launcher: Mapping[st
     conf["spark.app.name"] = s.get("app_name") or "dlq-pipeline"
     if not launcher and conf["spark.master"].startswith("local"):
         conf["spark.driver.memory"] = local_driver_memory()
+        if quick_jit(s):  # the user's own spark.driver.extraJavaOptions replace it
+            conf["spark.driver.extraJavaOptions"] = QUICK_JIT_OPTION
     user = {str(k): str(v) for k, v in (s.get("spark_conf") or {}).items()}
     conf.update(user)
     conf.update({str(k): str(v) for k, v in (launcher or {}).items()})
@@ -302,7 +329,8 @@ def get_spark(settings: Mapping[str, Any] | None = None) -> SparkSession:
     ``settings``: ``master`` (default ``local[*]``), ``remote`` (a Spark Connect URL,
     ``sc://host:port``, default ``$SPARK_REMOTE``; `connect_conf`), ``app_name``, ``spark_conf`` (extra Spark
     settings, overriding the defaults), ``format`` (``"delta"`` adds Delta's extension and
-    catalog when Delta is available), ``log_level`` (default WARN).
+    catalog when Delta is available), ``log_level`` (default WARN), ``work_bytes`` and
+    ``quick_jit_bytes`` (a small command's JVM compiles with C1 only: `quick_jit`).
 
     An existing session (Databricks, a notebook, spark-submit) is returned as it is, apart
     from ``spark_conf`` entries that can be changed at runtime: it belongs to the caller.

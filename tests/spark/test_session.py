@@ -70,6 +70,22 @@ def test_a_local_session_gets_a_heap_sized_to_the_machine():
     assert "spark.driver.memory" not in session_conf({"master": "local[2]"}, {"spark.master": "local[2]"})
 
 
+def test_a_small_command_starts_a_jvm_that_compiles_with_c1_only():
+    small, large = {"master": "local[2]", "work_bytes": 10 * 2**20}, {"master": "local[2]", "work_bytes": 33 * 2**20}
+    assert session_module.DEFAULT_QUICK_JIT_BYTES == 32 * 2**20
+    assert session_conf(small)["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
+    assert session_conf({**small, "work_bytes": 0})["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
+    assert "spark.driver.extraJavaOptions" not in session_conf(large)
+    assert "spark.driver.extraJavaOptions" not in session_conf({"master": "local[2]"})  # size unknown (a live DLQ)
+    assert "spark.driver.extraJavaOptions" not in session_conf({**small, "quick_jit_bytes": 0})  # never
+    assert session_conf({**large, "quick_jit_bytes": 64 * 2**20})["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
+    mine = {**small, "spark_conf": {"spark.driver.extraJavaOptions": "-Dx=1"}}
+    assert session_conf(mine)["spark.driver.extraJavaOptions"] == "-Dx=1"  # the user's options replace it
+    # a JVM this process does not start (a cluster's driver, spark-submit) is left as it is
+    assert "spark.driver.extraJavaOptions" not in session_conf({**small, "master": "spark://host:7077"})
+    assert "spark.driver.extraJavaOptions" not in session_conf(small, {"spark.master": "local[2]"})
+
+
 def test_session_conf_rejects_unknown_settings():
     with pytest.raises(ValueError, match="unknown settings"):
         session_conf({"mastr": "local[1]"})
@@ -168,3 +184,20 @@ def test_a_connect_session_gets_the_url_and_runtime_sql_settings_only(monkeypatc
 
 def test_the_suite_session_is_classic(spark):
     assert is_connect(spark) is False
+
+
+def test_start_spark_tells_the_session_what_the_command_reads(tmp_path, monkeypatch):
+    import dlq_pipeline.cli.common as common
+    from dlq_pipeline.config import load_config
+
+    seen = []
+    monkeypatch.setattr(session_module, "get_spark", lambda settings: seen.append(settings) or object())
+    monkeypatch.setattr(session_module, "is_connect", lambda spark: False)
+    monkeypatch.setattr(common, "_check_default_fs", lambda spark, path: None)
+    (tmp_path / "a.dmp").write_bytes(b"x" * 1000)
+    config = load_config(overrides={"spark": {"quick_jit_bytes": 999}})
+    common.start_spark(config, inputs=[str(tmp_path / "a.dmp")])
+    common.start_spark(config)  # a command that reads the warehouse, or a live DLQ: size unknown
+    assert [(s["work_bytes"], s["quick_jit_bytes"]) for s in seen] == [(1000, 999), (None, 999)]
+    assert [session_module.quick_jit(s) for s in seen] == [False, False]
+    assert session_module.quick_jit({**seen[0], "quick_jit_bytes": 1000})

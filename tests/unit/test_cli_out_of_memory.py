@@ -44,7 +44,9 @@ def test_an_out_of_memory_run_is_one_error_line_naming_the_setting(tmp_path, mon
     def run_pipeline(*args, **kwargs):
         raise FakePy4JJavaError(JAVA_TEXT)
 
-    monkeypatch.setattr(pipeline_cli, "start_spark", lambda config, classic_for="": object())
+    started = []  # what the session was told the run reads (its JIT: dlq_pipeline.spark.session.quick_jit)
+    monkeypatch.setattr(pipeline_cli, "start_spark",
+                        lambda config, classic_for="", inputs=None: started.append(inputs) or object())
     monkeypatch.setattr(spark_run, "run_pipeline", run_pipeline)
     dump = tmp_path / "in.dmp"
     dump.write_bytes(b"* never read\n")
@@ -52,6 +54,7 @@ def test_an_out_of_memory_run_is_one_error_line_naming_the_setting(tmp_path, mon
     result = CliRunner().invoke(cli, ["run", "--input", str(dump), "--rules", STARTER, "--target", "dry-run",
                                       "--warehouse", str(wh), "--set", 'spark.conf={"spark.driver.memory"="2g"}'])
     assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert started == [[str(dump)]]
     assert [line for line in result.stderr.splitlines() if line.strip()] == [
         "error: Spark ran out of memory (java.lang.OutOfMemoryError: Java heap space): raise spark.driver.memory "
         "(now 2g), e.g. --set 'spark.conf={\"spark.driver.memory\"=\"8g\"}' or [spark] conf in the configuration; "

@@ -19,7 +19,7 @@ STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
 @pytest.fixture(autouse=True)
 def no_spark(monkeypatch):
     """Every case here must stop before a SparkSession is asked for."""
-    def refuse(config, *_):
+    def refuse(config, *_, **__):
         raise AssertionError("Spark was started: the check came too late")
     monkeypatch.setattr(pipeline_cli, "start_spark", refuse)
     import dlq_pipeline.cli.live as live_cli

@@ -16,7 +16,7 @@ from dlq_pipeline.dumps.dmpmqmsg import plan_splits, read_dump
 from dlq_pipeline.dumps.files import (InputNotFound, InputUnreachable, _ArrowRaw, is_local, list_files,
                                       reading_url)
 from dlq_pipeline.dumps.generator import write_generated
-from dlq_pipeline.dumps.plan import plan_work
+from dlq_pipeline.dumps.plan import input_bytes, plan_work
 from dlq_pipeline.dumps.sources import expand_paths
 
 
@@ -116,3 +116,14 @@ def test_an_abfss_uri_without_an_account_is_an_error_naming_it():
 def test_an_unknown_scheme_is_an_error_naming_it():
     with pytest.raises(InputUnreachable, match="'ftp://host/x': no filesystem for 'ftp:'"):
         list_files("ftp://host/x")
+
+
+def test_input_bytes_sums_the_files_the_inputs_name(tmp_path):
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    (tmp_path / "d" / "a.dmp").write_bytes(b"x" * 100)
+    (tmp_path / "d" / "sub" / "b.dmp").write_bytes(b"y" * 23)
+    (tmp_path / "c.dmp").write_bytes(b"z" * 7)
+    assert input_bytes([str(tmp_path / "d"), str(tmp_path / "c.dmp")]) == 130
+    assert input_bytes([]) == 0
+    # a path that is not there is ingest's to report; the size is just unknown
+    assert input_bytes([str(tmp_path / "c.dmp"), str(tmp_path / "missing")]) is None
