@@ -70,9 +70,9 @@ BASE_CONF: dict[str, str] = {
     "spark.python.sql.dataFrameDebugging.enabled": "false",
     # Delta rebuilds a table's file list (its snapshot state) for every new version a read or
     # MERGE sees, shuffled into 50 tasks by default: 50 tasks for a log of a few hundred
-    # files, ten times per stage of a run. Our tables' states are small (one row per data
-    # file), so one task does it: 8 appends each read back took 194 s -> 61 s on 2 busy cores,
-    # a stage on the cluster bed 3 min -> about 1 (docs/performance.md). Ignored without Delta.
+    # files, ten times or more per command. Our tables' states are small (one row per data
+    # file), so one task does it: 8 appends each read back took 194 s -> 61 s on 2 busy cores
+    # (docs/performance.md). Ignored without Delta.
     "spark.databricks.delta.snapshotPartitions": "1",
 }
 LOG_LEVEL = "WARN"
