@@ -264,6 +264,7 @@ class _Writer:
         self.breakers: dict[tuple[str, str], _Breaker] = {}
         self.depths: dict[tuple[str, str], list[int] | None] = {}
         self.batch: list[_Pending] = []
+        self.batch_bytes = 0  # the open batch's message data, kept with it by `take_batch`
         self.batch_id = 0
         self.losses = 0  # connection losses in a row without a committed batch
         self.gave_up: MQError | None = None
@@ -425,8 +426,7 @@ class _Writer:
                     raise wrapped.error from None
             except MQError as exc:
                 if exc.connection_failure:  # the queue manager backed the batch out
-                    todo.extendleft(reversed(self.batch + [p]))
-                    self.batch = []
+                    todo.extendleft(reversed(self.take_batch() + [p]))
                     self.recover(exc)
                     continue
                 rows.append(self.failed(p, exc))
@@ -436,14 +436,20 @@ class _Writer:
                 continue
             self.note(p, None)
             self.batch.append(p)
-            if len(self.batch) >= self.settings.batch_size or sum(len(b.data) for b in self.batch) >= BATCH_BYTES:
+            self.batch_bytes += len(p.data)
+            if len(self.batch) >= self.settings.batch_size or self.batch_bytes >= BATCH_BYTES:
                 rows += self.commit(todo)
         return rows
+
+    def take_batch(self) -> list[_Pending]:
+        """The open batch, which is emptied (the only way it is: its byte count goes with it)."""
+        batch, self.batch, self.batch_bytes = self.batch, [], 0
+        return batch
 
     def backout_batch(self, todo: deque) -> None:
         """Back out the open batch after a failed put; its other messages go back to the front
         of ``todo`` to be put again in a fresh batch."""
-        others, self.batch = self.batch, []
+        others = self.take_batch()
         todo.extendleft(reversed(others))
         self.depths.clear()  # the backed-out puts no longer count: inquire again
         try:
@@ -460,15 +466,14 @@ class _Writer:
             self.conn.commit()
         except MQError as exc:
             if exc.connection_failure:  # in doubt: send again (the documented at-least-once window)
-                todo.extendleft(reversed(self.batch))
-                self.batch = []
+                todo.extendleft(reversed(self.take_batch()))
                 self.recover(exc)
                 return []
-            batch, self.batch = self.batch, []
+            batch = self.take_batch()
             rows = [self.failed(p, exc) for p in batch]
             self.batch_id += 1
             return rows
-        batch, self.batch = self.batch, []
+        batch = self.take_batch()
         rows = [self.row(p.item, "delivered", reason=0, started=p.started_at, batch_id=self.batch_id)
                 for p in batch]
         self.batch_id += 1
