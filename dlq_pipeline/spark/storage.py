@@ -395,9 +395,7 @@ class Storage:
         refuses a write with a column the table lacks): its older rows read null there."""
         if self.exists(table):
             if table not in self._evolved:
-                stored = self.spark.read.table(self.location(table)) if self.by_name else \
-                    self.spark.read.format("delta").load(self.location(table))
-                added = self._added_columns(stored, table)
+                added = self._added_columns(self.spark.table(self._delta_ref(table)), table)
                 if added:
                     columns = ", ".join(f"{_quote(f.name)} {f.dataType.simpleString()}" for f in added)
                     log.warning("adding column(s) %s to the Delta table %s (declared since it was created)",
