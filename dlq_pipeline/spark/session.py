@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 from pyspark.sql import SparkSession
 
+from dlq_pipeline.config import defaults
 from dlq_pipeline.spark.delta import cached_jars
 
 log = logging.getLogger(__name__)
@@ -132,15 +133,14 @@ def local_driver_memory(total_bytes: int | None = None) -> str:
 # code it never got to use. On long CPU-bound JVM work C1 code is 3-5x slower, so only a
 # command that knows its input is small gets it (``work_bytes`` <= ``quick_jit_bytes``).
 QUICK_JIT_OPTION = "-XX:TieredStopAtLevel=1"
-DEFAULT_QUICK_JIT_BYTES = 32 * 1024 * 1024
 
 
 def quick_jit(settings: Mapping[str, Any] | None = None) -> bool:
     """Whether a local JVM started with ``settings`` compiles with C1 only: the command
     named the bytes it will read (``work_bytes``, None = unknown, e.g. a live DLQ) and they
-    are at most ``quick_jit_bytes`` (default `DEFAULT_QUICK_JIT_BYTES`; 0 = never)."""
+    are at most ``quick_jit_bytes`` (default: the ``spark.quick_jit_bytes`` setting's; 0 = never)."""
     s = _settings(settings)
-    work, limit = s.get("work_bytes"), s.get("quick_jit_bytes", DEFAULT_QUICK_JIT_BYTES)
+    work, limit = s.get("work_bytes"), s.get("quick_jit_bytes", defaults()["spark"]["quick_jit_bytes"])
     return work is not None and limit > 0 and work <= limit
 
 

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from dlq_pipeline.config import defaults
 from dlq_pipeline.spark import session as session_module
 from dlq_pipeline.spark.delta import (JARS_ENV, DeltaJarsError, cached_jars, jar_dir, package_for,
                                       spark_provided)
@@ -72,7 +73,7 @@ def test_a_local_session_gets_a_heap_sized_to_the_machine():
 
 def test_a_small_command_starts_a_jvm_that_compiles_with_c1_only():
     small, large = {"master": "local[2]", "work_bytes": 10 * 2**20}, {"master": "local[2]", "work_bytes": 33 * 2**20}
-    assert session_module.DEFAULT_QUICK_JIT_BYTES == 32 * 2**20
+    assert defaults()["spark"]["quick_jit_bytes"] == 32 * 2**20
     assert session_conf(small)["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
     assert session_conf({**small, "work_bytes": 0})["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
     assert "spark.driver.extraJavaOptions" not in session_conf(large)
