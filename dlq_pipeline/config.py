@@ -66,7 +66,7 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
     "replay": {
         "max_connections": ((int,), 4, "most MQ connections open at once (replay partitions)"),
         "connections_per_qmgr": ((int,), 1, "most of those one target queue manager's messages are spread over "
-                                            "(by target queue; each queue keeps DLQ order in one connection)"),
+                                            "(its target queues placed by size; each queue keeps DLQ order in one connection)"),
         "batch_size": ((int,), 200, "puts per syncpoint unit of work"),
         "rate_limit": ((int, float), 0, "puts per second per connection; 0 = unlimited"),
         "breaker_threshold": ((int,), 5, "transient failures on one queue before it is left alone for the run"),

@@ -21,6 +21,7 @@ again. This assumes one run at a time per warehouse.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import secrets
 from typing import Callable, Mapping
@@ -32,6 +33,7 @@ from dlq_pipeline.clock import as_utc, from_epoch_micros, utc_now
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.process_group import RunGroup, join_run_group
 from dlq_pipeline.progress import Progress, Report
+from dlq_pipeline.replay.placement import place_queues, slot_values
 from dlq_pipeline.replay.rebuild import TARGET_SOURCES, exact_target
 from dlq_pipeline.dumps import files
 from dlq_pipeline.replay.targets import Target, check_run_id, open_target
@@ -154,21 +156,47 @@ def partition_rows(items: DataFrame, run: Callable) -> DataFrame:
     return items.mapInArrow(task, table_schema("ledger"))
 
 
-def partition_key(per_qmgr: int = 1) -> list[Column]:
-    """What replay partitions are hashed on: the target queue manager; with ``per_qmgr`` > 1
-    also one of ``per_qmgr`` buckets of the target queue, so one queue manager's messages
-    (typically most of a DLQ go back to the local one) spread over up to that many
-    connections, while every target queue (and every ``dir:`` file) stays in one partition, in
-    DLQ order. 1 is the key of before, exactly (the same partitions, the same ledger)."""
-    qmgr = F.coalesce(F.col("target_qmgr"), F.lit(""))
+def _target_key() -> tuple[Column, Column]:
+    return F.coalesce(F.col("target_qmgr"), F.lit("")), F.coalesce(F.col("target_q"), F.lit(""))
+
+
+def partition_key(per_qmgr: int = 1, placed: Mapping[tuple[str, str], int] | None = None,
+                  partitions: int = 1) -> list[Column]:
+    """What replay partitions are hashed on: the target queue manager. With ``per_qmgr`` > 1
+    one queue manager's messages (typically most of a DLQ go back to the local one) spread
+    over up to that many connections while every target queue (and every ``dir:`` file)
+    stays in one partition, in DLQ order: each queue goes to the partition ``placed`` gives
+    it (`dlq_pipeline.replay.placement`: by size), named by a value that hashes there; a
+    queue missing from ``placed`` to one of ``per_qmgr`` buckets of its name. 1 is the key
+    of before, exactly (the same partitions, the same ledger)."""
+    qmgr, queue = _target_key()
     if per_qmgr <= 1:
         return [qmgr]
-    return [qmgr, F.pmod(F.hash(F.coalesce(F.col("target_q"), F.lit(""))), F.lit(per_qmgr))]
+    bucket = F.hash(qmgr, F.pmod(F.hash(queue), F.lit(per_qmgr)))
+    if not placed:
+        return [bucket]
+    slots = slot_values(partitions)
+    table: dict[str, dict[str, int]] = {}
+    for (m, q), p in placed.items():
+        table.setdefault(m, {})[q] = slots[p]
+    # one JSON literal that from_json folds into a constant map (see compiler.sql_json_array)
+    lookup = F.from_json(F.lit(json.dumps(table)), "MAP<STRING, MAP<STRING, INT>>")
+    return [F.coalesce(F.element_at(F.element_at(lookup, qmgr), queue), bucket)]
+
+
+def puts_per_queue(decisions: DataFrame) -> dict[tuple[str, str], int]:
+    """The puts each (target queue manager, queue) of ``decisions`` gets (0 for the queues
+    only IGNORE/DISCARD decisions name): one small aggregation job."""
+    qmgr, queue = _target_key()
+    puts = F.sum(F.when(F.col("action").isin(*PUT_ACTIONS), 1).otherwise(0))
+    rows = decisions.groupBy(qmgr.alias("m"), queue.alias("q")).agg(puts.alias("n")).collect()
+    return {(r["m"], r["q"]): int(r["n"]) for r in rows}
 
 
 def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: set[str], per_qmgr: int = 1) -> DataFrame:
     """Decisions joined with their messages, one partition per target queue manager (hashed
-    into ``partitions``; `partition_key`), in DLQ order within each."""
+    into ``partitions``; with ``per_qmgr`` > 1 its queues placed by size over up to that
+    many: `partition_key`), in DLQ order within each."""
     md_cols = [F.col(f"m.{c}").alias(c) for c in (*MD_COLUMNS.values(), CHAR_BYTES_COLUMN)]
     messages = storage.read("messages").alias("m")
     needs_data = F.col("d.action").isin(*PUT_ACTIONS)
@@ -186,7 +214,8 @@ def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: se
     if skip:
         ended = storage.spark.createDataFrame([(k,) for k in sorted(skip)], "message_key string")
         joined = joined.join(ended, "message_key", "left_anti")
-    return joined.repartition(partitions, *partition_key(per_qmgr)).sortWithinPartitions(
+    placed = place_queues(puts_per_queue(decisions), partitions, per_qmgr) if per_qmgr > 1 else None
+    return joined.repartition(partitions, *partition_key(per_qmgr, placed, partitions)).sortWithinPartitions(
         "source_file", "source_index", "message_key")
 
 

@@ -12,10 +12,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from pyspark.sql import functions as F
 
 from dlq_pipeline.config import load_config
 from dlq_pipeline.dumps.dmpmqmsg import read_dump
 from dlq_pipeline.mq.sim import SimQueueManager
+from dlq_pipeline.replay.placement import place_queues, slot_values
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import TargetError
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
@@ -100,29 +102,48 @@ def test_dir_target_through_spark(spark, tmp_path):
 
 
 def test_connections_per_qmgr_spreads_one_qmgr_by_queue_each_queue_in_dlq_order(spark, tmp_path):
-    """replay.connections_per_qmgr: the local queue manager's messages go over several
-    connections (partitions), each target queue through one of them, in DLQ order; the files
-    are those of the one-connection run."""
+    """replay.connections_per_qmgr: the local queue manager's queues go over several
+    connections (partitions), placed by size (the largest first, each on the least loaded:
+    `place_queues`), each target queue through one of them, in DLQ order; the files are
+    those of the one-connection run."""
     queues = [f"APP.Q{q}" for q in range(8)]
+    sizes = [9, 6, 4, 3, 2, 1, 1, 1]  # skewed, as a DLQ's traffic is
+    order = [q for q, n in zip(queues, sizes) for _ in range(n)]
+    order = [order[(n * 7) % len(order)] for n in range(len(order))]  # interleaved on the DLQ
     files = {}
     for per_qmgr in (1, 4):
         run = f"RUN-P{per_qmgr}"
-        decisions = [decision_row(f"key{n:03d}", "RETRY", run_id=run, index=n, target_q=queues[n % len(queues)],
-                                  target_qmgr="", putaut="DEF", attempt=1) for n in range(24)]
+        decisions = [decision_row(f"key{n:03d}", "RETRY", run_id=run, index=n, target_q=q,
+                                  target_qmgr="", putaut="DEF", attempt=1) for n, q in enumerate(order)]
         settings, storage = setup(spark, tmp_path / f"wh{per_qmgr}", decisions, max_connections=4,
                                   connections_per_qmgr=per_qmgr)
         counts = replay(spark, storage, frame(spark, "decisions", decisions), target=f"dir:{tmp_path / 'out'}",
                         settings=settings, run_id=run, now=NOW)
-        assert counts == {"delivered": 24}
+        assert counts == {"delivered": len(order)}
         ledger = storage.read("ledger").collect()
         partitions = {q: {r["partition_id"] for r in ledger if r["target_q"] == q} for q in queues}
         assert all(len(p) == 1 for p in partitions.values())  # a queue never spans connections
-        used = set().union(*partitions.values())
-        assert len(used) == 1 if per_qmgr == 1 else 1 < len(used) <= 4
+        if per_qmgr == 1:
+            assert len(set().union(*partitions.values())) == 1
+        else:  # where place_queues put each queue: Spark's hash partitioning sent its slot there
+            placed = place_queues({("", q): n for q, n in zip(queues, sizes)}, 4, 4)
+            assert {q: p.pop() for q, p in partitions.items()} == {q: placed[("", q)] for q in queues}
+            assert sorted(placed[("", q)] for q in queues[:4]) == [0, 1, 2, 3]
         files[per_qmgr] = {q: [(m.md, m.data) for m in read_dump(str(tmp_path / "out" / run / "@local" / f"{q}.dmp"))]
                            for q in queues}
     assert files[4] == files[1]
-    assert files[1]["APP.Q3"] == [rebuild(*dead_letter(n), Decision("RETRY")) for n in (3, 11, 19)]  # DLQ order
+    first = [n for n, q in enumerate(order) if q == "APP.Q3"]
+    assert files[1]["APP.Q3"] == [rebuild(*dead_letter(n), Decision("RETRY")) for n in first]  # DLQ order
+
+
+def test_slot_values_land_in_their_partitions(spark):
+    """The values `slot_values` names each partition by are sent there by `repartition` on
+    the Spark installed (its hash partitioning is the Murmur3 `spark_int_hash` copies)."""
+    for n in (2, 4, 7):
+        slots = slot_values(n)
+        df = spark.createDataFrame([(v,) for v in slots], "slot int").repartition(n, "slot")
+        got = {r["slot"]: r["p"] for r in df.select("slot", F.spark_partition_id().alias("p")).collect()}
+        assert got == {v: p for p, v in enumerate(slots)}
 
 
 def test_a_rerun_after_a_run_died_never_puts_its_committed_messages_again(spark, tmp_path, storage_kind):
