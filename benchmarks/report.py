@@ -109,10 +109,12 @@ def end_to_end_lines(d: dict) -> list[str]:
                      s.get("pipeline_jobs"),
                      " / ".join(f"{k} {v}" for k, v in stages.items()),
                      " / ".join(f"{k} {round(v, 1)}" for k, v in (s.get("pipeline_stage_s") or {}).items()),
+                     " / ".join(map(str, s.get("pipeline_puts_per_connection") or [])) or "-",
                      s["reference_wall_s"]["seconds"], s["reference_over_pipeline"]])
     c = d["crossover"]
     lines = (_table(["messages", "run (wall s)", "Spark start-up + trivial job s", "pipeline s", "JVM JIT", "Spark jobs",
-                     "jobs per stage", "stage s", "sequential reference (wall s)", "reference / run"], rows)
+                     "jobs per stage", "stage s", "puts per connection", "sequential reference (wall s)",
+                     "reference / run"], rows)
              + [f"Sim latency (ms) {d['latency_ms']}, `run` on {d['master']}"
                 + (f" with replay {d['replay']}" if d.get("replay") else "") + ". Fitted: run "
                 f"{c['pipeline_fixed_s']} s + {c['pipeline_ms_per_message']} ms/message; reference "

@@ -536,8 +536,11 @@ def child_pipeline(params: dict) -> dict:
     began = time.perf_counter()
     from dlq_pipeline.rules.parser import load_rules
     from dlq_pipeline.settings import ReplaySettings, RunSettings, StorageSettings
+    from pyspark.sql import functions as F
+
     from dlq_pipeline.spark.run import run_pipeline
     from dlq_pipeline.spark.session import get_spark
+    from dlq_pipeline.spark.storage import open_storage
 
     from dlq_pipeline.dumps.plan import input_bytes
     from dlq_pipeline.spark.session import quick_jit
@@ -557,7 +560,12 @@ def child_pipeline(params: dict) -> dict:
                             inputs=params["inputs"], target="sim:QMHUB01", run_id="bench", progress=jobs)
     done = time.perf_counter()
     per_stage = jobs.per_stage()
+    # how evenly the puts spread over the replay connections (after the timing: not counted)
+    ledger = open_storage(spark, StorageSettings(path=str(wh))).read("ledger").where("outcome = 'delivered'")
+    spread = sorted((int(r["n"]) for r in ledger.groupBy("partition_id").agg(F.count("*").alias("n")).collect()),
+                    reverse=True)
     return {"spark_start_s": started - began, "trivial_job_s": trivial - started, "run_s": done - trivial,
+            "puts_per_connection": spread,
             "outcomes": summary_.outcomes, "durations": summary_.durations, "landed": summary_.messages_landed,
             "jobs_per_stage": per_stage, "jobs": sum(per_stage.values()) if per_stage else None,
             "quick_jit": quick_jit(session)}
@@ -702,6 +710,7 @@ def bench_end_to_end(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
             "pipeline_run_s": round(detail["pipeline"]["run_s"], 2),
             "pipeline_jobs": detail["pipeline"]["jobs"],
             "pipeline_jobs_per_stage": detail["pipeline"]["jobs_per_stage"],
+            "pipeline_puts_per_connection": detail["pipeline"].get("puts_per_connection"),
             "pipeline_quick_jit": detail["pipeline"]["quick_jit"],
             "pipeline_stage_s": detail["pipeline"]["durations"],
             "pipeline_outcomes": detail["pipeline"]["outcomes"],

@@ -83,7 +83,7 @@ def classify_cmd(rules_path, as_json, config: Config):
                                        retry_interval=ClassifySettings.from_config(config).retry_interval,
                                        progress=progress)
             try:
-                _total, counts, _reasons = decision_counts(decisions)
+                counts = decision_counts(decisions).actions
             finally:
                 decisions.unpersist()  # decide_pending hands them back persisted
             event["decisions"] = counts

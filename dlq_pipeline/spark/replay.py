@@ -156,7 +156,8 @@ def partition_rows(items: DataFrame, run: Callable) -> DataFrame:
     return items.mapInArrow(task, table_schema("ledger"))
 
 
-def _target_key() -> tuple[Column, Column]:
+def target_key() -> tuple[Column, Column]:
+    """(target queue manager, target queue) of a decision, blank for none: what replay places."""
     return F.coalesce(F.col("target_qmgr"), F.lit("")), F.coalesce(F.col("target_q"), F.lit(""))
 
 
@@ -169,7 +170,7 @@ def partition_key(per_qmgr: int = 1, placed: Mapping[tuple[str, str], int] | Non
     it (`dlq_pipeline.replay.placement`: by size), named by a value that hashes there; a
     queue missing from ``placed`` to one of ``per_qmgr`` buckets of its name. 1 is the key
     of before, exactly (the same partitions, the same ledger)."""
-    qmgr, queue = _target_key()
+    qmgr, queue = target_key()
     if per_qmgr <= 1:
         return [qmgr]
     bucket = F.hash(qmgr, F.pmod(F.hash(queue), F.lit(per_qmgr)))
@@ -184,19 +185,12 @@ def partition_key(per_qmgr: int = 1, placed: Mapping[tuple[str, str], int] | Non
     return [F.coalesce(F.element_at(F.element_at(lookup, qmgr), queue), bucket)]
 
 
-def puts_per_queue(decisions: DataFrame) -> dict[tuple[str, str], int]:
-    """The puts each (target queue manager, queue) of ``decisions`` gets (0 for the queues
-    only IGNORE/DISCARD decisions name): one small aggregation job."""
-    qmgr, queue = _target_key()
-    puts = F.sum(F.when(F.col("action").isin(*PUT_ACTIONS), 1).otherwise(0))
-    rows = decisions.groupBy(qmgr.alias("m"), queue.alias("q")).agg(puts.alias("n")).collect()
-    return {(r["m"], r["q"]): int(r["n"]) for r in rows}
-
-
-def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: set[str], per_qmgr: int = 1) -> DataFrame:
+def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: set[str], per_qmgr: int = 1,
+               puts_per_queue: Mapping[tuple[str, str], int] | None = None) -> DataFrame:
     """Decisions joined with their messages, one partition per target queue manager (hashed
     into ``partitions``; with ``per_qmgr`` > 1 its queues placed by size over up to that
-    many: `partition_key`), in DLQ order within each."""
+    many: `partition_key`, from ``puts_per_queue``, `run.decision_counts`'s, else counted
+    here), in DLQ order within each."""
     md_cols = [F.col(f"m.{c}").alias(c) for c in (*MD_COLUMNS.values(), CHAR_BYTES_COLUMN)]
     messages = storage.read("messages").alias("m")
     needs_data = F.col("d.action").isin(*PUT_ACTIONS)
@@ -214,7 +208,13 @@ def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: se
     if skip:
         ended = storage.spark.createDataFrame([(k,) for k in sorted(skip)], "message_key string")
         joined = joined.join(ended, "message_key", "left_anti")
-    placed = place_queues(puts_per_queue(decisions), partitions, per_qmgr) if per_qmgr > 1 else None
+    placed = None
+    if per_qmgr > 1:
+        if puts_per_queue is None:
+            from dlq_pipeline.spark.run import decision_counts
+
+            puts_per_queue = decision_counts(decisions).puts_per_queue
+        placed = place_queues(puts_per_queue, partitions, per_qmgr)
     return joined.repartition(partitions, *partition_key(per_qmgr, placed, partitions)).sortWithinPartitions(
         "source_file", "source_index", "message_key")
 
@@ -231,13 +231,16 @@ def replay(
     now: dt.datetime,
     task_hook: Callable[[int, int], None] | None = None,
     progress: Progress | Report | None = None,
+    puts_per_queue: Mapping[tuple[str, str], int] | None = None,
 ) -> dict[str, int]:
     """Replay the run's decisions to ``target``; append one ledger row per decision; return
     the number of rows per outcome. ``settings`` are the ``[replay]`` settings, ``qmgrs`` the
     client settings per queue manager an ``mq:`` target needs; checkpoints (and simulated
     queue managers) live in the warehouse, ``storage.path``. ``task_hook(partition_id,
     batches_committed)`` runs in the task after each committed batch (rehearsals and tests
-    inject task failures with it). ``progress`` counts the partitions whose puts are done."""
+    inject task failures with it). ``progress`` counts the partitions whose puts are done.
+    ``puts_per_queue``: `run.decision_counts`'s, when the caller has them (else counted here
+    where `replay.connections_per_qmgr` > 1 needs them)."""
     check_run_id(run_id)
     now = as_utc(now)
     chosen = open_target(target, warehouse=storage.path, qmgrs=qmgrs, file_mode=settings.dir_mode,
@@ -247,7 +250,8 @@ def replay(
     skip = recover_checkpoints(spark, storage, root)
     checkpoint_root = root if chosen.resumable else None
 
-    items = work_items(storage, decisions, settings.max_connections, skip, settings.connections_per_qmgr)
+    items = work_items(storage, decisions, settings.max_connections, skip, settings.connections_per_qmgr,
+                       puts_per_queue)
     lease = held_lease(storage)
     run = partition_function(chosen, settings, run_id, now, checkpoint_root, task_hook, RunGroup.of_this_process(),
                              lease.fence() if lease is not None else None)

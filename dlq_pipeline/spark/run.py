@@ -30,7 +30,7 @@ from dlq_pipeline.spark.classify import decide_pending
 from dlq_pipeline.spark.lease import writer_lease
 from dlq_pipeline.settings import RunSettings
 from dlq_pipeline.spark.storage import open_storage
-from dlq_pipeline.tables import ATTENTION_OUTCOMES
+from dlq_pipeline.tables import ATTENTION_OUTCOMES, PUT_ACTIONS
 from dlq_pipeline.testhooks import crash_point
 
 log = logging.getLogger(__name__)
@@ -78,17 +78,31 @@ def attention_status(summary: RunSummary) -> int:
     return exitcodes.ATTENTION if needs_look else exitcodes.OK
 
 
-def decision_counts(decisions: DataFrame) -> tuple[int, dict[str, int], dict[str, int]]:
-    """``(decisions, per action, per ignore reason)`` in one aggregation (one job over the
-    cached decisions, where a count and two group-bys ran three)."""
-    total, actions, reasons = 0, Counter(), Counter()
-    for r in decisions.groupBy("action", "ignore_reason").agg(F.count("*").alias("n")).collect():
+@dataclass(frozen=True)
+class DecisionCounts:
+    total: int
+    actions: dict[str, int]
+    ignore_reasons: dict[str, int]
+    puts_per_queue: dict[tuple[str, str], int]  # (target queue manager, queue): what replay places
+
+
+def decision_counts(decisions: DataFrame) -> DecisionCounts:
+    """The decisions per action, per ignore reason and the puts per target queue in one
+    aggregation (one job over the cached decisions, where a count and three group-bys ran
+    four)."""
+    from dlq_pipeline.spark.replay import target_key
+
+    qmgr, queue = target_key()
+    total, actions, reasons, puts = 0, Counter(), Counter(), Counter()
+    grouped = decisions.groupBy("action", "ignore_reason", qmgr.alias("qmgr"), queue.alias("queue"))
+    for r in grouped.agg(F.count("*").alias("n")).collect():
         n = int(r["n"])
         total += n
         actions[str(r["action"])] += n
         if r["ignore_reason"] is not None:
             reasons[str(r["ignore_reason"])] += n
-    return total, dict(sorted(actions.items())), dict(sorted(reasons.items()))
+        puts[(r["qmgr"], r["queue"])] += n if r["action"] in PUT_ACTIONS else 0
+    return DecisionCounts(total, dict(sorted(actions.items())), dict(sorted(reasons.items())), dict(puts))
 
 
 class _Stages:
@@ -168,14 +182,16 @@ def _run_pipeline(spark, settings: RunSettings, table, *, inputs, target, run_id
     with stage("classify"):
         decisions = decide_pending(spark, storage, table, run_id=run_id, now=now,
                                    retry_interval=settings.classify.retry_interval, progress=progress)
-        summary.pending, summary.decisions, summary.ignore_reasons = decision_counts(decisions)
+        counted = decision_counts(decisions)
+        summary.pending, summary.decisions, summary.ignore_reasons = counted.total, counted.actions, \
+            counted.ignore_reasons
         summary.messages_without_dlh = summary.ignore_reasons.get("no_dlh", 0)
     crash_point("after-classify")
 
     with stage("replay"):
         try:
             outcomes = replay(spark, storage, decisions, target=target, settings=settings.replay, qmgrs=settings.qmgrs,
-                              run_id=run_id, now=now, progress=progress)
+                              run_id=run_id, now=now, progress=progress, puts_per_queue=counted.puts_per_queue)
         finally:
             decisions.unpersist()
         summary.outcomes = dict(sorted(Counter(outcomes).items()))

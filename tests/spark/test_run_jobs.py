@@ -41,3 +41,19 @@ def test_a_small_run_and_its_rerun_schedule_these_jobs(spark, tmp_path):
     assert rerun.messages_landed == 0 and rerun.duplicates_skipped == 200
     # a rerun also joins the landing with the stored keys, and its decisions with the ledger
     assert again.per_stage() == {"ingest": 8, "classify": 6, "replay": 3, "summary": 0}
+
+
+def test_placing_queues_by_size_costs_run_no_job(spark, tmp_path):
+    """replay.connections_per_qmgr > 1 places queues by their puts, which `run` counts in the
+    aggregation it already makes of its decisions: the same jobs as one connection per
+    queue manager."""
+    from dlq_pipeline.settings import ReplaySettings
+
+    dumps = [str(p) for p in write_generated(tmp_path / "dumps", 200, seed=5, files=2, max_size=8 * 1024)]
+    settings = RunSettings(storage=StorageSettings(path=str(tmp_path / "wh")),
+                           replay=ReplaySettings(connections_per_qmgr=4))
+    jobs = StageJobs(spark)
+    summary = run_pipeline(spark, settings, load_rules(STARTER), inputs=dumps, target="dry-run", run_id="PLACED",
+                           progress=jobs)
+    assert summary.pending == 200
+    assert jobs.per_stage() == {"ingest": 6, "classify": 3, "replay": 3, "summary": 0}
