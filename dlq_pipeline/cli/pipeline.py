@@ -69,8 +69,7 @@ def classify_cmd(rules_path, as_json, config: Config):
       dlq-pipeline classify --rules my.rules --warehouse ./warehouse
     """
     from dlq_pipeline.clock import utc_now
-    from dlq_pipeline.spark.classify import decide_pending
-    from dlq_pipeline.spark.run import decision_counts
+    from dlq_pipeline.spark.classify import decide_pending, decision_counts
 
     table = load_valid_rules(rules_path or _required(config, "rules"))
     now = utc_now()

@@ -39,6 +39,7 @@ from dlq_pipeline.dumps import files
 from dlq_pipeline.replay.targets import Target, check_run_id, open_target
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
 from dlq_pipeline.settings import ReplaySettings
+from dlq_pipeline.spark.classify import decision_counts, target_key
 from dlq_pipeline.spark.lease import LeaseFence, check_lease, fenced, held_lease
 from dlq_pipeline.spark.progress import TaskTicker
 from dlq_pipeline.spark.schemas import arrow_schema, table_schema
@@ -156,11 +157,6 @@ def partition_rows(items: DataFrame, run: Callable) -> DataFrame:
     return items.mapInArrow(task, table_schema("ledger"))
 
 
-def target_key() -> tuple[Column, Column]:
-    """(target queue manager, target queue) of a decision, blank for none: what replay places."""
-    return F.coalesce(F.col("target_qmgr"), F.lit("")), F.coalesce(F.col("target_q"), F.lit(""))
-
-
 def partition_key(per_qmgr: int = 1, placed: Mapping[tuple[str, str], int] | None = None,
                   partitions: int = 1) -> list[Column]:
     """What replay partitions are hashed on: the target queue manager. With ``per_qmgr`` > 1
@@ -189,7 +185,7 @@ def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: se
                puts_per_queue: Mapping[tuple[str, str], int] | None = None) -> DataFrame:
     """Decisions joined with their messages, one partition per target queue manager (hashed
     into ``partitions``; with ``per_qmgr`` > 1 its queues placed by size over up to that
-    many: `partition_key`, from ``puts_per_queue``, `run.decision_counts`'s, else counted
+    many: `partition_key`, from ``puts_per_queue``, `classify.decision_counts`'s, else counted
     here), in DLQ order within each."""
     md_cols = [F.col(f"m.{c}").alias(c) for c in (*MD_COLUMNS.values(), CHAR_BYTES_COLUMN)]
     messages = storage.read("messages").alias("m")
@@ -211,8 +207,6 @@ def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: se
     placed = None
     if per_qmgr > 1:
         if puts_per_queue is None:
-            from dlq_pipeline.spark.run import decision_counts
-
             puts_per_queue = decision_counts(decisions).puts_per_queue
         placed = place_queues(puts_per_queue, partitions, per_qmgr)
     return joined.repartition(partitions, *partition_key(per_qmgr, placed, partitions)).sortWithinPartitions(
@@ -239,7 +233,7 @@ def replay(
     queue managers) live in the warehouse, ``storage.path``. ``task_hook(partition_id,
     batches_committed)`` runs in the task after each committed batch (rehearsals and tests
     inject task failures with it). ``progress`` counts the partitions whose puts are done.
-    ``puts_per_queue``: `run.decision_counts`'s, when the caller has them (else counted here
+    ``puts_per_queue``: `classify.decision_counts`'s, when the caller has them (else counted here
     where `replay.connections_per_qmgr` > 1 needs them)."""
     check_run_id(run_id)
     now = as_utc(now)

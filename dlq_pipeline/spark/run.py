@@ -14,8 +14,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 
 from dlq_pipeline import exitcodes
 from dlq_pipeline.clock import as_utc, iso_z
@@ -26,11 +25,11 @@ from dlq_pipeline.metrics import prometheus_text, run_metrics, write_textfile
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.rules.parser import rules_listing
 from dlq_pipeline.identity import new_run_id
-from dlq_pipeline.spark.classify import decide_pending
+from dlq_pipeline.spark.classify import decide_pending, decision_counts
 from dlq_pipeline.spark.lease import writer_lease
 from dlq_pipeline.settings import RunSettings
 from dlq_pipeline.spark.storage import open_storage
-from dlq_pipeline.tables import ATTENTION_OUTCOMES, PUT_ACTIONS
+from dlq_pipeline.tables import ATTENTION_OUTCOMES
 from dlq_pipeline.testhooks import crash_point
 
 log = logging.getLogger(__name__)
@@ -76,33 +75,6 @@ def attention_status(summary: RunSummary) -> int:
         or summary.settle.get("mismatched")
     )
     return exitcodes.ATTENTION if needs_look else exitcodes.OK
-
-
-@dataclass(frozen=True)
-class DecisionCounts:
-    total: int
-    actions: dict[str, int]
-    ignore_reasons: dict[str, int]
-    puts_per_queue: dict[tuple[str, str], int]  # (target queue manager, queue): what replay places
-
-
-def decision_counts(decisions: DataFrame) -> DecisionCounts:
-    """The decisions per action, per ignore reason and the puts per target queue in one
-    aggregation (one job over the cached decisions, where a count and three group-bys ran
-    four)."""
-    from dlq_pipeline.spark.replay import target_key
-
-    qmgr, queue = target_key()
-    total, actions, reasons, puts = 0, Counter(), Counter(), Counter()
-    grouped = decisions.groupBy("action", "ignore_reason", qmgr.alias("qmgr"), queue.alias("queue"))
-    for r in grouped.agg(F.count("*").alias("n")).collect():
-        n = int(r["n"])
-        total += n
-        actions[str(r["action"])] += n
-        if r["ignore_reason"] is not None:
-            reasons[str(r["ignore_reason"])] += n
-        puts[(r["qmgr"], r["queue"])] += n if r["action"] in PUT_ACTIONS else 0
-    return DecisionCounts(total, dict(sorted(actions.items())), dict(sorted(reasons.items())), dict(puts))
 
 
 class _Stages:
