@@ -54,6 +54,7 @@ from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES, IngestSettings
 from dlq_pipeline.tables import CHAR_BYTES_COLUMN, HEAD_COLUMN, MD_COLUMNS, message_row
 from dlq_pipeline.spark.progress import Report, TaskTicker
 from dlq_pipeline.spark.schemas import conform, table_schema
+from dlq_pipeline.spark.session import storage_memory_bytes
 from dlq_pipeline.testhooks import crash_point
 
 DEFAULT_MAX_MESSAGE_BYTES = MQ_MAX_MESSAGE_BYTES
@@ -64,6 +65,7 @@ SKIP_BROADCAST_ROWS = 100_000  # rows to leave out of a landing, above which ing
 # Parquet writer can spare (docs/performance.md, "parts 3 and 6"): a 100 MB message is
 # several 100 MB arrays at once in each task, and a 2 GB heap runs two tasks.
 LARGE_MESSAGE_BYTES = 16 * 1024 * 1024
+MEMORY_CACHE_SHARE = 0.5  # dumps up to this share of Spark's storage memory are cached in memory
 LARGE_MESSAGE_PARQUET = {"parquet.enable.dictionary#data": "false", "parquet.column.statistics.enabled#data": "false",
                          "compression": "uncompressed"}
 
@@ -172,21 +174,31 @@ class _Batcher:
 
 
 class _NewlineCounter:
-    """Counts '\\n' bytes from a split's start up to given offsets (which only grow)."""
+    """Counts '\\n' bytes from a split's start up to given offsets (which only grow). Reads
+    the file in 1 MiB blocks and counts inside the block held, so a call per record costs a
+    ``count`` of its own bytes, not a read."""
+
+    _BLOCK = 1 << 20
 
     def __init__(self, path: str, start: int):
         self.file = open_input(path)  # closed by close()
         self.file.seek(start)
-        self.pos = start
+        self.block = b""
+        self.block_start = start  # file offset of block[0]
+        self.pos = start  # counted up to here
         self.count = 0
 
     def upto(self, offset: int | None) -> int:
         while offset is None or self.pos < offset:
-            chunk = self.file.read(1 << 20 if offset is None else min(1 << 20, offset - self.pos))
-            if not chunk:
-                break
-            self.count += chunk.count(b"\n")
-            self.pos += len(chunk)
+            end = self.block_start + len(self.block)
+            if self.pos >= end:
+                self.block_start, self.block = end, self.file.read(self._BLOCK)
+                if not self.block:
+                    break
+                end = self.block_start + len(self.block)
+            stop = end if offset is None else min(end, offset)
+            self.count += self.block.count(b"\n", self.pos - self.block_start, stop - self.block_start)
+            self.pos = stop
         return self.count
 
     def close(self):
@@ -233,7 +245,8 @@ def read_item(item: FileSplit, *, max_line_length: int = MAX_LINE_LENGTH,
                 ordinal += 1
             if counter is not None:
                 row["newlines"] = counter.upto(row["source_offset"])
-            yield {**common, **row}
+            row.update(common)  # (a fresh dict, no key in common: no copy needed)
+            yield row
             crash_point("ingest-record", ordinal)
     except Exception as exc:  # noqa: BLE001 - bad input (or a reader bug) must not stop the run
         code = "unreadable_file" if isinstance(exc, OSError) else "reader_failed"
@@ -397,6 +410,19 @@ class _Landing:
             self.raw.unpersist()
 
 
+def read_cache_level(input_bytes: int, storage_bytes: int | None) -> StorageLevel:
+    """How ingest caches its one read of the inputs: in memory (spilling to disk) when the
+    dumps are at most half the storage memory (their messages, about half a hex dump, then
+    take at most a quarter of it), else on disk only. Cached blocks in memory are evicted only
+    for memory Spark accounts for, and building a cached batch of a large message is not
+    (its column buffers): 100 messages of 100 MB cached in a 2 GB heap left no room to build
+    the next batch (docs/performance.md, session 8). Inputs that large would spill to disk
+    anyway. Unknown storage memory (Spark Connect): in memory, as before."""
+    if storage_bytes is not None and input_bytes > storage_bytes * MEMORY_CACHE_SHARE:
+        return StorageLevel.DISK_ONLY
+    return StorageLevel.MEMORY_AND_DISK
+
+
 def file_counts(raw: DataFrame, paths: Iterable[str] = ()) -> dict[str, dict[str, int]]:
     """Per input file (``paths`` too, with zeros, when nothing came of them): the messages
     read, the records quarantined, and (``largest``) the length of the largest message's data."""
@@ -412,14 +438,14 @@ def file_counts(raw: DataFrame, paths: Iterable[str] = ()) -> dict[str, dict[str
     return counts
 
 
+def _split_bytes(items: Sequence[FileSplit]) -> int:
+    """The bytes of dumps ``items`` read (a split of unknown end, a compressed file, counts 0)."""
+    return sum(item.end - item.start for item in items if item.end is not None)
+
+
 def _plan_line(items: Sequence[FileSplit]) -> str:
-    sizes = {}
-    for item in items:
-        sizes.setdefault(item.path, 0)
-        if item.end is not None:
-            sizes[item.path] += item.end - item.start
-    total = sum(sizes.values())
-    return f"ingest: {len(sizes)} files ({total / 1e6:,.1f} MB of dumps) in {len(items)} work items"
+    files = len({item.path for item in items})
+    return f"ingest: {files} files ({_split_bytes(items) / 1e6:,.1f} MB of dumps) in {len(items)} work items"
 
 
 def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_message_bytes,
@@ -430,8 +456,9 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
     raw = scan(spark, items, max_line_length=max_line_length, max_message_bytes=max_message_bytes)
     persisted, per_file, largest = False, None, 0
     if persist:
+        level = read_cache_level(_split_bytes(items), storage_memory_bytes(spark))
         try:
-            raw = raw.persist(StorageLevel.MEMORY_AND_DISK)
+            raw = raw.persist(level)
             persisted = True
         except Exception:  # noqa: BLE001 - e.g. serverless compute: read the files twice instead
             persisted = False
@@ -443,7 +470,7 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
                 counts = per_file[path]
                 progress(f"ingest: {path}: {counts['messages']} messages, {counts['quarantined']} quarantined")
         largest = max((c.pop("largest") for c in per_file.values()), default=0)
-        if persisted and largest >= LARGE_MESSAGE_BYTES:
+        if persisted and largest >= LARGE_MESSAGE_BYTES and level != StorageLevel.DISK_ONLY:
             # Kept in memory, the cached messages would leave too little heap for writing them;
             # the next job reads the files again into a cache on disk.
             raw.unpersist(blocking=True)

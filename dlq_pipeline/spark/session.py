@@ -352,6 +352,22 @@ def get_spark(settings: Mapping[str, Any] | None = None) -> SparkSession:
     return spark
 
 
+def storage_memory_bytes(spark: SparkSession) -> int | None:
+    """The memory Spark may keep cached blocks in, summed over its executors (the driver's,
+    in local mode); None where this process cannot ask (Spark Connect)."""
+    jsc = getattr(spark, "_jsc", None)
+    if jsc is None:
+        return None
+    try:
+        values = jsc.sc().getExecutorMemoryStatus().valuesIterator()  # (max, remaining) per executor
+        total = 0
+        while values.hasNext():
+            total += int(values.next()._1())
+        return total or None
+    except Exception:  # noqa: BLE001 - only a hint for how ingest caches its read
+        return None
+
+
 def delta_available(spark: SparkSession) -> bool:
     """Whether Delta Lake's classes are on this session's classpath."""
     if os.environ.get("DATABRICKS_RUNTIME_VERSION"):
