@@ -22,7 +22,7 @@ from dlq_pipeline.dumps.dmpmqmsg import (
     read_dump_info,
     write_dump,
 )
-from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text
+from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text, text_to_bytes
 from dlq_pipeline.dumps.records import DumpedMessage, DumpInfo, RecordError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -744,3 +744,52 @@ def test_even_x_runs_cross_the_read_buffer(tmp_path):
     path.write_bytes(b"A PRI 1\n" + even_x_lines(body, 25) + b"\nA PRI 2\n" + even_x_lines(b"ok", 25))
     first, second = read_dump(path)
     assert (first.data, second.data, second.line) == (body, b"ok", 1 + len(body) // 25 + 1 + 1)
+
+
+def _taken_blocks(content: bytes) -> list:
+    """What the MQMD block fast path gave for each message start it was asked about."""
+    taken, md_run = [], LineReader.md_run
+
+    def spy(self):
+        got = md_run(self)
+        taken.append(got)
+        return got
+
+    with patch.object(LineReader, "md_run", spy):
+        read_bytes(content)
+    return [got for got in taken if got is not None]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.booleans())
+def test_the_mqmd_block_fast_path_reads_exactly_like_line_by_line(data, char_context):
+    """The 28-line MQMD block matched at once (`LineReader.md_run`) gives the same MQMD as
+    one line at a time, for any field values, in both contexts."""
+    messages = data.draw(st.lists(st.tuples(mqmds(char_context), st.binary(max_size=20)), min_size=1, max_size=4))
+    content = dump_bytes(messages, char_context=char_context)
+    fast = read_bytes(content)
+    with patch.object(LineReader, "md_run", lambda self: None):
+        slow = read_bytes(content)
+    assert fast == slow
+    assert [(r.md, r.data) for r in fast] == messages
+
+
+@pytest.mark.parametrize("char_context", [False, True])
+def test_the_mqmd_block_keeps_bad_utf8_of_adjacent_fields_apart(char_context):
+    """A character field that ends inside a UTF-8 sequence, and the next one that goes on
+    with continuation bytes, are decoded each on its own; MQLONG's extremes and empty values
+    stay on the block fast path, an out-of-range MQLONG leaves it."""
+    md = MQMD(reply_to_q=bytes_to_text(b"Q\xc3"), reply_to_qmgr=bytes_to_text(b"\xa9M"),
+              put_appl_name=bytes_to_text(b"APP\xe2\x82"), put_date=bytes_to_text(b"\xac2026"),
+              expiry=-(2**31), ccsid=2**31 - 1, msg_id=bytes(range(24)))
+    content = dump_bytes([(md, b"x")], char_context=char_context)
+    assert len(_taken_blocks(content)) == 1
+    [got] = read_bytes(content)
+    assert got.md == md
+    assert text_to_bytes(got.md.reply_to_q) == b"Q\xc3" and got.md.reply_to_qmgr == "\udca9M"
+    empty = content.replace(b"A USR " + text_to_bytes(md.user_id) + b"\n", b"A USR \n")
+    assert empty != content and len(_taken_blocks(empty)) == 1
+    [got] = read_bytes(empty)
+    assert got.md.user_id == MQMD().user_id
+    out_of_range = content.replace(b"A EXP -2147483648\n", b"A EXP -2147483649\n")
+    assert out_of_range != content and _taken_blocks(out_of_range) == []
