@@ -538,12 +538,15 @@ _DLH_ASCII = _strucid_bytes("DLH ", False)
 _DLH_EBCDIC = _strucid_bytes("DLH ", True)
 
 
+_DLH_VERSION_END = 8  # StrucId and Version: what must be there to judge anything else
+
+
 def _dlh_problem(data: bytes, encoding: int) -> tuple[str | None, str | None, bool]:
     """(problem, order, sniffed) for the first bytes of a message."""
     head = data[:4]
     if not (_DLH_ASCII.startswith(head) or _DLH_EBCDIC.startswith(head)):
         return "bad_strucid", None, False
-    if len(data) < 8:
+    if len(data) < _DLH_VERSION_END:
         return "too_short", None, False
     order, problem, sniffed = _choose_order(data, encoding, (1,))
     if problem:
@@ -912,19 +915,20 @@ def decode_dlh_arrow(heads, tails, lengths, encodings, ccsids, md_formats=None):
 
     tail_view = memoryview(tail_values[0]) if tail_values is not None else None
 
-    def after(i: int):
-        """The message's data after its MQDLH, as `decode_dlh` reads it (up to
-        CHAIN_SCAN_LIMIT in all): a view of the tails' buffer, nothing copied (a header
+    def after(at: np.ndarray) -> list:
+        """Each of these messages' data after its MQDLH, as `decode_dlh` reads it (up to
+        CHAIN_SCAN_LIMIT in all): views of the tails' buffer, nothing copied (a header
         chain reads a few hundred of its bytes)."""
-        if tail_view is None or size[i] <= DLH_LENGTH:
-            return b""
+        if tail_view is None:
+            return [b""] * at.size
         _buffer, starts, tail_lengths = tail_values
-        start = int(starts[i])
-        return tail_view[start:start + min(int(tail_lengths[i]), int(size[i]) - DLH_LENGTH)]
+        ends = np.maximum(np.minimum(tail_lengths[at], size[at] - DLH_LENGTH), 0) + starts[at]
+        return [tail_view[b:e] for b, e in zip(starts[at].tolist(), ends.tolist())]
 
-    def data(i: int) -> bytes:
-        """The message's data as `decode_dlh` reads it (at most CHAIN_SCAN_LIMIT bytes)."""
-        return matrix[i, :min(int(size[i]), DLH_LENGTH)].tobytes() + bytes(after(i))
+    def data(at: np.ndarray) -> list[bytes]:
+        """These messages' data as `decode_dlh` reads it (at most CHAIN_SCAN_LIMIT bytes)."""
+        heads = [matrix[i, :min(k, DLH_LENGTH)].tobytes() for i, k in zip(at.tolist(), size[at].tolist())]
+        return [head + bytes(rest) for head, rest in zip(heads, after(at))]
 
     parts: list = []
     strucid = matrix[:, :4]
@@ -935,8 +939,13 @@ def decode_dlh_arrow(heads, tails, lengths, encodings, ccsids, md_formats=None):
     if bad_strucid.size:
         parts.append(_invalid_part(bad_strucid, np.full(bad_strucid.size, "bad_strucid"),
                                    md_state[bad_strucid], np.zeros(bad_strucid.size, dtype=bool)))
+    # fewer bytes than StrucId and Version (empty data, mostly): too_short, no fields
+    no_version = np.flatnonzero((size < _DLH_VERSION_END) & (spelled[0] | spelled[1]))
+    if no_version.size:
+        parts.append(_invalid_part(no_version, np.full(no_version.size, "too_short"),
+                                   md_state[no_version], np.zeros(no_version.size, dtype=bool)))
     whole = np.flatnonzero((size >= DLH_LENGTH) & (spelled[0] | spelled[1]))
-    left = [np.flatnonzero((size < DLH_LENGTH) & (spelled[0] | spelled[1]))]
+    left = [np.flatnonzero((size >= _DLH_VERSION_END) & (size < DLH_LENGTH) & (spelled[0] | spelled[1]))]
     if whole.size:
         left.append(_decode_block(whole, matrix[whole], after, encoding[whole], ccsid[whole], md_state[whole], parts))
     scalar = np.sort(np.concatenate(left))
@@ -944,8 +953,8 @@ def decode_dlh_arrow(heads, tails, lengths, encodings, ccsids, md_formats=None):
         import pyarrow as pa
 
         formats = md_formats.take(pa.array(scalar)).to_pylist() if md_formats is not None else [None] * scalar.size
-        decoded = [to_columns(decode_dlh(data(i), int(encoding[i]), int(ccsid[i]), f))
-                   for i, f in zip(scalar.tolist(), formats)]
+        decoded = [to_columns(decode_dlh(d, e, c, f)) for d, e, c, f
+                   in zip(data(scalar), encoding[scalar].tolist(), ccsid[scalar].tolist(), formats)]
         parts.append((scalar, {name: pa.array([row[name] for row in decoded], _arrow_type(name))
                                for name in DECODE_COLUMNS}))
     return _assembled(parts, n)
@@ -1056,11 +1065,11 @@ def _decode_block(rows: np.ndarray, mat: np.ndarray, after, encoding: np.ndarray
         if followed.size:
             at = pa.array(followed)
             chains, row_flags = [], flags.take(at).to_pylist()
-            for j, name, enc, field_ccsid, extra in zip(
-                    followed.tolist(), chain.take(at).to_pylist(), got["dlh_encoding"].take(at).to_pylist(),
-                    got["dlh_ccsid"].take(at).to_pylist(), row_flags):
-                next_ccsid = int(ccsid[done[j]]) if field_ccsid == MQCCSI_INHERIT else field_ccsid
-                found, stopped = _follow_chain(after(int(rows[done[j]])), 0, enc, next_ccsid, name)
+            for rest, name, enc, field_ccsid, md_ccsid, extra in zip(
+                    after(rows[done[followed]]), chain.take(at).to_pylist(), got["dlh_encoding"].take(at).to_pylist(),
+                    got["dlh_ccsid"].take(at).to_pylist(), ccsid[done[followed]].tolist(), row_flags):
+                next_ccsid = md_ccsid if field_ccsid == MQCCSI_INHERIT else field_ccsid
+                found, stopped = _follow_chain(rest, 0, enc, next_ccsid, name)
                 chains.append(">".join(found))
                 extra.extend(stopped)
             chain = _patched(chain, followed, pa.array(chains, pa.string()))
