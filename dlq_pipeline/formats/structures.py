@@ -538,12 +538,15 @@ _DLH_ASCII = _strucid_bytes("DLH ", False)
 _DLH_EBCDIC = _strucid_bytes("DLH ", True)
 
 
+_DLH_VERSION_END = 8  # StrucId and Version: what must be there to judge anything else
+
+
 def _dlh_problem(data: bytes, encoding: int) -> tuple[str | None, str | None, bool]:
     """(problem, order, sniffed) for the first bytes of a message."""
     head = data[:4]
     if not (_DLH_ASCII.startswith(head) or _DLH_EBCDIC.startswith(head)):
         return "bad_strucid", None, False
-    if len(data) < 8:
+    if len(data) < _DLH_VERSION_END:
         return "too_short", None, False
     order, problem, sniffed = _choose_order(data, encoding, (1,))
     if problem:
@@ -746,11 +749,12 @@ def decode_arrow_schema():
 
 
 @functools.lru_cache(maxsize=None)
-def _batch_table(ccsid: int) -> tuple[np.ndarray, bool] | None:
+def _batch_table(ccsid: int) -> tuple[bytes, bool] | None:
     """(ASCII view, ascii_only) for decoding this CCSID by table lookup, or None when its
-    rows go to the scalar decoder. The view maps each byte to the ASCII character it
-    decodes to, or to _NOT_ASCII (such rows are decoded by `codepages.decode`, one field at
-    a time). Only a table that is exactly what `codepages.decode` gives is used, so both
+    rows go to the scalar decoder. The view (a `bytes.translate` table: a C loop over the
+    bytes, several times faster than a numpy gather) maps each byte to the ASCII character
+    it decodes to, or to _NOT_ASCII (such rows are decoded by `codepages.decode`, one field
+    at a time). Only a table that is exactly what `codepages.decode` gives is used, so both
     decoders agree by construction. A multi-byte CCSID that is ASCII below 0x80 (UTF-8)
     is table-decoded for rows whose characters are all ASCII (``ascii_only``)."""
     if not codepages.is_known(ccsid):
@@ -759,9 +763,9 @@ def _batch_table(ccsid: int) -> tuple[np.ndarray, bool] | None:
         table = codepages.table(ccsid)
         if len(table) != 256 or codepages.decode(bytes(range(256)), ccsid)[0] != table:
             return None
-        return np.array([ord(c) if ord(c) < 0x80 else _NOT_ASCII for c in table], dtype=np.uint8), False
+        return bytes(ord(c) if ord(c) < 0x80 else _NOT_ASCII for c in table), False
     if codepages.decode(bytes(range(128)), ccsid)[0] == _ASCII_128:
-        return np.array([*range(128), *[_NOT_ASCII] * 128], dtype=np.uint8), True
+        return bytes([*range(128), *[_NOT_ASCII] * 128]), True
     return None
 
 
@@ -920,13 +924,22 @@ def decode_dlh_arrow(heads, tails, lengths, encodings, ccsids, md_formats=None):
     md_state = _md_states(md_formats, n)
     tail_values = _values(tails) if tails is not None else None
 
-    def data(i: int) -> bytes:
-        """The message's data as `decode_dlh` reads it (at most CHAIN_SCAN_LIMIT bytes)."""
-        head = matrix[i, :min(int(size[i]), DLH_LENGTH)].tobytes()
-        if tail_values is None or size[i] <= DLH_LENGTH:
-            return head
-        buffer, starts, tail_lengths = tail_values
-        return (head + buffer[starts[i]:starts[i] + tail_lengths[i]].tobytes())[:int(size[i])]
+    tail_view = memoryview(tail_values[0]) if tail_values is not None else None
+
+    def after(at: np.ndarray) -> list:
+        """Each of these messages' data after its MQDLH, as `decode_dlh` reads it (up to
+        CHAIN_SCAN_LIMIT in all): views of the tails' buffer, nothing copied (a header
+        chain reads a few hundred of its bytes)."""
+        if tail_view is None:
+            return [b""] * at.size
+        _buffer, starts, tail_lengths = tail_values
+        ends = np.maximum(np.minimum(tail_lengths[at], size[at] - DLH_LENGTH), 0) + starts[at]
+        return [tail_view[b:e] for b, e in zip(starts[at].tolist(), ends.tolist())]
+
+    def data(at: np.ndarray) -> list[bytes]:
+        """These messages' data as `decode_dlh` reads it (at most CHAIN_SCAN_LIMIT bytes)."""
+        heads = [matrix[i, :min(k, DLH_LENGTH)].tobytes() for i, k in zip(at.tolist(), size[at].tolist())]
+        return [head + bytes(rest) for head, rest in zip(heads, after(at))]
 
     parts: list = []
     strucid = matrix[:, :4]
@@ -937,17 +950,22 @@ def decode_dlh_arrow(heads, tails, lengths, encodings, ccsids, md_formats=None):
     if bad_strucid.size:
         parts.append(_invalid_part(bad_strucid, np.full(bad_strucid.size, "bad_strucid"),
                                    md_state[bad_strucid], np.zeros(bad_strucid.size, dtype=bool)))
+    # fewer bytes than StrucId and Version (empty data, mostly): too_short, no fields
+    no_version = np.flatnonzero((size < _DLH_VERSION_END) & (spelled[0] | spelled[1]))
+    if no_version.size:
+        parts.append(_invalid_part(no_version, np.full(no_version.size, "too_short"),
+                                   md_state[no_version], np.zeros(no_version.size, dtype=bool)))
     whole = np.flatnonzero((size >= DLH_LENGTH) & (spelled[0] | spelled[1]))
-    left = [np.flatnonzero((size < DLH_LENGTH) & (spelled[0] | spelled[1]))]
+    left = [np.flatnonzero((size >= _DLH_VERSION_END) & (size < DLH_LENGTH) & (spelled[0] | spelled[1]))]
     if whole.size:
-        left.append(_decode_block(whole, matrix[whole], data, encoding[whole], ccsid[whole], md_state[whole], parts))
+        left.append(_decode_block(whole, matrix[whole], after, encoding[whole], ccsid[whole], md_state[whole], parts))
     scalar = np.sort(np.concatenate(left))
     if scalar.size:
         import pyarrow as pa
 
         formats = md_formats.take(pa.array(scalar)).to_pylist() if md_formats is not None else [None] * scalar.size
-        decoded = [to_columns(decode_dlh(data(i), int(encoding[i]), int(ccsid[i]), f))
-                   for i, f in zip(scalar.tolist(), formats)]
+        decoded = [to_columns(decode_dlh(d, e, c, f)) for d, e, c, f
+                   in zip(data(scalar), encoding[scalar].tolist(), ccsid[scalar].tolist(), formats)]
         parts.append((scalar, {name: pa.array([row[name] for row in decoded], _arrow_type(name))
                                for name in DECODE_COLUMNS}))
     return _assembled(parts, n)
@@ -1006,7 +1024,7 @@ def decode_dlh_batch(headers: Sequence[bytes], encodings: Sequence[int], ccsids:
     return {name: result.field(name).to_pylist() for name in DECODE_COLUMNS}
 
 
-def _decode_block(rows: np.ndarray, mat: np.ndarray, data, encoding: np.ndarray, ccsid: np.ndarray,
+def _decode_block(rows: np.ndarray, mat: np.ndarray, after, encoding: np.ndarray, ccsid: np.ndarray,
                   md_state: np.ndarray, parts: list) -> np.ndarray:
     """Add the parts for the rows (172 bytes or more, a StrucId in either family; ``mat``
     their first 172) that array operations can decode; returns the row numbers left for
@@ -1029,10 +1047,10 @@ def _decode_block(rows: np.ndarray, mat: np.ndarray, data, encoding: np.ndarray,
                                    md_state[invalid], mismatch))
 
     chars = mat[:, _CHAR_INDEX]
-    text, decoded = _table_decoded(ccsid, ebcdic, valid, chars)
-    done = np.flatnonzero(decoded)
+    done, raw, text = _table_decoded(ccsid, ebcdic, valid, chars)
+    decoded = np.zeros(rows.size, dtype=bool)
+    decoded[done] = True
     if done.size:
-        text = text[done]
         got = {"has_dlh": pa.array(np.ones(done.size, dtype=bool)), "dlh_problem": pa.nulls(done.size, pa.string())}
         for attribute, word in _WORD.items():
             got["dlh_" + attribute] = pa.array(np.where(use_big[done], big[done, word], little[done, word]).astype(np.int32))
@@ -1042,12 +1060,12 @@ def _decode_block(rows: np.ndarray, mat: np.ndarray, data, encoding: np.ndarray,
             column = _ascii_strings(field)
             other = np.flatnonzero((field == _NOT_ASCII).any(axis=1))
             if other.size:  # characters outside ASCII: decoded one field at a time
-                raw = chars[done[other], start:start + width]
+                field_raw = raw[other, start:start + width]
                 column = _patched(column, other, pa.array(
-                    [_text(raw[k].tobytes(), int(c), None) for k, c in enumerate(ccsid[done[other]].tolist())],
+                    [_text(field_raw[k].tobytes(), int(c), None) for k, c in enumerate(ccsid[done[other]].tolist())],
                     pa.string()))
             got["dlh_" + attribute] = column
-            key |= (chars[done, start:start + width] == 0).any(axis=1).astype(np.int64) << (bit + 1)
+            key |= (raw[:, start:start + width] == 0).any(axis=1).astype(np.int64) << (bit + 1)
         keys, key_index = np.unique(key, return_inverse=True)
         flags = pa.array([list(_flags_for(k)) for k in keys.tolist()], pa.list_(pa.string())) \
             .take(pa.array(key_index.reshape(-1).astype(np.int64)))
@@ -1058,11 +1076,11 @@ def _decode_block(rows: np.ndarray, mat: np.ndarray, data, encoding: np.ndarray,
         if followed.size:
             at = pa.array(followed)
             chains, row_flags = [], flags.take(at).to_pylist()
-            for j, name, enc, field_ccsid, extra in zip(
-                    followed.tolist(), chain.take(at).to_pylist(), got["dlh_encoding"].take(at).to_pylist(),
-                    got["dlh_ccsid"].take(at).to_pylist(), row_flags):
-                next_ccsid = int(ccsid[done[j]]) if field_ccsid == MQCCSI_INHERIT else field_ccsid
-                found, stopped = _follow_chain(data(int(rows[done[j]])), DLH_LENGTH, enc, next_ccsid, name)
+            for rest, name, enc, field_ccsid, md_ccsid, extra in zip(
+                    after(rows[done[followed]]), chain.take(at).to_pylist(), got["dlh_encoding"].take(at).to_pylist(),
+                    got["dlh_ccsid"].take(at).to_pylist(), ccsid[done[followed]].tolist(), row_flags):
+                next_ccsid = md_ccsid if field_ccsid == MQCCSI_INHERIT else field_ccsid
+                found, stopped = _follow_chain(rest, 0, enc, next_ccsid, name)
                 chains.append(">".join(found))
                 extra.extend(stopped)
             chain = _patched(chain, followed, pa.array(chains, pa.string()))
@@ -1073,25 +1091,34 @@ def _decode_block(rows: np.ndarray, mat: np.ndarray, data, encoding: np.ndarray,
 
 
 def _table_decoded(ccsid: np.ndarray, ebcdic: np.ndarray, valid: np.ndarray, chars: np.ndarray):
-    """(ASCII view of ``chars``, decoded): per row, the characters through its CCSID's
-    table (`_batch_table`), and whether the row could be table-decoded: valid, a table
-    for its CCSID, and the CCSID reads the StrucId's family (else a ``ccsid_mismatch``,
-    which the scalar decoder handles)."""
-    text = np.empty_like(chars)
-    decoded = np.zeros(ccsid.size, dtype=bool)
-    for value in np.unique(ccsid[valid]).tolist():
-        found = _batch_table(value)
-        if found is None:
+    """(done, raw, text) for the rows that can be table-decoded: valid, a table for their
+    CCSID (`_batch_table`), and the CCSID reads the StrucId's family (else a
+    ``ccsid_mismatch``, which the scalar decoder handles). ``done`` their row numbers,
+    grouped by CCSID (any order will do: parts carry their rows), ``raw`` their ``chars``
+    and ``text`` the ASCII view of those, in that order. Rows are gathered once and each
+    group translated as one run of bytes: scattering rows back into place cost more than
+    the translation."""
+    rows = np.flatnonzero(valid)
+    group_key = ccsid[rows] * 2 + ebcdic[rows]  # (CCSID, family)
+    order = np.argsort(group_key, kind="stable")
+    keys, starts = np.unique(group_key[order], return_index=True)
+    rows = rows[order]
+    raw = chars[rows]
+    flat, width = raw.tobytes(), chars.shape[1]
+    pieces, keep = [], np.zeros(rows.size, dtype=bool)
+    for key, start, end in zip(keys.tolist(), starts.tolist(), [*starts[1:].tolist(), rows.size]):
+        found = _batch_table(key >> 1)
+        if found is None or not _ccsid_reads(key >> 1, "DLH ", bool(key & 1)):
+            pieces.append(flat[start * width:end * width])
             continue
         table, ascii_only = found
-        for family in (False, True):
-            if not _ccsid_reads(value, "DLH ", family):
-                continue
-            picked = np.flatnonzero(valid & (ccsid == value) & (ebcdic == family))
-            view = table[chars[picked]]
-            if ascii_only:  # UTF-8 and the like: only rows whose characters are all ASCII
-                keep = ~(view == _NOT_ASCII).any(axis=1)
-                picked, view = picked[keep], view[keep]
-            text[picked] = view
-            decoded[picked] = True
-    return text, decoded
+        view = flat[start * width:end * width].translate(table)
+        pieces.append(view)
+        if ascii_only:  # UTF-8 and the like: only rows whose characters are all ASCII
+            keep[start:end] = ~(np.frombuffer(view, dtype=np.uint8).reshape(-1, width) == _NOT_ASCII).any(axis=1)
+        else:
+            keep[start:end] = True
+    text = np.frombuffer(b"".join(pieces), dtype=np.uint8).reshape(-1, width)
+    if not keep.all():
+        rows, raw, text = rows[keep], raw[keep], text[keep]
+    return rows, raw, text

@@ -649,6 +649,18 @@ def test_batch_equals_scalar(rows):
     assert_batch_equals_scalar(rows)
 
 
+def test_batch_judges_data_without_strucid_and_version_too_short_as_the_scalar_decoder_does():
+    """Fewer than 8 bytes (empty data, mostly) are judged with array operations, not by
+    `decode_dlh` row by row: the same problem and flags, no fields."""
+    rows = [(b"", 546, 819, None), (b"", 546, 819, "MQDEAD  "), (b"DLH", 546, 819, "MQDEAD  "),
+            (b"\xc4\xd3\xc8@\x00\x00\x00", 785, 500, None), (b"DLH \x01\x00\x00\x00", 546, 819, None),
+            (LINUX_SAMPLE, 546, 819, "MQDEAD  "), (b"XLH", 546, 819, None)]
+    assert_batch_equals_scalar(rows)
+    columns = decode_dlh_batch(*zip(*rows))
+    assert columns["dlh_problem"] == ["too_short"] * 5 + [None, "bad_strucid"]
+    assert columns["decode_flags"][:3] == [[], ["mqdead_without_dlh"], ["mqdead_without_dlh"]]
+
+
 def test_batch_on_the_named_cases():
     rows = [
         (ZOS_SAMPLE, 785, 500, "MQDEAD  "), (ZOS_SAMPLE, 546, 500, "MQDEAD  "), (ZOS_SAMPLE, 785, 819, None),
