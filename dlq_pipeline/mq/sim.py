@@ -49,6 +49,7 @@ import time
 import uuid
 from contextlib import closing
 from dataclasses import dataclass, fields
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Iterator, Mapping
 
@@ -218,19 +219,22 @@ def _readable(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-# md_to_json runs twice per simulated put: the names are sorted once (the text is what
-# json.dumps(..., sort_keys=True) gave) and the fields read in one C call.
+# md_to_json runs once or twice per simulated put, so it writes the text json.dumps(...,
+# sort_keys=True) gave without building a dict for the encoder: the names are sorted once
+# into a template, the fields read in one C call, strings escaped by json's own C function,
+# plain ints by int's repr; any other value (a bool, an enum) goes through the encoder.
 _MD_NAMES = tuple(sorted(f.name for f in fields(MQMD)))
 _MD_VALUES = operator.attrgetter(*_MD_NAMES)
-_MD_BYTE_AT = tuple(i for i, name in enumerate(_MD_NAMES) if name in _BYTE_FIELDS)
+_MD_IS_BYTES = tuple(name in _BYTE_FIELDS for name in _MD_NAMES)
+_MD_TEMPLATE = "{" + ", ".join(f"{json.dumps(name)}: %s" for name in _MD_NAMES) + "}"
 _JSON = json.JSONEncoder(ensure_ascii=True)
 
 
 def md_to_json(md: MQMD) -> str:
-    values = list(_MD_VALUES(md))
-    for i in _MD_BYTE_AT:
-        values[i] = values[i].hex()
-    return _JSON.encode(dict(zip(_MD_NAMES, values)))
+    return _MD_TEMPLATE % tuple([
+        '"' + value.hex() + '"' if is_bytes else encode_basestring_ascii(value) if type(value) is str
+        else int.__repr__(value) if type(value) is int else _JSON.encode(value)
+        for is_bytes, value in zip(_MD_IS_BYTES, _MD_VALUES(md))])
 
 
 def md_from_json(text: str) -> MQMD:
