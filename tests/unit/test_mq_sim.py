@@ -10,6 +10,8 @@ import textwrap
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import reasons
@@ -495,3 +497,80 @@ def test_latency_inside_a_unit_of_work_is_slept_after_it_without_holding_the_dat
         t.join()
     assert time.monotonic() - began < 0.4  # one after the other they take 0.5 s: the latency overlapped
     assert sorted(m.data for m in qm.messages("Q1")) == [b"body-1", b"body-2", b"body-3", b"body-4"]
+
+
+def test_a_unit_of_work_sees_its_own_puts_and_others_commits_between_units(qm):
+    """A unit's puts are inserted at its commit: the depth it checks and reports still counts
+    them, per queue, and what other connections committed before the unit began."""
+    qm.configure({"queues": {"SMALL": {"maxdepth": 3}}})
+    c, other = qm.connect(), qm.connect()
+    put(c, "SMALL", 1)
+    put(c, "OTHER.Q", 2)
+    assert c.inquire_depth("SMALL") == (1, 3) and c.inquire_depth("OTHER.Q")[0] == 1
+    with pytest.raises(MQError) as none:
+        c.get("SMALL")  # a unit's own puts are not available to it before the commit
+    assert none.value.reason == reasons.MQRC_NO_MSG_AVAILABLE
+    c.commit()
+    put(other, "SMALL", 3)
+    other.commit()
+    put(c, "SMALL", 4)  # a new unit: the other connection's commit counts
+    assert c.inquire_depth("SMALL") == (3, 3)
+    with pytest.raises(MQError) as full:
+        put(c, "SMALL", 5)
+    assert full.value.reason == reasons.MQRC_Q_FULL
+    c.backout()
+    assert c.inquire_depth("SMALL") == (2, 3)
+    put(c, "SMALL", 6)
+    c.commit()
+    assert [m.md.msg_id for m in qm.messages("SMALL")] == [md(1).msg_id, md(3).msg_id, md(6).msg_id]
+
+
+def test_put_log_and_fifo_follow_the_order_of_the_puts_across_queues_and_connections(qm):
+    c, other = qm.connect(), qm.connect()
+    for queue, n in [("A", 1), ("B", 2), ("A", 3)]:
+        put(c, queue, n)
+    c.commit()
+    assert c.get("A").data == b"body-1"  # a get in the unit, then puts: removed and added at its commit
+    put(c, "B", 4)
+    c.commit()
+    other.put(other.open_for_put("A"), md(5), b"body-5", syncpoint=False)
+    put(other, "A", 6)
+    other.commit()
+    log = qm.put_log()
+    assert [(r.queue, r.md.msg_id) for r in log] == [(q, md(n).msg_id) for q, n in
+                                                      [("A", 1), ("B", 2), ("A", 3), ("B", 4), ("A", 5), ("A", 6)]]
+    assert [r.connection for r in log] == [c.id] * 4 + [other.id] * 2
+    assert [m.data for m in qm.messages("A")] == [b"body-3", b"body-5", b"body-6"]
+    assert [m.data for m in qm.messages("B")] == [b"body-2", b"body-4"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_md_json_is_the_sorted_json_of_every_field_and_reads_back(data):
+    """md_to_json writes what json.dumps(..., sort_keys=True) wrote, for any text (non-ASCII,
+    lone surrogates as surrogateescape makes them) and for odd int-like values."""
+    import enum
+    import json
+    from dataclasses import fields as dc_fields
+
+    from dlq_pipeline.formats.mqmd import MQMD_BYTE_LENGTHS
+    from dlq_pipeline.mq.sim import md_from_json, md_to_json
+
+    class Kind(enum.IntEnum):
+        DATAGRAM = 8
+
+    values = {}
+    odd = data.draw(st.booleans())  # half the examples all plain ints (the template), half with odd ones
+    ints = st.integers(-2**31, 2**31 - 1)
+    for f in dc_fields(MQMD):
+        default = getattr(MQMD(), f.name)
+        if f.name in MQMD_BYTE_LENGTHS:
+            values[f.name] = data.draw(st.binary(min_size=0, max_size=MQMD_BYTE_LENGTHS[f.name]))
+        elif isinstance(default, str):
+            values[f.name] = data.draw(st.text(max_size=48))
+        else:
+            values[f.name] = data.draw(st.one_of(ints, st.booleans(), st.just(Kind.DATAGRAM)) if odd else ints)
+    descriptor = MQMD(**values)
+    expected = json.dumps({k: v.hex() if k in MQMD_BYTE_LENGTHS else v for k, v in values.items()}, sort_keys=True)
+    assert md_to_json(descriptor) == expected
+    assert md_from_json(md_to_json(descriptor)) == descriptor
