@@ -31,6 +31,7 @@ def test_tiny_run_writes_every_comparison(spark, tmp_path):
     assert set(doc["memory"]["cases"]) == {"small_payload", "large_payload", "large_payload_whole_data_udf"}
     pipeline = doc["memory"]["pipeline"]
     assert (pipeline["passed"], pipeline["landed"], pipeline["replayed_bytes"] >= 2 * 1024 * 1024) == (True, 2, True)
+    assert pipeline["dump_deleted_when_landed"]  # what lets 100 messages of 100 MB fit the disk
     assert not list((tmp_path / "work" / "tiny").glob("pipeline-memory-*"))  # the large dump is deleted
     text = out.with_suffix(".md").read_text()
     assert all(f"## {n}." in text for n in range(1, 7))

@@ -33,3 +33,19 @@ def test_latency_option_becomes_delay_faults():
         {"op": "commit", "delay": 0.002}, {"op": "put", "delay": 0.0002}]
     with pytest.raises(ValueError):
         parse_latency("put")
+
+
+def test_a_failed_childs_summary_keeps_the_jvm_error_that_came_first():
+    from benchmarks.stages import failure_summary
+
+    stderr = ("26/11/27 03:05:07 ERROR Executor: Exception in task 26.0 in stage 0.0 (TID 26)\n"
+              "java.lang.OutOfMemoryError: Java heap space\n"
+              "\tat java.base/java.nio.HeapByteBuffer.<init>(HeapByteBuffer.java:64)\n"
+              + "  File \"x.py\", line 1, in <module>\n" * 200
+              + "py4j.protocol.Py4JJavaError: An error occurred while calling o111.collectToPython.\n")
+    summary = failure_summary(stderr, limit=600)
+    assert summary.startswith("26/11/27 03:05:07 ERROR Executor: Exception in task 26.0")
+    assert "java.lang.OutOfMemoryError: Java heap space" in summary.splitlines()[1]
+    assert "HeapByteBuffer" not in summary
+    assert summary.endswith("collectToPython.\n") and len(summary) <= 610
+    assert failure_summary("plain failure") == "plain failure"
