@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 # The tested environment: Spark 4.2 + Delta 4.4, every package pinned (constraints/README.md).
 CONSTRAINTS ?= constraints/spark-4.2.txt
 
-.PHONY: venv demo test package clean delta-jars hadoop-jars browser chromium
+.PHONY: venv demo test package clean delta-jars hadoop-jars class-archive browser chromium
 
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
@@ -26,6 +26,12 @@ venv: $(STAMP)
 delta-jars: $(STAMP)
 	$(BIN)/python -m dlq_pipeline.spark.delta
 
+# The JVM class archive local Spark sessions start with (about half of a cold start-up is
+# loading classes): built once per Java and pyspark into ~/.cache/dlq-pipeline/cds, from a
+# small pipeline run (~40 s; a no-op when it is there). dlq_pipeline/spark/class_archive.py
+class-archive: $(STAMP)
+	$(BIN)/python -m dlq_pipeline.spark.class_archive
+
 demo: $(STAMP)
 	$(BIN)/dlq-pipeline demo --out demo-out
 
@@ -34,7 +40,7 @@ demo: $(STAMP)
 hadoop-jars: $(STAMP)
 	$(BIN)/python -m tests.cluster.bed fetch
 
-test: $(STAMP) delta-jars hadoop-jars chromium
+test: $(STAMP) delta-jars hadoop-jars class-archive chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Debian's chromium, for the browser tests (the HTML report rendered headless): installed once
@@ -52,7 +58,7 @@ package: $(STAMP)
 
 # every stage against the obvious way and the limit; QUICK=1 for a few minutes (docs/performance.md)
 .PHONY: bench
-bench: $(STAMP)
+bench: $(STAMP) class-archive
 	$(BIN)/python -m benchmarks.run $(if $(QUICK),--quick) $(BENCH_ARGS)
 
 clean:

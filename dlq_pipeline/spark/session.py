@@ -20,6 +20,7 @@ from typing import Any, Mapping
 from pyspark.sql import SparkSession
 
 from dlq_pipeline.config import defaults
+from dlq_pipeline.spark import class_archive
 from dlq_pipeline.spark.delta import cached_jars
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ LOG_LEVEL = "WARN"
 def _settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
     s = dict(settings or {})
     unknown = set(s) - {"master", "remote", "app_name", "spark_conf", "format", "log_level", "work_bytes",
-                        "quick_jit_bytes"}
+                        "quick_jit_bytes", "class_archive"}
     if unknown:
         raise ValueError(f"get_spark: unknown settings {sorted(unknown)}")
     return s
@@ -202,8 +203,12 @@ def session_conf(settings: Mapping[str, Any] | None = None, launcher: Mapping[st
     conf["spark.app.name"] = s.get("app_name") or "dlq-pipeline"
     if not launcher and conf["spark.master"].startswith("local"):
         conf["spark.driver.memory"] = local_driver_memory()
-        if quick_jit(s):  # the user's own spark.driver.extraJavaOptions replace it
-            conf["spark.driver.extraJavaOptions"] = QUICK_JIT_OPTION
+        # the user's own spark.driver.extraJavaOptions replace these
+        options = [QUICK_JIT_OPTION] if quick_jit(s) else []
+        if s.get("class_archive"):
+            options.append(class_archive.java_options(str(s["class_archive"])))
+        if options:
+            conf["spark.driver.extraJavaOptions"] = " ".join(options)
     user = {str(k): str(v) for k, v in (s.get("spark_conf") or {}).items()}
     conf.update(user)
     conf.update({str(k): str(v) for k, v in (launcher or {}).items()})
@@ -330,7 +335,9 @@ def get_spark(settings: Mapping[str, Any] | None = None) -> SparkSession:
     ``sc://host:port``, default ``$SPARK_REMOTE``; `connect_conf`), ``app_name``, ``spark_conf`` (extra Spark
     settings, overriding the defaults), ``format`` (``"delta"`` adds Delta's extension and
     catalog when Delta is available), ``log_level`` (default WARN), ``work_bytes`` and
-    ``quick_jit_bytes`` (a small command's JVM compiles with C1 only: `quick_jit`).
+    ``quick_jit_bytes`` (a small command's JVM compiles with C1 only: `quick_jit`), and
+    ``class_archive`` (the JVM class archive a local JVM maps; default: the one
+    `dlq_pipeline.spark.class_archive` built for this Java and pyspark, if any).
 
     An existing session (Databricks, a notebook, spark-submit) is returned as it is, apart
     from ``spark_conf`` entries that can be changed at runtime: it belongs to the caller.
@@ -347,6 +354,8 @@ def get_spark(settings: Mapping[str, Any] | None = None) -> SparkSession:
                 log.debug("cannot set %s on the active session", key)
         return active
 
+    if not remote_url(s):
+        s.setdefault("class_archive", class_archive.existing())
     spark = _build(connect_conf(s) if remote_url(s) else session_conf(s, launcher_conf()))
     _quiet(spark, s.get("log_level") or LOG_LEVEL)
     return spark

@@ -87,6 +87,22 @@ def test_a_small_command_starts_a_jvm_that_compiles_with_c1_only():
     assert "spark.driver.extraJavaOptions" not in session_conf(small, {"spark.master": "local[2]"})
 
 
+def test_a_local_jvm_maps_the_class_archive_it_is_given():
+    quiet = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+    archive = {"master": "local[2]", "class_archive": "/cache/cds/spark.jsa"}
+    assert session_conf(archive)["spark.driver.extraJavaOptions"] == f"-XX:SharedArchiveFile=/cache/cds/spark.jsa {quiet}"
+    both = session_conf({**archive, "work_bytes": 2**20})["spark.driver.extraJavaOptions"]
+    assert both == f"-XX:TieredStopAtLevel=1 -XX:SharedArchiveFile=/cache/cds/spark.jsa {quiet}"
+    spaced = session_conf({**archive, "class_archive": "/my cache/a.jsa"})["spark.driver.extraJavaOptions"]
+    assert spaced == f"-XX:SharedArchiveFile='/my cache/a.jsa' {quiet}"  # Spark splits the options like a shell
+    mine = {**archive, "spark_conf": {"spark.driver.extraJavaOptions": "-Dx=1"}}
+    assert session_conf(mine)["spark.driver.extraJavaOptions"] == "-Dx=1"  # the user's options replace it
+    assert "spark.driver.extraJavaOptions" not in session_conf({**archive, "class_archive": None})
+    # a JVM this process does not start is left as it is
+    assert "spark.driver.extraJavaOptions" not in session_conf({**archive, "master": "spark://host:7077"})
+    assert "spark.driver.extraJavaOptions" not in session_conf(archive, {"spark.master": "local[2]"})
+
+
 def test_session_conf_rejects_unknown_settings():
     with pytest.raises(ValueError, match="unknown settings"):
         session_conf({"mastr": "local[1]"})

@@ -1,0 +1,141 @@
+"""A class-data-sharing archive of the classes a pipeline run loads: a local JVM then
+starts in about half the time.
+
+Most of a cold Spark start-up is the JVM loading and verifying the ~15,000 classes of
+pyspark's jars (docs/performance.md, issue 16 part 1). Java 13+ dumps the classes a JVM
+loaded into an archive when it exits (``-XX:ArchiveClassesAtExit``) and maps that archive
+into later JVMs (``-XX:SharedArchiveFile``). ``python -m dlq_pipeline.spark.class_archive``
+(``make class-archive``; ``make test`` and ``make bench`` run it) builds one for this Java
+and this pyspark from a small pipeline run, next to the jar cache
+(``~/.cache/dlq-pipeline/cds/``); `get_spark` then starts every local JVM with it.
+
+Only start-up time depends on it: the JVM checks the archive against its own class path
+and Java and ignores one that does not match (quietly: its ``cds`` log is off), and the
+archive's name changes with Java, pyspark and pyspark's jar folder, so a stale one is
+simply not found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from dlq_pipeline.spark.delta import cache_root
+
+QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # a mismatch or a dump says nothing on stderr
+BUILD_TIMEOUT_S = 900
+
+
+def _java() -> Path | None:
+    """The java spark-submit starts (``$JAVA_HOME/bin/java``, else the one on PATH)."""
+    home = os.environ.get("JAVA_HOME")
+    found = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    return Path(os.path.realpath(found)) if found and os.path.exists(found) else None
+
+
+def archive_path() -> Path | None:
+    """Where the archive for this Java and this pyspark lives (it may not exist); None
+    without a java."""
+    import pyspark
+
+    java = _java()
+    if java is None:
+        return None
+    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    identity = [str(java), java.stat().st_mtime_ns, pyspark.__version__, str(jars),
+                jars.stat().st_mtime_ns if jars.is_dir() else 0]
+    key = hashlib.sha256(repr(identity).encode()).hexdigest()[:16]
+    return cache_root().parent / "cds" / f"spark-{pyspark.__version__}-{key}.jsa"
+
+
+def existing() -> str | None:
+    """The archive a new local JVM should map, when one was built."""
+    path = archive_path()
+    return str(path) if path is not None and path.is_file() else None
+
+
+def java_options(archive: str) -> str:
+    """The JVM options that map ``archive``."""
+    return f"-XX:SharedArchiveFile={shlex.quote(archive)} {QUIET}"
+
+
+def _dump_run(target: str) -> None:
+    """In a child process: a small pipeline run on a generated DLQ (the classes of ingest,
+    decode, classify, the table writes and replay get loaded), then the JVM exits and
+    writes the classes it loaded to ``target``."""
+    from pyspark import SparkContext
+
+    from dlq_pipeline.dumps.generator import write_generated
+    from dlq_pipeline.rules.parser import load_rules
+    from dlq_pipeline.rules.shipped import STARTER, shipped_path
+    from dlq_pipeline.settings import RunSettings, StorageSettings
+    from dlq_pipeline.spark.run import run_pipeline
+    from dlq_pipeline.spark.session import get_spark
+
+    with tempfile.TemporaryDirectory(prefix="dlq-class-archive-") as work:
+        dumps = write_generated(Path(work) / "dumps", 300, seed=1)
+        spark = get_spark({"master": "local[2]", "app_name": "dlq-pipeline-class-archive",
+                           "spark_conf": {"spark.driver.extraJavaOptions":
+                                          f"-XX:ArchiveClassesAtExit={shlex.quote(target)} {QUIET}"}})
+        run_pipeline(spark, RunSettings(storage=StorageSettings(path=str(Path(work) / "warehouse"))),
+                     load_rules(str(shipped_path(STARTER))), inputs=[str(p) for p in dumps], target="dry-run", run_id="class-archive")
+        gateway = SparkContext._gateway
+        spark.stop()
+        # the JVM exits (and dumps) when its stdin closes: wait for it, the parent renames the file
+        proc = getattr(gateway, "proc", None)
+        if proc is not None:
+            proc.stdin.close()
+            proc.wait(timeout=BUILD_TIMEOUT_S)
+
+
+def build(force: bool = False) -> Path:
+    """Build the archive for this Java and pyspark (a no-op when it exists, unless ``force``):
+    a child process runs `_dump_run` into a temporary name, which becomes the archive only
+    once the JVM has written it whole. Raises RuntimeError with the child's last lines."""
+    path = archive_path()
+    if path is None:
+        raise RuntimeError("no java found (JAVA_HOME, PATH): Spark cannot start either")
+    if path.is_file() and not force:
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    try:
+        done = subprocess.run([sys.executable, "-m", "dlq_pipeline.spark.class_archive", "--dump-to", str(partial)],
+                              capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+        if done.returncode != 0 or not partial.is_file() or partial.stat().st_size == 0:
+            tail = "\n".join((done.stderr or "").strip().splitlines()[-15:])
+            raise RuntimeError(f"the class archive was not written (exit {done.returncode}):\n{tail}")
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dlq_pipeline.spark.class_archive",
+                                     description="Build the JVM class archive local Spark sessions start with.")
+    parser.add_argument("--force", action="store_true", help="build it again even when it exists")
+    parser.add_argument("--dump-to", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.dump_to:
+        _dump_run(args.dump_to)
+        return 0
+    try:
+        path = build(force=args.force)
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+        # only start-up time depends on it: say why, and let the caller (make) go on
+        print(f"class archive: not built, local Spark starts without it: {exc}", file=sys.stderr)
+        return 0
+    print(f"class archive: {path} ({path.stat().st_size // 2**20} MiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
