@@ -105,21 +105,30 @@ def end_to_end_lines(d: dict) -> list[str]:
         stages = s.get("pipeline_jobs_per_stage") or {}
         rows.append([int(n), s["pipeline_wall_s"]["seconds"],
                      round(s["pipeline_spark_start_s"] + s.get("pipeline_trivial_job_s", 0), 2),
-                     s.get("pipeline_run_s"), {True: "C1 only", False: "tiered"}.get(s.get("pipeline_quick_jit"), "-"),
+                     s.get("pipeline_run_s"), _f(s.get("warm_run_s")),
+                     {True: "C1 only", False: "tiered"}.get(s.get("pipeline_quick_jit"), "-")
+                     + {True: ", class archive", False: ""}.get(s.get("pipeline_class_archive"), ""),
                      s.get("pipeline_jobs"),
                      " / ".join(f"{k} {v}" for k, v in stages.items()),
                      " / ".join(f"{k} {round(v, 1)}" for k, v in (s.get("pipeline_stage_s") or {}).items()),
                      " / ".join(map(str, s.get("pipeline_puts_per_connection") or [])) or "-",
-                     s["reference_wall_s"]["seconds"], s["reference_over_pipeline"]])
+                     s["reference_wall_s"]["seconds"], s["reference_over_pipeline"],
+                     _f(s.get("reference_over_warm_run"))])
     c = d["crossover"]
-    lines = (_table(["messages", "run (wall s)", "Spark start-up + trivial job s", "pipeline s", "JVM JIT", "Spark jobs",
+    warm = d.get("crossover_warm_session")
+    lines = (_table(["messages", "run (wall s)", "Spark start-up + trivial job s", "pipeline s",
+                     "pipeline s, warm session", "JVM", "Spark jobs",
                      "jobs per stage", "stage s", "puts per connection", "sequential reference (wall s)",
-                     "reference / run"], rows)
+                     "reference / run", "reference / warm run"], rows)
              + [f"Sim latency (ms) {d['latency_ms']}, `run` on {d['master']}"
                 + (f" with replay {d['replay']}" if d.get("replay") else "") + ". Fitted: run "
                 f"{c['pipeline_fixed_s']} s + {c['pipeline_ms_per_message']} ms/message; reference "
                 f"{c['reference_fixed_s']} s + {c['reference_ms_per_message']} ms/message; crossover at "
-                f"**{_f(c['crossover_messages'])} messages** ({c['note']}).", ""])
+                f"**{_f(c['crossover_messages'])} messages** ({c['note']})."
+                + (f" In a warm session (the same run again in the child's session: a notebook, a running "
+                   f"cluster, a Spark Connect server): {warm['pipeline_fixed_s']} s + "
+                   f"{warm['pipeline_ms_per_message']} ms/message, crossover at "
+                   f"**{_f(warm['crossover_messages'])} messages**." if warm else ""), ""])
     sim = d.get("sim_put_cost")
     if sim:
         lines += [f"Simulated queue manager, no latency, {sim['puts']:,} puts in units of work of "

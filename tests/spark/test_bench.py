@@ -28,6 +28,11 @@ def test_tiny_run_writes_every_comparison(spark, tmp_path):
     assert doc["ingest"]["ratios"]["parse_speedup_1_to_2_cores"] > 0
     assert all(p["puts_per_s"] > 0 for p in doc["replay"]["partitions"].values())
     assert "crossover_messages" in doc["end_to_end"]["crossover"]
+    # the same run again in the warm session decides the same, and has its own crossover
+    for size in doc["end_to_end"]["sizes"].values():
+        assert size["warm_run_s"] > 0 and size["warm_outcomes_match"] is True, size
+    assert "crossover_messages" in doc["end_to_end"]["crossover_warm_session"]
+    assert "fixed_cost_s_at_1000_warm_session" in doc["end_to_end"]["targets"]
     assert set(doc["memory"]["cases"]) == {"small_payload", "large_payload", "large_payload_whole_data_udf"}
     pipeline = doc["memory"]["pipeline"]
     assert (pipeline["passed"], pipeline["landed"], pipeline["replayed_bytes"] >= 2 * 1024 * 1024) == (True, 2, True)
