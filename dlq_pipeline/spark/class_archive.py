@@ -24,7 +24,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from dlq_pipeline.spark.delta import cache_root
@@ -66,39 +65,11 @@ def java_options(archive: str) -> str:
     return f"-XX:SharedArchiveFile={shlex.quote(archive)} {QUIET}"
 
 
-def _dump_run(target: str) -> None:
-    """In a child process: a small pipeline run on a generated DLQ (the classes of ingest,
-    decode, classify, the table writes and replay get loaded), then the JVM exits and
-    writes the classes it loaded to ``target``."""
-    from pyspark import SparkContext
-
-    from dlq_pipeline.dumps.generator import write_generated
-    from dlq_pipeline.rules.parser import load_rules
-    from dlq_pipeline.rules.shipped import STARTER, shipped_path
-    from dlq_pipeline.settings import RunSettings, StorageSettings
-    from dlq_pipeline.spark.run import run_pipeline
-    from dlq_pipeline.spark.session import get_spark
-
-    with tempfile.TemporaryDirectory(prefix="dlq-class-archive-") as work:
-        dumps = write_generated(Path(work) / "dumps", 300, seed=1)
-        spark = get_spark({"master": "local[2]", "app_name": "dlq-pipeline-class-archive",
-                           "spark_conf": {"spark.driver.extraJavaOptions":
-                                          f"-XX:ArchiveClassesAtExit={shlex.quote(target)} {QUIET}"}})
-        run_pipeline(spark, RunSettings(storage=StorageSettings(path=str(Path(work) / "warehouse"))),
-                     load_rules(str(shipped_path(STARTER))), inputs=[str(p) for p in dumps], target="dry-run", run_id="class-archive")
-        gateway = SparkContext._gateway
-        spark.stop()
-        # the JVM exits (and dumps) when its stdin closes: wait for it, the parent renames the file
-        proc = getattr(gateway, "proc", None)
-        if proc is not None:
-            proc.stdin.close()
-            proc.wait(timeout=BUILD_TIMEOUT_S)
-
-
 def build(force: bool = False) -> Path:
     """Build the archive for this Java and pyspark (a no-op when it exists, unless ``force``):
-    a child process runs `_dump_run` into a temporary name, which becomes the archive only
-    once the JVM has written it whole. Raises RuntimeError with the child's last lines."""
+    a child process runs `dlq_pipeline.spark.class_archive_dump` into a temporary name,
+    which becomes the archive only once the JVM has written it whole. Raises RuntimeError
+    with the child's last lines."""
     path = archive_path()
     if path is None:
         raise RuntimeError("no java found (JAVA_HOME, PATH): Spark cannot start either")
@@ -107,7 +78,7 @@ def build(force: bool = False) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
     try:
-        done = subprocess.run([sys.executable, "-m", "dlq_pipeline.spark.class_archive", "--dump-to", str(partial)],
+        done = subprocess.run([sys.executable, "-m", "dlq_pipeline.spark.class_archive_dump", str(partial)],
                               capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
         if done.returncode != 0 or not partial.is_file() or partial.stat().st_size == 0:
             tail = "\n".join((done.stderr or "").strip().splitlines()[-15:])
@@ -122,11 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dlq_pipeline.spark.class_archive",
                                      description="Build the JVM class archive local Spark sessions start with.")
     parser.add_argument("--force", action="store_true", help="build it again even when it exists")
-    parser.add_argument("--dump-to", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.dump_to:
-        _dump_run(args.dump_to)
-        return 0
     try:
         path = build(force=args.force)
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
