@@ -741,7 +741,10 @@ class SimConnection:
         self._check(qdef, q, "browse" if browse else "get")
         if qdef.get_inhibited:
             raise MQError(MQRC_GET_INHIBITED, f"gets from {q} are inhibited")
-        sql = "SELECT id, md, data, backout_count FROM messages WHERE qmgr=? AND queue=? AND state=0"
+        # by MsgId: SQLite would otherwise walk the queue's index in id order to find it,
+        # O(depth) per get (a 100,000-message reference run spent most of its time there)
+        table = "messages INDEXED BY messages_by_msg_id" if msg_id is not None else "messages"
+        sql = f"SELECT id, md, data, backout_count FROM {table} WHERE qmgr=? AND queue=? AND state=0"
         args: list = [self.qmgr_name, q]
         if browse:
             after = 0 if browse == "first" else self._cursors.get(q, 0)
