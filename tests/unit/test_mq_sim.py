@@ -58,6 +58,24 @@ def test_fifo_browse_and_destructive_get(qm):
     assert end.value.reason == reasons.MQRC_NO_MSG_AVAILABLE
 
 
+def test_get_by_msg_id_takes_the_oldest_match_on_that_queue_only(qm):
+    """Through the MsgId index (not the queue's): still the queue's first match in put order,
+    never another queue's message with the same MsgId, nor one already got."""
+    c = qm.connect()
+    same = md(7).msg_id
+    for n, queue in [(0, "Q2"), (1, "Q1"), (2, "Q1"), (3, "Q1"), (4, "Q1")]:
+        handle = c.open_for_put(queue)
+        c.put(handle, md(n, msg_id=same) if n != 2 else md(n), b"body-%d" % n)
+    c.commit()
+    assert [c.get("Q1", msg_id=same).data for _ in range(3)] == [b"body-1", b"body-3", b"body-4"]
+    with pytest.raises(MQError) as end:
+        c.get("Q1", msg_id=same)
+    assert end.value.reason == reasons.MQRC_NO_MSG_AVAILABLE
+    c.commit()
+    assert [m.data for m in qm.messages("Q1")] == [b"body-2"]
+    assert [m.data for m in qm.messages("Q2")] == [b"body-0"]
+
+
 def test_get_matches_msg_id_and_correl_id(qm):
     c = qm.connect()
     for n in range(3):
