@@ -551,14 +551,20 @@ def child_pipeline(params: dict) -> dict:
     started = time.perf_counter()
     spark.range(1).count()  # a trivial job: the JVM's first job pays its own warm-up
     trivial = time.perf_counter()
-    wh = Path(params["warehouse"])
-    _fresh_sim(wh / "_sim" / "QMHUB01.sqlite", "QMHUB01", params.get("latency_ms"))
-    jobs = StageJobs(spark)
+    rules = load_rules(params["rules"])
     replay = ReplaySettings(connections_per_qmgr=params.get("connections_per_qmgr", 1))
-    summary_ = run_pipeline(spark, RunSettings(storage=StorageSettings(path=str(wh)), replay=replay),
-                            load_rules(params["rules"]),
-                            inputs=params["inputs"], target="sim:QMHUB01", run_id="bench", progress=jobs)
-    done = time.perf_counter()
+
+    def run_into(warehouse: Path, run_id: str, progress=None):
+        """One run into a new sim under ``warehouse``; its summary and seconds (sim set-up included)."""
+        began_run = time.perf_counter()
+        _fresh_sim(warehouse / "_sim" / "QMHUB01.sqlite", "QMHUB01", params.get("latency_ms"))
+        got = run_pipeline(spark, RunSettings(storage=StorageSettings(path=str(warehouse)), replay=replay), rules,
+                           inputs=params["inputs"], target="sim:QMHUB01", run_id=run_id, progress=progress)
+        return got, time.perf_counter() - began_run
+
+    wh = Path(params["warehouse"])
+    jobs = StageJobs(spark)
+    summary_, run_s = run_into(wh, "bench", jobs)
     per_stage = jobs.per_stage()
     warm = None
     if params.get("warm"):
@@ -566,18 +572,13 @@ def child_pipeline(params: dict) -> dict:
         # a job on a running cluster or a Spark Connect server sees (no start-up, a warm JVM)
         warm_wh = wh.with_name(wh.name + "-warm")
         shutil.rmtree(warm_wh, ignore_errors=True)
-        _fresh_sim(warm_wh / "_sim" / "QMHUB01.sqlite", "QMHUB01", params.get("latency_ms"))
-        warm_began = time.perf_counter()
-        warm_summary = run_pipeline(spark, RunSettings(storage=StorageSettings(path=str(warm_wh)), replay=replay),
-                                    load_rules(params["rules"]), inputs=params["inputs"], target="sim:QMHUB01",
-                                    run_id="bench-warm")
-        warm = {"run_s": time.perf_counter() - warm_began, "durations": warm_summary.durations,
-                "outcomes": warm_summary.outcomes}
+        warm_summary, warm_s = run_into(warm_wh, "bench-warm")
+        warm = {"run_s": warm_s, "durations": warm_summary.durations, "outcomes": warm_summary.outcomes}
     # how evenly the puts spread over the replay connections (after the timing: not counted)
     ledger = open_storage(spark, StorageSettings(path=str(wh))).read("ledger").where("outcome = 'delivered'")
     spread = sorted((int(r["n"]) for r in ledger.groupBy("partition_id").agg(F.count("*").alias("n")).collect()),
                     reverse=True)
-    return {"spark_start_s": started - began, "trivial_job_s": trivial - started, "run_s": done - trivial,
+    return {"spark_start_s": started - began, "trivial_job_s": trivial - started, "run_s": run_s,
             "puts_per_connection": spread,
             "outcomes": summary_.outcomes, "durations": summary_.durations, "landed": summary_.messages_landed,
             "jobs_per_stage": per_stage, "jobs": sum(per_stage.values()) if per_stage else None,
