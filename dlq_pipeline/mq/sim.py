@@ -80,11 +80,12 @@ CREATE TABLE IF NOT EXISTS queues (
     qmgr TEXT NOT NULL, name TEXT NOT NULL, maxdepth INTEGER NOT NULL, maxmsgl INTEGER NOT NULL,
     put_inhibited INTEGER NOT NULL, get_inhibited INTEGER NOT NULL, authority TEXT,
     PRIMARY KEY (qmgr, name));
+-- messages.state: 0 available, 2 got in an open unit of work (1, put in one, is no longer written);
+-- messages.log_seq: the put_log row holding the body (see _BODY), NULL when it is in data
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY AUTOINCREMENT, qmgr TEXT NOT NULL, queue TEXT NOT NULL,
     md TEXT NOT NULL, data BLOB NOT NULL, msg_id BLOB NOT NULL, correl_id BLOB NOT NULL,
-    backout_count INTEGER NOT NULL DEFAULT 0,
-    state INTEGER NOT NULL);  -- 0 available, 2 got in an open unit of work (1, put in one, is no longer written)
+    backout_count INTEGER NOT NULL DEFAULT 0, state INTEGER NOT NULL, log_seq INTEGER);
 CREATE INDEX IF NOT EXISTS messages_by_queue ON messages (qmgr, queue, state, id);
 CREATE INDEX IF NOT EXISTS messages_by_msg_id ON messages (msg_id);  -- get by MsgId stays O(log n)
 CREATE TABLE IF NOT EXISTS put_log (
@@ -93,12 +94,21 @@ CREATE TABLE IF NOT EXISTS put_log (
     committed INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS get_log (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, qmgr TEXT NOT NULL, queue TEXT NOT NULL,
-    md TEXT NOT NULL, data BLOB NOT NULL, connection TEXT NOT NULL);
+    md TEXT NOT NULL, data BLOB NOT NULL, connection TEXT NOT NULL, log_seq INTEGER);
 """
+# A body is stored once, in its put_log row: the message and get_log rows point at it by
+# log_seq, and their md is '' when the stored descriptor is the one put_log holds (a put
+# with set-all context, as replay's). Writing every body and descriptor three times
+# (message, put_log, get_log) was most of a put's own cost in the simulator: the WAL writes
+# and checkpoints of each copy. Files made before keep theirs in data and md (log_seq NULL)
+# and get the column when opened (`_upgrade`).
+_BODY = "COALESCE(p.data, m.data)"
+_MD = "COALESCE(NULLIF(m.md, ''), p.md)"  # '': the stored descriptor is the one put_log holds
+_BODY_JOIN = "LEFT JOIN put_log p ON p.seq = m.log_seq"
 # CURDEPTH per queue, kept by triggers in the transaction that inserts or deletes a message
 # (a rollback undoes it too): a put's MAXDEPTH check reads one row instead of counting the
 # queue, which cost O(depth) per put (2.8 ms per put at 50,000 messages). A file made before
-# this table existed gets it, counted once, when it is opened (`_depths`).
+# this table existed gets it, counted once, when it is opened (`_upgrade`).
 _DEPTHS = (
     "CREATE TABLE depths (qmgr TEXT NOT NULL, queue TEXT NOT NULL, depth INTEGER NOT NULL, PRIMARY KEY (qmgr, queue))",
     "INSERT INTO depths SELECT qmgr, queue, COUNT(*) FROM messages GROUP BY qmgr, queue",
@@ -296,7 +306,7 @@ class SimQueueManager:
             private_file(self.faults_path)
         with closing(self._open()) as db:
             db.executescript(_SCHEMA)
-            _depths(db)
+            _upgrade(db)
             with closing(sqlite3.connect(self.faults_path, timeout=busy_timeout)) as fdb:
                 fdb.execute(_FAULT_SCHEMA)
                 fdb.commit()
@@ -366,7 +376,8 @@ class SimQueueManager:
         """The committed messages on a queue, first to last, as a get would return them."""
         with closing(self._open()) as db:
             rows = db.execute(
-                "SELECT md, data, backout_count FROM messages WHERE qmgr=? AND queue=? AND state=0 ORDER BY id",
+                f"SELECT {_MD}, {_BODY}, m.backout_count FROM messages m {_BODY_JOIN} "
+                "WHERE m.qmgr=? AND m.queue=? AND m.state=0 ORDER BY m.id",
                 (qmgr or self.name, queue)).fetchall()
         return [Message(_as_got(md_from_json(r[0]), r[2]), bytes(r[1])) for r in rows]
 
@@ -384,13 +395,17 @@ class SimQueueManager:
             self._tempdir = None
 
 
-def _depths(db: sqlite3.Connection) -> None:
-    """Create the ``depths`` table and its triggers when the file has none yet (see ``_DEPTHS``)."""
+def _upgrade(db: sqlite3.Connection) -> None:
+    """Bring a file made by an earlier simulator up to this layout: the ``depths`` table and
+    its triggers (see ``_DEPTHS``), the ``log_seq`` columns (see ``_BODY``)."""
     db.execute("BEGIN IMMEDIATE")
     try:
         if db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='depths'").fetchone() is None:
             for statement in _DEPTHS:
                 db.execute(statement)
+        for table in ("messages", "get_log"):
+            if "log_seq" not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN log_seq INTEGER")
     except BaseException:
         db.execute("ROLLBACK")
         raise
@@ -415,10 +430,16 @@ def _insert_puts(db: sqlite3.Connection, rows: list[tuple]) -> None:
 
     put_log rows are written ``committed = 1``: they are in the put's own SQLite transaction
     (files made before may hold rows with committed=0: put_log reads committed=1 only)."""
-    db.executemany("INSERT INTO messages (qmgr, queue, md, data, msg_id, correl_id, state) VALUES (?,?,?,?,?,?,0)",
-                   [r[:6] for r in rows])
-    db.executemany("INSERT INTO put_log (qmgr, queue, md, data, user, connection, committed) VALUES (?,?,?,?,?,?,1)",
-                   [(r[0], r[1], r[6], r[3], r[7], r[8]) for r in rows])
+    # the caller holds the write lock: the next seq values are AUTOINCREMENT's own, given here
+    # so that each message row can point at its body's put_log row
+    last = db.execute("SELECT seq FROM sqlite_sequence WHERE name='put_log'").fetchone()
+    first = (last[0] if last else 0) + 1
+    db.executemany("INSERT INTO put_log (seq, qmgr, queue, md, data, user, connection, committed) "
+                   "VALUES (?,?,?,?,?,?,?,1)",
+                   [(first + i, r[0], r[1], r[6], r[3], r[7], r[8]) for i, r in enumerate(rows)])
+    db.executemany("INSERT INTO messages (qmgr, queue, md, data, msg_id, correl_id, state, log_seq) "
+                   "VALUES (?,?,?,X'',?,?,0,?)",
+                   [(r[0], r[1], r[2], r[4], r[5], first + i) for i, r in enumerate(rows)])
 
 
 def _depth(db: sqlite3.Connection, qmgr: str, queue: str) -> int:
@@ -577,8 +598,8 @@ class SimConnection:
         # By the rows this unit touched: a scan for state 1/2 would cost the whole table per
         # commit (a runmqdlq-like loop commits every message).
         got = sorted(self._got)
-        db.executemany("INSERT INTO get_log (qmgr, queue, md, data, connection) "
-                       "SELECT qmgr, queue, md, data, ? FROM messages WHERE id=?", [(self.id, i) for i in got])
+        db.executemany("INSERT INTO get_log (qmgr, queue, md, data, connection, log_seq) "
+                       "SELECT qmgr, queue, md, data, ?, log_seq FROM messages WHERE id=?", [(self.id, i) for i in got])
         db.executemany("DELETE FROM messages WHERE id=?", [(i,) for i in got])
         _insert_puts(db, self._put)
         db.execute("COMMIT")
@@ -684,7 +705,7 @@ class SimConnection:
                 put_appl_type=MQAT_UNIX, put_appl_name=_SIM_APPL_NAME.ljust(28), put_date=date, put_time=time_,
                 appl_origin_data=" " * 4)
         given = md_to_json(md)
-        stored_json = given if stored is md else md_to_json(stored)
+        stored_json = "" if stored is md else md_to_json(stored)  # "": as given (see _MD)
         key = (handle.token, handle.queue)
         row = (*key, stored_json, data, stored.msg_id, stored.correl_id, given,
                _readable((handle.alternate_user or self.user).strip()), self.id)
@@ -743,17 +764,18 @@ class SimConnection:
             raise MQError(MQRC_GET_INHIBITED, f"gets from {q} are inhibited")
         # by MsgId: SQLite would otherwise walk the queue's index in id order to find it,
         # O(depth) per get (a 100,000-message reference run spent most of its time there)
-        table = "messages INDEXED BY messages_by_msg_id" if msg_id is not None else "messages"
-        sql = f"SELECT id, md, data, backout_count FROM {table} WHERE qmgr=? AND queue=? AND state=0"
+        table = "messages m INDEXED BY messages_by_msg_id" if msg_id is not None else "messages m"
+        sql = (f"SELECT m.id, {_MD}, {_BODY}, m.backout_count FROM {table} {_BODY_JOIN} "
+               "WHERE m.qmgr=? AND m.queue=? AND m.state=0")
         args: list = [self.qmgr_name, q]
         if browse:
             after = 0 if browse == "first" else self._cursors.get(q, 0)
-            sql, args = sql + " AND id>?", args + [after]
+            sql, args = sql + " AND m.id>?", args + [after]
         if msg_id is not None:
-            sql, args = sql + " AND msg_id=?", args + [bytes(msg_id)]
+            sql, args = sql + " AND m.msg_id=?", args + [bytes(msg_id)]
         if correl_id is not None:
-            sql, args = sql + " AND correl_id=?", args + [bytes(correl_id)]
-        sql += " ORDER BY id LIMIT 1"
+            sql, args = sql + " AND m.correl_id=?", args + [bytes(correl_id)]
+        sql += " ORDER BY m.id LIMIT 1"
 
         def select(d) -> tuple[int, Message]:
             row = d.execute(sql, args).fetchone()
@@ -774,8 +796,8 @@ class SimConnection:
             ident, message = select(d)
             d.execute("UPDATE messages SET state=2 WHERE id=?", (ident,))
             if not syncpoint:
-                d.execute("INSERT INTO get_log (qmgr, queue, md, data, connection) "
-                          "SELECT qmgr, queue, md, data, ? FROM messages WHERE id=?", (self.id, ident))
+                d.execute("INSERT INTO get_log (qmgr, queue, md, data, connection, log_seq) "
+                          "SELECT qmgr, queue, md, data, ?, log_seq FROM messages WHERE id=?", (self.id, ident))
                 d.execute("DELETE FROM messages WHERE id=?", (ident,))
             return ident, message
 

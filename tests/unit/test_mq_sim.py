@@ -215,6 +215,40 @@ def test_a_file_made_before_depths_were_kept_gets_them_counted(tmp_path):
     reopened.disconnect()
 
 
+def test_a_body_is_stored_once_and_a_file_made_before_keeps_its_messages(tmp_path):
+    import sqlite3
+    from contextlib import closing
+
+    from dlq_pipeline.mq.sim import md_to_json
+
+    path = tmp_path / "OLD.sqlite"
+    c = SimQueueManager(path, "OLD").connect()
+    put(c, "Q1", 0)
+    put(c, "Q1", 1, set_all_context=False)  # the stored descriptor is not the given one
+    c.commit()
+    c.disconnect()
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("SELECT count(*) FROM messages WHERE length(data) > 0").fetchone() == (0,)
+        assert db.execute("SELECT count(*) FROM put_log WHERE length(data) > 0").fetchone() == (2,)
+        # as an earlier version left it: bodies and descriptors in the message rows, no log_seq
+        db.executescript("DELETE FROM messages; ALTER TABLE messages DROP COLUMN log_seq; "
+                         "ALTER TABLE get_log DROP COLUMN log_seq;")
+        db.executemany("INSERT INTO messages (qmgr, queue, md, data, msg_id, correl_id, state) VALUES (?,?,?,?,?,?,0)",
+                       [("OLD", "Q1", md_to_json(md(n)), b"old-%d" % n, md(n).msg_id, md(n).correl_id) for n in (5, 6)])
+        db.commit()
+    qm = SimQueueManager(path, "OLD")
+    c = qm.connect()
+    put(c, "Q1", 7)
+    c.commit()
+    assert [(m.md.msg_id, m.data) for m in qm.messages("Q1")] == [(md(5).msg_id, b"old-5"), (md(6).msg_id, b"old-6"),
+                                                                  (md(7).msg_id, b"body-7")]
+    got = c.get("Q1", msg_id=md(6).msg_id)
+    c.commit()
+    assert (got.md.replace(version=2), got.data) == (md(6), b"old-6")
+    assert [(m.md, m.data) for m in c.browse("Q1")] == [(md(5), b"old-5"), (md(7), b"body-7")]
+    c.disconnect()
+
+
 def test_unknown_queues_and_queue_managers(qm):
     qm.configure({"queues": {"GONE": {"exists": False}}, "remote_qmgrs": ["QM2"]})
     c = qm.connect()
