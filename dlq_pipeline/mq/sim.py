@@ -2,13 +2,15 @@
 
 State lives in one SQLite database per simulated queue manager (WAL mode, busy timeout), so
 Spark's Python workers in other processes see the same queues, and a ``kill -9`` loses
-exactly what MQ would lose: a unit of work *is* a SQLite transaction, so uncommitted puts
-and gets vanish with the process, as MQ backs them out when a connection breaks. The path
+exactly what MQ would lose: a unit of work's gets are a SQLite transaction and its puts wait
+in the connection until the commit inserts them in one, so uncommitted puts and gets vanish
+with the process, as MQ backs them out when a connection breaks. The path
 ``":memory:"`` gives a private temporary database (same behaviour, deleted on `close`).
 
 What it models (see docs/replay.md for the full list and the simplifications):
 
-- FIFO per queue (MQ's priority order is not modelled), browse cursors, destructive get by
+- FIFO per queue in the order units of work commit (MQ's priority order is not modelled;
+  see docs/replay.md for this and the other simplifications), browse cursors, destructive get by
   MsgId/CorrelId, syncpoint units of work; backout of a get restores the message and adds
   one to its BackoutCount; `disconnect` commits like MQDISC, a broken connection backs out;
 - MAXDEPTH -> 2053, MAXMSGL -> 2030 (queue) / 2031 (queue manager), put inhibited -> 2051,
@@ -372,6 +374,14 @@ class SimQueueManager:
             rows = db.execute(sql + " ORDER BY seq", args).fetchall()
         return [PutRecord(r[0], r[1], r[2], md_from_json(r[3]), bytes(r[4]), r[5], r[6]) for r in rows]
 
+    def get_log(self, queue: str, qmgr: str | None = None) -> list[Message]:
+        """Every committed destructive get from a queue, in commit order, as it was got."""
+        with closing(self._open()) as db:
+            rows = db.execute(
+                f"SELECT {_MD}, {_BODY}, 0 FROM get_log m {_BODY_JOIN} WHERE m.qmgr=? AND m.queue=? ORDER BY m.seq",
+                (qmgr or self.name, queue)).fetchall()
+        return [Message(_as_got(md_from_json(r[0]), r[2]), bytes(r[1])) for r in rows]
+
     def messages(self, queue: str, qmgr: str | None = None) -> list[Message]:
         """The committed messages on a queue, first to last, as a get would return them."""
         with closing(self._open()) as db:
@@ -509,7 +519,8 @@ class SimConnection:
         self._faults = [Fault(**f) for f in self._config["faults"]]
         self._counter = _FaultCounter(qm.faults_path, qm.busy_timeout)
         self._rng = random.Random(self._config["seed"])
-        self._in_uow = False
+        self._in_uow = False  # a unit of work is open (a syncpoint call since the last commit/backout)
+        self._locked = False  # ... and holds SQLite's write lock (a transaction): see `put`
         self._got: list[int] = []
         # This unit's puts, inserted at its commit (see `put`), and what it knows of their queues.
         self._put: list[tuple] = []
@@ -573,16 +584,20 @@ class SimConnection:
         self._broken = reason
 
     def _begin(self, db: sqlite3.Connection) -> None:
-        if not self._in_uow:
+        """Open the unit of work's SQLite transaction (a get, or anything else it must write
+        before its commit), if it has none yet."""
+        if not self._locked:
             db.execute("BEGIN IMMEDIATE")
-            self._in_uow = True
+            self._locked = True
+        self._in_uow = True
 
     def _rollback(self) -> None:
         db = self._db
         if db is None or not self._in_uow:
             return
-        db.execute("ROLLBACK")
-        self._in_uow = False
+        if self._locked:
+            db.execute("ROLLBACK")
+        self._in_uow = self._locked = False
         self._put = []
         self._uow_queues = {}
         got, self._got = self._got, []
@@ -595,6 +610,10 @@ class SimConnection:
         db = self._db
         if db is None or not self._in_uow:
             return
+        if not self._locked:
+            db.execute("BEGIN IMMEDIATE")
+            self._locked = True
+        self._recheck_depths(db)
         # By the rows this unit touched: a scan for state 1/2 would cost the whole table per
         # commit (a runmqdlq-like loop commits every message).
         got = sorted(self._got)
@@ -603,10 +622,41 @@ class SimConnection:
         db.executemany("DELETE FROM messages WHERE id=?", [(i,) for i in got])
         _insert_puts(db, self._put)
         db.execute("COMMIT")
-        self._in_uow = False
+        self._in_uow = self._locked = False
         self._got = []
         self._put = []
         self._uow_queues = {}
+
+    def _recheck_depths(self, db: sqlite3.Connection) -> None:
+        """At the commit, with the write lock: the unit's puts still fit their queues. They
+        were checked against CURDEPTH when put, but without the lock, so another connection
+        may have committed to the same queue since (MQ would count its uncommitted puts and
+        fail the later put with 2053; the simulator cannot see them). Then the unit is backed
+        out and the commit fails with 2003, as a commit MQ cannot complete does."""
+        counts: dict[tuple[str, str], int] = {}
+        for row in self._put:
+            counts[row[:2]] = counts.get(row[:2], 0) + 1
+        for key, n in counts.items():
+            qdef = self._uow_queues[key][0]
+            if _depth(db, *key) + n > qdef.maxdepth:
+                self._rollback()
+                raise MQError(reasons.MQRC_BACKED_OUT,
+                              f"unit of work backed out: {key[1]} filled up (MAXDEPTH {qdef.maxdepth}) before its commit")
+
+    def _outside_unit(self, work):
+        """Run ``work(db)`` in the unit's transaction if it holds one, else in a short one of
+        its own: looking a queue up (and defining it) is not part of a unit of work."""
+        db = self._usable()
+        if self._locked:
+            return work(db)
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            result = work(db)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return result
 
     def _run(self, syncpoint: bool, work):
         """Run ``work(db)`` in the unit of work (syncpoint) or in its own transaction."""
@@ -683,7 +733,7 @@ class SimConnection:
         self._usable()
         self._fault("open", q)
         target = self._resolve_qmgr(qmgr)
-        qdef = self._run(self._in_uow, lambda d: self._queue(d, target, q, define=True))
+        qdef = self._outside_unit(lambda d: self._queue(d, target, q, define=True))
         if alternate_user is not None:
             self._check(qdef, q, "altusr")
         self._check(qdef, q, "put", alternate_user)
@@ -716,19 +766,21 @@ class SimConnection:
 
             self._run(False, work)
             return
-        # Under syncpoint the rows wait for the commit, which inserts them all with two
-        # executemany calls: the unit holds SQLite's write lock from its first call (BEGIN
-        # IMMEDIATE), so no other connection can change a queue, its depth or the id
-        # sequences meanwhile, and the ids, put_log order and MQRCs are those of inserting at
-        # once. Nobody could see the rows before the commit anyway, a backout or a crash
-        # drops them with the transaction, and a get never returns a message of its own
-        # open unit. What the unit learnt of a queue (definition, CURDEPTH plus its own
-        # puts) is kept for the unit: three SQL statements per put were most of its cost.
-        db = self._usable()
-        self._begin(db)
+        # Under syncpoint the rows wait for the commit, which takes SQLite's write lock and
+        # inserts them all with two executemany calls, so the ids and put_log order are
+        # those of inserting at once. A unit of puts holds no lock before its commit: other
+        # connections (Spark tasks in other processes) put and commit meanwhile, as they do
+        # on a queue manager, where holding the lock from the first put made them wait for
+        # each other's whole unit. Nobody could see the rows before the commit anyway, a
+        # backout or a crash drops them with the connection, and a get never returns a
+        # message of its own open unit. What the unit learnt of a queue (definition,
+        # CURDEPTH plus its own puts) is kept for the unit (three SQL statements per put were
+        # most of its cost) and checked again at the commit (`_recheck_depths`).
+        self._usable()
+        self._in_uow = True
         known = self._uow_queues.get(key)
         if known is None:
-            known = self._uow_queues[key] = list(self._queue_depth(db, *key, define=True))
+            known = self._uow_queues[key] = list(self._outside_unit(lambda d: self._queue_depth(d, *key, define=True)))
         _admit(known[0], known[1], handle.queue, data, self._config["qmgr_maxmsgl"])
         self._put.append(row)
         known[1] += 1

@@ -42,8 +42,7 @@ STUCK_COMMIT = {"op": "commit", "after": 1, "times": 1, "delay": 3600}
 
 def get_log(qm: SimQueueManager) -> list[bytes]:
     """Data of every committed get from the DLQ."""
-    with closing(sqlite3.connect(qm.path)) as db:
-        return [bytes(r[0]) for r in db.execute("SELECT data FROM get_log WHERE queue=?", (DLQ,))]
+    return [m.data for m in qm.get_log(DLQ)]
 
 
 def stuck_commits(qm: SimQueueManager) -> int:

@@ -117,16 +117,8 @@ def test_move_drain_loses_nothing_when_the_write_or_the_commit_fails(spark, tmp_
     landed = storage.read("messages").collect()
     assert sorted(bytes(r["data"]) for r in landed) == sorted(d for _, d in originals)
     assert len({r["message_key"] for r in landed}) == 7
-    got = sorted(bytes(g[0]) for g in _get_log(qm))
+    got = sorted(m.data for m in qm.get_log(DLQ))
     assert got == sorted(d for _, d in originals)  # each message left the queue exactly once
-
-
-def _get_log(qm):
-    import sqlite3
-    from contextlib import closing
-
-    with closing(sqlite3.connect(qm.path)) as db:
-        return db.execute("SELECT data FROM get_log WHERE queue=?", (DLQ,)).fetchall()
 
 
 def test_one_drain_or_settle_per_queue_at_a_time(spark, tmp_path):

@@ -246,6 +246,8 @@ def test_a_body_is_stored_once_and_a_file_made_before_keeps_its_messages(tmp_pat
     c.commit()
     assert (got.md.replace(version=2), got.data) == (md(6), b"old-6")
     assert [(m.md, m.data) for m in c.browse("Q1")] == [(md(5), b"old-5"), (md(7), b"body-7")]
+    c.get("Q1", msg_id=md(7).msg_id, syncpoint=False)
+    assert [(m.md, m.data) for m in qm.get_log("Q1")] == [(md(6), b"old-6"), (md(7), b"body-7")]
     c.disconnect()
 
 
@@ -594,6 +596,48 @@ def test_put_log_and_fifo_follow_the_order_of_the_puts_across_queues_and_connect
     assert [r.connection for r in log] == [c.id] * 4 + [other.id] * 2
     assert [m.data for m in qm.messages("A")] == [b"body-3", b"body-5", b"body-6"]
     assert [m.data for m in qm.messages("B")] == [b"body-2", b"body-4"]
+
+
+def test_units_of_puts_on_two_connections_do_not_wait_for_each_other(tmp_path):
+    """A unit of puts takes SQLite's write lock only at its commit: another connection puts
+    and commits meanwhile (with the lock held from the first put this would wait out the busy
+    timeout). Its rows go in at its commit, so a queue holds them in commit order."""
+    qm = SimQueueManager(tmp_path / "QM.sqlite", "QM1", busy_timeout=0.5)
+    c, other = qm.connect(), qm.connect()
+    put(c, "A", 1)
+    began = time.monotonic()
+    put(other, "A", 2)
+    put(other, "B", 3)
+    other.commit()
+    assert time.monotonic() - began < 0.4
+    assert c.inquire_depth("A") == (1, 5000)  # its own put and what was committed before its unit
+    put(c, "B", 4)
+    c.commit()
+    assert [(r.queue, r.md.msg_id) for r in qm.put_log()] == [("A", md(2).msg_id), ("B", md(3).msg_id),
+                                                              ("A", md(1).msg_id), ("B", md(4).msg_id)]
+    assert [m.data for m in qm.messages("A")] == [b"body-2", b"body-1"]
+    c.disconnect()
+    other.disconnect()
+
+
+def test_a_unit_whose_queue_filled_up_before_its_commit_is_backed_out(qm):
+    """Two units put to a queue at once: each checked MAXDEPTH when it put, but only one can
+    still fit at its commit. The later commit fails with 2003 and its puts are gone."""
+    qm.configure({"queues": {"SMALL": {"maxdepth": 2}}})
+    c, other = qm.connect(), qm.connect()
+    put(c, "SMALL", 1)
+    put(c, "OTHER.Q", 2)
+    put(other, "SMALL", 3)
+    put(other, "SMALL", 4)
+    other.commit()
+    with pytest.raises(MQError) as backed_out:
+        c.commit()
+    assert backed_out.value.reason == reasons.MQRC_BACKED_OUT
+    assert [m.data for m in qm.messages("SMALL")] == [b"body-3", b"body-4"] and qm.messages("OTHER.Q") == []
+    assert [r.md.msg_id for r in qm.put_log()] == [md(3).msg_id, md(4).msg_id]
+    put(c, "OTHER.Q", 5)  # the connection goes on with a new unit
+    c.commit()
+    assert [m.data for m in qm.messages("OTHER.Q")] == [b"body-5"]
 
 
 @settings(max_examples=200, deadline=None)
