@@ -54,6 +54,10 @@ DECISION_COLUMNS = ("message_key", "action", "rule_line", "attempt", "target_q",
                     "putaut", "not_before", "source_file", "source_index")
 
 
+# (MQMD field, column, the field's default for a null): built once, not a default MQMD per row
+_MD_PLAN = tuple((name, column, getattr(MQMD(), name)) for name, column in MD_COLUMNS.items())
+
+
 def row_to_item(row) -> WorkItem:
     """A joined decision + message row as the writer's work item (MQMD defaults for nulls):
     the MQMD as got (``md_char_bytes`` put back), targets taken from its fields by their
@@ -63,13 +67,12 @@ def row_to_item(row) -> WorkItem:
     md = None
     targets = {name: row[name] for name in TARGET_SOURCES}
     if row["has_message"]:
-        defaults = MQMD()
         values = {}
-        for name, column in MD_COLUMNS.items():
+        for name, column, default in _MD_PLAN:
             value = row[column]
             if value is None:
-                value = getattr(defaults, name)
-            elif isinstance(value, bytearray):
+                value = default
+            elif type(value) is bytearray:
                 value = bytes(value)
             values[name] = value
         shown = MQMD(**values)
