@@ -408,18 +408,27 @@ class SimQueueManager:
 def _upgrade(db: sqlite3.Connection) -> None:
     """Bring a file made by an earlier simulator up to this layout: the ``depths`` table and
     its triggers (see ``_DEPTHS``), the ``log_seq`` columns (see ``_BODY``)."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    def work(db):
         if db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='depths'").fetchone() is None:
             for statement in _DEPTHS:
                 db.execute(statement)
         for table in ("messages", "get_log"):
             if "log_seq" not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
                 db.execute(f"ALTER TABLE {table} ADD COLUMN log_seq INTEGER")
+
+    _transaction(db, work)
+
+
+def _transaction(db: sqlite3.Connection, work):
+    """``work(db)`` in a write transaction of its own: committed, or rolled back if it raises."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        result = work(db)
     except BaseException:
         db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+    return result
 
 
 def _admit(qdef: QueueDef, depth: int, queue: str, data: bytes, qmgr_maxmsgl: int) -> None:
@@ -486,17 +495,13 @@ class _FaultCounter:
         return self._db
 
     def bump(self, fault: int, fired: bool) -> tuple[int, int]:
-        db = self._conn()
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        def work(db):
             row = db.execute("SELECT seen, fired FROM counts WHERE fault=?", (fault,)).fetchone() or (0, 0)
             seen, count = (row[0], row[1] + 1) if fired else (row[0] + 1, row[1])
             db.execute("INSERT OR REPLACE INTO counts VALUES (?,?,?)", (fault, seen, count))
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
-        return seen, count
+            return seen, count
+
+        return _transaction(self._conn(), work)
 
     def close(self) -> None:
         db, self._db = self._db, None
@@ -647,16 +652,7 @@ class SimConnection:
         """Run ``work(db)`` in the unit's transaction if it holds one, else in a short one of
         its own: looking a queue up (and defining it) is not part of a unit of work."""
         db = self._usable()
-        if self._locked:
-            return work(db)
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            result = work(db)
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
-        return result
+        return work(db) if self._locked else _transaction(db, work)
 
     def _run(self, syncpoint: bool, work):
         """Run ``work(db)`` in the unit of work (syncpoint) or in its own transaction."""
@@ -666,14 +662,7 @@ class SimConnection:
             return work(db)
         if self._in_uow:
             raise ValueError("sim: a no-syncpoint call inside an open unit of work is not simulated; commit first")
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            result = work(db)
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
-        return result
+        return _transaction(db, work)
 
     def _resolve_qmgr(self, qmgr: str) -> str:
         qmgr = (qmgr or "").rstrip(" ")
