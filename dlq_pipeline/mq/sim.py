@@ -615,9 +615,7 @@ class SimConnection:
         db = self._db
         if db is None or not self._in_uow:
             return
-        if not self._locked:
-            db.execute("BEGIN IMMEDIATE")
-            self._locked = True
+        self._begin(db)  # a unit of puts takes the write lock only now
         self._recheck_depths(db)
         # By the rows this unit touched: a scan for state 1/2 would cost the whole table per
         # commit (a runmqdlq-like loop commits every message).
