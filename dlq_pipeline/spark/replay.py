@@ -72,7 +72,7 @@ def row_to_item(row) -> WorkItem:
             value = row[column]
             if value is None:
                 value = default
-            elif type(value) is bytearray:
+            elif isinstance(value, bytearray):
                 value = bytes(value)
             values[name] = value
         shown = MQMD(**values)
