@@ -41,7 +41,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -297,11 +297,19 @@ def scan(spark: SparkSession, items: Sequence[FileSplit], *, max_line_length: in
 # --- raw rows -> table rows ------------------------------------------------------------------
 
 
-def split_bases(spark: SparkSession, raw: DataFrame) -> DataFrame:
-    """Per (file, split) of split files: records and newlines in the splits before it."""
-    counts = [(r["source_file"], r["split"], r["ordinal"], r["newlines"])
-              for r in raw.where(F.col("rec") == "split")
-                          .select("source_file", "split", "ordinal", "newlines").collect()]
+def read_summary(raw: DataFrame) -> list[Row]:
+    """One aggregation over a read, all its callers need (one job where two ran): per file,
+    kind of record and split, the rows, the largest message's data and, for a split's own
+    row, its records and newlines."""
+    return (raw.groupBy("source_file", "rec", "split")
+            .agg(F.count(F.lit(1)).alias("count"), F.max(F.length("data")).alias("largest"),
+                 F.max("ordinal").alias("ordinal"), F.max("newlines").alias("newlines")).collect())
+
+
+def split_bases(spark: SparkSession, summary: Sequence[Row]) -> DataFrame:
+    """Per (file, split) of split files: records and newlines in the splits before it
+    (from `read_summary`; no job)."""
+    counts = [(r["source_file"], r["split"], r["ordinal"], r["newlines"]) for r in summary if r["rec"] == "split"]
     bases, running = [], {}
     for path, split, records, newlines in sorted(counts):
         before = running.get(path, (0, 0))
@@ -423,18 +431,19 @@ def read_cache_level(input_bytes: int, storage_bytes: int | None) -> StorageLeve
     return StorageLevel.MEMORY_AND_DISK
 
 
-def file_counts(raw: DataFrame, paths: Iterable[str] = ()) -> dict[str, dict[str, int]]:
+def file_counts(summary: Sequence[Row], paths: Iterable[str] = ()) -> dict[str, dict[str, int]]:
     """Per input file (``paths`` too, with zeros, when nothing came of them): the messages
-    read, the records quarantined, and (``largest``) the length of the largest message's data."""
+    read, the records quarantined, and (``largest``) the length of the largest message's
+    data, from `read_summary` (pure)."""
     counts = {path: {"messages": 0, "quarantined": 0, "largest": 0} for path in paths}
-    rows = (raw.where(F.col("rec") != "split").groupBy("source_file", "rec")
-            .agg(F.count(F.lit(1)).alias("count"), F.max(F.length("data")).alias("largest")).collect())
-    for row in rows:
+    for row in summary:
+        if row["rec"] == "split":
+            continue
         kind = "messages" if row["rec"] == "message" else "quarantined"
         entry = counts.setdefault(row["source_file"], {"messages": 0, "quarantined": 0, "largest": 0})
-        entry[kind] = int(row["count"])
+        entry[kind] += int(row["count"])
         if kind == "messages":
-            entry["largest"] = int(row["largest"] or 0)
+            entry["largest"] = max(entry["largest"], int(row["largest"] or 0))
     return counts
 
 
@@ -454,7 +463,7 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
     if progress:
         progress(_plan_line(items))
     raw = scan(spark, items, max_line_length=max_line_length, max_message_bytes=max_message_bytes)
-    persisted, per_file, largest = False, None, 0
+    persisted, per_file, largest, summary = False, None, 0, None
     if persist:
         level = read_cache_level(_split_bytes(items), storage_memory_bytes(spark))
         try:
@@ -464,7 +473,8 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
             persisted = False
         # The one full read of the inputs, with its progress; what follows reuses the cache.
         with TaskTicker(spark, progress, "ingest", "work items"):
-            per_file = file_counts(raw, [i.path for i in items])
+            summary = read_summary(raw)
+        per_file = file_counts(summary, [i.path for i in items])
         if progress:
             for path in sorted(per_file):
                 counts = per_file[path]
@@ -476,7 +486,9 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
             raw.unpersist(blocking=True)
             raw = scan(spark, items, max_line_length=max_line_length,
                        max_message_bytes=max_message_bytes).persist(StorageLevel.DISK_ONLY)
-    bases = split_bases(spark, raw) if any(i.splits > 1 for i in items) else None
+    bases = None
+    if any(i.splits > 1 for i in items):  # (a re-read above gives the same rows: its summary holds)
+        bases = split_bases(spark, summary if summary is not None else read_summary(raw))
     return _Landing(items, raw, _positioned(raw, bases), run_id, _timestamp(landed_at), persisted, per_file, largest)
 
 

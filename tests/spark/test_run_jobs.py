@@ -7,12 +7,14 @@ what it just wrote, counting the same data twice or joining an empty table shows
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from benchmarks.common import StageJobs
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.rules.parser import load_rules
-from dlq_pipeline.settings import RunSettings, StorageSettings
+from dlq_pipeline.settings import IngestSettings, RunSettings, StorageSettings
 from dlq_pipeline.spark.run import run_pipeline
 
 from ..conftest import REPO
@@ -57,3 +59,18 @@ def test_placing_queues_by_size_costs_run_no_job(spark, tmp_path):
                            progress=jobs)
     assert summary.pending == 200
     assert jobs.per_stage() == {"ingest": 6, "classify": 3, "replay": 3, "summary": 0}
+
+
+def test_where_the_byte_ranges_of_a_split_dump_start_costs_no_job_of_its_own(spark, tmp_path):
+    """Where each byte range's records and lines start comes from the aggregation that counts
+    the read (`ingest.read_summary`), not from a job of its own (it was one before)."""
+    [dump] = write_generated(tmp_path / "dumps", 200, seed=5, files=1, max_size=8 * 1024)
+    split = os.path.getsize(dump) // 4
+    settings = RunSettings(storage=StorageSettings(path=str(tmp_path / "wh")), ingest=IngestSettings(split_bytes=split))
+    jobs, lines = StageJobs(spark), []
+    summary = run_pipeline(spark, settings, load_rules(STARTER), inputs=[str(dump)], target="dry-run",
+                           run_id="SPLIT", progress=lambda line: (lines.append(line), jobs(line)))
+    assert summary.messages_landed == 200
+    assert any(line.endswith(" in 5 work items") for line in lines), lines
+    # one job more than a dump read whole: the broadcast of those starts to the write's join
+    assert jobs.per_stage() == {"ingest": 7, "classify": 3, "replay": 3, "summary": 0}
