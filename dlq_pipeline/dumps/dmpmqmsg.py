@@ -336,6 +336,7 @@ class LineReader:
 
     def md_run(self) -> tuple[int, int, bytes, dict] | None:
         """The usual 28-line MQMD block, if it comes next: (offset, line, first line, fields).
+        The blank line dmpmqmsg writes before it is skipped, as the line-by-line path does.
 
         Used only where an A line starts a message; anything unusual is left to the
         line-by-line path.
@@ -344,10 +345,11 @@ class LineReader:
             return None
         if len(self.buf) - self.pos < 4096 and not self.eof:
             self._more()
-        if self.buf[self.pos:self.pos + 6] != b"A VER ":
+        start = self.pos + 1 if self.buf[self.pos:self.pos + 1] == b"\n" else self.pos
+        if self.buf[start:start + 6] != b"A VER ":
             return None
         for regex, order in _MD_BLOCKS:
-            block = regex.match(self.buf, self.pos)
+            block = regex.match(self.buf, start)
             if block is not None:
                 break
         else:
@@ -355,10 +357,11 @@ class LineReader:
         fields = _md_block_fields(block.groups(), order)
         if fields is None:
             return None
-        first = bytes(self.buf[self.pos:block.end(1)])
-        item = (self.base + self.pos, self.lineno, first, fields)
+        first = bytes(self.buf[start:block.end(1)])
+        lineno = self.lineno + (self.step if start > self.pos else 0)
+        item = (self.base + start, lineno, first, fields)
         self.pos = block.end()
-        self.lineno += self.step * _MD_BLOCK_LINES
+        self.lineno = lineno + self.step * _MD_BLOCK_LINES
         return item
 
     def data_run(self, budget: int | None = None) -> bytes | None:
@@ -439,8 +442,14 @@ class LineReader:
         if lines == 0:
             return None
         size = lines * stride
+        expected = lines * (width - 2)
+        last = self._short_last_line(pos + size, width, None if budget is None else budget - lines * grows)
+        if last:  # the message's shorter last line, taken in the same run (one call less a message)
+            size += last + 1
+            expected += last - 2
+            lines += 1
         digits = bytes(memoryview(buf)[pos:pos + size]).translate(None, b"X \n")
-        if len(digits) != lines * (width - 2):  # an X, space or newline inside a line
+        if len(digits) != expected:  # an X, space or newline inside a line
             return None
         try:
             data = binascii.a2b_hex(digits)
@@ -449,6 +458,18 @@ class LineReader:
         self.pos += size
         self.lineno += self.step * lines
         return data
+
+    def _short_last_line(self, pos: int, width: int, budget: int | None) -> int:
+        """The length of the ``X`` line at ``pos`` if it is shorter than ``width``, has an even
+        length, ends in a newline without a CR and its data fits ``budget``; else 0."""
+        buf = self.buf
+        if buf[pos:pos + 2] != b"X ":
+            return 0
+        newline = buf.find(b"\n", pos + 2, pos + width)
+        length = newline - pos
+        if newline < 0 or length & 1 or buf[newline - 1] == 0x0D or (budget is not None and (length - 2) >> 1 > budget):
+            return 0
+        return length
 
     def _regular_lines(self, pos: int, width: int, count: int) -> int:
         """How many of the ``count`` lines of ``width`` from ``pos`` are ``X `` ... newline."""

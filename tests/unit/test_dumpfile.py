@@ -737,6 +737,24 @@ def test_even_x_runs_read_like_the_line_by_line_path(messages, data, tail, limit
     assert fast == without == slow
 
 
+def test_a_message_s_data_is_one_run_and_the_next_mqmd_block_skips_the_blank_line_before_it():
+    """What dmpmqmsg writes per message, X lines of one width, a shorter last one and a blank
+    line, takes one data run and one MQMD block (the per-message cost of ingest)."""
+    body = bytes(range(256)) * 3 + b"last"  # 24 lines of 32 bytes and one of 4
+    whole = dump_bytes([(MQMD(priority=7), b"next")])
+    second = whole[whole.index(b"A VER "):]
+    content = b"A PRI 1\n" + even_x_lines(body, 32) + b"\n" + second
+    reader = LineReader(io.BytesIO(content), 0, 1, MAX_LINE_LENGTH)
+    next(reader)  # the A line
+    assert reader.data_run() == body
+    assert reader.lineno == 2 + len(even_x_lines(body, 32).splitlines())
+    blank = reader.lineno
+    offset, line, first, fields = reader.md_run()
+    assert (offset, line, first, fields["priority"]) == (content.index(b"A VER "), blank + 1, second.split(b"\n")[0], 7)
+    assert reader.lineno == blank + 1 + 28
+    assert reader.data_run() == b"next"
+
+
 def test_even_x_runs_cross_the_read_buffer(tmp_path):
     """A message larger than the reader's 1 MB block is taken in several runs; the data is whole."""
     body = bytes(range(256)) * 9000  # 2.3 MB of data, 4.6 MB of hex
