@@ -6,13 +6,11 @@ field's ``type`` may be Spark's JSON form or a DDL type string (``array<string>`
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
 from functools import lru_cache
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -169,72 +167,69 @@ def _expect(rest: str, token: str) -> str:
 # --- conforming a DataFrame to a table ------------------------------------------------------
 
 
-def _zero(kind: DataType) -> Column | None:
-    """A non-null literal of ``kind`` (only ever reached as coalesce's last, unreachable, arm)."""
+def _zero_sql(kind: DataType) -> str | None:
+    """A non-null SQL literal of ``kind`` (only ever reached as coalesce's last, unreachable, arm)."""
     if isinstance(kind, StringType):
-        return F.lit("")
+        return "''"
     if isinstance(kind, BinaryType):
-        return F.lit("").cast("binary")
+        return "X''"
     if isinstance(kind, BooleanType):
-        return F.lit(False)
+        return "false"
     if isinstance(kind, (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType)):
-        return F.lit(0).cast(kind)
+        return f"CAST(0 AS {kind.simpleString()})"
     if isinstance(kind, TimestampType):
-        return F.lit(_dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc))
+        return "timestamp_seconds(0)"
     if isinstance(kind, TimestampNTZType):
-        return F.lit(_dt.datetime(1970, 1, 1)).cast(kind)
+        return "make_timestamp_ntz(1970, 1, 1, 0, 0, 0)"
     if isinstance(kind, DateType):
-        return F.lit(_dt.date(1970, 1, 1))
-    if isinstance(kind, ArrayType):
-        return F.array().cast(kind)
-    if isinstance(kind, MapType):
-        return F.create_map().cast(kind)
+        return "DATE'1970-01-01'"
+    if isinstance(kind, (ArrayType, MapType)):
+        return f"CAST({'array' if isinstance(kind, ArrayType) else 'map'}() AS {kind.simpleString()})"
     return None
 
 
-def _not_null(expr: Column, field: StructField, table: str) -> Column:
-    """``expr``, declared non-nullable: a null fails the query (never silently replaced).
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
-    coalesce(x, raise_error(..), zero) is non-nullable because its last arm is; that arm is
-    never evaluated, because raise_error throws first.
-    """
-    zero = _zero(field.dataType)
-    if zero is None:
-        return expr
-    message = f"{table}.{field.name} is null, but the table schema says it never is"
-    return F.coalesce(expr, F.raise_error(F.lit(message)).cast(field.dataType), zero)
+
+def _column_sql(field: StructField, got: StructField, table: str) -> str:
+    """The SQL that gives ``got`` as ``field``: cast to its type, with its nullability.
+
+    A non-nullable field that may be null (or that a cast may make null) is
+    coalesce(x, raise_error(..), zero): non-nullable because its last arm is, which is never
+    evaluated because raise_error throws first, so a null fails the query instead of being
+    silently replaced. A nullable field is declared so (CASE without ELSE)."""
+    expr, cast = _quoted(got.name), got.dataType != field.dataType
+    if cast:
+        expr = f"CAST({expr} AS {field.dataType.simpleString()})"
+    zero = _zero_sql(field.dataType)
+    if not field.nullable and (got.nullable or cast) and zero is not None:
+        message = f"{table}.{field.name} is null, but the table schema says it never is"
+        expr = f"coalesce({expr}, CAST(raise_error('{message}') AS {field.dataType.simpleString()}), {zero})"
+    elif field.nullable and not got.nullable:
+        expr = f"CASE WHEN {expr} IS NOT NULL THEN {expr} END"
+    return f"{expr} AS {_quoted(field.name)}"
 
 
 def conform(df: DataFrame, name: str) -> DataFrame:
     """``df`` as table ``name``: exactly its columns, in schema order, cast to its types, with
     its nullability and column comments. Extra columns are dropped; a missing column is an
-    error naming it. The result's schema equals ``table_schema(name)``."""
+    error naming it. The result's schema equals ``table_schema(name)``.
+
+    One ``selectExpr`` of SQL text and ``to`` for the comments: a few calls into the JVM
+    instead of several per column (a call each costs a run's driver time, issue 16)."""
     schema = table_schema(name)
-    if same_schema(df.schema, schema):
+    current = df.schema
+    if same_schema(current, schema):
         return df  # conformed already (e.g. by the stage, then again by the write): no second analysis
-    have = {f.name: f for f in df.schema.fields}
+    have = {f.name: f for f in current.fields}
     missing = [f.name for f in schema.fields if f.name not in have]
     if missing:
         raise SchemaError(
             f"cannot conform to table {name!r}: missing column(s) {', '.join(missing)} "
             f"(the DataFrame has {', '.join(df.columns) or 'no columns'})"
         )
-    exprs = []
-    for field in schema.fields:
-        col = F.col(f"`{field.name}`")
-        if have[field.name].dataType != field.dataType:
-            col = col.cast(field.dataType)
-        exprs.append(col)
-    shaped = df.select(*exprs)
-    final = []
-    for field, got in zip(schema.fields, shaped.schema.fields):
-        col = F.col(f"`{field.name}`")
-        if not field.nullable and got.nullable:
-            col = _not_null(col, field, name)
-        elif field.nullable and not got.nullable:
-            col = F.when(col.isNotNull(), col)  # declared nullable: say so (CASE without ELSE)
-        final.append(col.alias(field.name, metadata=field.metadata))
-    return shaped.select(*final)
+    return df.selectExpr(*[_column_sql(field, have[field.name], name) for field in schema.fields]).to(schema)
 
 
 def same_schema(a: StructType, b: StructType) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import random
 import stat
 from collections import Counter
 from pathlib import Path
@@ -140,6 +141,56 @@ def test_conform_refuses_nulls_in_non_nullable_columns(spark):
     assert out.schema == table_schema("ledger")
     with pytest.raises(Exception, match="ledger.message_key is null"):
         out.collect()
+
+
+def _conform_by_columns(df, name):
+    """The obvious conform, a Column per field (what `conform` was before it became one SQL
+    select): the oracle for the random shapes below."""
+    schema = table_schema(name)
+    shaped = df.select(*[F.col(f"`{f.name}`").cast(f.dataType) for f in schema.fields])
+    final = []
+    for field, got in zip(schema.fields, shaped.schema.fields):
+        col = F.col(f"`{field.name}`")
+        if not field.nullable and got.nullable:
+            message = f"{name}.{field.name} is null, but the table schema says it never is"
+            col = F.coalesce(col, F.raise_error(F.lit(message)).cast(field.dataType))
+        final.append(col.alias(field.name, metadata=field.metadata))
+    return shaped.select(*final)
+
+
+_VALUES = {"string": "concat('s', id)", "int": "CAST(id AS INT)", "bigint": "id", "boolean": "id % 2 = 0",
+           "binary": "CAST(concat('b', id) AS BINARY)", "timestamp": "timestamp_seconds(id)",
+           "array<string>": "array(concat('a', id))", "map<string,binary>": "map('k', CAST('v' AS BINARY))"}
+_OTHER_TYPE = {"int": "bigint", "bigint": "int", "timestamp": "string", "boolean": "string"}
+
+
+@pytest.mark.parametrize("table", ["messages", "decisions", "ledger", "quarantine", "decoded", "leases"])
+def test_conform_gives_every_shape_of_input_the_table_s_schema_and_values(spark, table):
+    """Columns shuffled, extra ones, some nullable, some of another type: the table's exact
+    schema (comments and nullability too) and the values the column-by-column oracle gives;
+    a null where the table allows none fails the query, naming the column."""
+    schema, rnd = table_schema(table), random.Random(table)
+    for _ in range(3):
+        exprs = ["'x' AS extra"]
+        for f in schema.fields:
+            kind = f.dataType.simpleString()
+            value, shape = _VALUES[kind], rnd.choice(["as is", "nullable", "other type"])
+            if shape == "nullable":
+                value = f"CASE WHEN id >= 0 THEN {value} END"
+            elif shape == "other type" and kind in _OTHER_TYPE:
+                value = f"CAST({value} AS {_OTHER_TYPE[kind]})"
+            exprs.append(f"{value} AS `{f.name}`")
+        rnd.shuffle(exprs)
+        df = spark.range(3).selectExpr(*exprs)
+        out = conform(df, table)
+        assert out.schema.jsonValue() == schema.jsonValue()
+        assert out.collect() == _conform_by_columns(df, table).collect()
+    never_null = next(f for f in schema.fields if not f.nullable)
+    nulled = spark.range(1).selectExpr(*[
+        f"CAST(NULL AS {f.dataType.simpleString()}) AS `{f.name}`" if f is never_null
+        else f"{_VALUES[f.dataType.simpleString()]} AS `{f.name}`" for f in schema.fields])
+    with pytest.raises(Exception, match=f"{table}.{never_null.name} is null"):
+        conform(nulled, table).collect()
 
 
 # --- storage --------------------------------------------------------------------------------
