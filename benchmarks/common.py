@@ -244,15 +244,29 @@ def child_env() -> dict[str, str]:
     return env
 
 
+class ChildFailed(RuntimeError):
+    """A benchmark child that failed: the message holds the end of its stderr, ``stderr`` all
+    of it (a JVM's first error comes long before the Python traceback's end), and ``log``
+    the file that keeps it."""
+
+    def __init__(self, message: str, stderr: str, log: Path):
+        super().__init__(message)
+        self.stderr, self.log = stderr, log
+
+
 def run_child(task: str, params: dict, workdir: Path, *, timeout: float = 3600) -> dict:
     """Run ``benchmarks.run --child task`` in a fresh Python process (its own SparkContext)
-    and return the JSON it wrote. Raises with its stderr when it fails."""
+    and return the JSON it wrote. Raises `ChildFailed` when it fails, its whole stderr kept
+    beside where the result would have been."""
     workdir.mkdir(parents=True, exist_ok=True)
     out = workdir / f"child-{task}-{time.monotonic_ns()}.json"
     cmd = [sys.executable, "-m", "benchmarks.run", "--child", task, "--params", json.dumps(params), "--result", str(out)]
     proc = subprocess.run(cmd, cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0 or not out.exists():
-        raise RuntimeError(f"benchmark child {task} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        log = out.with_suffix(".stderr")
+        log.write_text(proc.stderr)
+        raise ChildFailed(f"benchmark child {task} failed ({proc.returncode}; its stderr: {log}):\n{proc.stderr[-4000:]}",
+                          proc.stderr, log)
     return json.loads(out.read_text())
 
 

@@ -163,7 +163,9 @@ def _pipeline_memory_lines(p: dict | None) -> list[str]:
     head = (f"`run` (ingest -> decode -> classify -> replay to `dir:`) over {p['messages']:,} messages of "
             f"{p['payload_bytes']:,} B")
     if p.get("error"):
-        return [f"{head}: **failed**: {p['error'][:300]}", ""]
+        first = " / ".join(line.strip() for line in p["error"].split("\n...\n")[0].splitlines()[:3])
+        log = f" (the child's whole stderr: `{p['stderr_log']}`)" if p.get("stderr_log") else ""
+        return [f"{head}: **failed**: {first[:400]}{log}", ""]
     peak = p["peak_rss_mb"]
     return [f"{head} with a {p['heap']} heap: **{'passed' if p['passed'] else 'failed'}** in {_f(p['seconds'])} s; "
             f"peak RSS JVM **{_f(peak.get('jvm'))} MB**, Python workers {_f(peak.get('python_workers'))} MB "

@@ -949,7 +949,8 @@ def bench_memory(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
             out["pipeline"] = bench_pipeline_memory(sizes, work, ctx)
         except Exception as exc:  # noqa: BLE001 - e.g. the child ran out of memory: report it, keep the rest
             out["pipeline"] = {"messages": sizes.pipeline_memory_messages, "payload_bytes": sizes.pipeline_memory_bytes,
-                               "passed": False, "error": failure_summary(str(exc))}
+                               "passed": False, "error": failure_summary(getattr(exc, "stderr", str(exc))),
+                               "stderr_log": str(getattr(exc, "log", ""))}
     out["ratios"] = {
         "python_workers_large_over_small": ratio(peak("large_payload", "python_workers"),
                                                  peak("small_payload", "python_workers")),

@@ -49,3 +49,14 @@ def test_a_failed_childs_summary_keeps_the_jvm_error_that_came_first():
     assert "HeapByteBuffer" not in summary
     assert summary.endswith("collectToPython.\n") and len(summary) <= 610
     assert failure_summary("plain failure") == "plain failure"
+
+
+def test_a_failed_child_keeps_its_whole_stderr_in_a_file(tmp_path):
+    """A child's first error can be far above the end of its stderr the exception carries:
+    all of it stays on disk, and the memory section reports that file."""
+    from benchmarks.common import ChildFailed, run_child
+
+    with pytest.raises(ChildFailed) as failed:
+        run_child("no-such-child", {}, tmp_path)
+    assert failed.value.log.parent == tmp_path and failed.value.log.read_text() == failed.value.stderr
+    assert "no-such-child" in failed.value.stderr and str(failed.value.log) in str(failed.value)
