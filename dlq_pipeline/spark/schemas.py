@@ -205,7 +205,8 @@ def _column_sql(field: StructField, got: StructField, table: str) -> str:
     zero = _zero_sql(field.dataType)
     if not field.nullable and (got.nullable or cast) and zero is not None:
         message = f"{table}.{field.name} is null, but the table schema says it never is"
-        expr = f"coalesce({expr}, CAST(raise_error('{message}') AS {field.dataType.simpleString()}), {zero})"
+        quoted = message.replace("\\", "\\\\").replace("'", "\\'")
+        expr = f"coalesce({expr}, CAST(raise_error('{quoted}') AS {field.dataType.simpleString()}), {zero})"
     elif field.nullable and not got.nullable:
         expr = f"CASE WHEN {expr} IS NOT NULL THEN {expr} END"
     return f"{expr} AS {_quoted(field.name)}"

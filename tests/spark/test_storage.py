@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import os
 import random
+import re
 import stat
 from collections import Counter
 from pathlib import Path
@@ -191,6 +192,20 @@ def test_conform_gives_every_shape_of_input_the_table_s_schema_and_values(spark,
         else f"{_VALUES[f.dataType.simpleString()]} AS `{f.name}`" for f in schema.fields])
     with pytest.raises(Exception, match=f"{table}.{never_null.name} is null"):
         conform(nulled, table).collect()
+
+
+def test_a_column_name_with_quotes_and_backslashes_is_conformed_and_named_in_the_null_error(spark):
+    from pyspark.sql.types import StringType, StructField
+
+    from dlq_pipeline.spark.schemas import _column_sql
+
+    name = "it's a \\ `name`"
+    df = spark.range(1).select(F.lit(None).cast("string").alias(name))
+    sql = _column_sql(StructField(name, StringType(), False), df.schema.fields[0], "t")
+    out = df.selectExpr(sql)  # SQL text that parses: the name's quote and backslash are escaped
+    assert out.schema.fields[0].name == name and not out.schema.fields[0].nullable
+    with pytest.raises(Exception, match=re.escape(f"USER_RAISED_EXCEPTION] t.{name} is null")):
+        out.collect()
 
 
 # --- storage --------------------------------------------------------------------------------
