@@ -32,6 +32,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from dlq_pipeline.spark.compiler import sql_column, sql_string
 from dlq_pipeline.tables import TABLES, SchemaError, table_document
 
 @lru_cache(maxsize=None)
@@ -188,10 +189,6 @@ def _zero_sql(kind: DataType) -> str | None:
     return None
 
 
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def _column_sql(field: StructField, got: StructField, table: str) -> str:
     """The SQL that gives ``got`` as ``field``: cast to its type, with its nullability.
 
@@ -199,17 +196,16 @@ def _column_sql(field: StructField, got: StructField, table: str) -> str:
     coalesce(x, raise_error(..), zero): non-nullable because its last arm is, which is never
     evaluated because raise_error throws first, so a null fails the query instead of being
     silently replaced. A nullable field is declared so (CASE without ELSE)."""
-    expr, cast = _quoted(got.name), got.dataType != field.dataType
+    expr, cast = sql_column(got.name), got.dataType != field.dataType
     if cast:
         expr = f"CAST({expr} AS {field.dataType.simpleString()})"
     zero = _zero_sql(field.dataType)
     if not field.nullable and (got.nullable or cast) and zero is not None:
         message = f"{table}.{field.name} is null, but the table schema says it never is"
-        quoted = message.replace("\\", "\\\\").replace("'", "\\'")
-        expr = f"coalesce({expr}, CAST(raise_error('{quoted}') AS {field.dataType.simpleString()}), {zero})"
+        expr = f"coalesce({expr}, CAST(raise_error({sql_string(message)}) AS {field.dataType.simpleString()}), {zero})"
     elif field.nullable and not got.nullable:
         expr = f"CASE WHEN {expr} IS NOT NULL THEN {expr} END"
-    return f"{expr} AS {_quoted(field.name)}"
+    return f"{expr} AS {sql_column(field.name)}"
 
 
 def conform(df: DataFrame, name: str) -> DataFrame:
