@@ -54,7 +54,7 @@ from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES, IngestSettings
 from dlq_pipeline.tables import CHAR_BYTES_COLUMN, HEAD_COLUMN, MD_COLUMNS, message_row
 from dlq_pipeline.spark.progress import Report, TaskTicker
 from dlq_pipeline.spark.schemas import conform, table_schema
-from dlq_pipeline.spark.session import storage_memory_bytes
+from dlq_pipeline.spark.session import storage_memory_bytes, tasks_that_fit
 from dlq_pipeline.testhooks import crash_point
 
 DEFAULT_MAX_MESSAGE_BYTES = MQ_MAX_MESSAGE_BYTES
@@ -65,9 +65,19 @@ SKIP_BROADCAST_ROWS = 100_000  # rows to leave out of a landing, above which ing
 # Parquet writer can spare (docs/performance.md, "parts 3 and 6"): a 100 MB message is
 # several 100 MB arrays at once in each task, and a 2 GB heap runs two tasks.
 LARGE_MESSAGE_BYTES = 16 * 1024 * 1024
+# What a task that writes or shuffles a message holds of it at once, in multiples of its size:
+# the cached or scanned row, projections whose buffers grow by doubling, Parquet's page and
+# row group (100 MB messages in a 2 GB heap, docs/performance.md "Issue 16, session 12").
+LARGE_MESSAGE_TASK_COPIES = 6
 MEMORY_CACHE_SHARE = 0.5  # dumps up to this share of Spark's storage memory are cached in memory
+# Parquet sizes its pages and row groups only every 100 rows by default: until then a task
+# buffers every large message it writes (twice: the open page and the row group's pages).
+# Checked after every row, each large message leaves the heap once written, and is read back
+# as a row group of its own (one row per vectorized batch, not a batch of 100 MB values).
 LARGE_MESSAGE_PARQUET = {"parquet.enable.dictionary#data": "false", "parquet.column.statistics.enabled#data": "false",
-                         "compression": "uncompressed"}
+                         "compression": "uncompressed",
+                         "parquet.page.size.row.check.min": "1", "parquet.page.size.row.check.max": "1",
+                         "parquet.page.size.check.estimate": "false"}
 
 # MQMD attribute -> messages column (only Version is renamed).
 
@@ -418,6 +428,14 @@ class _Landing:
             self.raw.unpersist()
 
 
+def large_message_tasks(spark: SparkSession, largest: int) -> int | None:
+    """How many tasks may carry messages as large as ``largest`` at once, where fewer than
+    Spark would run (`session.tasks_that_fit`); None for smaller messages or when all fit."""
+    if largest < LARGE_MESSAGE_BYTES:
+        return None
+    return tasks_that_fit(spark, LARGE_MESSAGE_TASK_COPIES * largest)
+
+
 def read_cache_level(input_bytes: int, storage_bytes: int | None) -> StorageLevel:
     """How ingest caches its one read of the inputs: in memory (spilling to disk) when the
     dumps are at most half the storage memory (their messages, about half a hex dump, then
@@ -557,11 +575,13 @@ def _store_messages(storage, landing: _Landing, read: int) -> int:
         return 0  # nothing new: leave no empty file behind
     options = LARGE_MESSAGE_PARQUET if landing.largest >= LARGE_MESSAGE_BYTES else None
     if not skip:  # the common case: no join at all (broadcasting even an empty list is a job)
-        storage.append("messages", landing.messages(unique=True), parquet_options=options)
-        return read
-    positions = landing.raw.sparkSession.createDataFrame(
-        [(r["source_file"], r["source_offset"]) for r in skip], "source_file string, source_offset long")
-    storage.append("messages", landing.messages(positions), parquet_options=options)
+        rows = landing.messages(unique=True)
+    else:
+        positions = landing.raw.sparkSession.createDataFrame(
+            [(r["source_file"], r["source_offset"]) for r in skip], "source_file string, source_offset long")
+        rows = landing.messages(positions)
+    tasks = large_message_tasks(landing.raw.sparkSession, landing.largest)
+    storage.append("messages", rows if tasks is None else rows.coalesce(tasks), parquet_options=options)
     return read - len(skip)
 
 

@@ -361,20 +361,57 @@ def get_spark(settings: Mapping[str, Any] | None = None) -> SparkSession:
     return spark
 
 
-def storage_memory_bytes(spark: SparkSession) -> int | None:
-    """The memory Spark may keep cached blocks in, summed over its executors (the driver's,
-    in local mode); None where this process cannot ask (Spark Connect)."""
+def _managed_memory(spark: SparkSession) -> list[int] | None:
+    """The memory Spark manages (may cache blocks in) in each executor with a block
+    manager, the driver's too; None where this process cannot ask (Spark Connect)."""
     jsc = getattr(spark, "_jsc", None)
     if jsc is None:
         return None
     try:
         values = jsc.sc().getExecutorMemoryStatus().valuesIterator()  # (max, remaining) per executor
-        total = 0
+        sizes = []
         while values.hasNext():
-            total += int(values.next()._1())
-        return total or None
-    except Exception:  # noqa: BLE001 - only a hint for how ingest caches its read
+            sizes.append(int(values.next()._1()))
+        return sizes or None
+    except Exception:  # noqa: BLE001 - only a hint for how much to cache or run at once
         return None
+
+
+def storage_memory_bytes(spark: SparkSession) -> int | None:
+    """The memory Spark may keep cached blocks in, summed over its executors (the driver's,
+    in local mode); None where this process cannot ask (Spark Connect)."""
+    sizes = _managed_memory(spark)
+    return sum(sizes) if sizes else None
+
+
+def _executor_memory(spark: SparkSession) -> tuple[int, int] | None:
+    """(executors that run tasks, the memory Spark manages in each). The driver's entry
+    counts only in local mode, where it is the one executor."""
+    sizes = _managed_memory(spark)
+    if not sizes:
+        return None
+    local = spark.sparkContext.master.startswith("local")
+    return (len(sizes) if local or len(sizes) == 1 else len(sizes) - 1), max(sizes)
+
+
+def tasks_that_fit(spark: SparkSession, task_bytes: int) -> int | None:
+    """How many tasks may run at once when each holds ``task_bytes`` of heap (`fitting_tasks`
+    over this session's executors); None when every slot fits or this process cannot ask."""
+    memory = _executor_memory(spark)
+    if memory is None:
+        return None
+    return fitting_tasks(*memory, spark.sparkContext.defaultParallelism, task_bytes)
+
+
+def fitting_tasks(executors: int, managed: int, slots: int, task_bytes: int) -> int | None:
+    """Per executor as many tasks as its ``managed`` memory holds, at least one, at most its
+    share of the ``slots``; None when that is every slot (no cap is needed). Spark's
+    scheduler fills free slots wherever they are, so a stage cut to this many partitions
+    keeps the count exact only in local mode; on a cluster it is the average per executor."""
+    if task_bytes <= 0:
+        return None
+    fit = executors * max(1, min(max(1, slots // executors), managed // task_bytes))
+    return fit if fit < slots else None
 
 
 def delta_available(spark: SparkSession) -> bool:

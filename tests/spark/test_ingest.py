@@ -307,6 +307,53 @@ def test_ingest_stores_each_key_once_when_landings_overlap(spark, tmp_path, big_
     assert_same_rows(storage.read("messages"), expected)
 
 
+def test_a_large_message_landing_sizes_its_row_groups_after_every_row(spark, tmp_path, monkeypatch):
+    """Parquet checks its page and row-group sizes only every 100 rows by default, so a task
+    held every large message it wrote until then (100 MB ones ran a 2 GB heap out, issue 16
+    part 6). A large-message landing is checked after each row: with a row group of less than
+    two messages, each message is a row group of its own (on one read's worth, a batch of its
+    own), and the rows are those of the reference."""
+    import dataclasses
+
+    import pyarrow.parquet as pq
+
+    import dlq_pipeline.spark.ingest as ingest_module
+
+    size = 96 * 1024
+    monkeypatch.setattr(ingest_module, "LARGE_MESSAGE_BYTES", size)
+    monkeypatch.setattr(ingest_module, "LARGE_MESSAGE_PARQUET",
+                        {**ingest_module.LARGE_MESSAGE_PARQUET, "parquet.block.size": str(2 * size)})
+    generated = [dataclasses.replace(m, data=m.data + bytes([k]) * size)
+                 for k, m in enumerate(generate_messages(6, seed=5, max_size=2048))]
+    dump = tmp_path / "large.dmp"
+    write_dump(generated, dump)
+    storage = Storage(spark, path=str(tmp_path / "warehouse"))
+    got = ingest(spark, storage, [str(dump)], run_id=RUN, landed_at=LANDED)
+    assert (got.work_items, got.messages_landed) == (1, 6)
+    files = sorted((tmp_path / "warehouse").rglob("messages/**/*.parquet"))
+    assert [pq.ParquetFile(f).metadata.num_row_groups for f in files] == [6]
+    assert_same_rows(storage.read("messages"), reference(spark, [dump])[0])
+
+
+def test_a_landing_too_large_for_every_task_slot_is_written_by_as_many_tasks_as_fit(spark, tmp_path, big_dump,
+                                                                                    monkeypatch):
+    """Messages too large for every task slot to hold one (`large_message_tasks`, here one)
+    are written by that many tasks: six byte ranges read, one file written, the same rows."""
+    import dlq_pipeline.spark.ingest as ingest_module
+
+    asked = []
+    monkeypatch.setattr(ingest_module, "LARGE_MESSAGE_BYTES", 1)
+    monkeypatch.setattr(ingest_module, "tasks_that_fit", lambda spark_, task: asked.append(task) or 1)
+    storage = Storage(spark, path=str(tmp_path / "warehouse"))
+    got = ingest(spark, storage, [str(big_dump)], run_id=RUN, landed_at=LANDED,
+                 settings=IngestSettings(split_bytes=big_dump.stat().st_size // 5))
+    assert (got.work_items, got.messages_landed) == (6, 303)
+    largest = max(len(m.data) for m in read_dump(str(big_dump)) if isinstance(m, DumpedMessage))
+    assert asked == [ingest_module.LARGE_MESSAGE_TASK_COPIES * largest]
+    assert len(list((tmp_path / "warehouse").rglob("messages/**/*.parquet"))) == 1
+    assert_same_rows(storage.read("messages"), reference(spark, [big_dump])[0])
+
+
 def test_the_same_message_in_two_files_lands_once(spark, tmp_path, real_fixtures):
     folder = tmp_path / "dumps"
     (folder / "sub").mkdir(parents=True)

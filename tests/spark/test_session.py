@@ -199,6 +199,17 @@ def test_a_connect_session_gets_the_url_and_runtime_sql_settings_only(monkeypatc
     assert delta_missing({"format": "delta", "remote": "sc://h:1"}) is False  # the server has its classpath
 
 
+def test_tasks_that_fit_asks_the_session_s_executors(spark):
+    """The suite's local session: one executor whose managed memory (well under 1 TB) holds
+    one task of 1 TB, not two; a task of one byte fits every slot."""
+    from dlq_pipeline.spark.session import storage_memory_bytes, tasks_that_fit
+
+    slots = spark.sparkContext.defaultParallelism
+    assert slots > 1 and 0 < storage_memory_bytes(spark) < 2**40
+    assert tasks_that_fit(spark, 2**40) == 1
+    assert tasks_that_fit(spark, 1) is None
+
+
 def test_the_suite_session_is_classic(spark):
     assert is_connect(spark) is False
 
