@@ -24,7 +24,7 @@ import datetime as dt
 import json
 import logging
 import secrets
-from typing import Callable, Mapping
+from typing import Callable, Iterator, Mapping
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -38,8 +38,9 @@ from dlq_pipeline.replay.rebuild import TARGET_SOURCES, exact_target
 from dlq_pipeline.dumps import files
 from dlq_pipeline.replay.targets import Target, check_run_id, open_target
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
-from dlq_pipeline.settings import ReplaySettings
+from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES, ReplaySettings
 from dlq_pipeline.spark.classify import decision_counts, target_key
+from dlq_pipeline.spark.ingest import LARGE_MESSAGE_BYTES, large_message_tasks
 from dlq_pipeline.spark.lease import LeaseFence, check_lease, fenced, held_lease
 from dlq_pipeline.spark.progress import TaskTicker
 from dlq_pipeline.spark.schemas import arrow_schema, table_schema
@@ -50,6 +51,11 @@ from dlq_pipeline.testhooks import crash_point
 
 log = logging.getLogger(__name__)
 
+LARGE_PUTS_LISTED = 10_000  # large messages whose keys `largest_put` looks up in the decisions
+# Large messages go through replay's join, shuffle and sorts in pieces of this size, one row
+# each: Spark sorts and shuffles whole rows in memory (docs/performance.md, "Issue 16, session 12").
+PIECE_BYTES = 8 * 1024 * 1024
+PIECE_COLUMN = "piece"
 DECISION_COLUMNS = ("message_key", "action", "rule_line", "attempt", "target_q", "target_qmgr", "header",
                     "putaut", "not_before", "source_file", "source_index")
 
@@ -128,6 +134,42 @@ def _rows_of(batch) -> list[dict]:
     return rows
 
 
+def whole_messages(rows: Iterator[dict]) -> Iterator[dict]:
+    """``rows`` with a message's pieces (consecutive rows of one ``message_key``, in
+    ``piece`` order: `pieces`) joined into one row again; rows without a ``piece`` pass."""
+    held, parts = None, []
+    for row in rows:
+        if PIECE_COLUMN not in row:
+            yield row
+            continue
+        row.pop(PIECE_COLUMN)
+        if held is not None and held["message_key"] == row["message_key"]:
+            parts.append(row["data"])
+            continue
+        if held is not None:
+            yield _joined_pieces(held, parts)
+        held, parts = row, [row["data"]]
+    if held is not None:
+        yield _joined_pieces(held, parts)
+
+
+def _joined_pieces(row: dict, parts: list) -> dict:
+    if len(parts) > 1 and row["data"] is not None:
+        row["data"] = b"".join(parts)
+    return row
+
+
+def pieces(messages: DataFrame) -> DataFrame:
+    """``messages`` with each message's ``data`` cut into rows of at most ``PIECE_BYTES``,
+    numbered from 0 in ``piece`` (empty or null data: one row, as it was). Cut into an array
+    first, so the rows the explode makes do not each carry the whole message."""
+    size = PIECE_BYTES
+    cut = F.expr(f"transform(sequence(0, cast(greatest(ceil(octet_length(data) / {size}), 1) AS INT) - 1), "
+                 f"k -> substring(data, k * {size} + 1, {size}))")
+    columns = [c for c in messages.columns if c != "data"]
+    return messages.select(*columns, F.posexplode(cut).alias(PIECE_COLUMN, "data"))
+
+
 def partition_rows(items: DataFrame, run: Callable) -> DataFrame:
     """The rows ``run(partition_index, rows)`` yields (tuples in ledger column order) for
     each partition of ``items``, as a DataFrame of the ``ledger`` schema.
@@ -141,7 +183,7 @@ def partition_rows(items: DataFrame, run: Callable) -> DataFrame:
         import pyarrow as pa
         from pyspark import TaskContext
 
-        rows = (row for batch in batches for row in _rows_of(batch))
+        rows = whole_messages(row for batch in batches for row in _rows_of(batch))
         pending: list[tuple] = []
 
         def flush():
@@ -184,14 +226,33 @@ def partition_key(per_qmgr: int = 1, placed: Mapping[tuple[str, str], int] | Non
     return [F.coalesce(F.element_at(F.element_at(lookup, qmgr), queue), bucket)]
 
 
+def largest_put(storage: Storage, decisions: DataFrame) -> int:
+    """The size of the largest message ``decisions`` put (0 when none is large, ingest's
+    ``LARGE_MESSAGE_BYTES``): one job over the stored sizes, in which Parquet's statistics
+    skip every row group without a large message, and only when some are large, one over the
+    decisions. More large messages than ``LARGE_PUTS_LISTED``: the largest of them."""
+    large = (storage.read("messages").where(F.col("data_length") >= LARGE_MESSAGE_BYTES)
+             .select("message_key", "data_length").limit(LARGE_PUTS_LISTED + 1).collect())
+    sizes = {r["message_key"]: int(r["data_length"]) for r in large}
+    if len(large) > LARGE_PUTS_LISTED or not sizes:
+        return max(sizes.values(), default=0)
+    puts = decisions.where(F.col("action").isin(*PUT_ACTIONS) & F.col("message_key").isin(*sizes))
+    return max((sizes[r["message_key"]] for r in puts.select("message_key").distinct().collect()), default=0)
+
+
 def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: set[str], per_qmgr: int = 1,
-               puts_per_queue: Mapping[tuple[str, str], int] | None = None) -> DataFrame:
+               puts_per_queue: Mapping[tuple[str, str], int] | None = None,
+               large_tasks: int | None = None) -> DataFrame:
     """Decisions joined with their messages, one partition per target queue manager (hashed
     into ``partitions``; with ``per_qmgr`` > 1 its queues placed by size over up to that
     many: `partition_key`, from ``puts_per_queue``, `classify.decision_counts`'s, else counted
-    here), in DLQ order within each."""
+    here), in DLQ order within each. ``large_tasks``: how many tasks may hold a message to
+    put at once, where fewer than Spark runs (`ingest.large_message_tasks`): the messages are
+    read in that many and go on as rows of `pieces` (`whole_messages` joins them again)."""
     md_cols = [F.col(f"m.{c}").alias(c) for c in (*MD_COLUMNS.values(), CHAR_BYTES_COLUMN)]
-    messages = storage.read("messages").alias("m")
+    messages = storage.read("messages")
+    in_pieces = large_tasks is not None
+    messages = (pieces(messages.coalesce(large_tasks)) if in_pieces else messages).alias("m")
     needs_data = F.col("d.action").isin(*PUT_ACTIONS)
     joined = decisions.select(*DECISION_COLUMNS).alias("d").join(
         messages, F.col("d.message_key") == F.col("m.message_key"), "left"
@@ -203,6 +264,7 @@ def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: se
         F.when(needs_data, F.col("m.data")).alias("data"),  # IGNORE/DISCARD never ship their bodies
         F.coalesce(F.col("m.truncated"), F.lit(False)).alias("truncated"),
         F.col("m.message_key").isNotNull().alias("has_message"),
+        *([F.col(f"m.{PIECE_COLUMN}").alias(PIECE_COLUMN)] if in_pieces else []),
     )
     if skip:
         ended = storage.spark.createDataFrame([(k,) for k in sorted(skip)], "message_key string")
@@ -213,7 +275,7 @@ def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: se
             puts_per_queue = decision_counts(decisions).puts_per_queue
         placed = place_queues(puts_per_queue, partitions, per_qmgr)
     return joined.repartition(partitions, *partition_key(per_qmgr, placed, partitions)).sortWithinPartitions(
-        "source_file", "source_index", "message_key")
+        "source_file", "source_index", "message_key", *([PIECE_COLUMN] if in_pieces else []))
 
 
 def replay(
@@ -247,8 +309,14 @@ def replay(
     skip = recover_checkpoints(spark, storage, root)
     checkpoint_root = root if chosen.resumable else None
 
+    # Messages too large for every task slot to hold one are read in fewer tasks and go through
+    # the join, the shuffle and the sorts in pieces (docs/performance.md, "Issue 16, session
+    # 12"). Where the heap holds even MQ's largest message in every slot: no lookup, no job.
+    large_tasks = None
+    if large_message_tasks(spark, MQ_MAX_MESSAGE_BYTES) is not None:
+        large_tasks = large_message_tasks(spark, largest_put(storage, decisions))
     items = work_items(storage, decisions, settings.max_connections, skip, settings.connections_per_qmgr,
-                       puts_per_queue)
+                       puts_per_queue, large_tasks)
     lease = held_lease(storage)
     run = partition_function(chosen, settings, run_id, now, checkpoint_root, task_hook, RunGroup.of_this_process(),
                              lease.fence() if lease is not None else None)

@@ -24,7 +24,7 @@ from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
 from dlq_pipeline.rules.model import Decision
 from dlq_pipeline.replay.targets import local_warehouse
 from dlq_pipeline.spark.replay import replay
-from dlq_pipeline.settings import ReplaySettings, StorageSettings
+from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES, ReplaySettings, StorageSettings
 from dlq_pipeline.spark.storage import open_storage
 from tests.conftest import storage_settings
 from tests.spark.replay_retry_job import NOW, dead_letter, decision_row, frame, message_row
@@ -99,6 +99,77 @@ def test_dir_target_through_spark(spark, tmp_path):
     for qdir, numbers in (("@local", (0, 2, 4)), ("QM2", (1, 3, 5))):
         got = [(m.md, m.data) for m in read_dump(str(tmp_path / "out" / run / qdir / "APP.IN.dmp"))]
         assert got == [rebuild(*dead_letter(n), Decision("RETRY")) for n in numbers]  # in DLQ order
+
+
+def test_largest_put_is_the_largest_message_a_put_decision_ships(spark, tmp_path, monkeypatch):
+    """Only messages put by these decisions count: a larger one discarded, or stored but not
+    decided on, does not cap replay's tasks; none large gives 0 (one job, no lookup)."""
+    import dlq_pipeline.spark.replay as replay_module
+
+    run = "RUN-L"
+    actions = ["RETRY", "DISCARD", "FWD", "RETRY", "IGNORE"]
+    decisions = [decision_row(f"key{n:03d}", a, run_id=run, index=n, target_q="APP.IN", target_qmgr="", putaut="DEF",
+                              attempt=1) for n, a in enumerate(actions)]
+    _, storage = setup(spark, tmp_path / "wh", decisions + [decision_row("key009", "RETRY", run_id=run, index=9)])
+    sizes = {r["message_key"]: r["data_length"] for r in storage.read("messages").collect()}
+    frame_ = frame(spark, "decisions", decisions)
+    assert replay_module.largest_put(storage, frame_) == 0  # the real threshold: nothing is large
+    monkeypatch.setattr(replay_module, "LARGE_MESSAGE_BYTES", 1)
+    assert replay_module.largest_put(storage, frame_) == max(sizes[k] for k in ("key000", "key002", "key003"))
+    monkeypatch.setattr(replay_module, "LARGE_PUTS_LISTED", 2)  # too many to look up: the largest stored
+    assert replay_module.largest_put(storage, frame_) == max(sizes.values())
+
+
+def test_messages_replayed_in_pieces_give_the_same_files_and_ledger(spark, tmp_path, monkeypatch):
+    """Where the heap cannot hold the messages to put whole in every task slot, replay's
+    join, shuffle and sorts carry them in pieces (here of 7 bytes), which each task joins
+    again: what replay puts and records is what it does with whole rows."""
+    import dlq_pipeline.spark.replay as replay_module
+
+    monkeypatch.setattr(replay_module, "PIECE_BYTES", 7)
+    got = {}
+    for in_pieces in (False, True):
+        run = "RUN-C"
+        actions = ["RETRY", "FWD", "DISCARD", "RETRY", "IGNORE", "RETRY"] * 2
+        decisions = [decision_row(f"key{n:03d}", a, run_id=run, index=n, target_q=f"APP.Q{n % 3}",
+                                  target_qmgr="QM2" if n % 2 else "", putaut="DEF", attempt=1, header=False)
+                     for n, a in enumerate(actions)]
+        decisions.append(decision_row("nomsg9", "RETRY", run_id=run, index=99, target_q="APP.Q0", target_qmgr="",
+                                      putaut="DEF", attempt=1))
+        settings, storage = setup(spark, tmp_path / f"wh{in_pieces}", decisions, max_connections=2)
+        asked = []
+        monkeypatch.setattr(replay_module, "large_message_tasks",
+                            lambda spark_, largest: asked.append(largest) or (1 if in_pieces else None))
+        out = tmp_path / f"out{in_pieces}"
+        counts = replay(spark, storage, frame(spark, "decisions", decisions), target=f"dir:{out}", settings=settings,
+                        run_id=run, now=NOW)
+        assert counts == {"delivered": 8, "discarded": 2, "ignored": 2, "failed": 1}
+        # asked for MQ's largest message first; only where that does not fit, the largest put
+        assert asked == ([MQ_MAX_MESSAGE_BYTES, 0] if in_pieces else [MQ_MAX_MESSAGE_BYTES])
+        items = replay_module.work_items(storage, frame(spark, "decisions", decisions), 2, set(),
+                                         large_tasks=1 if in_pieces else None)
+        assert (items.count() > len(decisions)) == in_pieces
+        ledger = sorted(tuple(r[c] for c in ("message_key", "outcome", "target_qmgr", "target_q", "partition_id",
+                                              "reason_code")) for r in storage.read("ledger").collect())
+        files = {p.relative_to(out): [(m.md, m.data) for m in read_dump(str(p))] for p in sorted(out.rglob("*.dmp"))}
+        got[in_pieces] = ledger, files
+    assert got[True] == got[False] and sum(len(v) for v in got[False][1].values()) == 8
+
+
+def test_pieces_of_every_size_join_back_to_the_message(spark, monkeypatch):
+    """`pieces` cuts each message's data (empty, null, shorter than a piece, an exact
+    multiple, one byte over) into ordered rows; `whole_messages` makes the rows of before."""
+    import dlq_pipeline.spark.replay as replay_module
+
+    monkeypatch.setattr(replay_module, "PIECE_BYTES", 4)
+    datas = [b"", None, b"abc", b"abcd", b"abcdefgh", b"abcdefghi", bytes(range(256)) * 3]
+    rows = [(f"k{n}", d, n) for n, d in enumerate(datas)]
+    frame_ = spark.createDataFrame(rows, "message_key string, data binary, n int")
+    cut = replay_module.pieces(frame_).orderBy("n", replay_module.PIECE_COLUMN).collect()
+    assert len(cut) == sum(max(1, -(-len(d or b"") // 4)) for d in datas)
+    assert all(r["data"] is None or len(r["data"]) <= 4 for r in cut)
+    joined = list(replay_module.whole_messages(r.asDict() for r in cut))
+    assert [(r["message_key"], r["data"], r["n"]) for r in joined] == rows
 
 
 def test_connections_per_qmgr_spreads_one_qmgr_by_queue_each_queue_in_dlq_order(spark, tmp_path):

@@ -14,7 +14,8 @@ import pytest
 from benchmarks.common import StageJobs
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.rules.parser import load_rules
-from dlq_pipeline.settings import IngestSettings, RunSettings, StorageSettings
+from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES, IngestSettings, RunSettings, StorageSettings
+from dlq_pipeline.spark.ingest import large_message_tasks
 from dlq_pipeline.spark.run import run_pipeline
 
 from ..conftest import REPO
@@ -22,6 +23,12 @@ from ..conftest import REPO
 pytestmark = pytest.mark.spark
 
 STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
+
+
+def lookup_jobs(spark) -> int:
+    """1 where replay looks up the largest message to put (a heap too small for MQ's largest
+    in every task slot), else 0."""
+    return int(large_message_tasks(spark, MQ_MAX_MESSAGE_BYTES) is not None)
 
 
 def test_a_small_run_and_its_rerun_schedule_these_jobs(spark, tmp_path):
@@ -36,13 +43,15 @@ def test_a_small_run_and_its_rerun_schedule_these_jobs(spark, tmp_path):
     # write; classify: the write of the decisions, which caches them (1), their counts (2);
     # replay: the join with the messages and the repartition by queue manager (2), the
     # ledger write (1). Before issue 16 the classify stage alone scheduled 11.
-    assert first.per_stage() == {"ingest": 6, "classify": 3, "replay": 3, "summary": 0}
+    # (+1 where the session's heap cannot hold MQ's largest message in every task slot: the
+    # lookup of the largest message to put, `replay.largest_put`; not on a 24 GB machine)
+    assert first.per_stage() == {"ingest": 6, "classify": 3, "replay": 3 + lookup_jobs(spark), "summary": 0}
 
     again = StageJobs(spark)
     rerun = run_pipeline(spark, settings, table, inputs=dumps, target="dry-run", run_id="JOBS2", progress=again)
     assert rerun.messages_landed == 0 and rerun.duplicates_skipped == 200
     # a rerun also joins the landing with the stored keys, and its decisions with the ledger
-    assert again.per_stage() == {"ingest": 8, "classify": 6, "replay": 3, "summary": 0}
+    assert again.per_stage() == {"ingest": 8, "classify": 6, "replay": 3 + lookup_jobs(spark), "summary": 0}
 
 
 def test_placing_queues_by_size_costs_run_no_job(spark, tmp_path):
@@ -58,7 +67,7 @@ def test_placing_queues_by_size_costs_run_no_job(spark, tmp_path):
     summary = run_pipeline(spark, settings, load_rules(STARTER), inputs=dumps, target="dry-run", run_id="PLACED",
                            progress=jobs)
     assert summary.pending == 200
-    assert jobs.per_stage() == {"ingest": 6, "classify": 3, "replay": 3, "summary": 0}
+    assert jobs.per_stage() == {"ingest": 6, "classify": 3, "replay": 3 + lookup_jobs(spark), "summary": 0}
 
 
 def test_where_the_byte_ranges_of_a_split_dump_start_costs_no_job_of_its_own(spark, tmp_path):
@@ -73,4 +82,4 @@ def test_where_the_byte_ranges_of_a_split_dump_start_costs_no_job_of_its_own(spa
     assert summary.messages_landed == 200
     assert any(line.endswith(" in 5 work items") for line in lines), lines
     # one job more than a dump read whole: the broadcast of those starts to the write's join
-    assert jobs.per_stage() == {"ingest": 7, "classify": 3, "replay": 3, "summary": 0}
+    assert jobs.per_stage() == {"ingest": 7, "classify": 3, "replay": 3 + lookup_jobs(spark), "summary": 0}
