@@ -44,6 +44,7 @@ from dlq_pipeline.clock import as_utc, iso_z
 from dlq_pipeline.paths import plain_path
 from dlq_pipeline.private import private_dirs
 from dlq_pipeline.settings import StorageSettings
+from dlq_pipeline.spark.compiler import sql_column
 from dlq_pipeline.spark.schemas import conform, table_schema
 from dlq_pipeline.tables import table_key
 from dlq_pipeline.spark.session import DELTA_FIX, delta_available
@@ -181,10 +182,6 @@ class _Files:
             out.close()
 
 
-def _quote(identifier: str) -> str:
-    return "`" + identifier.replace("`", "``") + "`"
-
-
 def _delta_conflict_types() -> tuple[type, ...]:
     """delta-spark's Python names for a lost optimistic-concurrency race (when its pip package
     is installed; a runtime without it still raises them, recognised by name)."""
@@ -218,7 +215,7 @@ def parse_instant(text: str) -> dt.datetime | None:
 
 
 def _null_safe_match(left: str, right: str, key: Sequence[str]):
-    return reduce(lambda a, b: a & b, [F.col(f"{left}.{_quote(k)}").eqNullSafe(F.col(f"{right}.{_quote(k)}")) for k in key])
+    return reduce(lambda a, b: a & b, [F.col(f"{left}.{sql_column(k)}").eqNullSafe(F.col(f"{right}.{sql_column(k)}")) for k in key])
 
 
 class Storage:
@@ -291,11 +288,11 @@ class Storage:
             raise StorageError(f"not a table name: {table!r}")
         if self.by_name:
             parts = [p for p in (self.catalog, self.schema, table) if p]
-            return ".".join(_quote(p) for p in parts)
+            return ".".join(sql_column(p) for p in parts)
         return f"{self.path}/{table}"
 
     def _delta_ref(self, table: str) -> str:
-        return self.location(table) if self.by_name else f"delta.{_quote(self.location(table))}"
+        return self.location(table) if self.by_name else f"delta.{sql_column(self.location(table))}"
 
     # --- reading -------------------------------------------------------------------------
 
@@ -359,7 +356,7 @@ class Storage:
         if not self.by_name:
             self._files.makedirs(self.path)
         elif self.format == "delta":
-            namespace = ".".join(_quote(p) for p in (self.catalog, self.schema) if p)
+            namespace = ".".join(sql_column(p) for p in (self.catalog, self.schema) if p)
             self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {namespace}")
 
     def _committed(self, what: str, commit):
@@ -397,7 +394,7 @@ class Storage:
             if table not in self._evolved:
                 added = self._added_columns(self.spark.table(self._delta_ref(table)), table)
                 if added:
-                    columns = ", ".join(f"{_quote(f.name)} {f.dataType.simpleString()}" for f in added)
+                    columns = ", ".join(f"{sql_column(f.name)} {f.dataType.simpleString()}" for f in added)
                     log.warning("adding column(s) %s to the Delta table %s (declared since it was created)",
                                 ", ".join(f.name for f in added), table)
                     self._committed(f"add columns to {table}", lambda: self.spark.sql(
@@ -474,10 +471,10 @@ class Storage:
         view = f"_dlq_merge_{table}_{secrets.token_hex(6)}"
         new.createOrReplaceTempView(view)
         try:
-            condition = " AND ".join(f"t.{_quote(k)} <=> s.{_quote(k)}" for k in key)
+            condition = " AND ".join(f"t.{sql_column(k)} <=> s.{sql_column(k)}" for k in key)
             matched = f"WHEN MATCHED AND ({replace_when}) THEN UPDATE SET * " if replace_when else ""
             result = self._committed(f"merge into {table}", lambda: self.spark.sql(
-                f"MERGE INTO {self._delta_ref(table)} AS t USING {_quote(view)} AS s ON {condition} "
+                f"MERGE INTO {self._delta_ref(table)} AS t USING {sql_column(view)} AS s ON {condition} "
                 f"{matched}WHEN NOT MATCHED THEN INSERT *"
             ).collect())
         finally:

@@ -7,10 +7,12 @@ JVM, ``spark.driver.memory=512m``, local[2]) runs the benchmark's own child
 (``benchmarks/stages.py`` ``child_memory_pipeline``) over two messages of 16 MiB, the
 smallest that takes ingest's large-message path (``LARGE_MESSAGE_BYTES``), one per task.
 Spark's own objects take a larger share of 512 MB than of 2 GB (24 MiB messages ran out
-of heap in replay's shuffle), so this is 1/32 of the heap where the target is 1/20: what it
-catches is a stage that holds a message more than a few times, or all of them at once
-(caching the landing in memory did). The files replay wrote must hold each message's exact
-bytes (docs/performance.md, issue 16 part 6)."""
+of heap in replay's shuffle before session 12), so this is 1/32 of the heap where the target
+is 1/20: what it catches is a stage that holds a message more than a few times, or all of
+them at once (caching the landing in memory did). A heap this small takes the paths 100 MB
+messages take in 2 GB: ingest writes them with one task, replay carries them in pieces
+(`ingest.large_message_tasks`, `replay.pieces`). The files replay wrote must hold each
+message's exact bytes (docs/performance.md, issue 16 part 6)."""
 
 from __future__ import annotations
 
