@@ -240,6 +240,22 @@ def largest_put(storage: Storage, decisions: DataFrame) -> int:
     return max((sizes[r["message_key"]] for r in puts.select("message_key").distinct().collect()), default=0)
 
 
+def heap_short_for_mq_messages(spark: SparkSession) -> bool:
+    """Whether the heap cannot hold MQ's largest message in every task slot: only then can a
+    message to put be too large, and replay looks the largest one up (`put_tasks`)."""
+    return large_message_tasks(spark, MQ_MAX_MESSAGE_BYTES) is not None
+
+
+def put_tasks(spark: SparkSession, storage: Storage, decisions: DataFrame) -> int | None:
+    """How many tasks may carry the messages ``decisions`` put at once, where fewer than Spark
+    runs: `work_items` then reads them in that many and carries them in pieces
+    (docs/performance.md, "Issue 16, session 12"). No lookup (no job) where the heap holds
+    even MQ's largest message in every slot."""
+    if not heap_short_for_mq_messages(spark):
+        return None
+    return large_message_tasks(spark, largest_put(storage, decisions))
+
+
 def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: set[str], per_qmgr: int = 1,
                puts_per_queue: Mapping[tuple[str, str], int] | None = None,
                large_tasks: int | None = None) -> DataFrame:
@@ -309,14 +325,8 @@ def replay(
     skip = recover_checkpoints(spark, storage, root)
     checkpoint_root = root if chosen.resumable else None
 
-    # Messages too large for every task slot to hold one are read in fewer tasks and go through
-    # the join, the shuffle and the sorts in pieces (docs/performance.md, "Issue 16, session
-    # 12"). Where the heap holds even MQ's largest message in every slot: no lookup, no job.
-    large_tasks = None
-    if large_message_tasks(spark, MQ_MAX_MESSAGE_BYTES) is not None:
-        large_tasks = large_message_tasks(spark, largest_put(storage, decisions))
     items = work_items(storage, decisions, settings.max_connections, skip, settings.connections_per_qmgr,
-                       puts_per_queue, large_tasks)
+                       puts_per_queue, put_tasks(spark, storage, decisions))
     lease = held_lease(storage)
     run = partition_function(chosen, settings, run_id, now, checkpoint_root, task_hook, RunGroup.of_this_process(),
                              lease.fence() if lease is not None else None)

@@ -14,8 +14,8 @@ import pytest
 from benchmarks.common import StageJobs
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.rules.parser import load_rules
-from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES, IngestSettings, RunSettings, StorageSettings
-from dlq_pipeline.spark.ingest import large_message_tasks
+from dlq_pipeline.settings import IngestSettings, RunSettings, StorageSettings
+from dlq_pipeline.spark.replay import heap_short_for_mq_messages
 from dlq_pipeline.spark.run import run_pipeline
 
 from ..conftest import REPO
@@ -28,7 +28,7 @@ STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
 def lookup_jobs(spark) -> int:
     """1 where replay looks up the largest message to put (a heap too small for MQ's largest
     in every task slot), else 0."""
-    return int(large_message_tasks(spark, MQ_MAX_MESSAGE_BYTES) is not None)
+    return int(heap_short_for_mq_messages(spark))
 
 
 def test_a_small_run_and_its_rerun_schedule_these_jobs(spark, tmp_path):
