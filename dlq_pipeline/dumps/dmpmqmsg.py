@@ -47,6 +47,7 @@ from dlq_pipeline.dumps.records import DumpedMessage, DumpInfo, RecordError
 __all__ = [
     "MAX_LINE_LENGTH",
     "WRITER_VERSION",
+    "DumpLayout",
     "read_dump",
     "read_dump_info",
     "plan_splits",
@@ -986,12 +987,56 @@ _UNPRINTABLE_RUN = re.compile(rb"[^\x20-\x7e]*")
 _DOTS = bytes(c if 0x20 <= c <= 0x7E else 0x2E for c in range(256))
 
 
+HEX_LINES_PER_WRITE = 32768  # a large body is formatted and written this many X lines at a time
+
+
 @dataclass(frozen=True)
-class _WriteOptions:
+class DumpLayout:
+    """How `write_dump` lays out records (see its options), usable a message at a time:
+    a sink that appends to several dumps as messages arrive writes `header` once per file,
+    then `write_message` for each message."""
+
     hex_width: int = 25
     ascii_column: bool = False
     char_context: bool = False
     data_style: str = "hex"
+    index_comments: bool = False
+
+    def __post_init__(self):
+        if self.data_style not in DATA_STYLES:
+            raise ValueError(f"data_style must be one of {DATA_STYLES}, not {self.data_style!r}")
+        if isinstance(self.hex_width, bool) or not isinstance(self.hex_width, int) or self.hex_width < 1:
+            raise ValueError(f"hex_width must be a positive integer, not {self.hex_width!r}")
+
+    @staticmethod
+    def header(qmgr: str | None = None, queue: str | None = None, created=None) -> bytes:
+        lines = [f"* DMPMQMSG Version:{WRITER_VERSION} Created:{_created_text(created)}\n"]
+        if qmgr is not None:
+            lines.append(f"* Qmgr  = {qmgr}\n")
+        if queue is not None:
+            lines.append(f"* Queue = {queue}\n")
+        lines.append("\n")
+        return text_to_bytes("".join(lines))
+
+    def write_message(self, out, md: MQMD, data: bytes, index: int) -> None:
+        """Write the ``index``-th message (from 0) to ``out``. A large body is written in
+        slices of whole X lines, so formatting it never holds more than a slice's text;
+        ValueError, naming the message, if the MQMD cannot be written."""
+        try:
+            md_lines = _format_md(md, self.char_context)
+        except ValueError as exc:
+            raise ValueError(f"message {index}: {exc}") from None
+        if self.index_comments:
+            out.write(b"* Index %d\n" % (index + 1))
+        out.write(b"".join(md_lines))
+        data = memoryview(data)
+        step = self.hex_width * HEX_LINES_PER_WRITE
+        if self.data_style == "hex" and len(data) > step:
+            for start in range(0, len(data), step):
+                out.write(b"".join(_hex_lines(bytes(data[start:start + step]), self.hex_width, self.ascii_column)))
+        else:
+            out.write(b"".join(_DATA_WRITERS[self.data_style](bytes(data), self)))
+        out.write(b"\n")
 
 
 def _format_md(md: MQMD, char_context: bool) -> list[bytes]:
@@ -1063,7 +1108,7 @@ def _string_lines(text: bytes, width: int) -> list[bytes]:
     return out
 
 
-def _printable_mix(data: bytes, opts: _WriteOptions) -> list[bytes]:
+def _printable_mix(data: bytes, opts: DumpLayout) -> list[bytes]:
     """``-dp``: runs of printable characters as ``S`` lines, everything else as ``X`` lines."""
     out: list[bytes] = []
     pos, size, first = 0, len(data), True
@@ -1082,7 +1127,7 @@ def _printable_mix(data: bytes, opts: _WriteOptions) -> list[bytes]:
         first = False
 
 
-def _text_line_mix(data: bytes, opts: _WriteOptions) -> list[bytes]:
+def _text_line_mix(data: bytes, opts: DumpLayout) -> list[bytes]:
     """``-dt``: printable lines as ``T`` lines (their terminator dropped), the rest as hex.
 
     Lossy on reading back: every ``T`` line gains ``\\n``, so CR LF, LF CR and CR become
@@ -1120,13 +1165,6 @@ _DATA_WRITERS = {
     "text": _printable_mix,
     "lines": _text_line_mix,
 }
-
-
-def _format_message(md: MQMD, data: bytes, opts: _WriteOptions) -> bytes:
-    lines = _format_md(md, opts.char_context)
-    lines += _DATA_WRITERS[opts.data_style](bytes(data), opts)
-    lines.append(b"\n")
-    return b"".join(lines)
 
 
 def _created_text(created) -> str:
@@ -1171,28 +1209,12 @@ def write_dump(
     reads (and loads) back as the field's default. Returns the number of messages written;
     a field that cannot be written raises ValueError naming the message.
     """
-    if data_style not in DATA_STYLES:
-        raise ValueError(f"data_style must be one of {DATA_STYLES}, not {data_style!r}")
-    if isinstance(hex_width, bool) or not isinstance(hex_width, int) or hex_width < 1:
-        raise ValueError(f"hex_width must be a positive integer, not {hex_width!r}")
-    opts = _WriteOptions(hex_width, ascii_column, char_context, data_style)
-    header = [f"* DMPMQMSG Version:{WRITER_VERSION} Created:{_created_text(created)}\n"]
-    if qmgr is not None:
-        header.append(f"* Qmgr  = {qmgr}\n")
-    if queue is not None:
-        header.append(f"* Queue = {queue}\n")
-    header.append("\n")
+    layout = DumpLayout(hex_width, ascii_column, char_context, data_style, index_comments)
     count = 0
     with _open_target(target) as out:
-        out.write(text_to_bytes("".join(header)))
+        out.write(layout.header(qmgr, queue, created))
         for item in messages:
             md, data = (item.md, item.data) if isinstance(item, DumpedMessage) else item
-            try:
-                text = _format_message(md, data, opts)
-            except ValueError as exc:
-                raise ValueError(f"message {count}: {exc}") from None
-            if index_comments:
-                out.write(b"* Index %d\n" % (count + 1))
-            out.write(text)
+            layout.write_message(out, md, data, count)
             count += 1
     return count

@@ -18,7 +18,6 @@ import hashlib
 import io
 import logging
 import os
-import pickle
 import re
 import shutil
 import tempfile
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping, NamedTuple
 
 from dlq_pipeline.dumps import files
-from dlq_pipeline.dumps.dmpmqmsg import write_dump
+from dlq_pipeline.dumps.dmpmqmsg import DumpLayout, write_dump
 from dlq_pipeline.formats.mqmd import MQMD, text_to_bytes
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, Message, MQError, PutHandle
@@ -163,14 +162,18 @@ class StagedCheckpoint:
 
 
 class _Hashing:
-    """A binary file that also hashes what is written to it."""
+    """A binary file that also hashes what is written to it (into ``sha256``, which may
+    carry on from an earlier file object's writes)."""
 
-    def __init__(self, f):
-        self.f, self.sha256 = f, hashlib.sha256()
+    def __init__(self, f, sha256=None):
+        self.f, self.sha256 = f, sha256 or hashlib.sha256()
 
     def write(self, data: bytes) -> int:
         self.sha256.update(data)
         return self.f.write(data)
+
+
+DUMP_LAYOUT = DumpLayout()  # dmpmqmsg's defaults: what `dmpmqmsg -o` loads
 
 
 def dir_modes(file_mode: int) -> int:
@@ -184,9 +187,10 @@ class DumpSink:
     """One partition's output under ``root`` (``OUT/<run>``, a local path or a URI of the
     filesystem layer, `dlq_pipeline.dumps.files`), published exactly once.
 
-    Committed messages are kept in a private temporary directory on the executor (they die
-    with the task). `finish` writes every dump file, each published whole (create-exclusive)
-    into ``root/.staging-pNNNNN-*`` on the target's filesystem, a directory the partition's
+    Committed messages are written as they come, one dump file per queue, into a private
+    temporary directory on the executor (they die with the task). `finish` publishes every
+    dump file whole (create-exclusive; linked, not copied, where the target is on the same
+    local filesystem) into ``root/.staging-pNNNNN-*`` on the target's filesystem, a directory the partition's
     checkpoint names before it is made; then it records ONE checkpoint record that names
     each file (final path, staged path, SHA-256, message count, message keys) and holds all
     the partition's ledger rows, and only then renames the files into place (HDFS ``RENAME``;
@@ -210,6 +214,7 @@ class DumpSink:
         self.progress = StagedCheckpoint(checkpoint)
         self.files: dict[tuple[str, str], Path] = {}
         self.counts: dict[tuple[str, str], int] = {}
+        self.hashes: dict[tuple[str, str], "hashlib._Hash"] = {}
 
     @property
     def writer_checkpoint(self) -> StagedCheckpoint:
@@ -223,10 +228,12 @@ class DumpSink:
         for qmgr, queue, md, data in messages:
             key = (qmgr, queue)
             if key not in self.files:
-                self.files[key] = self.scratch / f"{len(self.files):06d}.pickle"
-                self.counts[key] = 0
+                self.files[key] = self.scratch / f"{len(self.files):06d}.dmp"
+                self.counts[key], self.hashes[key] = 0, hashlib.sha256()
+                with open_private(self.files[key], "wb") as f:
+                    _Hashing(f, self.hashes[key]).write(DUMP_LAYOUT.header(_header_text(qmgr), _header_text(queue)))
             with open_private(self.files[key], "ab") as f:
-                pickle.dump((md, data), f, protocol=pickle.HIGHEST_PROTOCOL)
+                DUMP_LAYOUT.write_message(_Hashing(f, self.hashes[key]), md, data, self.counts[key])
             self.counts[key] += 1
 
     def finish(self) -> list[str]:
@@ -239,20 +246,16 @@ class DumpSink:
                 keys.setdefault(queue_key(row["target_qmgr"], row["target_q"]), []).append(row["message_key"])
         entries: list[dict] = []
         taken: set[str] = set()
-        for n, (key, pickled) in enumerate(sorted(self.files.items())):
+        for n, (key, local) in enumerate(sorted(self.files.items())):
             qmgr, queue = key  # exact names; the rows hold them as stored text
             shown = (stored_text(qmgr), stored_text(queue))
             final = _free_name(self.path_for(qmgr, queue), taken)
             taken.add(final)
-            local = self.scratch / f"{n:06d}.dmp"
-            with open_private(local, "wb") as f:
-                out = _Hashing(f)
-                write_dump(_staged(pickled), out, qmgr=_header_text(qmgr), queue=_header_text(queue))
             written = files.join(self.staging, f"{n:06d}.dmp")
-            if not files.write_file(written, str(local), mode=self.mode, dir_mode=dir_modes(self.mode)):
+            if not files.write_file(written, str(local), mode=self.mode, dir_mode=dir_modes(self.mode), move=True):
                 raise RuntimeError(f"{written} exists already: another attempt of this partition is running")
             local.unlink()
-            entries.append({"file": final, "staged": written, "sha256": out.sha256.hexdigest(),
+            entries.append({"file": final, "staged": written, "sha256": self.hashes[key].hexdigest(),
                             "messages": self.counts[key], "keys": keys.get(shown, [])})
         crash_point("dir-files-written")
         if entries or rows:
@@ -315,15 +318,6 @@ def complete_partition(state: CheckpointState) -> int:
     return renamed
 
 
-def _staged(path: Path) -> Iterator[tuple[MQMD, bytes]]:
-    with open(path, "rb") as f:
-        while True:
-            try:
-                yield pickle.load(f)
-            except EOFError:
-                return
-
-
 class DirConnection:
     """Puts become dmpmqmsg records; a unit of work is what `commit` hands to the sink."""
 
@@ -342,7 +336,7 @@ class DirConnection:
 
     def put(self, handle: PutHandle, md: MQMD, data: bytes, *, syncpoint: bool = True) -> None:
         try:  # refuse here, per message, what the file format cannot hold
-            write_dump([(md, bytes(data))], io.BytesIO())
+            write_dump([(md, b"")], io.BytesIO())  # only the MQMD can be unwritable
         except ValueError as exc:
             raise MQError(MQRC_MD_ERROR, f"cannot be written as a dmpmqmsg record: {exc}") from None
         self._uow.append((handle.qmgr, handle.queue, md, bytes(data)))

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from dlq_pipeline.dumps.dmpmqmsg import (
     DATA_STYLES,
+    DumpLayout,
     MAX_LINE_LENGTH,
     LineReader,
     plan_splits,
@@ -512,6 +513,23 @@ def test_read_write_round_trip_is_byte_exact(data, options):
     for r in records:  # line and offset point at each message's first A line
         assert content[r.offset:].startswith(b"A VER ")
         assert content[:r.offset].count(b"\n") + 1 == r.line
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), write_options, st.integers(1, 4))
+def test_a_dump_written_a_message_at_a_time_in_slices_is_the_same_bytes(data, options, lines_per_write):
+    """What the dir: target writes (a header, then each message as it is committed, a large
+    body in slices of whole X lines) is byte for byte what `write_dump` writes at once."""
+    messages = data.draw(st.lists(
+        st.tuples(mqmds(options["char_context"]), st.binary(max_size=300)), max_size=4))
+    whole = dump_bytes(messages, qmgr="QM1", queue="DLQ", **options)
+    layout = DumpLayout(**options)
+    out = io.BytesIO()
+    out.write(layout.header("QM1", "DLQ", CREATED))
+    with patch("dlq_pipeline.dumps.dmpmqmsg.HEX_LINES_PER_WRITE", lines_per_write):
+        for n, (md, body) in enumerate(messages):
+            layout.write_message(out, md, body, n)
+    assert out.getvalue() == whole
 
 
 def test_all_data_styles_are_covered():

@@ -61,6 +61,29 @@ def test_write_file_is_create_exclusive_and_publishes_whole(place, tmp_path):
         assert oct((root / "out").stat().st_mode & 0o777) == "0o750"
 
 
+def test_write_file_move_links_a_local_file_and_copies_it_elsewhere(place, tmp_path, monkeypatch):
+    base, root, has_modes = place
+    source = tmp_path / "scratch.dmp"
+    source.write_bytes(b"dump " * 1000)
+    inode = source.stat().st_ino
+    uri = files.join(base, "staging", "000000.dmp")
+    assert files.write_file(uri, str(source), mode=0o640, dir_mode=0o750, move=True)
+    assert not files.write_file(uri, str(source), move=True)  # create-exclusive: exists, nothing written
+    assert _visible(root) == {"staging/000000.dmp": b"dump " * 1000}
+    if base == str(root):  # the same local filesystem: the very file, not a copy
+        assert (root / "staging/000000.dmp").stat().st_ino == inode
+        assert oct((root / "staging/000000.dmp").stat().st_mode & 0o777) == "0o640"
+        assert oct((root / "staging").stat().st_mode & 0o777) == "0o750"
+
+        def cross_device(src, dst):
+            raise OSError(18, "Invalid cross-device link")
+
+        monkeypatch.setattr(os, "link", cross_device)  # another filesystem: copied (create-exclusive by rename)
+        assert files.write_file(files.join(base, "other.dmp"), str(source), move=True)
+        assert (root / "other.dmp").read_bytes() == source.read_bytes()
+        assert (root / "other.dmp").stat().st_ino != inode
+
+
 def test_rename_never_replaces_and_listing_reading_deleting(place):
     base, root, _ = place
     a, b = files.join(base, "d", ".staging", "a"), files.join(base, "d", "q", "b")

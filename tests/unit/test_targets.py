@@ -148,6 +148,31 @@ def _tree(root: Path) -> dict[str, bytes]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+def test_local_dir_target_links_its_dumps_into_place_without_copying_them(tmp_path, monkeypatch):
+    """A partition's dump can be as large as its messages twice over (hex): on the local
+    filesystem it is written once, in scratch space, and linked into staging and place."""
+    from dlq_pipeline.dumps import files
+
+    copied = run(open_target(f"dir:{tmp_path / 'copied' / 'out'}", warehouse=tmp_path), _dir_items())
+
+    copy = files._copy
+
+    def no_file_copy(source, out):
+        if isinstance(source, str):
+            raise AssertionError(f"copied {source}")
+        copy(source, out)  # small records (the checkpoint's) are written from bytes
+
+    monkeypatch.setattr(files, "_copy", no_file_copy)
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", str(tmp_path / "scratch"))
+    (tmp_path / "scratch").mkdir()
+    linked = run(open_target(f"dir:{tmp_path / 'linked' / 'out'}", warehouse=tmp_path), _dir_items())
+    strip = lambda rs: [{k: v for k, v in r.items() if k not in ("started_at", "finished_at")} for r in rs]  # noqa: E731
+    assert strip(linked) == strip(copied)
+    assert _tree(tmp_path / "linked" / "out") == _tree(tmp_path / "copied" / "out")
+    assert len(_tree(tmp_path / "linked" / "out")) == 3
+    assert not list((tmp_path / "scratch").rglob("*"))  # the scratch files are gone too
+
+
 @pytest.mark.parametrize("where", ["webhdfs", "object-store"])
 def test_dir_target_on_hdfs_and_object_storage_writes_what_a_local_one_writes(tmp_path, where):
     import pyarrow.fs as pafs
