@@ -54,21 +54,14 @@ from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES, IngestSettings
 from dlq_pipeline.tables import CHAR_BYTES_COLUMN, HEAD_COLUMN, MD_COLUMNS, message_row
 from dlq_pipeline.spark.progress import Report, TaskTicker
 from dlq_pipeline.spark.schemas import conform, table_schema
-from dlq_pipeline.spark.session import storage_memory_bytes, tasks_that_fit
+from dlq_pipeline.spark import large_messages
+from dlq_pipeline.spark.session import storage_memory_bytes
 from dlq_pipeline.testhooks import crash_point
 
 DEFAULT_MAX_MESSAGE_BYTES = MQ_MAX_MESSAGE_BYTES
 ARROW_BATCH_ROWS = 2048
 ARROW_BATCH_BYTES = 32 * 1024 * 1024  # keeps every batch's binary column well under 2 GB
 SKIP_BROADCAST_ROWS = 100_000  # rows to leave out of a landing, above which ingest deduplicates whole rows
-# A landing with a message this large is cached on disk only and written without copies the
-# Parquet writer can spare (docs/performance.md, "parts 3 and 6"): a 100 MB message is
-# several 100 MB arrays at once in each task, and a 2 GB heap runs two tasks.
-LARGE_MESSAGE_BYTES = 16 * 1024 * 1024
-# What a task that writes or shuffles a message holds of it at once, in multiples of its size:
-# the cached or scanned row, projections whose buffers grow by doubling, Parquet's page and
-# row group (100 MB messages in a 2 GB heap, docs/performance.md "Issue 16, session 12").
-LARGE_MESSAGE_TASK_COPIES = 6
 MEMORY_CACHE_SHARE = 0.5  # dumps up to this share of Spark's storage memory are cached in memory
 # Parquet sizes its pages and row groups only every 100 rows by default: until then a task
 # buffers every large message it writes (twice: the open page and the row group's pages).
@@ -428,14 +421,6 @@ class _Landing:
             self.raw.unpersist()
 
 
-def large_message_tasks(spark: SparkSession, largest: int) -> int | None:
-    """How many tasks may carry messages as large as ``largest`` at once, where fewer than
-    Spark would run (`session.tasks_that_fit`); None for smaller messages or when all fit."""
-    if largest < LARGE_MESSAGE_BYTES:
-        return None
-    return tasks_that_fit(spark, LARGE_MESSAGE_TASK_COPIES * largest)
-
-
 def read_cache_level(input_bytes: int, storage_bytes: int | None) -> StorageLevel:
     """How ingest caches its one read of the inputs: in memory (spilling to disk) when the
     dumps are at most half the storage memory (their messages, about half a hex dump, then
@@ -498,7 +483,7 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
                 counts = per_file[path]
                 progress(f"ingest: {path}: {counts['messages']} messages, {counts['quarantined']} quarantined")
         largest = max((c.pop("largest") for c in per_file.values()), default=0)
-        if persisted and largest >= LARGE_MESSAGE_BYTES and level != StorageLevel.DISK_ONLY:
+        if persisted and largest >= large_messages.LARGE_MESSAGE_BYTES and level != StorageLevel.DISK_ONLY:
             # Kept in memory, the cached messages would leave too little heap for writing them;
             # the next job reads the files again into a cache on disk.
             raw.unpersist(blocking=True)
@@ -573,14 +558,14 @@ def _store_messages(storage, landing: _Landing, read: int) -> int:
         return storage.merge_new("messages", landing.messages())
     if len(skip) >= read:
         return 0  # nothing new: leave no empty file behind
-    options = LARGE_MESSAGE_PARQUET if landing.largest >= LARGE_MESSAGE_BYTES else None
+    options = LARGE_MESSAGE_PARQUET if landing.largest >= large_messages.LARGE_MESSAGE_BYTES else None
     if not skip:  # the common case: no join at all (broadcasting even an empty list is a job)
         rows = landing.messages(unique=True)
     else:
         positions = landing.raw.sparkSession.createDataFrame(
             [(r["source_file"], r["source_offset"]) for r in skip], "source_file string, source_offset long")
         rows = landing.messages(positions)
-    tasks = large_message_tasks(landing.raw.sparkSession, landing.largest)
+    tasks = large_messages.large_message_tasks(landing.raw.sparkSession, landing.largest)
     storage.append("messages", rows if tasks is None else rows.coalesce(tasks), parquet_options=options)
     return read - len(skip)
 

@@ -40,7 +40,7 @@ from dlq_pipeline.replay.targets import Target, check_run_id, open_target
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
 from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES, ReplaySettings
 from dlq_pipeline.spark.classify import decision_counts, target_key
-from dlq_pipeline.spark.ingest import LARGE_MESSAGE_BYTES, large_message_tasks
+from dlq_pipeline.spark.large_messages import LARGE_MESSAGE_BYTES, large_message_tasks
 from dlq_pipeline.spark.lease import LeaseFence, check_lease, fenced, held_lease
 from dlq_pipeline.spark.progress import TaskTicker
 from dlq_pipeline.spark.schemas import arrow_schema, table_schema
@@ -263,7 +263,7 @@ def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: se
     into ``partitions``; with ``per_qmgr`` > 1 its queues placed by size over up to that
     many: `partition_key`, from ``puts_per_queue``, `classify.decision_counts`'s, else counted
     here), in DLQ order within each. ``large_tasks``: how many tasks may hold a message to
-    put at once, where fewer than Spark runs (`ingest.large_message_tasks`): the messages are
+    put at once, where fewer than Spark runs (`large_messages.large_message_tasks`): the messages are
     read in that many and go on as rows of `pieces` (`whole_messages` joins them again)."""
     md_cols = [F.col(f"m.{c}").alias(c) for c in (*MD_COLUMNS.values(), CHAR_BYTES_COLUMN)]
     messages = storage.read("messages")

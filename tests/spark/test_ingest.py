@@ -284,9 +284,10 @@ def test_ingest_stores_each_key_once_when_landings_overlap(spark, tmp_path, big_
     not shuffled), when there are too many and whole rows are deduplicated, and when a
     message counts as large (the read cached again on disk, the table written uncompressed)."""
     import dlq_pipeline.spark.ingest as ingest_module
+    from dlq_pipeline.spark import large_messages
 
     monkeypatch.setattr(ingest_module, "SKIP_BROADCAST_ROWS", broadcast_limit)
-    monkeypatch.setattr(ingest_module, "LARGE_MESSAGE_BYTES", large_message)
+    monkeypatch.setattr(large_messages, "LARGE_MESSAGE_BYTES", large_message)
     dumps = tmp_path / "dumps"
     dumps.mkdir()
     generated = list(generate_messages(40, seed=23, max_size=2048))
@@ -318,9 +319,10 @@ def test_a_large_message_landing_sizes_its_row_groups_after_every_row(spark, tmp
     import pyarrow.parquet as pq
 
     import dlq_pipeline.spark.ingest as ingest_module
+    from dlq_pipeline.spark import large_messages
 
     size = 96 * 1024
-    monkeypatch.setattr(ingest_module, "LARGE_MESSAGE_BYTES", size)
+    monkeypatch.setattr(large_messages, "LARGE_MESSAGE_BYTES", size)
     monkeypatch.setattr(ingest_module, "LARGE_MESSAGE_PARQUET",
                         {**ingest_module.LARGE_MESSAGE_PARQUET, "parquet.block.size": str(2 * size)})
     generated = [dataclasses.replace(m, data=m.data + bytes([k]) * size)
@@ -339,17 +341,17 @@ def test_a_landing_too_large_for_every_task_slot_is_written_by_as_many_tasks_as_
                                                                                     monkeypatch):
     """Messages too large for every task slot to hold one (`large_message_tasks`, here one)
     are written by that many tasks: six byte ranges read, one file written, the same rows."""
-    import dlq_pipeline.spark.ingest as ingest_module
+    from dlq_pipeline.spark import large_messages
 
     asked = []
-    monkeypatch.setattr(ingest_module, "LARGE_MESSAGE_BYTES", 1)
-    monkeypatch.setattr(ingest_module, "tasks_that_fit", lambda spark_, task: asked.append(task) or 1)
+    monkeypatch.setattr(large_messages, "LARGE_MESSAGE_BYTES", 1)
+    monkeypatch.setattr(large_messages, "tasks_that_fit", lambda spark_, task: asked.append(task) or 1)
     storage = Storage(spark, path=str(tmp_path / "warehouse"))
     got = ingest(spark, storage, [str(big_dump)], run_id=RUN, landed_at=LANDED,
                  settings=IngestSettings(split_bytes=big_dump.stat().st_size // 5))
     assert (got.work_items, got.messages_landed) == (6, 303)
     largest = max(len(m.data) for m in read_dump(str(big_dump)) if isinstance(m, DumpedMessage))
-    assert asked == [ingest_module.LARGE_MESSAGE_TASK_COPIES * largest]
+    assert asked == [large_messages.LARGE_MESSAGE_TASK_COPIES * largest]
     assert len(list((tmp_path / "warehouse").rglob("messages/**/*.parquet"))) == 1
     assert_same_rows(storage.read("messages"), reference(spark, [big_dump])[0])
 

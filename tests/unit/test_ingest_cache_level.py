@@ -25,7 +25,7 @@ def test_unknown_storage_memory_keeps_the_memory_cache():
 def test_large_messages_run_in_as_many_tasks_as_the_managed_memory_holds():
     """`fitting_tasks`: 100 MB messages (6 copies a task) in a 2 GB heap's 1,049 MB run one
     task at a time in local[2]; a 4 GB heap holds three of its four; every slot fits: no cap."""
-    from dlq_pipeline.spark.ingest import LARGE_MESSAGE_TASK_COPIES
+    from dlq_pipeline.spark.large_messages import LARGE_MESSAGE_TASK_COPIES
     from dlq_pipeline.spark.session import fitting_tasks
 
     task = LARGE_MESSAGE_TASK_COPIES * 100 * MB
