@@ -29,7 +29,6 @@ that form (docs/rules-semantics.md has the details and the measurements):
 
 from __future__ import annotations
 
-import json
 import re
 
 from pyspark.sql import Column, DataFrame
@@ -37,6 +36,7 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.rules.matcher import SUBSTITUTION_COLUMNS, resolve_name
 from dlq_pipeline.rules.model import PATTERN_FIELDS, Rule, RulesTable
+from dlq_pipeline.spark.sql_text import sql_array, sql_column, sql_json_array, sql_string, sql_value
 
 # Rules per chunk expression: each becomes one generated method of a few KB, well under
 # HotSpot's 8000-byte JIT limit whatever the table size (benchmarks/bench_rules_codegen.py).
@@ -60,49 +60,6 @@ _SOURCE_COLUMNS = {code: SUBSTITUTION_COLUMNS[token] for token, code in _SOURCES
 
 _MATCHED, _COUNT, _PICK = "__dlq_rules_matched", "__dlq_rules_count", "__dlq_rules_pick"
 _TRIMMED = "__dlq_rules_trimmed_"
-
-
-# --- SQL text ----------------------------------------------------------------------------
-
-_PLAIN = re.compile(r"[A-Za-z0-9 ._%/&#@:+=,;<>!?*-]*")
-
-
-def sql_string(text: str) -> str:
-    """A SQL string literal for ``text``, read the same under every parser setting.
-
-    Without backslashes or quotes a plain literal is safe; anything else (NULs, national
-    characters, backslashes) goes in as UTF-8 hex, so ``escapedStringLiterals`` and the
-    like cannot alter it."""
-    if _PLAIN.fullmatch(text):
-        return f"'{text}'"
-    return f"CAST(X'{text.encode('utf-8').hex().upper()}' AS STRING)"
-
-
-def sql_column(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def sql_value(value) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return f"CAST({value} AS BIGINT)" if abs(value) > 2**31 - 1 else f"({value})"
-    return sql_string(value)
-
-
-def sql_array(values, type_: str) -> str:
-    """A literal array; the cast fixes the element type even when every value is null."""
-    return f"CAST(array({', '.join(sql_value(v) for v in values)}) AS ARRAY<{type_}>)"
-
-
-def sql_json_array(values, type_: str) -> str:
-    """`sql_array` as one JSON string literal read by ``from_json``, which the optimizer
-    folds into the same literal array. A table's outputs are arrays of hundreds of values
-    used several times: as ``array(...)`` each value is an expression the parser and the
-    analyzer visit for every use (about 0.4 s at 500 rules), as JSON a single literal."""
-    return f"from_json({sql_string(json.dumps(list(values)))}, 'ARRAY<{type_}>')"
 
 
 def _all(tests: list[str]) -> str:

@@ -221,7 +221,7 @@ def partition_key(per_qmgr: int = 1, placed: Mapping[tuple[str, str], int] | Non
     table: dict[str, dict[str, int]] = {}
     for (m, q), p in placed.items():
         table.setdefault(m, {})[q] = slots[p]
-    # one JSON literal that from_json folds into a constant map (see compiler.sql_json_array)
+    # one JSON literal that from_json folds into a constant map (see sql_text.sql_json_array)
     lookup = F.from_json(F.lit(json.dumps(table)), "MAP<STRING, MAP<STRING, INT>>")
     return [F.coalesce(F.element_at(F.element_at(lookup, qmgr), queue), bucket)]
 

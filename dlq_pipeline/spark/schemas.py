@@ -32,7 +32,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from dlq_pipeline.spark.compiler import sql_column, sql_string
+from dlq_pipeline.spark.sql_text import sql_column, sql_string
 from dlq_pipeline.tables import TABLES, SchemaError, table_document
 
 @lru_cache(maxsize=None)

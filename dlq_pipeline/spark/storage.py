@@ -44,7 +44,7 @@ from dlq_pipeline.clock import as_utc, iso_z
 from dlq_pipeline.paths import plain_path
 from dlq_pipeline.private import private_dirs
 from dlq_pipeline.settings import StorageSettings
-from dlq_pipeline.spark.compiler import sql_column
+from dlq_pipeline.spark.sql_text import sql_column
 from dlq_pipeline.spark.schemas import conform, table_schema
 from dlq_pipeline.tables import table_key
 from dlq_pipeline.spark.session import DELTA_FIX, delta_available
