@@ -65,8 +65,11 @@ def test_dir_replay_killed_at_any_point_then_rerun_writes_each_message_once(tmp_
     assert len(everything) == COUNT and [len(rows) for rows in partitions] == [40, 60]
     assert [sum(r["action"] == "FWD" for r in rows) // BATCH for rows in partitions] == [6, 9]
 
+    scratch = tmp_path / "executor"  # Spark's local directory: a killed task's scratch dumps stay here
+    scratch.mkdir()
     proc = start_run([str(out), str(warehouse), "KILLED", str(COUNT), str(SEED)], crash_at=point,
-                     marker_dir=marker_dir, cwd=tmp_path, module="tests.reliability.dir_replay_job")
+                     marker_dir=marker_dir, cwd=tmp_path, module="tests.reliability.dir_replay_job",
+                     extra_env={"SPARK_LOCAL_DIRS": str(scratch)})
     try:
         wait_for(proc, lambda: markers(marker_dir), f"crash point {point}", tmp_path, timeout=120)
     finally:
@@ -77,6 +80,11 @@ def test_dir_replay_killed_at_any_point_then_rerun_writes_each_message_once(tmp_
     # a partition's messages wait in the executor's scratch directory; its staging directory on the
     # target holds the finished files from when they are written until they are all renamed
     assert bool(staged_before) == (point in ("dir-files-written", "dir-publish-recorded", "dir-file-renamed:1"))
+    # the killed task's scratch is where Spark removes it (here tmp_path), until the partition is done
+    assert bool(list(scratch.glob("dlq-dir-*"))) == (point != "dir-published")
+    # a partition stopped mid-way has its committed messages there as dmpmqmsg records; once
+    # written, its files are linked into staging and their scratch names removed
+    assert bool(list(scratch.glob("dlq-dir-*/*.dmp"))) == (point == "replay-batch:7")
     recorded = publish_records(warehouse)
 
     # the next run: recovery (publish what was recorded, clear staging), then what is left
