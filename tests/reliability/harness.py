@@ -58,11 +58,17 @@ def kill_run(proc: subprocess.Popen) -> None:
     assert not session_pids(proc.pid), "processes of the killed run survived"
 
 
+LOCAL_DIRS = "spark-local"  # under the run's cwd: Spark's (and a dir: task's) scratch
+
+
 def start_run(args: list[str], *, crash_at: str | None, marker_dir: Path, cwd: Path,
               extra_env: dict | None = None, module: str | None = None) -> subprocess.Popen:
     """``dlq-pipeline ARGS`` (or ``python -m MODULE ARGS``) in a new session, stopping at
-    ``crash_at``."""
+    ``crash_at``. Its Spark local directories are ``cwd/LOCAL_DIRS``: a killed JVM removes
+    nothing, so what it leaves stays in the test's own directory, not in /tmp."""
+    (cwd / LOCAL_DIRS).mkdir(exist_ok=True)
     env = dict(os.environ)
+    env["SPARK_LOCAL_DIRS"] = str(cwd / LOCAL_DIRS)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
     env["PYSPARK_PYTHON"] = sys.executable
     env.pop(CRASH_AT_ENV, None)

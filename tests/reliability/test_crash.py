@@ -132,7 +132,7 @@ def published_keys(out: Path) -> list[str]:
 def kill_at(spark, point, run_id, tmp_path, paths, rules, conf, warehouse, puts, messages, target="sim:SIM"):
     """Start ``dlq-pipeline run`` and SIGKILL it (and all it started) at ``point``."""
     marker_dir = tmp_path / f"markers-{run_id}"
-    crash_at, condition = point, None
+    crash_at, condition = point, (lambda: markers(marker_dir))
     if point == "replay-batch":
         # Stop the partition with the most batches after batch N, once every other partition
         # has finished (or stopped at a batch boundary too): then no commit is in flight.
@@ -143,7 +143,7 @@ def kill_at(spark, point, run_id, tmp_path, paths, rules, conf, warehouse, puts,
         assert len([b for b in batches.values() if b]) == 2 and n < batches[big], batches
         crash_at = f"replay-batch:{n}"
 
-        def condition():
+        def others_done():
             if target.startswith("dir:"):  # the other partitions' files are in place
                 others = sum(n_puts for p, (_rows, n_puts) in sizes.items() if p != big)
                 return markers(marker_dir) and len(published_keys(Path(target[4:]) / run_id)) == others
@@ -151,11 +151,13 @@ def kill_at(spark, point, run_id, tmp_path, paths, rules, conf, warehouse, puts,
             finished = sum(1 for p, (rows, _) in sizes.items() if p != big and done.get(p) == rows)
             return markers(marker_dir) and finished == len(sizes) - 1
 
+        condition = others_done
+
     proc = start_run(["run", "--config", str(conf), "--rules", str(rules), "--target", target, "--run-id", run_id,
                       "--json", *[a for p in paths for a in ("--input", p)]],
                      crash_at=crash_at, marker_dir=marker_dir, cwd=tmp_path)
     try:
-        wait_for(proc, condition or (lambda: markers(marker_dir)), f"crash point {point}", tmp_path)
+        wait_for(proc, condition, f"crash point {point}", tmp_path)
     finally:
         kill_run(proc)
     stopped = markers(marker_dir)

@@ -27,7 +27,7 @@ from dlq_pipeline.spark.ledger import CHECKPOINTS_DIR, checkpointed_rows
 from dlq_pipeline.tables import ENDED_OUTCOMES
 
 from .dir_replay_job import BATCH, replay_partitions, work
-from .harness import kill_run, markers, start_run, wait_for
+from .harness import LOCAL_DIRS, kill_run, markers, start_run, wait_for
 
 COUNT, SEED = 100, 11
 # point -> dmpmqmsg files in place when the run is killed (partition 0 has two, partition 1 one)
@@ -65,11 +65,9 @@ def test_dir_replay_killed_at_any_point_then_rerun_writes_each_message_once(tmp_
     assert len(everything) == COUNT and [len(rows) for rows in partitions] == [40, 60]
     assert [sum(r["action"] == "FWD" for r in rows) // BATCH for rows in partitions] == [6, 9]
 
-    scratch = tmp_path / "executor"  # Spark's local directory: a killed task's scratch dumps stay here
-    scratch.mkdir()
+    scratch = tmp_path / LOCAL_DIRS  # Spark's local directory: a killed task's scratch dumps stay here
     proc = start_run([str(out), str(warehouse), "KILLED", str(COUNT), str(SEED)], crash_at=point,
-                     marker_dir=marker_dir, cwd=tmp_path, module="tests.reliability.dir_replay_job",
-                     extra_env={"SPARK_LOCAL_DIRS": str(scratch)})
+                     marker_dir=marker_dir, cwd=tmp_path, module="tests.reliability.dir_replay_job")
     try:
         wait_for(proc, lambda: markers(marker_dir), f"crash point {point}", tmp_path, timeout=120)
     finally:
