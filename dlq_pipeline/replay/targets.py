@@ -162,11 +162,11 @@ class StagedCheckpoint:
 
 
 class _Hashing:
-    """A binary file that also hashes what is written to it (into ``sha256``, which may
-    carry on from an earlier file object's writes)."""
+    """A binary file that also hashes what is written to it into ``sha256`` (the file's
+    hash, carried on across the appends that write it)."""
 
-    def __init__(self, f, sha256=None):
-        self.f, self.sha256 = f, sha256 or hashlib.sha256()
+    def __init__(self, f, sha256):
+        self.f, self.sha256 = f, sha256
 
     def write(self, data: bytes) -> int:
         self.sha256.update(data)
@@ -190,8 +190,8 @@ class DumpSink:
     Committed messages are written as they come, one dump file per queue, into a private
     temporary directory on the executor (they die with the task). `finish` publishes every
     dump file whole (create-exclusive; linked, not copied, where the target is on the same
-    local filesystem) into ``root/.staging-pNNNNN-*`` on the target's filesystem, a directory the partition's
-    checkpoint names before it is made; then it records ONE checkpoint record that names
+    local filesystem) into ``root/.staging-pNNNNN-*`` on the target's filesystem, a
+    directory the partition's checkpoint names before it is made; then it records ONE checkpoint record that names
     each file (final path, staged path, SHA-256, message count, message keys) and holds all
     the partition's ledger rows, and only then renames the files into place (HDFS ``RENAME``;
     on an object store a server-side copy: the final object appears whole). That record is
