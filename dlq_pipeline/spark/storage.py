@@ -67,6 +67,9 @@ _CONFLICT = re.compile(r"Concurrent\w*Exception|DELTA_CONCURRENT|ProtocolChanged
                        r"TABLE_OR_VIEW_ALREADY_EXISTS|DELTA_TABLE_ALREADY_EXISTS|"
                        r"DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION")
 COMMIT_ATTEMPTS = 8
+# How long a writer waits for another's CREATE of a Delta table to commit its first version
+# (the other has made the table's _delta_log; Delta then calls the table existing).
+CREATE_WAIT_SECONDS = 60.0
 
 
 class StorageError(RuntimeError):
@@ -301,8 +304,15 @@ class Storage:
         if self.by_name:
             return bool(self.spark.catalog.tableExists(where))
         if self.format == "delta":
-            return self._files.exists(f"{where}/_delta_log")
+            return self._delta_log_has_commit(where)
         return self._files.has_data(where)
+
+    def _delta_log_has_commit(self, where: str) -> bool:
+        """A Delta table is at ``where`` once its first commit is: a writer creating it makes
+        ``_delta_log`` before version 0 lands there, and a table whose early commits the log
+        cleanup removed has a checkpoint (``_last_checkpoint`` names it)."""
+        log_dir = f"{where}/_delta_log"
+        return self._files.exists(f"{log_dir}/{0:020d}.json") or self._files.exists(f"{log_dir}/_last_checkpoint")
 
     def _history_starts_after(self, table: str, instant: dt.datetime) -> bool:
         """The table's first commit is later than ``instant`` (it did not exist then)."""
@@ -411,6 +421,20 @@ class Storage:
         # once the other's first commit is there, nothing left to do.
         self._committed(f"create {table}", lambda: None if self.exists(table) else self.spark.sql(
             f"CREATE TABLE IF NOT EXISTS {self._delta_ref(table)} ({ddl}) USING delta {properties}"))
+        self._await_first_commit(table)
+
+    def _await_first_commit(self, table: str) -> None:
+        """Wait for the first commit of a table another writer is creating: its CREATE made
+        the table's ``_delta_log`` first, and ours (IF NOT EXISTS) then did nothing."""
+        deadline = time.monotonic() + CREATE_WAIT_SECONDS
+        while not self.exists(table):
+            if time.monotonic() > deadline:
+                where = self.location(table)
+                raise StorageError(
+                    f"the Delta table {where} has a _delta_log but no commit after {CREATE_WAIT_SECONDS:.0f} s: a "
+                    f"creation that did not finish (a killed writer). If nothing is writing it, remove "
+                    f"{where}/_delta_log and run again")
+            time.sleep(0.5)
 
     def _write(self, table: str, df: DataFrame, parquet_options: Mapping[str, str] | None = None) -> None:
         where = self.location(table)

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 
 import pytest
@@ -26,6 +27,7 @@ from dlq_pipeline.spark.run import run_pipeline
 from dlq_pipeline.settings import RunSettings, StorageSettings
 from dlq_pipeline.spark.storage import open_storage
 from dlq_pipeline.spark.schemas import conform, table_schema
+from dlq_pipeline.spark import storage as storage_module
 from dlq_pipeline.spark.storage import StorageError
 
 from ..conftest import REPO, make_storage, require_delta, storage_settings
@@ -117,6 +119,41 @@ def test_two_writers_merging_the_same_rows_insert_them_once(spark, tmp_path, kin
     assert sum(inserted) == 89  # 1..89: every new key inserted by exactly one of the two
     offsets = Counter(r.source_offset for r in storage.read("quarantine").collect())
     assert offsets == Counter(range(90))
+
+
+def test_a_table_another_writer_is_still_creating_is_absent_until_its_first_commit(spark, tmp_path):
+    # The window two runs starting at once on one warehouse met: the other's CREATE has made
+    # _delta_log but not committed version 0 yet (Delta calls the table existing, so our
+    # CREATE IF NOT EXISTS does nothing). The table reads absent, and the lease's MERGE waits
+    # for the other's first commit instead of failing with DELTA_TABLE_NOT_FOUND.
+    storage = make_storage(spark, "delta", tmp_path / "wh")
+    where = tmp_path / "wh" / "leases"
+    (where / "_delta_log").mkdir(parents=True)
+    assert not storage.exists("leases")
+    assert storage.read("leases").count() == 0
+
+    def other_writer_commits():
+        time.sleep(3)
+        spark.createDataFrame([], table_schema("leases")).write.format("delta").mode("append").save(str(where))
+
+    other = threading.Thread(target=other_writer_commits)
+    other.start()
+    row = ("warehouse", "t1", "r1", "run", "host", 1, None, T0, T0, T0 + dt.timedelta(minutes=10))
+    try:
+        storage.upsert("leases", spark.createDataFrame([row], table_schema("leases")), "false")
+    finally:
+        other.join()
+    assert storage.exists("leases")
+    assert [(r.name, r.token) for r in storage.read("leases").collect()] == [("warehouse", "t1")]
+
+
+def test_a_creation_that_never_finished_is_named_not_waited_for_forever(spark, tmp_path, monkeypatch):
+    monkeypatch.setattr(storage_module, "CREATE_WAIT_SECONDS", 1.0)
+    storage = make_storage(spark, "delta", tmp_path / "wh")
+    (tmp_path / "wh" / "quarantine" / "_delta_log").mkdir(parents=True)  # a killed writer's leftover
+    with pytest.raises(StorageError, match=r"quarantine has a _delta_log but no commit after 1 s: .* remove "
+                                           r".*quarantine/_delta_log and run again"):
+        storage.merge_new("quarantine", quarantine_rows(spark, [1]))
 
 
 def test_time_travel_reads_the_tables_as_they_were(spark, tmp_path):
