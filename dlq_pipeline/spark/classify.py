@@ -84,7 +84,7 @@ def decide_pending(
     # never `data`: a 100 MB message would be read whole for its 172-byte header
     pending = pending_with_attempts(without_data(storage.read("messages")), storage.read("ledger"))
     decisions = classify(decode_headers(pending), table, run_id=run_id, now=now, retry_interval=retry_interval)
-    decisions = decisions.persist(StorageLevel.MEMORY_AND_DISK)
+    decisions = decisions.persist(StorageLevel.MEMORY_AND_DISK_DESER)  # as built: no serialized copy
     try:
         with TaskTicker(spark, progress, "classify", "tasks", stage="last"):  # silent for a minute otherwise
             storage.append("decisions", decisions)
