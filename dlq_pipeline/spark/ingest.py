@@ -84,7 +84,8 @@ LARGE_MESSAGE_PARQUET = {"parquet.enable.dictionary#data": "false", "parquet.col
 _MESSAGES = table_schema("messages")
 _MD_TYPES = {column: _MESSAGES[column].dataType for column in MD_COLUMNS.values()}
 
-# One row per message, bad record, or (for split files) per split with its counts.
+# One row per message, per bad record, and per work item (``rec = "split"``) with its counts:
+# what the driver needs of a read comes from those rows alone (`read_summary`).
 RAW_SCHEMA = T.StructType(
     [
         T.StructField("rec", T.StringType(), False),  # message | error | split
@@ -99,6 +100,9 @@ RAW_SCHEMA = T.StructType(
         T.StructField("source_offset", T.LongType(), True),
         T.StructField("ordinal", T.LongType(), True),  # position among the split's records
         T.StructField("newlines", T.LongType(), True),  # '\n's from the split start up to the row
+        T.StructField("messages", T.LongType(), True),  # a work item's row: its messages,
+        T.StructField("errors", T.LongType(), True),  # its bad records,
+        T.StructField("largest", T.LongType(), True),  # and its largest message's stored data
         *[T.StructField(column, _MD_TYPES[column], True) for column in MD_COLUMNS.values()],
         T.StructField(CHAR_BYTES_COLUMN, _MESSAGES[CHAR_BYTES_COLUMN].dataType, True),
         T.StructField("data", T.BinaryType(), True),
@@ -227,7 +231,7 @@ def read_item(item: FileSplit, *, max_line_length: int = MAX_LINE_LENGTH,
 
     split_file = item.splits > 1
     counter = _NewlineCounter(item.location, item.start) if split_file else None
-    ordinal = 0
+    ordinal = messages = errors = largest = 0
     last_offset = item.start
     common = {
         "source_file": item.path,
@@ -241,7 +245,13 @@ def read_item(item: FileSplit, *, max_line_length: int = MAX_LINE_LENGTH,
         records = read_source(item.location, name=item.path, start=item.start, end=item.end,
                               max_line_length=max_line_length, max_message_bytes=max_message_bytes)
         for record in records:
-            row = message_row(record) if isinstance(record, DumpedMessage) else _error_row(record)
+            if isinstance(record, DumpedMessage):
+                row = message_row(record)
+                messages += 1
+                largest = max(largest, len(row["data"]))
+            else:
+                row = _error_row(record)
+                errors += 1
             last_offset = row["source_offset"]
             if row["reader_index"] is not None:
                 row["ordinal"] = ordinal
@@ -254,6 +264,7 @@ def read_item(item: FileSplit, *, max_line_length: int = MAX_LINE_LENGTH,
     except Exception as exc:  # noqa: BLE001 - bad input (or a reader bug) must not stop the run
         code = "unreadable_file" if isinstance(exc, OSError) else "reader_failed"
         where = f"bytes {last_offset}..{item.end if item.end is not None else 'end'}"
+        errors += 1
         yield {
             **common,
             "rec": "error",
@@ -261,12 +272,14 @@ def read_item(item: FileSplit, *, max_line_length: int = MAX_LINE_LENGTH,
             "error_code": code,
             "error_text": f"{type(exc).__name__}: {exc}; {where} of the file were not read",
         }
+    total = None
     if counter is not None:
         try:
             total = counter.upto(item.end)
         finally:
             counter.close()
-        yield {**common, "rec": "split", "source_offset": item.start, "ordinal": ordinal, "newlines": total}
+    yield {**common, "rec": "split", "source_offset": item.start, "ordinal": ordinal, "newlines": total,
+           "messages": messages, "errors": errors, "largest": largest}
 
 
 def _read_items(items: Sequence[FileSplit], max_line_length: int, max_message_bytes: int):
@@ -301,40 +314,44 @@ def scan(spark: SparkSession, items: Sequence[FileSplit], *, max_line_length: in
 
 
 def read_summary(raw: DataFrame) -> list[Row]:
-    """One aggregation over a read, all its callers need (one job where two ran): per file,
-    kind of record and split, the rows, the largest message's data and, for a split's own
-    row, its records and newlines."""
-    return (raw.groupBy("source_file", "rec", "split")
-            .agg(F.count(F.lit(1)).alias("count"), F.max(F.length("data")).alias("largest"),
-                 F.max("ordinal").alias("ordinal"), F.max("newlines").alias("newlines")).collect())
+    """What the driver needs of a read, in one job without a shuffle (it was an aggregation,
+    three jobs): each work item's own row, with its records, newlines, messages, bad
+    records and largest message's data."""
+    return raw.where(F.col("rec") == "split").select(
+        "source_file", "split", "splits", "ordinal", "newlines", "messages", "errors", "largest").collect()
 
 
-def split_bases(spark: SparkSession, summary: Sequence[Row]) -> DataFrame:
+def split_bases(summary: Sequence[Row]) -> dict[tuple[str, int], tuple[int, int]]:
     """Per (file, split) of split files: records and newlines in the splits before it
-    (from `read_summary`; no job)."""
-    counts = [(r["source_file"], r["split"], r["ordinal"], r["newlines"]) for r in summary if r["rec"] == "split"]
-    bases, running = [], {}
+    (from `read_summary`; pure)."""
+    counts = [(r["source_file"], r["split"], r["ordinal"], r["newlines"]) for r in summary if r["splits"] > 1]
+    bases, running = {}, {}
     for path, split, records, newlines in sorted(counts):
         before = running.get(path, (0, 0))
-        bases.append((path, split, before[0], before[1]))
+        bases[(path, split)] = before
         running[path] = (before[0] + records, before[1] + newlines)
-    schema = "source_file string, split int, base_index long, base_newlines long"
-    return spark.createDataFrame(bases, schema)
+    return bases
 
 
-def _positioned(raw: DataFrame, bases: DataFrame | None) -> DataFrame:
-    """``raw`` with ``source_index`` and ``source_line`` as a full read of each file gives them."""
-    if bases is None:
+def _positioned(raw: DataFrame, bases: Mapping[tuple[str, int], tuple[int, int]] | None) -> DataFrame:
+    """``raw`` with ``source_index`` and ``source_line`` as a full read of each file gives them.
+    The bases are looked up in a map literal: a broadcast join with them cost a job."""
+    if not bases:
         return raw.withColumn("source_index", F.col("reader_index")).withColumn("source_line", F.col("reader_line"))
-    joined = raw.join(F.broadcast(bases), ["source_file", "split"], "left")
+    key = F.concat(F.col("source_file"), F.lit("\0"), F.col("split").cast("string"))
+
+    def base(part: int):
+        pairs = [x for (path, split), value in sorted(bases.items()) for x in (F.lit(f"{path}\0{split}"), F.lit(value[part]))]
+        return F.element_at(F.create_map(*pairs), key)
+
     split_file = F.col("splits") > 1
-    return joined.withColumn(
+    return raw.withColumn(
         "source_index",
-        F.when(split_file & F.col("reader_index").isNotNull(), F.col("base_index") + F.col("ordinal"))
+        F.when(split_file & F.col("reader_index").isNotNull(), base(0) + F.col("ordinal"))
         .otherwise(F.col("reader_index")),
     ).withColumn(
         "source_line",
-        F.when(split_file, F.col("base_newlines") + F.col("newlines") + 1).otherwise(F.col("reader_line")),
+        F.when(split_file, base(1) + F.col("newlines") + 1).otherwise(F.col("reader_line")),
     )
 
 
@@ -444,13 +461,10 @@ def file_counts(summary: Sequence[Row], paths: Iterable[str] = ()) -> dict[str, 
     data, from `read_summary` (pure)."""
     counts = {path: {"messages": 0, "quarantined": 0, "largest": 0} for path in paths}
     for row in summary:
-        if row["rec"] == "split":
-            continue
-        kind = "messages" if row["rec"] == "message" else "quarantined"
         entry = counts.setdefault(row["source_file"], {"messages": 0, "quarantined": 0, "largest": 0})
-        entry[kind] += int(row["count"])
-        if kind == "messages":
-            entry["largest"] = max(entry["largest"], int(row["largest"] or 0))
+        entry["messages"] += int(row["messages"])
+        entry["quarantined"] += int(row["errors"])
+        entry["largest"] = max(entry["largest"], int(row["largest"]))
     return counts
 
 
@@ -495,7 +509,7 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
                        max_message_bytes=max_message_bytes).persist(StorageLevel.DISK_ONLY)
     bases = None
     if any(i.splits > 1 for i in items):  # (a re-read above gives the same rows: its summary holds)
-        bases = split_bases(spark, summary if summary is not None else read_summary(raw))
+        bases = split_bases(summary if summary is not None else read_summary(raw))
     return _Landing(items, raw, _positioned(raw, bases), run_id, _timestamp(landed_at), persisted, per_file, largest)
 
 

@@ -39,19 +39,19 @@ def test_a_small_run_and_its_rerun_schedule_these_jobs(spark, tmp_path):
     first = StageJobs(spark)
     summary = run_pipeline(spark, settings, table, inputs=dumps, target="dry-run", run_id="JOBS1", progress=first)
     assert summary.messages_landed == 200 and summary.pending == 200
-    # ingest: the read into the cache with the per-file counts, the rows to leave out, the
-    # write; classify: the write of the decisions, which caches them (1), their counts (2);
+    # ingest: the read into the cache with the per-file counts (1: each work item counts its
+    # own rows, no aggregation), the rows to leave out (2), the write (1); classify: the write of the decisions, which caches them (1), their counts (2);
     # replay: the join with the messages and the repartition by queue manager (2), the
     # ledger write (1). Before issue 16 the classify stage alone scheduled 11.
     # (+1 where the session's heap cannot hold MQ's largest message in every task slot: the
     # lookup of the largest message to put, `replay.largest_put`; not on a 24 GB machine)
-    assert first.per_stage() == {"ingest": 6, "classify": 3, "replay": 3 + lookup_jobs(spark), "summary": 0}
+    assert first.per_stage() == {"ingest": 4, "classify": 3, "replay": 3 + lookup_jobs(spark), "summary": 0}
 
     again = StageJobs(spark)
     rerun = run_pipeline(spark, settings, table, inputs=dumps, target="dry-run", run_id="JOBS2", progress=again)
     assert rerun.messages_landed == 0 and rerun.duplicates_skipped == 200
     # a rerun also joins the landing with the stored keys, and its decisions with the ledger
-    assert again.per_stage() == {"ingest": 8, "classify": 6, "replay": 3 + lookup_jobs(spark), "summary": 0}
+    assert again.per_stage() == {"ingest": 6, "classify": 6, "replay": 3 + lookup_jobs(spark), "summary": 0}
 
 
 def test_placing_queues_by_size_costs_run_no_job(spark, tmp_path):
@@ -67,12 +67,13 @@ def test_placing_queues_by_size_costs_run_no_job(spark, tmp_path):
     summary = run_pipeline(spark, settings, load_rules(STARTER), inputs=dumps, target="dry-run", run_id="PLACED",
                            progress=jobs)
     assert summary.pending == 200
-    assert jobs.per_stage() == {"ingest": 6, "classify": 3, "replay": 3 + lookup_jobs(spark), "summary": 0}
+    assert jobs.per_stage() == {"ingest": 4, "classify": 3, "replay": 3 + lookup_jobs(spark), "summary": 0}
 
 
 def test_where_the_byte_ranges_of_a_split_dump_start_costs_no_job_of_its_own(spark, tmp_path):
-    """Where each byte range's records and lines start comes from the aggregation that counts
-    the read (`ingest.read_summary`), not from a job of its own (it was one before)."""
+    """Where each byte range's records and lines start comes from the rows that count the read
+    (`ingest.read_summary`), and reaches the write as a map literal: no job of its own (it was
+    one, then the broadcast of a join was one)."""
     [dump] = write_generated(tmp_path / "dumps", 200, seed=5, files=1, max_size=8 * 1024)
     split = os.path.getsize(dump) // 4
     settings = RunSettings(storage=StorageSettings(path=str(tmp_path / "wh")), ingest=IngestSettings(split_bytes=split))
@@ -81,5 +82,5 @@ def test_where_the_byte_ranges_of_a_split_dump_start_costs_no_job_of_its_own(spa
                            run_id="SPLIT", progress=lambda line: (lines.append(line), jobs(line)))
     assert summary.messages_landed == 200
     assert any(line.endswith(" in 5 work items") for line in lines), lines
-    # one job more than a dump read whole: the broadcast of those starts to the write's join
-    assert jobs.per_stage() == {"ingest": 7, "classify": 3, "replay": 3 + lookup_jobs(spark), "summary": 0}
+    # as many jobs as a dump read whole
+    assert jobs.per_stage() == {"ingest": 4, "classify": 3, "replay": 3 + lookup_jobs(spark), "summary": 0}
