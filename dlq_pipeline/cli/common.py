@@ -388,8 +388,13 @@ def failing_in_one_line(explain):
 
 def spark_errors(config: Config):
     """Spark running out of memory ends a command with one ``error:`` line naming the setting to
-    raise (exit 1) instead of py4j tracebacks."""
+    raise (exit 1) instead of py4j tracebacks; so does storage found unusable on the way (a
+    Delta table whose creation never finished, `StorageError`), which says what to do."""
+    from dlq_pipeline.spark.storage import StorageError
+
     def explain(exc: Exception) -> str | None:
+        if isinstance(exc, StorageError):
+            return str(exc)
         what = out_of_memory(exc)
         return None if what is None else f"Spark ran out of memory ({what}): {heap_advice(config)}"
     return failing_in_one_line(explain)

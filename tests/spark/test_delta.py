@@ -156,6 +156,17 @@ def test_a_creation_that_never_finished_is_named_not_waited_for_forever(spark, t
         storage.merge_new("quarantine", quarantine_rows(spark, [1]))
 
 
+def test_a_command_meeting_a_creation_that_never_finished_says_so_in_one_line(spark, tmp_path, monkeypatch):
+    monkeypatch.setattr(storage_module, "CREATE_WAIT_SECONDS", 1.0)
+    [dump] = write_generated(tmp_path / "dumps", 5, seed=3, files=1)
+    (tmp_path / "wh" / "messages" / "_delta_log").mkdir(parents=True)
+    result = CliRunner().invoke(cli, ["ingest", str(dump), "--format", "delta", "--warehouse", str(tmp_path / "wh")])
+    assert result.exit_code == 1, result.output
+    [error] = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert error.startswith("error: the Delta table ") and "messages has a _delta_log but no commit" in error
+    assert "Traceback" not in result.stderr
+
+
 def test_time_travel_reads_the_tables_as_they_were(spark, tmp_path):
     storage = make_storage(spark, "delta", tmp_path / "wh")
     before_anything = dt.datetime.now(dt.timezone.utc)
