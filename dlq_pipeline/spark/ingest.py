@@ -95,6 +95,7 @@ RAW_SCHEMA = T.StructType(
         T.StructField("source_queue", T.StringType(), True),
         T.StructField("split", T.IntegerType(), False),
         T.StructField("splits", T.IntegerType(), False),
+        T.StructField("item", T.IntegerType(), False),  # the work item's number in the plan
         T.StructField("reader_index", T.LongType(), True),
         T.StructField("reader_line", T.LongType(), True),
         T.StructField("source_offset", T.LongType(), True),
@@ -224,9 +225,9 @@ def _error_row(err: RecordError) -> dict[str, Any]:
     }
 
 
-def read_item(item: FileSplit, *, max_line_length: int = MAX_LINE_LENGTH,
+def read_item(item: FileSplit, *, number: int = 0, max_line_length: int = MAX_LINE_LENGTH,
               max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Iterator[dict[str, Any]]:
-    """The raw rows of one work item (plain dicts; runs on an executor)."""
+    """The raw rows of one work item, ``number`` in the plan (plain dicts; runs on an executor)."""
     from dlq_pipeline.dumps.sources import read_source
 
     split_file = item.splits > 1
@@ -240,6 +241,7 @@ def read_item(item: FileSplit, *, max_line_length: int = MAX_LINE_LENGTH,
         "source_queue": item.queue,
         "split": item.split,
         "splits": item.splits,
+        "item": number,
     }
     try:
         records = read_source(item.location, name=item.path, start=item.start, end=item.end,
@@ -289,7 +291,7 @@ def _read_items(items: Sequence[FileSplit], max_line_length: int, max_message_by
         batcher = _Batcher()
         for batch in batches:
             for number in batch.column(0).to_pylist():
-                for row in read_item(items[number], max_line_length=max_line_length,
+                for row in read_item(items[number], number=number, max_line_length=max_line_length,
                                      max_message_bytes=max_message_bytes):
                     full = batcher.add(row)
                     if full is not None:
@@ -318,31 +320,32 @@ def read_summary(raw: DataFrame) -> list[Row]:
     three jobs): each work item's own row, with its records, newlines, messages, bad
     records and largest message's data."""
     return raw.where(F.col("rec") == "split").select(
-        "source_file", "split", "splits", "ordinal", "newlines", "messages", "errors", "largest").collect()
+        "source_file", "split", "splits", "item", "ordinal", "newlines", "messages", "errors", "largest").collect()
 
 
-def split_bases(summary: Sequence[Row]) -> dict[tuple[str, int], tuple[int, int]]:
-    """Per (file, split) of split files: records and newlines in the splits before it
-    (from `read_summary`; pure)."""
-    counts = [(r["source_file"], r["split"], r["ordinal"], r["newlines"]) for r in summary if r["splits"] > 1]
+def split_bases(summary: Sequence[Row]) -> dict[int, tuple[int, int]]:
+    """Per work item of a split file (by its number): the records and newlines in the file's
+    ranges before it (from `read_summary`; pure)."""
+    counts = [(r["source_file"], r["split"], r["item"], r["ordinal"], r["newlines"]) for r in summary if r["splits"] > 1]
     bases, running = {}, {}
-    for path, split, records, newlines in sorted(counts):
+    for path, _split, item, records, newlines in sorted(counts):
         before = running.get(path, (0, 0))
-        bases[(path, split)] = before
+        bases[item] = before
         running[path] = (before[0] + records, before[1] + newlines)
     return bases
 
 
-def _positioned(raw: DataFrame, bases: Mapping[tuple[str, int], tuple[int, int]] | None) -> DataFrame:
+def _positioned(raw: DataFrame, bases: Mapping[int, tuple[int, int]] | None, items: int = 0) -> DataFrame:
     """``raw`` with ``source_index`` and ``source_line`` as a full read of each file gives them.
-    The bases are looked up in a map literal: a broadcast join with them cost a job."""
+    The bases are array literals indexed by the work item's number (``items`` of them; 0 for
+    an item of a file read whole): a broadcast join with them cost a job, and a row finds
+    its base in constant time however many items there are."""
     if not bases:
         return raw.withColumn("source_index", F.col("reader_index")).withColumn("source_line", F.col("reader_line"))
-    key = F.concat(F.col("source_file"), F.lit("\0"), F.col("split").cast("string"))
 
     def base(part: int):
-        pairs = [x for (path, split), value in sorted(bases.items()) for x in (F.lit(f"{path}\0{split}"), F.lit(value[part]))]
-        return F.element_at(F.create_map(*pairs), key)
+        values = [bases.get(item, (0, 0))[part] for item in range(max(items, max(bases) + 1))]
+        return F.element_at(F.array(*[F.lit(v).cast("long") for v in values]), F.col("item") + 1)
 
     split_file = F.col("splits") > 1
     return raw.withColumn(
@@ -510,7 +513,7 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
     bases = None
     if any(i.splits > 1 for i in items):  # (a re-read above gives the same rows: its summary holds)
         bases = split_bases(summary if summary is not None else read_summary(raw))
-    return _Landing(items, raw, _positioned(raw, bases), run_id, _timestamp(landed_at), persisted, per_file, largest)
+    return _Landing(items, raw, _positioned(raw, bases, len(items)), run_id, _timestamp(landed_at), persisted, per_file, largest)
 
 
 def land(

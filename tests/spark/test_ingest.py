@@ -240,6 +240,24 @@ def test_a_large_dump_is_split_across_tasks_and_lands_as_a_full_read(spark, big_
     assert messages.where(F.col("message_key") == first.message_key).count() == 1
 
 
+def test_a_landing_of_split_and_whole_files_positions_every_row_as_whole_reads_do(spark, tmp_path, big_dump):
+    # work items of two split files with a file read whole between them: each row finds its
+    # own file's bases by its work item's number
+    small, second = tmp_path / "small.dmp", tmp_path / "second.dmp"
+    write_dump(list(generate_messages(5, seed=98, max_size=2048)), small)
+    write_dump(list(generate_messages(200, seed=99, max_size=3000)), second)
+    paths = [str(big_dump), str(small), str(second)]
+    split_bytes = big_dump.stat().st_size // 4
+    items = plan_work(paths, split_bytes=split_bytes)
+    assert [i.path for i in items if i.splits == 1] == [str(small)]
+    assert [i.path for i in items].index(str(small)) >= 4 and items[-1].path == str(second) and items[-1].splits > 1
+    messages, quarantine = land(spark, paths, run_id=RUN, landed_at=LANDED, split_bytes=split_bytes)
+    ref_messages, ref_quarantine = reference(spark, paths)
+    assert ref_messages.count() == 303 + 5 + 200  # no key in two files
+    assert_same_rows(messages, ref_messages)
+    assert_same_rows(quarantine, ref_quarantine)
+
+
 # --- ingest into storage: idempotent ---------------------------------------------------------
 
 
