@@ -335,7 +335,7 @@ def split_bases(summary: Sequence[Row]) -> dict[int, tuple[int, int]]:
     return bases
 
 
-def _positioned(raw: DataFrame, bases: Mapping[int, tuple[int, int]] | None, items: int = 0) -> DataFrame:
+def _positioned(raw: DataFrame, bases: Mapping[int, tuple[int, int]] | None, items: int) -> DataFrame:
     """``raw`` with ``source_index`` and ``source_line`` as a full read of each file gives them.
     The bases are array literals indexed by the work item's number (``items`` of them; 0 for
     an item of a file read whole): a broadcast join with them cost a job, and a row finds
@@ -344,7 +344,7 @@ def _positioned(raw: DataFrame, bases: Mapping[int, tuple[int, int]] | None, ite
         return raw.withColumn("source_index", F.col("reader_index")).withColumn("source_line", F.col("reader_line"))
 
     def base(part: int):
-        values = [bases.get(item, (0, 0))[part] for item in range(max(items, max(bases) + 1))]
+        values = [bases.get(item, (0, 0))[part] for item in range(items)]
         return F.element_at(F.array(*[F.lit(v).cast("long") for v in values]), F.col("item") + 1)
 
     split_file = F.col("splits") > 1

@@ -40,7 +40,8 @@ def test_a_small_run_and_its_rerun_schedule_these_jobs(spark, tmp_path):
     summary = run_pipeline(spark, settings, table, inputs=dumps, target="dry-run", run_id="JOBS1", progress=first)
     assert summary.messages_landed == 200 and summary.pending == 200
     # ingest: the read into the cache with the per-file counts (1: each work item counts its
-    # own rows, no aggregation), the rows to leave out (2), the write (1); classify: the write of the decisions, which caches them (1), their counts (2);
+    # own rows, no aggregation), the rows to leave out (2), the write (1); classify: the
+    # write of the decisions, which caches them (1), their counts (2);
     # replay: the join with the messages and the repartition by queue manager (2), the
     # ledger write (1). Before issue 16 the classify stage alone scheduled 11.
     # (+1 where the session's heap cannot hold MQ's largest message in every task slot: the
@@ -72,8 +73,8 @@ def test_placing_queues_by_size_costs_run_no_job(spark, tmp_path):
 
 def test_where_the_byte_ranges_of_a_split_dump_start_costs_no_job_of_its_own(spark, tmp_path):
     """Where each byte range's records and lines start comes from the rows that count the read
-    (`ingest.read_summary`), and reaches the write as a map literal: no job of its own (it was
-    one, then the broadcast of a join was one)."""
+    (`ingest.read_summary`), and reaches the write as array literals indexed by work item: no
+    job of its own (it was one, then the broadcast of a join was one)."""
     [dump] = write_generated(tmp_path / "dumps", 200, seed=5, files=1, max_size=8 * 1024)
     split = os.path.getsize(dump) // 4
     settings = RunSettings(storage=StorageSettings(path=str(tmp_path / "wh")), ingest=IngestSettings(split_bytes=split))
