@@ -116,7 +116,7 @@ def end_to_end_lines(d: dict) -> list[str]:
                      _f(s.get("reference_over_warm_run"))])
     c = d["crossover"]
     warm = d.get("crossover_warm_session")
-    lines = (_table(["messages", "run (wall s)", "Spark start-up + trivial job s", "pipeline s",
+    lines = (_table(["messages", "run, fresh process (wall s)", "Spark start-up + trivial job s", "pipeline s",
                      "pipeline s, warm session", "JVM", "Spark jobs",
                      "jobs per stage", "stage s", "puts per connection", "sequential reference (wall s)",
                      "reference / run", "reference / warm run"], rows)
