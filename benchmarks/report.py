@@ -99,6 +99,14 @@ def replay_lines(d: dict) -> list[str]:
                + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items()), ""])
 
 
+def _crossing(where: str, c: dict) -> str:
+    """One sentence: the measured crossover (what the target judges) and the fitted lines."""
+    return (f"In {where}: crossover at **{_f(c['crossover_messages'])} messages** as measured ({c['note']}); "
+            f"fitted lines: run {c['pipeline_fixed_s']} s + {c['pipeline_ms_per_message']} ms/message, reference "
+            f"{c['reference_fixed_s']} s + {c['reference_ms_per_message']} ms/message, meeting at "
+            f"{_f(c['fitted_crossover_messages'])} messages.")
+
+
 def end_to_end_lines(d: dict) -> list[str]:
     rows = []
     for n, s in d["sizes"].items():
@@ -121,14 +129,10 @@ def end_to_end_lines(d: dict) -> list[str]:
                      "jobs per stage", "stage s", "puts per connection", "sequential reference (wall s)",
                      "reference / run", "reference / warm run"], rows)
              + [f"Sim latency (ms) {d['latency_ms']}, `run` on {d['master']}"
-                + (f" with replay {d['replay']}" if d.get("replay") else "") + ". Fitted: run "
-                f"{c['pipeline_fixed_s']} s + {c['pipeline_ms_per_message']} ms/message; reference "
-                f"{c['reference_fixed_s']} s + {c['reference_ms_per_message']} ms/message; crossover at "
-                f"**{_f(c['crossover_messages'])} messages** ({c['note']})."
-                + (f" In a warm session (the same run again in the child's session: a notebook, a running "
-                   f"cluster, a Spark Connect server): {warm['pipeline_fixed_s']} s + "
-                   f"{warm['pipeline_ms_per_message']} ms/message, crossover at "
-                   f"**{_f(warm['crossover_messages'])} messages**." if warm else ""), ""])
+                + (f" with replay {d['replay']}" if d.get("replay") else "") + ". "
+                + _crossing("a fresh process", c)
+                + (" " + _crossing("a warm session (the same run again in the child's session: a notebook, a "
+                                   "running cluster, a Spark Connect server)", warm) if warm else ""), ""])
     sim = d.get("sim_put_cost")
     if sim:
         lines += [f"Simulated queue manager, no latency, {sim['puts']:,} puts in units of work of "

@@ -1,4 +1,4 @@
-"""The benchmark's pure helpers: generated rules tables, the crossover fit, latency options."""
+"""The benchmark's pure helpers: generated rules tables, the crossover (measured and fitted), latency options."""
 
 from __future__ import annotations
 
@@ -19,12 +19,26 @@ def test_generated_tables_are_valid_with_the_catch_all_last(count):
     assert all(len(line) <= 72 for line in rules_table_text(count).splitlines())
 
 
-def test_crossover_is_where_the_fitted_lines_meet():
+def test_the_fitted_crossover_is_where_the_fitted_lines_meet():
     # run: 30 s + 1 ms/message; reference: 6 ms/message -> they meet at 6,000 messages
     fit = crossover([(1000, 31.0, 6.0), (10000, 40.0, 60.0)])
-    assert fit["crossover_messages"] == 6000
+    assert fit["fitted_crossover_messages"] == 6000
     assert fit["pipeline_fixed_s"] == 30.0 and fit["reference_ms_per_message"] == 6.0
-    assert crossover([(100, 10.0, 1.0), (200, 20.0, 1.5)])["crossover_messages"] is None
+    assert crossover([(100, 10.0, 1.0), (200, 20.0, 1.5)])["fitted_crossover_messages"] is None
+
+
+def test_the_measured_crossover_interpolates_between_the_last_loss_and_the_first_lasting_win():
+    # lead (pipeline - reference): +2 at 1,000, -1 at 4,000 -> crossing at 3,000; the fit of
+    # all four points would say otherwise, as the large sizes bend the line
+    points = [(4000, 9.0, 10.0), (1000, 5.0, 3.0), (20000, 20.0, 50.0), (100000, 60.0, 300.0)]
+    got = crossover(points)
+    assert (got["crossover_messages"], got["between"]) == (3000, [1000, 4000])
+    assert got["fitted_crossover_messages"] != 3000
+    # a win that does not last (lost again at 4,000) does not count
+    assert crossover([(1000, 2.0, 3.0), (2000, 5.0, 4.0), (4000, 5.0, 8.0)])["crossover_messages"] == 2500
+    # won everywhere: the smallest size; lost at the largest: none
+    assert crossover([(1000, 2.0, 3.0), (5000, 4.0, 15.0)])["crossover_messages"] == 1000
+    assert crossover([(1000, 2.0, 3.0), (5000, 16.0, 15.0)])["crossover_messages"] is None
 
 
 def test_latency_option_becomes_delay_faults():
