@@ -39,6 +39,7 @@ import operator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession, Window
@@ -184,14 +185,15 @@ class _Batcher:
 class _NewlineCounter:
     """Counts '\\n' bytes from a split's start up to given offsets (which only grow). Reads
     the file in 1 MiB blocks and counts inside the block held, so a call per record costs a
-    ``count`` of its own bytes, not a read."""
+    count of its own bytes, not a read. Counted with numpy: ``bytes.count`` took a tenth of
+    the whole reader's time on a split dump."""
 
     _BLOCK = 1 << 20
 
     def __init__(self, path: str, start: int):
         self.file = open_input(path)  # closed by close()
         self.file.seek(start)
-        self.block = b""
+        self.block = np.empty(0, np.uint8)
         self.block_start = start  # file offset of block[0]
         self.pos = start  # counted up to here
         self.count = 0
@@ -200,12 +202,12 @@ class _NewlineCounter:
         while offset is None or self.pos < offset:
             end = self.block_start + len(self.block)
             if self.pos >= end:
-                self.block_start, self.block = end, self.file.read(self._BLOCK)
-                if not self.block:
+                self.block_start, self.block = end, np.frombuffer(self.file.read(self._BLOCK), np.uint8)
+                if not len(self.block):
                     break
                 end = self.block_start + len(self.block)
             stop = end if offset is None else min(end, offset)
-            self.count += self.block.count(b"\n", self.pos - self.block_start, stop - self.block_start)
+            self.count += int(np.count_nonzero(self.block[self.pos - self.block_start:stop - self.block_start] == 10))
             self.pos = stop
         return self.count
 
