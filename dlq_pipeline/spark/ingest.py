@@ -207,7 +207,7 @@ class _NewlineCounter:
                     break
                 end = self.block_start + len(self.block)
             stop = end if offset is None else min(end, offset)
-            self.count += int(np.count_nonzero(self.block[self.pos - self.block_start:stop - self.block_start] == 10))
+            self.count += int(np.count_nonzero(self.block[self.pos - self.block_start:stop - self.block_start] == ord("\n")))
             self.pos = stop
         return self.count
 
