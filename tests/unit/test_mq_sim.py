@@ -206,7 +206,7 @@ def test_a_file_made_before_depths_were_kept_gets_them_counted(tmp_path):
     c.commit()
     c.disconnect()
     with closing(sqlite3.connect(path)) as db:  # as an earlier version left it
-        db.executescript("DROP TRIGGER depth_in; DROP TRIGGER depth_out; DROP TABLE depths;")
+        db.executescript("DROP TRIGGER depth_out; DROP TABLE depths;")
     reopened = SimQueueManager(path, "OLD").connect()
     assert reopened.inquire_depth("Q1")[0] == 4
     put(reopened, "Q1", 9)
@@ -216,10 +216,10 @@ def test_a_file_made_before_depths_were_kept_gets_them_counted(tmp_path):
 
 
 def test_a_body_is_stored_once_and_a_file_made_before_keeps_its_messages(tmp_path):
+    import dataclasses
+    import json
     import sqlite3
     from contextlib import closing
-
-    from dlq_pipeline.mq.sim import md_to_json
 
     path = tmp_path / "OLD.sqlite"
     c = SimQueueManager(path, "OLD").connect()
@@ -230,16 +230,24 @@ def test_a_body_is_stored_once_and_a_file_made_before_keeps_its_messages(tmp_pat
     with closing(sqlite3.connect(path)) as db:
         assert db.execute("SELECT count(*) FROM messages WHERE length(data) > 0").fetchone() == (0,)
         assert db.execute("SELECT count(*) FROM put_log WHERE length(data) > 0").fetchone() == (2,)
-        # as an earlier version left it: bodies and descriptors in the message rows, no log_seq
+        assert db.execute("PRAGMA page_size").fetchone() == (16384,)  # a new file's (see SimQueueManager._open)
+        # as an earlier version left it: bodies and descriptors (JSON objects) in the message
+        # rows, no log_seq, CURDEPTH counted by a trigger per inserted row
         db.executescript("DELETE FROM messages; ALTER TABLE messages DROP COLUMN log_seq; "
-                         "ALTER TABLE get_log DROP COLUMN log_seq;")
+                         "ALTER TABLE get_log DROP COLUMN log_seq; "
+                         "CREATE TRIGGER depth_in AFTER INSERT ON messages BEGIN INSERT INTO depths "
+                         "VALUES (NEW.qmgr, NEW.queue, 1) ON CONFLICT (qmgr, queue) DO UPDATE SET depth = depth + 1; END")
         db.executemany("INSERT INTO messages (qmgr, queue, md, data, msg_id, correl_id, state) VALUES (?,?,?,?,?,?,0)",
-                       [("OLD", "Q1", md_to_json(md(n)), b"old-%d" % n, md(n).msg_id, md(n).correl_id) for n in (5, 6)])
+                       [("OLD", "Q1", json.dumps({k: v.hex() if isinstance(v, bytes) else v
+                                                  for k, v in dataclasses.asdict(md(n)).items()}),
+                         b"old-%d" % n, md(n).msg_id, md(n).correl_id) for n in (5, 6)])
         db.commit()
     qm = SimQueueManager(path, "OLD")
     c = qm.connect()
+    assert c.inquire_depth("Q1")[0] == 2
     put(c, "Q1", 7)
     c.commit()
+    assert c.inquire_depth("Q1")[0] == 3  # counted once: the per-row trigger is gone
     assert [(m.md.msg_id, m.data) for m in qm.messages("Q1")] == [(md(5).msg_id, b"old-5"), (md(6).msg_id, b"old-6"),
                                                                   (md(7).msg_id, b"body-7")]
     got = c.get("Q1", msg_id=md(6).msg_id)
@@ -642,9 +650,10 @@ def test_a_unit_whose_queue_filled_up_before_its_commit_is_backed_out(qm):
 
 @settings(max_examples=200, deadline=None)
 @given(st.data())
-def test_md_json_is_the_sorted_json_of_every_field_and_reads_back(data):
-    """md_to_json writes what json.dumps(..., sort_keys=True) wrote, for any text (non-ASCII,
-    lone surrogates as surrogateescape makes them) and for odd int-like values."""
+def test_md_json_is_the_json_array_of_every_field_by_sorted_name_and_reads_back(data):
+    """md_to_json writes json.dumps of the field values in the order of their sorted names, for
+    any text (non-ASCII, lone surrogates as surrogateescape makes them) and for odd int-like
+    values; md_from_json reads that back, and the JSON object an earlier simulator stored."""
     import enum
     import json
     from dataclasses import fields as dc_fields
@@ -667,6 +676,10 @@ def test_md_json_is_the_sorted_json_of_every_field_and_reads_back(data):
         else:
             values[f.name] = data.draw(st.one_of(ints, st.booleans(), st.just(Kind.DATAGRAM)) if odd else ints)
     descriptor = MQMD(**values)
-    expected = json.dumps({k: v.hex() if k in MQMD_BYTE_LENGTHS else v for k, v in values.items()}, sort_keys=True)
+    stored = {k: v.hex() if k in MQMD_BYTE_LENGTHS else v for k, v in values.items()}
+    expected = json.dumps([stored[k] for k in sorted(stored)], separators=(",", ":"))
     assert md_to_json(descriptor) == expected
     assert md_from_json(md_to_json(descriptor)) == descriptor
+    assert md_from_json(json.dumps(stored, sort_keys=True)) == descriptor  # a file made before
+    with pytest.raises(ValueError, match="fields, not the"):
+        md_from_json(json.dumps(list(stored.values())[:-1]))
