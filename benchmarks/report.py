@@ -135,10 +135,13 @@ def end_to_end_lines(d: dict) -> list[str]:
                                    "running cluster, a Spark Connect server)", warm) if warm else ""), ""])
     sim = d.get("sim_put_cost")
     if sim:
+        rounds = sim.get("rounds", 1)
         lines += [f"Simulated queue manager, no latency, {sim['puts']:,} puts in units of work of "
-                  f"{sim['unit_of_work']}: " + "; ".join(
-                      f"at depth {int(k):,} {v['wall_us_per_put']} µs/put wall ({v['cpu_us_per_put']} CPU)"
-                      for k, v in sim["depths"].items()) + ".", ""]
+                  f"{sim['unit_of_work']}" + (f", the median of {rounds} rounds" if rounds > 1 else "") + ": "
+                  + "; ".join(f"at depth {int(k):,} {v['wall_us_per_put']} µs/put wall ({v['cpu_us_per_put']} CPU"
+                              + (f"; rounds {', '.join(map(str, v['rounds_cpu_us_per_put']))}"
+                                 if "rounds_cpu_us_per_put" in v else "") + ")"
+                              for k, v in sim["depths"].items()) + ".", ""]
     targets = d.get("targets")
     if targets:
         lines += _table(["target (issue 16)", "measured", "limit", "holds"],
