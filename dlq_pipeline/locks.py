@@ -36,6 +36,7 @@ import json
 import os
 import socket
 import threading
+import time
 from pathlib import Path
 
 from dlq_pipeline.paths import PathError, local_dir
@@ -94,11 +95,20 @@ def describe_holder(doc: dict) -> str:
     return f"{doc['command']} (pid {doc['pid']} on {doc['host']}, run {doc['run_id'] or '-'}, since {doc['since']})"
 
 
-def _read_holder(fd: int) -> str:
-    try:
-        return describe_holder(json.loads(os.pread(fd, 4096, 0) or b"{}"))
-    except (ValueError, KeyError, OSError):
-        return "another process (it has not written its name yet)"
+HOLDER_NAME_WAIT = 2.0  # seconds: the holder writes its name right after it takes the lock
+
+
+def _read_holder(fd: int, wait: float = HOLDER_NAME_WAIT) -> str:
+    """Who holds the lock, waiting up to ``wait`` seconds for a holder that has just taken it
+    and not yet written its name (two runs started at the same moment meet in that gap)."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return describe_holder(json.loads(os.pread(fd, 4096, 0) or b"{}"))
+        except (ValueError, KeyError, OSError):
+            if time.monotonic() >= deadline:
+                return "another process (it has not written its name yet)"
+            time.sleep(0.02)
 
 
 # --- one writer per warehouse --------------------------------------------------------------

@@ -51,6 +51,36 @@ def test_a_second_holder_is_refused_naming_the_first_and_kill_9_frees_the_lock(t
         assert '"run_id": "AFTER"' in (tmp_path / "_locks" / "warehouse.lock").read_text()
 
 
+def test_a_run_refused_in_the_moment_before_the_holder_writes_its_name_still_names_it(tmp_path):
+    # two runs started at the same moment: the winner has the flock but has not yet written its name
+    import fcntl
+    import json
+    import threading
+
+    from dlq_pipeline.locks import describe_holder, holder_info
+
+    path = tmp_path / "_locks" / "warehouse.lock"
+    path.parent.mkdir()
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another open file: it conflicts even in this process
+        doc = holder_info("run", "WINNER")
+        late = threading.Timer(0.3, lambda: os.pwrite(fd, json.dumps(doc).encode() + b"\n", 0))
+        late.start()
+        with pytest.raises(WarehouseLocked) as refused:
+            with WarehouseLock(tmp_path, command="run", run_id="LOSER"):
+                pass
+        late.join()
+        assert f"is being written by {describe_holder(doc)} (lock file {path})" in str(refused.value)
+
+        os.ftruncate(fd, 0)  # a holder that never writes its name: refused all the same, after a bounded wait
+        with pytest.raises(WarehouseLocked, match=r"by another process \(it has not written its name yet\)"):
+            with WarehouseLock(tmp_path, command="run", run_id="LOSER"):
+                pass
+    finally:
+        os.close(fd)
+
+
 def test_the_lock_is_reentrant_in_one_process_and_released_by_the_outermost(tmp_path):
     with WarehouseLock(tmp_path, command="run", run_id="OUTER"):
         with WarehouseLock(tmp_path, command="run", run_id="INNER"):  # run_pipeline under the run command
