@@ -14,9 +14,11 @@ what makes byte-range splits exact.
 **Splits.** ``read_dump(path, start=s, end=e)`` yields exactly the records whose first line
 starts at a byte offset in ``[s, e)``, reading past ``e`` to finish the last one. File-level
 verdicts (``empty_file``, ``missing_header``, ``not_a_message_dump``) are reported once, by
-the split that starts at 0. In a split with ``s > 0`` the ordinal ``index`` and the 1-based
-``line`` are unknown and set to -1 (counting lines before ``s`` would mean reading them);
-the Spark ingest orders records by ``offset``. Everything else is identical to a full read.
+the split that starts at 0. In a split with ``s > 0`` the ordinal ``index`` is unknown and
+set to -1, and ``line`` counts from the line that holds byte ``s`` (line 1): a full read's
+line is that plus the newlines before ``s``, which the Spark ingest adds from the other
+splits' counts without reading their bytes twice. Everything else is identical to a full
+read.
 
 **Errors.** A bad record yields one ``RecordError`` located at the record's first line
 (``line``/``offset``), whose ``message`` names the offending line by byte offset and whose
@@ -536,6 +538,21 @@ def _line_digits(buf: bytearray, pos: int, width: int, lines: int) -> bytes:
     return rows[:, 2:width].tobytes()
 
 
+def newlines_between(f: BinaryIO, start: int, stop: int | None) -> int:
+    """The ``\\n`` bytes in ``[start, stop)`` of ``f`` (``stop`` None: to its end), read in
+    blocks (moves ``f``)."""
+    f.seek(start)
+    count, left = 0, None if stop is None else max(stop - start, 0)
+    while left is None or left > 0:
+        block = f.read(1 << 20 if left is None else min(left, 1 << 20))
+        if not block:
+            break
+        count += block.count(b"\n")
+        if left is not None:
+            left -= len(block)
+    return count
+
+
 def _align(f: BinaryIO, start: int) -> int:
     """The first line start at or after ``start``."""
     if start <= 0:
@@ -969,8 +986,9 @@ def read_dump(
             pos, prev_kind = first_offset, None
         else:
             prev_kind = _previous_kind(f, pos, prologue.body_start, max_line_length)
+        lineno = 1 + newlines_between(f, start, pos)
         f.seek(pos)
-        yield from _records(LineReader(f, pos, -1, max_line_length), label, prologue.first,
+        yield from _records(LineReader(f, pos, lineno, max_line_length), label, prologue.first,
                             end, False, prev_kind, max_line_length, max_message_bytes)
 
 

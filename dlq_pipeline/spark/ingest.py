@@ -9,10 +9,11 @@ SparkContext), and the readers' ``DumpedMessage``/``RecordError`` become Arrow r
 
 **Positions.** A read that starts inside a file cannot know its line numbers or message
 ordinals without reading what comes before. So each task of a split file also counts the
-newlines and records of its own byte range; the driver turns those per-split counts into
-per-split bases (a running sum in file order), and every row gets ``index = base + ordinal``
-and ``line = 1 + base + newlines before it``: the same numbers a single full read gives,
-without moving any message data.
+newlines and records of its own byte range (the reader numbers lines from the split's
+start, so only the last record's bytes up to the range's end are read again to count
+them); the driver turns those per-split counts into per-split bases (a running sum in file
+order), and every row gets ``index = base + ordinal`` and ``line = 1 + base + newlines
+before it``: the same numbers a single full read gives, without moving any message data.
 
 **Rows.** Messages get every MQMD field typed, data as bytes, ``data_digest`` and
 ``message_key`` (``identity.py``); a key that repeats within one landing lands once (the
@@ -39,7 +40,6 @@ import operator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-import numpy as np
 import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession, Window
@@ -47,7 +47,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dlq_pipeline.clock import as_utc, utc_now
-from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH
+from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH, newlines_between
 from dlq_pipeline.dumps.files import open_input
 from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES, FileSplit, plan_work
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
@@ -182,37 +182,12 @@ class _Batcher:
         )
 
 
-class _NewlineCounter:
-    """Counts '\\n' bytes from a split's start up to given offsets (which only grow). Reads
-    the file in 1 MiB blocks and counts inside the block held, so a call per record costs a
-    count of its own bytes, not a read. Counted with numpy: ``bytes.count`` took a tenth of
-    the whole reader's time on a split dump."""
-
-    _BLOCK = 1 << 20
-
-    def __init__(self, path: str, start: int):
-        self.file = open_input(path)  # closed by close()
-        self.file.seek(start)
-        self.block = np.empty(0, np.uint8)
-        self.block_start = start  # file offset of block[0]
-        self.pos = start  # counted up to here
-        self.count = 0
-
-    def upto(self, offset: int | None) -> int:
-        while offset is None or self.pos < offset:
-            end = self.block_start + len(self.block)
-            if self.pos >= end:
-                self.block_start, self.block = end, np.frombuffer(self.file.read(self._BLOCK), np.uint8)
-                if not len(self.block):
-                    break
-                end = self.block_start + len(self.block)
-            stop = end if offset is None else min(end, offset)
-            self.count += int(np.count_nonzero(self.block[self.pos - self.block_start:stop - self.block_start] == ord("\n")))
-            self.pos = stop
-        return self.count
-
-    def close(self):
-        self.file.close()
+def _newlines_between(location: str, start: int, stop: int | None) -> int:
+    """The ``\\n`` bytes in ``[start, stop)`` of the file at ``location`` (None: to its end)."""
+    if stop is not None and stop <= start:
+        return 0
+    with open_input(location) as f:
+        return newlines_between(f, start, stop)
 
 
 def _error_row(err: RecordError) -> dict[str, Any]:
@@ -233,9 +208,12 @@ def read_item(item: FileSplit, *, number: int = 0, max_line_length: int = MAX_LI
     from dlq_pipeline.dumps.sources import read_source
 
     split_file = item.splits > 1
-    counter = _NewlineCounter(item.location, item.start) if split_file else None
     ordinal = messages = errors = largest = 0
     last_offset = item.start
+    # newlines from the split's start up to a row: its line (counted by the reader from the
+    # split's start) less one, so the split's bytes are read once; `known` is the last row
+    # whose count is known, from which the rest is counted when a row has no line
+    known = (item.start, 0)
     common = {
         "source_file": item.path,
         "source_kind": "amqsbcg" if item.kind == "amqsbcg" else "dmpmqmsg",
@@ -260,8 +238,11 @@ def read_item(item: FileSplit, *, number: int = 0, max_line_length: int = MAX_LI
             if row["reader_index"] is not None:
                 row["ordinal"] = ordinal
                 ordinal += 1
-            if counter is not None:
-                row["newlines"] = counter.upto(row["source_offset"])
+            if split_file:
+                line = row["reader_line"]
+                row["newlines"] = line - 1 if line is not None and line > 0 else (
+                    known[1] + _newlines_between(item.location, known[0], row["source_offset"]))
+                known = (row["source_offset"], row["newlines"])
             row.update(common)  # (a fresh dict, no key in common: no copy needed)
             yield row
             crash_point("ingest-record", ordinal)
@@ -277,11 +258,8 @@ def read_item(item: FileSplit, *, number: int = 0, max_line_length: int = MAX_LI
             "error_text": f"{type(exc).__name__}: {exc}; {where} of the file were not read",
         }
     total = None
-    if counter is not None:
-        try:
-            total = counter.upto(item.end)
-        finally:
-            counter.close()
+    if split_file:  # the last record's bytes up to the split's end (only they are read again)
+        total = known[1] + _newlines_between(item.location, known[0], item.end)
     yield {**common, "rec": "split", "source_offset": item.start, "ordinal": ordinal, "newlines": total,
            "messages": messages, "errors": errors, "largest": largest}
 
