@@ -55,6 +55,7 @@ __all__ = [
     "read_dump",
     "read_dump_info",
     "plan_splits",
+    "newlines_between",
     "write_dump",
 ]
 
