@@ -98,10 +98,10 @@ def describe_holder(doc: dict) -> str:
 HOLDER_NAME_WAIT = 2.0  # seconds: the holder writes its name right after it takes the lock
 
 
-def _read_holder(fd: int, wait: float = HOLDER_NAME_WAIT) -> str:
-    """Who holds the lock, waiting up to ``wait`` seconds for a holder that has just taken it
-    and not yet written its name (two runs started at the same moment meet in that gap)."""
-    deadline = time.monotonic() + wait
+def _read_holder(fd: int) -> str:
+    """Who holds the lock, waiting up to ``HOLDER_NAME_WAIT`` for a holder that has just taken
+    it and not yet written its name (two runs started at the same moment meet in that gap)."""
+    deadline = time.monotonic() + HOLDER_NAME_WAIT
     while True:
         try:
             return describe_holder(json.loads(os.pread(fd, 4096, 0) or b"{}"))

@@ -209,11 +209,10 @@ def read_item(item: FileSplit, *, number: int = 0, max_line_length: int = MAX_LI
 
     split_file = item.splits > 1
     ordinal = messages = errors = largest = 0
-    last_offset = item.start
-    # newlines from the split's start up to a row: its line (counted by the reader from the
-    # split's start) less one, so the split's bytes are read once; `known` is the last row
-    # whose count is known, from which the rest is counted when a row has no line
-    known = (item.start, 0)
+    # the last row's offset and, in a split file, the newlines from the split's start up to
+    # it: its line less one (the reader numbers a split's lines from its start, every row
+    # has one), so the split's bytes are read once
+    last_offset, last_newlines = item.start, 0
     common = {
         "source_file": item.path,
         "source_kind": "amqsbcg" if item.kind == "amqsbcg" else "dmpmqmsg",
@@ -239,10 +238,7 @@ def read_item(item: FileSplit, *, number: int = 0, max_line_length: int = MAX_LI
                 row["ordinal"] = ordinal
                 ordinal += 1
             if split_file:
-                line = row["reader_line"]
-                row["newlines"] = line - 1 if line is not None and line > 0 else (
-                    known[1] + _newlines_between(item.location, known[0], row["source_offset"]))
-                known = (row["source_offset"], row["newlines"])
+                row["newlines"] = last_newlines = row["reader_line"] - 1
             row.update(common)  # (a fresh dict, no key in common: no copy needed)
             yield row
             crash_point("ingest-record", ordinal)
@@ -259,7 +255,7 @@ def read_item(item: FileSplit, *, number: int = 0, max_line_length: int = MAX_LI
         }
     total = None
     if split_file:  # the last record's bytes up to the split's end (only they are read again)
-        total = known[1] + _newlines_between(item.location, known[0], item.end)
+        total = last_newlines + _newlines_between(item.location, last_offset, item.end)
     yield {**common, "rec": "split", "source_offset": item.start, "ordinal": ordinal, "newlines": total,
            "messages": messages, "errors": errors, "largest": largest}
 
