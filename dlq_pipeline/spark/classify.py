@@ -13,10 +13,10 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.clock import as_utc
 from dlq_pipeline.progress import Progress, Report
-from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns
+from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns, decode_and_classify_columns
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.spark.schemas import conform
-from dlq_pipeline.spark.decode import decode_headers, without_data
+from dlq_pipeline.spark.decode import without_data
 from dlq_pipeline.spark.ledger import pending_with_attempts, recover_interrupted
 from dlq_pipeline.spark.progress import TaskTicker
 from dlq_pipeline.spark.storage import Storage
@@ -38,9 +38,30 @@ def classify(
     attempt is younger than the interval, the decision keeps its action but gets a
     ``not_before`` in the future; replay records it as ``deferred`` without trying.
     """
+    return _decisions(classify_columns(table, pending, "prior_attempts"), table, run_id=run_id, now=now,
+                      retry_interval=retry_interval)
+
+
+def classify_pending(
+    pending: DataFrame,
+    table: RulesTable,
+    *,
+    run_id: str,
+    now: dt.datetime,
+    retry_interval: int | None = None,
+) -> DataFrame:
+    """``classify(decode_headers(pending), ...)`` for pending messages as stored (not
+    decoded), with decode and the rule choice in one Python UDF
+    (`compiler.decode_and_classify_columns`): one Python worker per task instead of two."""
+    return _decisions(decode_and_classify_columns(table, pending, "prior_attempts"), table, run_id=run_id, now=now,
+                      retry_interval=retry_interval)
+
+
+def _decisions(decided: DataFrame, table: RulesTable, *, run_id: str, now: dt.datetime,
+               retry_interval: int | None) -> DataFrame:
+    """The ``decisions`` rows of messages with their decision columns (RETRYINT applied)."""
     interval = table.control.retryint if retry_interval is None or retry_interval < 0 else retry_interval
     now_lit = F.lit(as_utc(now)).cast("timestamp")  # aware: converted without the local zone
-    decided = classify_columns(table, pending, "prior_attempts")
     puts = F.col("action").isin(*PUT_ACTIONS)
     earliest = F.col("last_attempt.at") + F.make_interval(secs=F.lit(interval))
     same_rule_too_soon = (
@@ -83,7 +104,7 @@ def decide_pending(
     recover_interrupted(spark, storage)
     # never `data`: a 100 MB message would be read whole for its 172-byte header
     pending = pending_with_attempts(without_data(storage.read("messages")), storage.read("ledger"))
-    decisions = classify(decode_headers(pending), table, run_id=run_id, now=now, retry_interval=retry_interval)
+    decisions = classify_pending(pending, table, run_id=run_id, now=now, retry_interval=retry_interval)
     decisions = decisions.persist(StorageLevel.MEMORY_AND_DISK_DESER)  # as built: no serialized copy
     try:
         with TaskTicker(spark, progress, "classify", "tasks", stage="last"):  # silent for a minute otherwise

@@ -361,22 +361,103 @@ def classify_columns(table: RulesTable, df: DataFrame, attempts_col: str = "prio
     size; only the chosen rule's outputs are then looked up in SQL, by index, as in
     `chained_columns`.
     """
-    from dlq_pipeline.rules.index import EXHAUSTED, RuleIndex
+    from dlq_pipeline.rules.index import RuleIndex
 
     rules = tuple(table.rules)
-    pick = sql_column(_PICK)
     if rules:
         columns = list(RuleIndex(table).columns)
         if arrow is None:
             arrow = hasattr(F, "arrow_udf")
-        batch = F.expr(f"struct({_ELIGIBLE} AS eligible, CAST(coalesce({sql_column(attempts_col)}, 0) AS BIGINT)"
-                       f" AS attempts{''.join(f', {sql_column(c)}' for c in columns)})")
+        batch = F.expr(f"struct({_ELIGIBLE} AS eligible, {_attempts_sql(attempts_col)} AS attempts"
+                       f"{''.join(f', {sql_column(c)}' for c in columns)})")
         chosen = _choices_udf(table, columns, arrow)(batch)
     else:
         chosen = F.lit(None).cast("int")
-    outputs = outputs_sql(rules, f"CASE WHEN {pick} >= 0 THEN {pick} END", f"coalesce({pick} = {EXHAUSTED}, false)")
     # Few calls into the JVM (each costs a round trip, more on a busy machine): the
     # replaced columns dropped, the choice and the outputs appended, the choice dropped.
     stale = [c for c in DECISION_COLUMNS if c in df.columns]
-    picked = (df.drop(*stale) if stale else df).withColumn(_PICK, chosen)
+    return _with_outputs((df.drop(*stale) if stale else df).withColumn(_PICK, chosen), rules)
+
+
+def _attempts_sql(attempts_col: str) -> str:
+    return f"CAST(coalesce({sql_column(attempts_col)}, 0) AS BIGINT)"
+
+
+def _with_outputs(picked: DataFrame, rules: tuple[Rule, ...]) -> DataFrame:
+    """``picked`` (which holds the choice, ``_PICK``) with the decision columns instead of it."""
+    from dlq_pipeline.rules.index import EXHAUSTED
+
+    pick = sql_column(_PICK)
+    outputs = outputs_sql(rules, f"CASE WHEN {pick} >= 0 THEN {pick} END", f"coalesce({pick} = {EXHAUSTED}, false)")
     return picked.withColumns({name: F.expr(outputs[name]) for name in DECISION_COLUMNS}).drop(_PICK)
+
+
+# --- decode and choose in one Python UDF -------------------------------------------------
+
+def decode_and_classify_columns(table: RulesTable, messages: DataFrame, attempts_col: str = "prior_attempts") -> DataFrame:
+    """``classify_columns(table, decode_headers(messages), attempts_col)``, with the MQDLH
+    decoded and the rule chosen in one Arrow UDF instead of two.
+
+    Spark runs each Python UDF of a task in a Python worker of its own, and a new worker
+    costs about a second of CPU before its first row (pyspark, pyarrow, pandas and this
+    package imported): with decode and the choice apart, a run's classify started two
+    workers per task, four on two cores. Spark can only put two UDFs into one worker when
+    one is the other's only argument, and the choice also reads the message's attempts and
+    MQMD columns. The UDF is `structures.decode_dlh_arrow` followed by `RuleIndex.choices`
+    on its output, so its decisions are those of the two UDFs (tests/spark/test_pipeline.py).
+    On Spark without Arrow UDFs (before 4.1), and for an empty table, it is the two steps."""
+    from dlq_pipeline.rules.index import RuleIndex
+    from dlq_pipeline.spark.decode import decode_headers, decode_inputs, decoded_columns
+
+    rules = tuple(table.rules)
+    if not rules or not hasattr(F, "arrow_udf"):
+        return classify_columns(table, decode_headers(messages), attempts_col)
+    columns = list(RuleIndex(table).columns)
+    decoded = {f.name for f in _decoded_fields()}
+    given = [c for c in columns if c not in decoded]  # the MQMD's, as stored
+    prepared, arguments = decode_inputs(messages)
+    rest = F.expr(f"struct(NOT coalesce(`truncated`, false) AS whole, {_attempts_sql(attempts_col)} AS attempts"
+                  f"{''.join(f', {sql_column(c)}' for c in given)})")
+    both = prepared.withColumn(_DECIDED, _decide_udf(table, columns)(*arguments, rest))
+    picked = both.select(*decoded_columns(messages, _DECIDED), F.col(f"{_DECIDED}.{_PICK}").alias(_PICK))
+    return _with_outputs(picked, rules)
+
+
+_DECIDED = "__dlq_decided"
+
+
+def _decoded_fields():
+    from dlq_pipeline.spark.decode import decoded_struct
+
+    return decoded_struct().fields
+
+
+def _decide_udf(table: RulesTable, columns: list[str]):
+    """The Arrow UDF of `decode_and_classify_columns`: the decode UDF's arguments and a
+    struct (whole: not truncated, attempts, the tested MQMD columns) -> the decode struct
+    with the choice (``_PICK``) as its last field. The index is built once per task."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    from dlq_pipeline.formats.structures import decode_dlh_arrow
+    from dlq_pipeline.rules.index import RuleIndex
+
+    held: dict = {}
+
+    def fields(struct) -> dict:
+        kind = struct.type
+        return dict(zip((kind.field(i).name for i in range(kind.num_fields)), struct.flatten()))
+
+    def decide_arrow(head, _head_again, tail, length, encoding, ccsid, md_format, rest):
+        decoded = fields(decode_dlh_arrow(head, tail, length, encoding, ccsid, md_format))
+        given = fields(rest)
+        eligible = pc.and_(pc.fill_null(decoded["has_dlh"], False), given["whole"])
+        index = held.get("index") or held.setdefault("index", RuleIndex(table))
+        values = {c: decoded[c] if c in decoded else given[c] for c in columns}
+        pick = pa.array(index.choices(values, eligible, given["attempts"]).astype(np.int32), pa.int32())
+        return pa.StructArray.from_arrays([*decoded.values(), pick], names=[*decoded, _PICK])
+
+    returned = StructType([*_decoded_fields(), StructField(_PICK, IntegerType(), True)])
+    return F.arrow_udf(decide_arrow, returnType=returned)

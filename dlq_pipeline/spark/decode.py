@@ -126,24 +126,36 @@ def decoder(arrow: bool | None = None):
 _INPUTS = ("__dlq_decode_head", "__dlq_decode_tail", "__dlq_decode_length")
 
 
-def decode_headers(messages: DataFrame, *, arrow: bool | None = None) -> DataFrame:
-    """``messages`` plus the ``dlh_*``, ``has_dlh``, ``dlh_problem``, ``dlh_chain`` and
-    ``decode_flags`` columns, decoded with the MQMD's Encoding and CCSID.
+def decode_inputs(messages: DataFrame) -> tuple[DataFrame, list[Column]]:
+    """``messages`` with the decoder's inputs as columns of their own, and the decode UDF's
+    arguments: what `decode_headers` calls it with (so does `compiler.decode_and_classify_columns`).
 
-    The UDF's inputs (`header_columns`) are computed in a projection of their own, below
-    it: Spark keeps every row that goes into a Python UDF in a queue until its result is
-    back, so when the inputs were computed from ``data`` inside the UDF's call, each
-    message's whole payload was copied into that queue (about a quarter of decode's CPU on
-    the benchmark mix). Below, ``data`` is pruned wherever nothing after decode reads it
+    The inputs (`header_columns`) are computed in a projection of their own, below the UDF:
+    Spark keeps every row that goes into a Python UDF in a queue until its result is back,
+    so when the inputs were computed from ``data`` inside the UDF's call, each message's
+    whole payload was copied into that queue (about a quarter of decode's CPU on the
+    benchmark mix). Below, ``data`` is pruned wherever nothing after decode reads it
     (classify). Spark would merge the two projections back (CollapseProject) unless an
     input it cannot cheaply repeat is used twice: so the head goes to the UDF twice (sent
     once; the UDF ignores the second)."""
     head, tail, length = _INPUTS
     sources = header_columns(head_source(messages.columns))
     prepared = messages.select("*", *[c.alias(n) for c, n in zip(sources, _INPUTS)])
-    decoded = decoder(arrow)(F.col(head), F.col(head), F.col(tail), F.col(length),
-                             F.col("encoding"), F.col("ccsid"), F.col("format"))
+    arguments = [F.col(head), F.col(head), F.col(tail), F.col(length), F.col("encoding"), F.col("ccsid"), F.col("format")]
+    return prepared, arguments
+
+
+def decoded_columns(messages: DataFrame, result: str) -> list[str | Column]:
+    """The columns of ``messages`` (but those decode replaces) and the decode columns, from
+    the struct column ``result`` holding the decoder's output."""
     names = [f.name for f in decoded_struct().fields]
-    return prepared.withColumn("_decoded", decoded).select(
-        *[c for c in messages.columns if c not in names], *[F.col(f"_decoded.{n}").alias(n) for n in names]
-    )
+    return [*[c for c in messages.columns if c not in names],
+            *[F.col(f"{result}.{n}").alias(n) for n in names]]
+
+
+def decode_headers(messages: DataFrame, *, arrow: bool | None = None) -> DataFrame:
+    """``messages`` plus the ``dlh_*``, ``has_dlh``, ``dlh_problem``, ``dlh_chain`` and
+    ``decode_flags`` columns, decoded with the MQMD's Encoding and CCSID (`decode_inputs`
+    says what goes into the UDF)."""
+    prepared, arguments = decode_inputs(messages)
+    return prepared.withColumn("_decoded", decoder(arrow)(*arguments)).select(*decoded_columns(messages, "_decoded"))

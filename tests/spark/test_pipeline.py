@@ -226,3 +226,112 @@ def test_classify_reads_the_stored_head_and_data_only_of_rows_landed_before_it(s
         assert _decided(decisions) == _oracle(table, originals)
     finally:
         decisions.unpersist()
+
+
+# --- decode and the rule choice in one Python UDF (what decide_pending runs) --------------
+
+def _python_evaluations(df) -> int:
+    """The Python UDF evaluations in ``df``'s executed plan: each is a Python worker per task."""
+    todo, found = [df._jdf.queryExecution().executedPlan()], 0
+    while todo:
+        node = todo.pop()
+        found += node.nodeName() in ("ArrowEvalPython", "ArrowEvalPythonExec", "BatchEvalPython")
+        if node.nodeName() == "AdaptiveSparkPlan":
+            todo.append(node.inputPlan())
+        todo.extend(node.children().apply(i) for i in range(node.children().size()))
+    return found
+
+
+def _tables_from(values: dict[str, list], seed: int, count: int) -> list:
+    """Random tables whose patterns are made of the values the messages hold (exact, a
+    prefix with ``*``, a ``?`` in place of a character), with RETRY counts that make
+    cumulative chains: decisions of every kind, not a table that matches nothing."""
+    import random
+
+    from dlq_pipeline.rules.model import PATTERN_FIELDS, Rule, RulesTable
+
+    rnd = random.Random(seed)
+    keywords = [k for k, (column, _kind, _n) in PATTERN_FIELDS.items() if values.get(column)]
+
+    def pattern(keyword):
+        column, kind, _ = PATTERN_FIELDS[keyword]
+        value = rnd.choice(values[column])
+        if kind == "int" or not value:
+            return value
+        value = value.rstrip(" \x00") or value
+        shape = rnd.random()
+        if shape < 0.3 and len(value) > 2:
+            return value[: rnd.randint(1, len(value) - 1)] + "*"
+        if shape < 0.4:
+            at = rnd.randrange(len(value))
+            return value[:at] + "?" + value[at + 1:]
+        return value
+
+    tables = []
+    for n in range(count):
+        rules = []
+        for index in range(rnd.randint(1, 12)):
+            tested = {k: pattern(k) for k in rnd.sample(keywords, rnd.randint(0, 3))}
+            action = rnd.choice(["RETRY", "RETRY", "FWD", "FWD", "DISCARD", "IGNORE"])
+            rules.append(Rule(line=2 * index + 1, index=index, patterns=tested, action=action,
+                              retry=rnd.randint(1, 3),
+                              fwdq=rnd.choice(["&DESTQ", "&REPLYQ", "DLQ.REVIEW"]) if action == "FWD" else None,
+                              fwdqm=rnd.choice([None, "&DESTQM", "QM2"]) if action == "FWD" else None))
+        tables.append(RulesTable(path=f"random-{seed}-{n}.rules", rules=tuple(rules)))
+    return tables
+
+
+def test_decode_and_choice_in_one_udf_decide_as_decode_then_classify(spark, landed):
+    """`classify_pending` (one Python UDF: decode, then the choice on its output) gives the
+    same decisions rows as `classify(decode_headers(...))` (two UDFs), for the starter
+    table and random tables made of the messages' own values, with attempts in the ledger
+    (cumulative RETRY) and header chains, z/OS and truncated messages among them."""
+    from dlq_pipeline.spark.classify import classify_pending
+    from dlq_pipeline.rules.model import PATTERN_FIELDS, RulesTable
+
+    storage, _originals = landed
+    stored = storage.read("messages")
+    extra = [(f"chained-{i}", data, encoding, ccsid, fmt, i % 3 == 0)
+             for i, (data, encoding, ccsid, fmt) in enumerate(_chained_rows())]
+    frame = spark.createDataFrame(extra, "message_key string, data binary, encoding int, ccsid int, format string, "
+                                         "truncated boolean")
+    # the chained rows in the stored messages' shape (their data_head computed from data)
+    padded = stored.limit(len(extra)).drop("message_key", "data", "encoding", "ccsid", "format", "truncated",
+                                           "data_head").withColumn("_n", F.monotonically_increasing_id())
+    extra_rows = frame.withColumn("_n", F.monotonically_increasing_id())
+    messages = stored.unionByName(padded.join(extra_rows, "_n").drop("_n")
+                                  .withColumn("data_head", F.expr(head_sql("data"))), allowMissingColumns=True)
+    keys = [r.message_key for r in stored.select("message_key").orderBy("message_key").collect()]
+    at = NOW - dt.timedelta(hours=1)
+    ledger = spark.createDataFrame(
+        [_ledger_row(k, outcome="failed", rule_line=1 + 2 * (n % 4), at=at) for n, k in enumerate(keys[::3])]
+        + [_ledger_row(k, outcome="failed", rule_line=3, at=at) for k in keys[::6]],
+        table_schema("ledger"))
+    # one partition: each table's part of the union is then one task (one Python worker)
+    pending = pending_with_attempts(without_data(messages), ledger).coalesce(1).cache()
+    try:
+        columns = [column for column, _kind, _n in PATTERN_FIELDS.values()]
+        view = decode_headers(pending).select(*columns).distinct().collect()
+        values = {c: sorted({r[c] for r in view if r[c] is not None}, key=str) for c in columns}
+        tables = [load_rules(STARTER), RulesTable("empty")] + _tables_from(values, seed=16, count=5)
+
+        def decisions(form):
+            parts = [form(pending, t).withColumn("table", F.lit(n)) for n, t in enumerate(tables)]
+            while len(parts) > 1:
+                parts = [parts[i].unionByName(parts[i + 1]) if i + 1 < len(parts) else parts[i]
+                         for i in range(0, len(parts), 2)]
+            return sorted(parts[0].collect(), key=lambda r: (r["table"], r["message_key"]))
+
+        one = decisions(lambda p, t: classify_pending(p, t, run_id="r", now=NOW))
+        two = decisions(lambda p, t: classify(decode_headers(p), t, run_id="r", now=NOW))
+        assert len(one) == len(tables) * pending.count()
+        assert one == two
+        assert {r["action"] for r in one} == {"RETRY", "FWD", "DISCARD", "IGNORE"}  # not vacuous
+        assert {"no_dlh", "truncated", "no_match", "retries_exhausted"} <= {r["ignore_reason"] for r in one}
+        assert {r["attempt"] for r in one if r["action"] in ("RETRY", "FWD")} >= {1, 2, 3}
+        # the point of it: one Python evaluation where decode then classify has two
+        table = tables[0]
+        assert _python_evaluations(classify_pending(pending, table, run_id="r", now=NOW)) == 1
+        assert _python_evaluations(classify(decode_headers(pending), table, run_id="r", now=NOW)) == 2
+    finally:
+        pending.unpersist()
