@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.rules.matcher import SUBSTITUTION_COLUMNS, resolve_name
 from dlq_pipeline.rules.model import PATTERN_FIELDS, Rule, RulesTable
+from dlq_pipeline.spark.decode import decode_headers, decode_inputs, decoded_columns, decoded_struct
 from dlq_pipeline.spark.sql_text import sql_array, sql_column, sql_json_array, sql_string, sql_value
 
 # Rules per chunk expression: each becomes one generated method of a few KB, well under
@@ -407,13 +408,12 @@ def decode_and_classify_columns(table: RulesTable, messages: DataFrame, attempts
     on its output, so its decisions are those of the two UDFs (tests/spark/test_pipeline.py).
     On Spark without Arrow UDFs (before 4.1), and for an empty table, it is the two steps."""
     from dlq_pipeline.rules.index import RuleIndex
-    from dlq_pipeline.spark.decode import decode_headers, decode_inputs, decoded_columns
 
     rules = tuple(table.rules)
     if not rules or not hasattr(F, "arrow_udf"):
         return classify_columns(table, decode_headers(messages), attempts_col)
     columns = list(RuleIndex(table).columns)
-    decoded = {f.name for f in _decoded_fields()}
+    decoded = set(decoded_struct().fieldNames())
     given = [c for c in columns if c not in decoded]  # the MQMD's, as stored
     prepared, arguments = decode_inputs(messages)
     rest = F.expr(f"struct(NOT coalesce(`truncated`, false) AS whole, {_attempts_sql(attempts_col)} AS attempts"
@@ -424,12 +424,6 @@ def decode_and_classify_columns(table: RulesTable, messages: DataFrame, attempts
 
 
 _DECIDED = "__dlq_decided"
-
-
-def _decoded_fields():
-    from dlq_pipeline.spark.decode import decoded_struct
-
-    return decoded_struct().fields
 
 
 def _decide_udf(table: RulesTable, columns: list[str]):
@@ -459,5 +453,5 @@ def _decide_udf(table: RulesTable, columns: list[str]):
         pick = pa.array(index.choices(values, eligible, given["attempts"]).astype(np.int32), pa.int32())
         return pa.StructArray.from_arrays([*decoded.values(), pick], names=[*decoded, _PICK])
 
-    returned = StructType([*_decoded_fields(), StructField(_PICK, IntegerType(), True)])
+    returned = StructType([*decoded_struct().fields, StructField(_PICK, IntegerType(), True)])
     return F.arrow_udf(decide_arrow, returnType=returned)

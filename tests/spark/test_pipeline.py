@@ -73,14 +73,10 @@ def test_the_payload_is_not_queued_beside_the_decode_udf(spark):
                                "message_key string, data binary, encoding int, ccsid int, format string")
 
     def udf_input(plan) -> list[str]:
-        node = plan._jdf.queryExecution().executedPlan()
-        todo = [node]
-        while todo:
-            node = todo.pop()
+        for node in _plan_nodes(plan):
             if node.nodeName() in ("ArrowEvalPython", "ArrowEvalPythonExec"):
                 child = node.children().apply(0)
                 return [child.output().apply(i).name() for i in range(child.output().size())]
-            todo.extend(node.children().apply(i) for i in range(node.children().size()))
         raise AssertionError(f"no ArrowEvalPython in {plan._jdf.queryExecution().executedPlan()}")
 
     decoded = decode_headers(df, arrow=True)
@@ -186,16 +182,22 @@ def test_attempts_from_the_ledger_drive_the_retry_chain_and_retryint(spark, land
     assert again.attempt == 3
 
 
-def _scans(plan) -> list:
-    """The Parquet scans of an executed plan (leaves), as (output column names, rows read)."""
-    todo, found = [plan._jdf.queryExecution().executedPlan()], []
+def _plan_nodes(df):
+    """Every node of ``df``'s executed plan (under adaptive execution, of its current plan)."""
+    todo = [df._jdf.queryExecution().executedPlan()]
     while todo:
         node = todo.pop()
-        if node.nodeName().startswith("Scan parquet"):
-            output = [node.output().apply(i).name() for i in range(node.output().size())]
-            found.append((output, node.metrics().apply("numOutputRows").value()))
+        yield node
+        if node.nodeName() == "AdaptiveSparkPlan":
+            todo.append(node.executedPlan())
         todo.extend(node.children().apply(i) for i in range(node.children().size()))
-    return found
+
+
+def _scans(plan) -> list:
+    """The Parquet scans of an executed plan (leaves), as (output column names, rows read)."""
+    return [([node.output().apply(i).name() for i in range(node.output().size())],
+             node.metrics().apply("numOutputRows").value())
+            for node in _plan_nodes(plan) if node.nodeName().startswith("Scan parquet")]
 
 
 def test_classify_reads_the_stored_head_and_data_only_of_rows_landed_before_it(spark, landed, tmp_path):
@@ -232,14 +234,8 @@ def test_classify_reads_the_stored_head_and_data_only_of_rows_landed_before_it(s
 
 def _python_evaluations(df) -> int:
     """The Python UDF evaluations in ``df``'s executed plan: each is a Python worker per task."""
-    todo, found = [df._jdf.queryExecution().executedPlan()], 0
-    while todo:
-        node = todo.pop()
-        found += node.nodeName() in ("ArrowEvalPython", "ArrowEvalPythonExec", "BatchEvalPython")
-        if node.nodeName() == "AdaptiveSparkPlan":
-            todo.append(node.inputPlan())
-        todo.extend(node.children().apply(i) for i in range(node.children().size()))
-    return found
+    return sum(node.nodeName() in ("ArrowEvalPython", "ArrowEvalPythonExec", "BatchEvalPython")
+               for node in _plan_nodes(df))
 
 
 def _tables_from(values: dict[str, list], seed: int, count: int) -> list:
