@@ -3,7 +3,7 @@
     python -m benchmarks.run                 # full sizes (about 20 minutes on 2 cores)
     python -m benchmarks.run --quick         # a few minutes
     python -m benchmarks.run --only decode,classify --quick
-    python -m benchmarks.run --latency put=0.2,commit=2,get=0.2,browse=0.2   # ms per sim operation
+    python -m benchmarks.run --latency put=0.2,commit=2,get=0.2,browse=0.2,stat=0.2   # ms per sim operation
 
 Writes benchmarks/results.json (one key per comparison: decode, classify, ingest, replay,
 end_to_end, memory, plus the machine and the sizes) and benchmarks/results.md, and prints
@@ -23,7 +23,7 @@ from pathlib import Path
 from benchmarks.common import ROOT, SIZES, machine, run_child, sizes_dict, with_overrides, write_result
 
 COMPARISONS = ("decode", "classify", "ingest", "replay", "end_to_end", "memory")
-DEFAULT_LATENCY = "put=0.2,commit=2,get=0.2,browse=0.2"
+DEFAULT_LATENCY = "put=0.2,commit=2,get=0.2,browse=0.2,stat=0.2"
 
 
 def parse_latency(text: str) -> dict[str, float]:

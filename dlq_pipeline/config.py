@@ -68,6 +68,10 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         "connections_per_qmgr": ((int,), 1, "most of those one target queue manager's messages are spread over "
                                             "(its target queues placed by size; each queue keeps DLQ order in one connection)"),
         "batch_size": ((int,), 200, "puts per syncpoint unit of work"),
+        "async_put": ((bool,), True, "put a batch without waiting for each put's answer (MQPMO_ASYNC_RESPONSE) and "
+                                     "ask MQSTAT before the commit; a batch with a failed put is backed out and put "
+                                     "again synchronously. Needs MQSTAT in the client library (ibmmq); false = "
+                                     "every put waits"),
         "rate_limit": ((int, float), 0, "puts per second per connection; 0 = unlimited"),
         "breaker_threshold": ((int,), 5, "transient failures on one queue before it is left alone for the run"),
         "depth_check": ((bool,), False, "inquire CURDEPTH/MAXDEPTH and hold back when a queue is nearly full"),

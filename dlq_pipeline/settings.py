@@ -79,8 +79,8 @@ class ReplaySettings:
     """``[replay]``: ``max_connections`` bounds the replay stage's partitions (one MQ
     connection each), ``connections_per_qmgr`` how many of them one target queue manager's
     messages may use (`dlq_pipeline.spark.replay.partition_key`); the rest is what each partition's writer (`dlq_pipeline.replay.writer`)
-    does: syncpoint batches, rate limit, circuit breakers, depth check, reconnect backoff
-    (seconds)."""
+    does: syncpoint batches, asynchronous puts, rate limit, circuit breakers, depth check,
+    reconnect backoff (seconds)."""
 
     batch_size: int = 200
     rate_limit: float = 0.0
@@ -92,6 +92,7 @@ class ReplaySettings:
     backoff_max: float = 30.0
     max_connections: int = 4
     connections_per_qmgr: int = 1
+    async_put: bool = True
     dir_mode: int = 0o600  # the dir: target's files (replay.dir_mode, checked by the configuration)
 
     @classmethod
@@ -101,7 +102,8 @@ class ReplaySettings:
                    breaker_threshold=r["breaker_threshold"], depth_check=r["depth_check"],
                    depth_headroom=float(r["depth_headroom"]), reconnect_attempts=r["reconnect_attempts"],
                    backoff_initial=float(r["reconnect_backoff"]), max_connections=r["max_connections"],
-                   connections_per_qmgr=r["connections_per_qmgr"], dir_mode=int(r["dir_mode"], 8))
+                   connections_per_qmgr=r["connections_per_qmgr"], async_put=r["async_put"],
+                   dir_mode=int(r["dir_mode"], 8))
 
 
 @dataclass(frozen=True)

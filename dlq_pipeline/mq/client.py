@@ -28,7 +28,7 @@ from typing import Iterator, Mapping
 from dlq_pipeline.config import secret
 from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text, text_to_bytes
 from dlq_pipeline.mq import reasons
-from dlq_pipeline.mq.interface import DEFAULT_BUFFER, Message, MQError, PutHandle, read_whole
+from dlq_pipeline.mq.interface import DEFAULT_BUFFER, AsyncPutStatus, Message, MQError, PutHandle, read_whole
 
 LIBRARIES = ("ibmmq", "pymqi")
 INSTALL_HINT = (
@@ -50,6 +50,8 @@ MQPMO_SYNCPOINT = 0x00000002
 MQPMO_NO_SYNCPOINT = 0x00000004
 MQPMO_SET_ALL_CONTEXT = 0x00000800
 MQPMO_FAIL_IF_QUIESCING = 0x00002000
+MQPMO_ASYNC_RESPONSE = 0x00010000
+MQSTAT_TYPE_ASYNC_ERROR = 0
 MQGMO_NO_WAIT = 0x00000000
 MQGMO_SYNCPOINT = 0x00000002
 MQGMO_NO_SYNCPOINT = 0x00000004
@@ -110,12 +112,20 @@ def put_open_options(*, set_all_context: bool, alternate_user: str | None) -> in
     return options
 
 
-def put_options(*, syncpoint: bool, set_all_context: bool) -> int:
+def put_options(*, syncpoint: bool, set_all_context: bool, asynchronous: bool = False) -> int:
     """Never MQPMO_NEW_MSG_ID/NEW_CORREL_ID: the original ids are kept."""
     options = (MQPMO_SYNCPOINT if syncpoint else MQPMO_NO_SYNCPOINT) | MQPMO_FAIL_IF_QUIESCING
     if set_all_context:
         options |= MQPMO_SET_ALL_CONTEXT
+    if asynchronous:
+        options |= MQPMO_ASYNC_RESPONSE
     return options
+
+
+def async_put_status(sts) -> AsyncPutStatus:
+    """The library's MQSTS (from MQSTAT) as an `AsyncPutStatus`."""
+    return AsyncPutStatus(succeeded=int(sts.PutSuccessCount), warned=int(sts.PutWarningCount),
+                          failed=int(sts.PutFailureCount), reason=int(sts.Reason))
 
 
 def browse_open_options() -> int:
@@ -221,7 +231,8 @@ def client_settings(qmgr: str, raw: Mapping[str, str]) -> ClientSettings:
 
 class ClientConnection:
     """A client connection (MQCONNX over a SVRCONN channel); implements
-    `dlq_pipeline.mq.interface.Connection`. ``library`` is for tests that bring their own."""
+    `dlq_pipeline.mq.interface.Connection`, and `dlq_pipeline.mq.interface.AsyncPuts` where the
+    library has MQSTAT (``QueueManager.stat``: ibmmq). ``library`` is for tests that bring their own."""
 
     dry_run = False
 
@@ -250,6 +261,7 @@ class ClientConnection:
             kwargs["password"] = secret(s.password_env, f"mq.qmgrs.{qmgr}.password_env").encode()
         self._open: dict = {}
         self._qm = lib.QueueManager(None)
+        self.async_put = callable(getattr(self._qm, "stat", None))
         self._call(lambda: self._qm.connect_with_options(qmgr.encode(), **kwargs),
                    f"connecting to {qmgr} through channel {s.channel} at {s.conn_name}")
 
@@ -284,13 +296,20 @@ class ClientConnection:
         token = self._queue(od, options, f"opening {q} for output")
         return PutHandle(q, qmgr or "", set_all_context, alternate_user, token=token)
 
-    def put(self, handle: PutHandle, md: MQMD, data: bytes, *, syncpoint: bool = True) -> None:
+    def put(self, handle: PutHandle, md: MQMD, data: bytes, *, syncpoint: bool = True,
+            asynchronous: bool = False) -> None:
         try:
             mqmd = self._lib.MD(**md_fields(md))
         except ValueError as exc:
             raise MQError(MQRC_MD_ERROR, str(exc)) from None
-        pmo = self._lib.PMO(Options=put_options(syncpoint=syncpoint, set_all_context=handle.set_all_context))
+        pmo = self._lib.PMO(Options=put_options(syncpoint=syncpoint, set_all_context=handle.set_all_context,
+                                                asynchronous=asynchronous and self.async_put))
         self._call(lambda: handle.token.put(bytes(data), mqmd, pmo), f"putting to {handle.queue}")
+
+    def async_status(self) -> AsyncPutStatus:
+        """MQSTAT (``MQSTAT_TYPE_ASYNC_ERROR``): the asynchronous puts since the last call."""
+        sts = self._call(lambda: self._qm.stat(MQSTAT_TYPE_ASYNC_ERROR), "asking for the asynchronous puts' status")
+        return async_put_status(sts)
 
     def commit(self) -> None:
         self._call(self._qm.commit, "committing")

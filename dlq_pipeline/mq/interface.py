@@ -87,6 +87,40 @@ class Connection(Protocol):
     def inquire_depth(self, q: str, qmgr: str = "") -> tuple[int, int]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class AsyncPutStatus:
+    """What MQSTAT (``MQSTAT_TYPE_ASYNC_ERROR``) says of the asynchronous puts since the last
+    call: how many succeeded, warned and failed, and the reason of the first that did not
+    simply succeed (0: none)."""
+
+    succeeded: int = 0
+    warned: int = 0
+    failed: int = 0
+    reason: int = 0
+
+
+@runtime_checkable
+class AsyncPuts(Protocol):
+    """A connection that can put without waiting for the queue manager's answer
+    (``MQPMO_ASYNC_RESPONSE``) where ``async_put`` is True: ``put(..., asynchronous=True)``
+    returns at once and a failed put is not raised but counted, for `async_status` (MQSTAT)
+    to report before the unit of work is committed. A connection that cannot (no MQSTAT in
+    its client library, the replay targets that write files) has no such attribute or has
+    it False, and the writer puts synchronously."""
+
+    async_put: bool
+
+    def put(self, handle: PutHandle, md: MQMD, data: bytes, *, syncpoint: bool = True,
+            asynchronous: bool = False) -> None: ...
+
+    def async_status(self) -> AsyncPutStatus: ...
+
+
+def puts_asynchronously(conn: object) -> bool:
+    """Whether ``conn`` can put asynchronously (`AsyncPuts`)."""
+    return bool(getattr(conn, "async_put", False))
+
+
 Connector = Callable[[], Connection]
 
 

@@ -32,6 +32,10 @@ What it models (see docs/replay.md for the full list and the simplifications):
   ends, after its database transaction: SQLite has one writer at a time, and sleeping while
   holding it would make connections wait on each other's latency, which a real queue
   manager does not (benchmarks/ measure parallel connections against these delays).
+  An asynchronous put (``MQPMO_ASYNC_RESPONSE``) pays no such latency, and a failure it
+  meets is counted for ``async_status`` (MQSTAT, the ``stat`` operation, a round trip that
+  pays its own delay) instead of raised; a counted delay stands for a slow queue manager
+  and slows asynchronous puts too.
 
 The `put_log` table is the append-only record of every committed put, each descriptor as the
 caller passed it: the truth that replay tests compare the ledger against.
@@ -60,13 +64,13 @@ from typing import Iterator, Mapping
 from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.private import private_file
-from dlq_pipeline.mq.interface import DEFAULT_BUFFER, Message, MQError, PutHandle, read_whole
+from dlq_pipeline.mq.interface import DEFAULT_BUFFER, AsyncPutStatus, Message, MQError, PutHandle, read_whole
 
 DEFAULT_MAXDEPTH = 5000
 DEFAULT_MAXMSGL = 4 * 1024 * 1024
 DEFAULT_USER = "dlqpipe"
 PERMISSIONS = ("put", "get", "browse", "inq", "setall", "altusr")
-OPERATIONS = ("connect", "open", "put", "commit", "backout", "get", "browse", "inquire")
+OPERATIONS = ("connect", "open", "put", "commit", "backout", "get", "browse", "inquire", "stat")
 MQRC_GET_INHIBITED = 2016
 MQMI_NONE = b"\x00" * 24
 MQAT_UNIX = 6
@@ -526,9 +530,11 @@ class _FaultCounter:
 
 
 class SimConnection:
-    """A connection to a `SimQueueManager`; implements `dlq_pipeline.mq.interface.Connection`."""
+    """A connection to a `SimQueueManager`; implements `dlq_pipeline.mq.interface.Connection`
+    and `dlq_pipeline.mq.interface.AsyncPuts`."""
 
     dry_run = False
+    async_put = True
 
     def __init__(self, qm: SimQueueManager, user: str):
         self._qm = qm
@@ -549,6 +555,7 @@ class SimConnection:
         self._cursors: dict[str, int] = {}
         self._broken: int | None = None
         self._owed_delay = 0.0  # latency met inside the unit of work (see the module docstring)
+        self._async = [0, 0, 0]  # asynchronous puts since the last async_status: succeeded, failed, first reason
         self._fault("connect", None)
         self._db = qm._open()
 
@@ -561,7 +568,10 @@ class SimConnection:
             raise MQError(reasons.MQRC_CONNECTION_BROKEN, "not connected")
         return self._db
 
-    def _fault(self, op: str, queue: str | None) -> None:
+    def _fault(self, op: str, queue: str | None, *, wait: bool = True) -> None:
+        """Apply the faults configured for ``op``; ``wait=False``: a call that does not wait for
+        the queue manager's answer (an asynchronous put) pays no latency (a plain delay); a
+        counted delay (``after``/``times``) stands for a slow queue manager and is slept still."""
         for index, fault in enumerate(self._faults):
             if fault.op != op or (fault.queue is not None and fault.queue != queue):
                 continue
@@ -578,7 +588,10 @@ class SimConnection:
             if gated or fault.reason:
                 self._counter.bump(index, fired=True)
             if fault.delay:
-                if self._in_uow and not gated and not fault.reason:
+                latency = not gated and not fault.reason
+                if latency and not wait:
+                    pass  # an asynchronous call does not wait for the round trip
+                elif latency and self._in_uow:
                     self._owed_delay += fault.delay  # latency: slept when the unit of work ends
                 else:
                     time.sleep(fault.delay)
@@ -744,9 +757,35 @@ class SimConnection:
             self._check(qdef, q, "setall", alternate_user)
         return PutHandle(q, (qmgr or "").rstrip(" "), set_all_context, alternate_user, token=target)
 
-    def put(self, handle: PutHandle, md: MQMD, data: bytes, *, syncpoint: bool = True) -> None:
+    def put(self, handle: PutHandle, md: MQMD, data: bytes, *, syncpoint: bool = True,
+            asynchronous: bool = False) -> None:
+        """MQPUT. ``asynchronous`` (MQPMO_ASYNC_RESPONSE): no wait for the answer (no latency)
+        and a failure other than a broken connection is not raised but counted for
+        `async_status`; the message is then not put, as on a queue manager."""
+        if not asynchronous:
+            self._put_message(handle, md, data, syncpoint, wait=True)
+            return
+        try:
+            self._put_message(handle, md, data, syncpoint, wait=False)
+        except MQError as exc:
+            if exc.connection_failure:
+                raise
+            self._async[1] += 1
+            self._async[2] = self._async[2] or exc.reason
+            return
+        self._async[0] += 1
+
+    def async_status(self) -> AsyncPutStatus:
+        """MQSTAT: the asynchronous puts since the last call (a round trip: the ``stat``
+        operation's faults and latency apply)."""
         self._usable()
-        self._fault("put", handle.queue)
+        self._fault("stat", None)
+        (succeeded, failed, reason), self._async = self._async, [0, 0, 0]
+        return AsyncPutStatus(succeeded=succeeded, failed=failed, reason=reason)
+
+    def _put_message(self, handle: PutHandle, md: MQMD, data: bytes, syncpoint: bool, *, wait: bool) -> None:
+        self._usable()
+        self._fault("put", handle.queue, wait=wait)
         data = bytes(data)
         stored = md if md.backout_count == 0 else md.replace(backout_count=0)
         if md.msg_id == MQMI_NONE:

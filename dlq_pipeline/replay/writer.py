@@ -25,6 +25,14 @@ at once in a fresh batch (nothing is lost, nothing committed twice). Failures at
 no backout (an open is not part of a unit of work). A commit refused without a connection
 failure (e.g. 2003 backed out) records the batch ``failed``.
 
+**Asynchronous puts** (``async_put``, on by default, where the connection can: IBM MQ's
+``MQPMO_ASYNC_RESPONSE``): a batch's puts do not wait for the queue manager's answer, one
+round trip each on a client connection, and MQSTAT is asked before the commit how many
+failed. None: the batch commits, each message ``delivered`` as before. Any: the batch is
+backed out and put again synchronously, so each message gets the outcome, and each queue's
+breaker the failures, that putting it synchronously gives; the next batch is asynchronous
+again. A failed asynchronous put changes nothing until then: MQ does not put that message.
+
 **Connection failures** (2009, 2059, 2161, 2162) back out the unit of work on the queue
 manager's side; the writer reconnects with exponential backoff (``backoff_initial`` doubling
 to ``backoff_max``), at most ``reconnect_attempts`` times in a row without a committed batch
@@ -57,7 +65,7 @@ from typing import Callable, Iterable, Iterator
 from dlq_pipeline.clock import as_utc, from_epoch, iso_z
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import reasons
-from dlq_pipeline.mq.interface import Connection, MQError, PutHandle
+from dlq_pipeline.mq.interface import Connection, MQError, PutHandle, puts_asynchronously
 from dlq_pipeline.dumps import files
 from dlq_pipeline.replay.rebuild import RebuildError, rebuild
 from dlq_pipeline.settings import ReplaySettings
@@ -265,6 +273,8 @@ class _Writer:
         self.depths: dict[tuple[str, str], list[int] | None] = {}
         self.batch: list[_Pending] = []
         self.batch_bytes = 0  # the open batch's message data, kept with it by `take_batch`
+        self.batch_async = False  # the open batch was put asynchronously (`async_put`)
+        self.resending = False  # an asynchronous batch failed: it is being put again synchronously
         self.batch_id = 0
         self.losses = 0  # connection losses in a row without a committed batch
         self.gave_up: MQError | None = None
@@ -369,14 +379,19 @@ class _Writer:
         breaker = self.breakers.setdefault(key, _Breaker())
         if exc is None:
             breaker.failures, breaker.reason = 0, None
-            if self.depths.get(key) is not None:
-                self.depths[key][0] += 1
+            self.count_put(p)
         elif exc.transient:
             breaker.failures += 1
             breaker.reason = exc.reason
             if breaker.failures >= self.settings.breaker_threshold:
                 breaker.open = True
                 log.warning("circuit breaker opened for %s (%s)", key[1], reasons.describe(exc.reason))
+
+    def count_put(self, p: _Pending) -> None:
+        """The depth a put adds to its queue (for `hold`)."""
+        depth = self.depths.get(self.queue_key(p.item))
+        if depth is not None:
+            depth[0] += 1
 
     def breaker_state(self) -> list:
         return [[q, n, b.failures, b.open, b.reason] for (q, n), b in sorted(self.breakers.items())]
@@ -404,7 +419,11 @@ class _Writer:
             self.handles[key] = handle
         self.bucket.take()
         p.started_at = utc_from_epoch(self.clock())
-        self.conn.put(handle, p.md, p.data, syncpoint=True)
+        if self.settings.async_put and not self.resending and puts_asynchronously(self.conn):
+            self.conn.put(handle, p.md, p.data, syncpoint=True, asynchronous=True)
+            self.batch_async = True
+        else:
+            self.conn.put(handle, p.md, p.data, syncpoint=True)
 
     def send(self, pendings: Iterable[_Pending]) -> list[dict]:
         """Put ``pendings`` (and whatever a backout sends back), committing full batches."""
@@ -434,7 +453,10 @@ class _Writer:
                 if not at_open:
                     self.backout_batch(todo)
                 continue
-            self.note(p, None)
+            if self.batch_async:
+                self.count_put(p)  # its breaker is reset at the commit, once MQSTAT says it was put
+            else:
+                self.note(p, None)
             self.batch.append(p)
             self.batch_bytes += len(p.data)
             if len(self.batch) >= self.settings.batch_size or self.batch_bytes >= BATCH_BYTES:
@@ -443,7 +465,7 @@ class _Writer:
 
     def take_batch(self) -> list[_Pending]:
         """The open batch, which is emptied (the only way it is: its byte count goes with it)."""
-        batch, self.batch, self.batch_bytes = self.batch, [], 0
+        batch, self.batch, self.batch_bytes, self.batch_async = self.batch, [], 0, False
         return batch
 
     def backout_batch(self, todo: deque) -> None:
@@ -463,16 +485,25 @@ class _Writer:
         if not self.batch:
             return []
         try:
+            if self.batch_async and self.asynchronous_puts_failed():
+                self.resending = True
+                self.backout_batch(todo)
+                return []
             self.conn.commit()
         except MQError as exc:
             if exc.connection_failure:  # in doubt: send again (the documented at-least-once window)
                 todo.extendleft(reversed(self.take_batch()))
                 self.recover(exc)
                 return []
+            self.resending = False
             batch = self.take_batch()
             rows = [self.failed(p, exc) for p in batch]
             self.batch_id += 1
             return rows
+        if self.batch_async:
+            for p in self.batch:
+                self.note(p, None)
+        self.resending = False
         batch = self.take_batch()
         rows = [self.row(p.item, "delivered", reason=0, started=p.started_at, batch_id=self.batch_id)
                 for p in batch]
@@ -484,6 +515,23 @@ class _Writer:
         if self.on_commit is not None:
             self.on_commit(self.batch_id)
         return rows
+
+    def asynchronous_puts_failed(self) -> bool:
+        """Whether the open batch must be put again synchronously: MQSTAT reports a failed
+        asynchronous put, or cannot be asked (a broken connection raises: the queue manager
+        backs the batch out, and it is sent again as after any connection failure)."""
+        try:
+            status = self.conn.async_status()
+        except MQError as exc:
+            if exc.connection_failure:
+                raise
+            log.info("partition %s: MQSTAT failed (%s); putting the batch again synchronously", self.partition_id, exc)
+            return True
+        if not status.failed:
+            return False
+        log.info("partition %s: %d of the batch's asynchronous puts failed (first: %s); putting it again "
+                 "synchronously", self.partition_id, status.failed, reasons.describe(status.reason))
+        return True
 
     def save(self) -> None:
         if self.checkpoint is not None:

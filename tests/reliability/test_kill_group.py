@@ -54,7 +54,8 @@ def alive(pid: int) -> bool:
 def test_killing_the_run_group_during_a_slow_replay_stops_every_put(tmp_path):
     wh = tmp_path / "wh"
     database = wh / "_sim" / "QM1.sqlite"
-    qm = SimQueueManager(database, "QM1", {"faults": [{"op": "put", "queue": "APP.IN", "delay": 0.3}]})
+    # a slow queue manager (a counted delay: slept at each put, asynchronous or not)
+    qm = SimQueueManager(database, "QM1", {"faults": [{"op": "put", "queue": "APP.IN", "delay": 0.3, "times": 1000}]})
     dump = tmp_path / "dlq.dmp"
     write_dump([dead_letter(n) for n in range(40)], dump)
     rules = tmp_path / "retry.rules"

@@ -144,3 +144,12 @@ def test_dir_mode_is_checked_and_reaches_the_replay_and_storage_settings():
         assert caught.value.problems == [f"<defaults>: 'replay.dir_mode' {problem}"]
     webhdfs = load_config(overrides={"ingest": {"webhdfs": "http://nn:50070"}})
     assert StorageSettings.from_config(webhdfs).webhdfs == "http://nn:50070"  # the warehouse's files go there too
+
+
+def test_async_put_is_on_by_default_and_can_be_turned_off():
+    from dlq_pipeline.settings import ReplaySettings
+
+    assert ReplaySettings.from_config(load_config()).async_put is True
+    assert ReplaySettings.from_config(load_config(overrides={"replay": {"async_put": False}})).async_put is False
+    with pytest.raises(ConfigError, match="'replay.async_put' must be bool, not str"):
+        load_config(overrides={"replay": {"async_put": "no"}})

@@ -56,6 +56,8 @@ def test_open_and_put_options_are_ibms_values():
     for sync in (True, False):
         for setall in (True, False):
             assert put_options(syncpoint=sync, set_all_context=setall) & (0x40 | 0x80) == 0
+    # ASYNC_RESPONSE 0x10000
+    assert put_options(syncpoint=True, set_all_context=True, asynchronous=True) == 0x12802
 
 
 def test_get_and_browse_options():
@@ -246,3 +248,28 @@ def test_the_dead_letter_queue_is_inquired_on_the_queue_manager(monkeypatch):
     assert calls[-1] == ("inquire qmgr", 2006)  # MQCA_DEAD_LETTER_Q_NAME
     conn = ClientConnection("QM1", SETTINGS, library=fake_library(calls, {"deadq": b" " * 48}))
     assert conn.dead_letter_queue() == ""  # none defined: drain asks for --queue
+
+
+def test_asynchronous_puts_and_mqstat_where_the_library_has_them(monkeypatch):
+    monkeypatch.setenv("TEST_MQ_PW", "s3cret-pw")
+    calls: list = []
+    lib = fake_library(calls, {})
+
+    def stat(self, kind):
+        calls.append(("stat", kind))
+        return lib.STS(PutSuccessCount=3, PutWarningCount=1, PutFailureCount=2, Reason=2053, CompCode=2)
+
+    lib.STS = lib.CD
+    conn = ClientConnection("QM1", SETTINGS, library=lib)
+    assert conn.async_put is False  # the stand-in has no MQSTAT (as pymqi): puts wait
+    conn.put(conn.open_for_put("Q"), full_md(), b"x", asynchronous=True)
+    assert [c[3] for c in calls if c[0] == "put"] == [0x2802]
+
+    lib.QueueManager.stat = stat  # as ibmmq's QueueManager.stat
+    conn = ClientConnection("QM1", SETTINGS, library=lib)
+    assert conn.async_put is True
+    conn.put(conn.open_for_put("Q"), full_md(), b"y", asynchronous=True)
+    assert [c[3] for c in calls if c[0] == "put"] == [0x2802, 0x12802]
+    status = conn.async_status()
+    assert calls[-1] == ("stat", 0)  # MQSTAT_TYPE_ASYNC_ERROR
+    assert (status.succeeded, status.warned, status.failed, status.reason) == (3, 1, 2, 2053)

@@ -683,3 +683,35 @@ def test_md_json_is_the_json_array_of_every_field_by_sorted_name_and_reads_back(
     assert md_from_json(json.dumps(stored, sort_keys=True)) == descriptor  # a file made before
     with pytest.raises(ValueError, match="fields, not the"):
         md_from_json(json.dumps(list(stored.values())[:-1]))
+
+
+def test_an_asynchronous_put_reports_its_failure_through_async_status_and_waits_for_nothing(qm):
+    qm.configure({"queues": {"FULL": {"maxdepth": 0}},
+                  "faults": [{"op": "put", "delay": 5.0}, {"op": "stat", "reason": 2009, "after": 1}]})
+    c = qm.connect()
+    ok, full = c.open_for_put("Q1"), c.open_for_put("FULL")
+    began = time.monotonic()
+    c.put(ok, md(1), b"one", asynchronous=True)
+    c.put(full, md(2), b"two", asynchronous=True)  # MQRC_Q_FULL, not raised
+    c.put(ok, md(3), b"three", asynchronous=True)
+    assert time.monotonic() - began < 5.0  # the 5 s put latency is a round trip nobody waited for
+    status = c.async_status()
+    assert (status.succeeded, status.warned, status.failed, status.reason) == (2, 0, 1, reasons.MQRC_Q_FULL)
+    c.commit()
+    assert [m.data for m in qm.messages("Q1")] == [b"one", b"three"] and qm.messages("FULL") == []
+    with pytest.raises(MQError) as broken:  # the second MQSTAT meets a broken connection: raised
+        c.async_status()
+    assert broken.value.connection_failure
+    with pytest.raises(MQError) as again:  # and so does any call after it, an asynchronous put too
+        c.put(ok, md(4), b"four", asynchronous=True)
+    assert again.value.connection_failure
+
+
+def test_async_status_counts_since_the_last_call(qm):
+    c = qm.connect()
+    handle = c.open_for_put("Q1")
+    c.put(handle, md(1), b"a", asynchronous=True)
+    assert c.async_status().succeeded == 1
+    assert c.async_status() == type(c.async_status())()  # reset: nothing since
+    c.put(handle, md(2), b"b")  # a synchronous put is not counted
+    assert c.async_status().succeeded == 0

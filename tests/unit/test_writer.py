@@ -172,22 +172,25 @@ class Spy:
         conn = self.connect_fn()
         original = conn.put
 
-        def put(handle, md, data, *, syncpoint=True):
+        def put(handle, md, data, *, syncpoint=True, asynchronous=False):
             self.puts[handle.queue] = self.puts.get(handle.queue, 0) + 1
-            return original(handle, md, data, syncpoint=syncpoint)
+            return original(handle, md, data, syncpoint=syncpoint, asynchronous=asynchronous)
 
         conn.put = put
         return conn
 
 
-def test_circuit_breaker_stops_sending_to_a_full_queue(qm):
+@pytest.mark.parametrize("async_put", [False, True])
+def test_circuit_breaker_stops_sending_to_a_full_queue(qm, async_put):
     qm.configure({"queues": {"FULL": {"maxdepth": 0}}})
     items = [item(n, "FWD", "FULL" if n % 2 else "OK") for n in range(20)]
     spy = Spy(qm.connect)
-    rows = run(items, spy, batch_size=4, breaker_threshold=3)
+    rows = run(items, spy, batch_size=4, breaker_threshold=3, async_put=async_put)
     full = [outcomes(rows)[f"k{n:03d}"] for n in range(1, 20, 2)]
     assert full == [("failed", 2053)] * 3 + [("deferred", None)] * 7
-    assert spy.puts["FULL"] == 3  # never more than breaker_threshold attempts per run
+    # never more than breaker_threshold synchronous attempts per run; asynchronously, the
+    # first batch's two FULL messages were tried once more before it was put again synchronously
+    assert spy.puts["FULL"] == (3 + 2 if async_put else 3)
     assert all(outcomes(rows)[f"k{n:03d}"] == ("delivered", 0) for n in range(0, 20, 2))
     assert [r.queue for r in qm.put_log()] == ["OK"] * 10
     deferred = next(r for r in rows if r["outcome"] == "deferred")
@@ -195,9 +198,11 @@ def test_circuit_breaker_stops_sending_to_a_full_queue(qm):
 
 
 def test_the_breaker_counts_consecutive_failures_only(qm):
+    # the faults count put calls: synchronous puts, so that each fault meets the message it names
     qm.configure({"faults": [{"op": "put", "queue": "FLAKY", "reason": 2051, "after": 0, "times": 2},
                              {"op": "put", "queue": "FLAKY", "reason": 2051, "after": 4, "times": 2}]})
-    rows = run([item(n, "FWD", "FLAKY") for n in range(8)], qm.connect, batch_size=1, breaker_threshold=3)
+    rows = run([item(n, "FWD", "FLAKY") for n in range(8)], qm.connect, batch_size=1, breaker_threshold=3,
+               async_put=False)
     assert sorted(o for o, _ in outcomes(rows).values()) == ["delivered"] * 4 + ["failed"] * 4
 
 
@@ -372,11 +377,11 @@ def test_errors_other_than_mq_propagate_after_backing_out(qm):
         conn = qm.connect()
         original = conn.put
 
-        def put(handle, md, data, *, syncpoint=True):
+        def put(handle, md, data, *, syncpoint=True, asynchronous=False):
             calls.append(md.msg_id)
             if len(calls) == 2:
                 raise Boom()
-            original(handle, md, data, syncpoint=syncpoint)
+            original(handle, md, data, syncpoint=syncpoint, asynchronous=asynchronous)
 
         conn.put = put
         return conn
@@ -385,3 +390,71 @@ def test_errors_other_than_mq_propagate_after_backing_out(qm):
         run([item(0), item(1)], connect)
     assert qm.put_log() == [] and qm.messages("APP.IN") == []
     assert isinstance(MQError(2053), Exception)
+
+
+def _mixed_run(async_put: bool, batch_size: int):
+    """A partition meeting every kind of refusal a queue gives, on a fresh queue manager."""
+    qm = SimQueueManager(":memory:", "QM1")
+    try:
+        qm.configure({"queues": {"FULL": {"maxdepth": 2}, "SHUT": {"put_inhibited": True},
+                                 "SMALL": {"maxmsgl": 40}, "GONE": {"exists": False}}})
+        queues = ["APP.IN", "FULL", "APP.IN", "SHUT", "SMALL", "APP.IN", "GONE", "FULL", "OTHER", "FULL"]
+        items = [item(n, "FWD", queues[n % len(queues)], payload=b"x" * (n % 7) * 10) for n in range(37)]
+        spy = Spy(qm.connect)
+        rows = run(items, spy, batch_size=batch_size, breaker_threshold=4, async_put=async_put)
+        settled = {r["message_key"]: (r["outcome"], r["reason_code"], r["batch_id"], r["error_text"]) for r in rows}
+        return settled, sent(qm), spy.puts
+    finally:
+        qm.close()
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 8, 200])
+def test_asynchronous_puts_settle_every_message_as_synchronous_puts_do(batch_size):
+    synchronous, sync_sent, sync_calls = _mixed_run(False, batch_size)
+    asynchronous, async_sent, async_calls = _mixed_run(True, batch_size)
+    assert asynchronous == synchronous  # outcome, reason, batch and text of every message
+    assert async_sent == sync_sent  # the same messages put, in the same order
+    # (in one batch of 200 the FULL queue's failures are never consecutive: its first two puts
+    # succeed again each time the batch is put again, so its breaker stays closed)
+    assert {o for o, *_ in synchronous.values()} == {"delivered", "failed"} | ({"deferred"} if batch_size < 200 else set())
+    # batches with a refused put were tried asynchronously first, then again synchronously
+    assert sum(async_calls.values()) > sum(sync_calls.values())
+
+
+def test_a_batch_whose_asynchronous_puts_all_succeed_is_put_once(qm):
+    spy = Spy(qm.connect)
+    rows = run([item(n) for n in range(10)], spy, batch_size=4)
+    assert set(outcomes(rows).values()) == {("delivered", 0)}
+    assert spy.puts == {"APP.IN": 10}
+    assert [r["batch_id"] for r in rows] == [0] * 4 + [1] * 4 + [2] * 2
+
+
+def test_a_connection_that_cannot_put_asynchronously_puts_synchronously(qm):
+    calls = []
+
+    def connect():
+        conn = qm.connect()
+        conn.async_put = False  # e.g. pymqi, which has no MQSTAT
+        original = conn.put
+
+        def put(handle, md, data, *, syncpoint=True, asynchronous=False):
+            calls.append(asynchronous)
+            original(handle, md, data, syncpoint=syncpoint, asynchronous=asynchronous)
+
+        conn.put = put
+        return conn
+
+    rows = run([item(n) for n in range(5)], connect, batch_size=2)
+    assert set(outcomes(rows).values()) == {("delivered", 0)} and calls == [False] * 5
+    calls.clear()
+    run([item(n) for n in range(5, 8)], qm.connect, batch_size=2, async_put=False)
+    assert calls == []  # (the plain sim connection: the setting alone keeps puts synchronous)
+    assert len(qm.put_log()) == 8
+
+
+def test_mqstat_refused_puts_the_batch_again_synchronously(qm):
+    qm.configure({"faults": [{"op": "stat", "reason": 2195, "times": 1}]})  # MQRC_UNEXPECTED_ERROR once
+    spy = Spy(qm.connect)
+    rows = run([item(n) for n in range(4)], spy, batch_size=4)
+    assert set(outcomes(rows).values()) == {("delivered", 0)} and spy.puts == {"APP.IN": 8}
+    assert [r.md.msg_id for r in qm.put_log()] == [dead_letter(n)[0].msg_id for n in range(4)]
