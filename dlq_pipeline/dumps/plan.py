@@ -64,10 +64,10 @@ def plan_work(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES, webh
         if kind == "dmpmqmsg":
             info = read_dump_info(url)
             ranges = plan_splits(url, split_bytes)
-            items += [
-                FileSplit(path, kind, start, end, k, len(ranges), info.qmgr or None, info.queue or None, read_at)
-                for k, (start, end) in enumerate(ranges)
-            ]
+            # as the tables store text: a byte of the header that is not UTF-8 becomes U+FFFD
+            qmgr, queue = stored_text(info.qmgr) or None, stored_text(info.queue) or None
+            items += [FileSplit(path, kind, start, end, k, len(ranges), qmgr, queue, read_at)
+                      for k, (start, end) in enumerate(ranges)]
         elif kind == "amqsbcg":
             items.append(FileSplit(path, kind, 0, None, 0, 1, None, _listing_queue(url), read_at))
         else:

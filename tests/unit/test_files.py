@@ -127,3 +127,15 @@ def test_input_bytes_sums_the_files_the_inputs_name(tmp_path):
     assert input_bytes([]) == 0
     # a path that is not there is ingest's to report; the size is just unknown
     assert input_bytes([str(tmp_path / "c.dmp"), str(tmp_path / "missing")]) is None
+
+
+def test_a_header_naming_its_queue_in_bytes_that_are_not_utf8_plans_readable_text(tmp_path):
+    """The header's queue manager and queue are stored as the tables store text (U+FFFD for a
+    byte that is not UTF-8): they went into every row of the file, and a lone surrogate there
+    failed the ingest job when Arrow encoded the rows (found by tests/spark/test_jvm_reader.py)."""
+    [dump] = write_generated(tmp_path, 2, seed=5, files=1)
+    text = dump.read_bytes()
+    dump.write_bytes(text.replace(b"* Qmgr  = QMHUB01", b"* Qmgr  = QM\xfbHUB", 1)
+                     .replace(b"SYSTEM.DEAD.LETTER.QUEUE", b"SYSTEM.DEAD.LET\xfbER.QUEUE", 1))
+    [item] = plan_work([str(dump)])
+    assert (item.qmgr, item.queue) == ("QM\ufffdHUB", "SYSTEM.DEAD.LET\ufffdER.QUEUE")
