@@ -1,7 +1,7 @@
 # Two commands do all set-up on a fresh machine (Python 3.11 + Java 17):
 #   make demo   - build the environment, generate a realistic DLQ and run the pipeline on it
 #   make test   - build the environment and run the whole test suite
-#   make package - the wheel and a packed virtual environment for spark-submit, in dist/
+#   make package - the wheel, a packed virtual environment and the JVM reader's jar for spark-submit, in dist/
 #                  (docs/deploy.md; PACKAGE_ARGS="--extra mq" adds IBM's ibmmq binding)
 PYTHON ?= python3
 VENV   ?= .venv
@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 # The tested environment: Spark 4.2 + Delta 4.4, every package pinned (constraints/README.md).
 CONSTRAINTS ?= constraints/spark-4.2.txt
 
-.PHONY: venv demo test package clean delta-jars hadoop-jars class-archive browser chromium
+.PHONY: venv demo test package clean delta-jars hadoop-jars class-archive jvm-reader browser chromium
 
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
@@ -26,13 +26,19 @@ venv: $(STAMP)
 delta-jars: $(STAMP)
 	$(BIN)/python -m dlq_pipeline.spark.delta
 
+# The JVM reader of ingest (dmpmqmsg dumps parsed in the executors' JVM): its Java sources,
+# in the package, compiled with the JDK's javac against pyspark's jars into a jar next to
+# them, named by the sources' digest (~5 s; a no-op when it is there). dlq_pipeline/spark/jvm_reader.py
+jvm-reader: $(STAMP)
+	$(BIN)/python -m dlq_pipeline.spark.jvm_reader
+
 # The JVM class archive local Spark sessions start with (about half of a cold start-up is
 # loading classes): built once per Java and pyspark into ~/.cache/dlq-pipeline/cds, from a
 # small pipeline run (~40 s; a no-op when it is there). dlq_pipeline/spark/class_archive.py
-class-archive: $(STAMP)
+class-archive: $(STAMP) jvm-reader
 	$(BIN)/python -m dlq_pipeline.spark.class_archive
 
-demo: $(STAMP)
+demo: $(STAMP) jvm-reader
 	$(BIN)/dlq-pipeline demo --out demo-out
 
 # Hadoop's mini cluster (the HDFS of the `cluster` test tier), the version of the Hadoop client
@@ -40,7 +46,7 @@ demo: $(STAMP)
 hadoop-jars: $(STAMP)
 	$(BIN)/python -m tests.cluster.bed fetch
 
-test: $(STAMP) delta-jars hadoop-jars class-archive chromium
+test: $(STAMP) delta-jars hadoop-jars jvm-reader class-archive chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Debian's chromium, for the browser tests (the HTML report rendered headless): installed once
@@ -53,12 +59,12 @@ chromium:
 browser: $(STAMP) chromium
 	$(BIN)/python -m pytest -q tests/browser $(PYTEST_ARGS)
 
-package: $(STAMP)
+package: $(STAMP) jvm-reader
 	$(BIN)/python tools/package.py --dist dist --constraints $(CONSTRAINTS) $(PACKAGE_ARGS)
 
 # every stage against the obvious way and the limit; QUICK=1 for a few minutes (docs/performance.md)
 .PHONY: bench
-bench: $(STAMP) class-archive
+bench: $(STAMP) jvm-reader class-archive
 	$(BIN)/python -m benchmarks.run $(if $(QUICK),--quick) $(BENCH_ARGS)
 
 clean:

@@ -383,10 +383,11 @@ def python_parse(path: str, repeats: int) -> dict:
 
 def child_ingest(params: dict) -> dict:
     """In a fresh process with ``params['master']``: text lines vs parse (the dump's records
-    as rows, ``scan``) vs ingest (parse, number, deduplicate and store) of one dump."""
+    as rows, ``scan``: the JVM reader, ours, and the Python reader) vs ingest (parse, number,
+    deduplicate and store) of one dump."""
     from dlq_pipeline.dumps.plan import plan_work
     from dlq_pipeline.settings import IngestSettings
-    from dlq_pipeline.spark.ingest import ingest, scan
+    from dlq_pipeline.spark.ingest import ingest, jvm_items, scan
     from dlq_pipeline.spark.session import get_spark
     from dlq_pipeline.spark.storage import Storage
 
@@ -401,9 +402,14 @@ def child_ingest(params: dict) -> dict:
                settings=IngestSettings(split_bytes=split))
         shutil.rmtree(wh, ignore_errors=True)
 
+    items = plan_work([path], split)
+    jvm = jvm_items(spark, items)
+    if not jvm:
+        raise RuntimeError("the JVM reader is not available: run `make jvm-reader`")
     variants = {
         "text_lines": lambda: noop(spark.read.text(path)),
-        "parse": lambda: noop(scan(spark, plan_work([path], split))),
+        "parse": lambda: noop(scan(spark, plan_work([path], split), jvm=jvm)),
+        "parse_python_reader": lambda: noop(scan(spark, plan_work([path], split))),
         "ingest_store": stored,
     }
     times = interleaved(variants, params["repeats"])
@@ -427,6 +433,7 @@ def bench_ingest(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     out["ratios"] = {
         "parse_over_text_lines_1_core": ratio(one["parse"]["seconds"], one["text_lines"]["seconds"]),
         "parse_over_text_lines_2_cores": ratio(two["parse"]["seconds"], two["text_lines"]["seconds"]),
+        "python_reader_over_parse_1_core": ratio(one["parse_python_reader"]["seconds"], one["parse"]["seconds"]),
         "ingest_over_parse_1_core": ratio(one["ingest_store"]["seconds"], one["parse"]["seconds"]),
         "parse_speedup_1_to_2_cores": ratio(one["parse"]["seconds"], two["parse"]["seconds"]),
         "ingest_speedup_1_to_2_cores": ratio(one["ingest_store"]["seconds"], two["ingest_store"]["seconds"]),

@@ -59,6 +59,9 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         "webhdfs": ((str,), "", "NameNode HTTP address (WebHDFS) the pipeline's Python reaches hdfs:// "
                                 "paths through (inputs, the warehouse's checkpoints and fence files, dir: targets), "
                                 "e.g. http://namenode:9870; \"\" = port 9870 of the hdfs:// URI's host"),
+        "reader": ((str,), "auto", "auto: dmpmqmsg dumps at local paths are read in the JVM when the session has "
+                                   "the reader's jar (dlq_pipeline/spark/jvm_reader.py), the rest in Python; "
+                                   "python: always the Python reader"),
     },
     "classify": {
         "retry_interval": ((int,), -1, "override RETRYINT seconds; -1 = use the rules table's"),
@@ -188,6 +191,8 @@ def _check_values(where: str, values: dict[str, dict[str, Any]], problems: list[
         problems.append(f"{where}: 'log.format' must be text or json, not '{values['log']['format']}'")
     if values["log"]["level"].lower() not in ("", "debug", "info", "warning", "error"):
         problems.append(f"{where}: 'log.level' must be debug, info, warning or error, not '{values['log']['level']}'")
+    if values["ingest"]["reader"] not in ("auto", "python"):
+        problems.append(f"{where}: 'ingest.reader' must be auto or python, not '{values['ingest']['reader']}'")
     if values["drain"]["mode"] not in ("browse", "move"):
         problems.append(f"{where}: 'drain.mode' must be browse or move, not '{values['drain']['mode']}'")
     for section, key, low in [

@@ -53,12 +53,13 @@ class IngestSettings:
     max_line_length: int = MAX_LINE_LENGTH
     max_message_bytes: int = MQ_MAX_MESSAGE_BYTES
     webhdfs: str = ""  # the NameNode's HTTP address for hdfs:// inputs; "" = http://NAMENODE:9870
+    reader: str = "auto"  # auto: the JVM reader where the session has it (spark.jvm_reader); python
 
     @classmethod
     def from_config(cls, config) -> "IngestSettings":
         s = config.section("ingest")
         return cls(split_bytes=s["split_bytes"], max_line_length=s["max_line_length"],
-                   max_message_bytes=s["max_message_bytes"], webhdfs=s["webhdfs"])
+                   max_message_bytes=s["max_message_bytes"], webhdfs=s["webhdfs"], reader=s["reader"])
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 - ``DIST/dlq_pipeline-<version>-py3-none-any.whl``: the wheel (code, schemas, MQ constants,
   console scripts). Databricks installs it as a job library; ``pip install`` it anywhere.
+- ``DIST/dlq-pipeline-reader.jar``: ingest's JVM reader (`dlq_pipeline.spark.jvm_reader`),
+  built first so the wheel carries it too: ``spark-submit --jars``, a Databricks cluster library.
 - ``DIST/dlq-pipeline-env-<version>.tar.gz``: a packed virtual environment (venv-pack) with
   the wheel and its runtime dependencies (numpy, pandas, pyarrow, click; ``--extra mq`` adds
   IBM's ``ibmmq`` binding, which needs the MQ C client headers to build), for
@@ -14,7 +16,7 @@
     python tools/package.py --dist dist [--extra mq] [--with-pyspark] [--constraints FILE] [--compress-level 4]
 
 Run with the project's virtual environment (it needs ``build`` and ``venv-pack``: the
-``package`` extra). Prints the two paths.
+``package`` extra, and pyspark and a JDK for the jar). Prints the paths it wrote.
 """
 
 from __future__ import annotations
@@ -98,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     dist = Path(args.dist).resolve()
     dist.mkdir(parents=True, exist_ok=True)
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    from dlq_pipeline.spark import jvm_reader
+
+    print(jvm_reader.copy_to(dist))  # built into the package first, so the wheel carries it
     wheel = build_wheel(dist)
     print(wheel)
     if not args.wheel_only:

@@ -157,9 +157,9 @@ def _md_block_regex(order: tuple[_Attr, ...]) -> re.Pattern:
     return re.compile(b"".join(parts))
 
 
-# (regex, attributes) for the usual MQMD blocks: hex context (default) and -dc
-_MD_BLOCKS = tuple((_md_block_regex(order), order)
-                   for order in (_WRITE_ORDER_HEX, _WRITE_ORDER_CHAR))
+# The usual MQMD blocks, in the order they are tried: hex context (default) and -dc.
+MD_BLOCK_ORDERS = (_WRITE_ORDER_HEX, _WRITE_ORDER_CHAR)
+_MD_BLOCKS = tuple((_md_block_regex(order), order) for order in MD_BLOCK_ORDERS)
 _MD_BLOCK_LINES = len(_WRITE_ORDER_HEX)
 _MD_BLOCK_LONGEST_LINE = 6 + 2 * max(a.length for a in _ATTR_LIST)
 
@@ -199,7 +199,8 @@ MD_KINDS = (K_ATTR, K_NOMD)
 # hold it between the last message of one run and the header of the next.
 _STATS_LINE = re.compile(rb"(Read|Written) +- Files:|\d{4}-[0-9A-Z]{3} \(C\) Copyright IBM Corp\.|"
                          rb"(IBM MQ|WebSphere MQ|MQSeries) Queue Load/Unload Utility\s*$")
-_HEADER_LINE = re.compile(rb"\* (DMPMQMSG|QLOAD) Version:(\S*)(?: Created:(.*))?")
+HEADER_TOOLS = ("DMPMQMSG", "QLOAD")  # a header line starts "* TOOL Version:"
+_HEADER_LINE = re.compile(rb"\* (%s) Version:(\S*)(?: Created:(.*))?" % "|".join(HEADER_TOOLS).encode())
 _QMGR_LINE = re.compile(rb"\* Qmgr +=(.*)")
 _QUEUE_LINE = re.compile(rb"\* Queue +=(.*)")
 # -dT writes "%5d. MsgId:<hex>" and an age line per message instead of the message.

@@ -36,9 +36,10 @@ those back; ``message_key`` is computed from the bytes as read).
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import operator
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 from pyspark import StorageLevel
@@ -55,9 +56,11 @@ from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES, IngestSettings
 from dlq_pipeline.tables import CHAR_BYTES_COLUMN, HEAD_COLUMN, MD_COLUMNS, message_row
 from dlq_pipeline.spark.progress import Report, TaskTicker
 from dlq_pipeline.spark.schemas import conform, table_schema
-from dlq_pipeline.spark import large_messages
+from dlq_pipeline.spark import jvm_reader, large_messages
 from dlq_pipeline.spark.session import storage_memory_bytes
 from dlq_pipeline.testhooks import crash_point
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGE_BYTES = MQ_MAX_MESSAGE_BYTES
 ARROW_BATCH_ROWS = 2048
@@ -260,14 +263,16 @@ def read_item(item: FileSplit, *, number: int = 0, max_line_length: int = MAX_LI
            "messages": messages, "errors": errors, "largest": largest}
 
 
-def _read_items(items: Sequence[FileSplit], max_line_length: int, max_message_bytes: int):
-    """The mapInArrow function: each input row is the number of a work item."""
+def _read_items(numbered: Sequence[tuple[int, FileSplit]], max_line_length: int, max_message_bytes: int):
+    """The mapInArrow function: each input row is a position in ``numbered`` ((number in the
+    plan, work item) pairs)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         batcher = _Batcher()
         for batch in batches:
-            for number in batch.column(0).to_pylist():
-                for row in read_item(items[number], number=number, max_line_length=max_line_length,
+            for position in batch.column(0).to_pylist():
+                number, item = numbered[position]
+                for row in read_item(item, number=number, max_line_length=max_line_length,
                                      max_message_bytes=max_message_bytes):
                     full = batcher.add(row)
                     if full is not None:
@@ -279,13 +284,30 @@ def _read_items(items: Sequence[FileSplit], max_line_length: int, max_message_by
     return run
 
 
-def scan(spark: SparkSession, items: Sequence[FileSplit], *, max_line_length: int = MAX_LINE_LENGTH,
-         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> DataFrame:
-    """The raw rows of ``items``, one work item per partition (``RAW_SCHEMA``)."""
+def jvm_items(spark: SparkSession, items: Sequence[FileSplit], reader: str = "auto") -> frozenset[int]:
+    """The numbers of the work items the JVM reader takes (`spark.jvm_reader`): with ``reader``
+    ``auto``, the dmpmqmsg dumps at local paths, when this session has the reader's jar."""
+    if reader != "auto" or not any(jvm_reader.readable(i) for i in items) or not jvm_reader.available(spark):
+        return frozenset()
+    return frozenset(n for n, i in enumerate(items) if jvm_reader.readable(i))
+
+
+def scan(spark: SparkSession, items: Sequence[FileSplit], *, jvm: Collection[int] = (),
+         max_line_length: int = MAX_LINE_LENGTH, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> DataFrame:
+    """The raw rows of ``items``, one work item per partition (``RAW_SCHEMA``): the items
+    numbered in ``jvm`` read by the JVM reader (`jvm_items`), the rest by the Python readers."""
     if not items:
         return spark.createDataFrame([], RAW_SCHEMA)
-    numbers = spark.range(0, len(items), 1, numPartitions=len(items))
-    return numbers.mapInArrow(_read_items(list(items), max_line_length, max_message_bytes), RAW_SCHEMA)
+    numbered = list(enumerate(items))
+    in_jvm = [(n, i) for n, i in numbered if n in jvm]
+    in_python = [(n, i) for n, i in numbered if n not in jvm]
+    parts = []
+    if in_jvm:
+        parts.append(jvm_reader.reader(spark, RAW_SCHEMA, in_jvm, max_line_length, max_message_bytes))
+    if in_python:
+        positions = spark.range(0, len(in_python), 1, numPartitions=len(in_python))
+        parts.append(positions.mapInArrow(_read_items(in_python, max_line_length, max_message_bytes), RAW_SCHEMA))
+    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
 
 
 # --- raw rows -> table rows ------------------------------------------------------------------
@@ -294,15 +316,23 @@ def scan(spark: SparkSession, items: Sequence[FileSplit], *, max_line_length: in
 def read_summary(raw: DataFrame) -> list[Row]:
     """What the driver needs of a read, in one job without a shuffle (it was an aggregation,
     three jobs): each work item's own row, with its records, newlines, messages, bad
-    records and largest message's data."""
-    return raw.where(F.col("rec") == "split").select(
-        "source_file", "split", "splits", "item", "ordinal", "newlines", "messages", "errors", "largest").collect()
+    records and largest message's data, or the JVM reader's row that leaves the item to
+    Python (``rec`` fallback, the reason in ``error_text``)."""
+    return raw.where(F.col("rec").isin("split", "fallback")).select(
+        "rec", "source_file", "split", "splits", "item", "source_offset", "ordinal", "newlines", "messages", "errors",
+        "largest", "error_text").collect()
+
+
+def fallbacks(summary: Sequence[Row]) -> dict[int, str]:
+    """The work items the JVM reader left to the Python reader, with its reason (pure)."""
+    return {r["item"]: r["error_text"] for r in summary if r["rec"] == "fallback"}
 
 
 def split_bases(summary: Sequence[Row]) -> dict[int, tuple[int, int]]:
     """Per work item of a split file (by its number): the records and newlines in the file's
     ranges before it (from `read_summary`; pure)."""
-    counts = [(r["source_file"], r["split"], r["item"], r["ordinal"], r["newlines"]) for r in summary if r["splits"] > 1]
+    counts = [(r["source_file"], r["split"], r["item"], r["ordinal"], r["newlines"]) for r in summary
+              if r["splits"] > 1 and r["rec"] == "split"]
     bases, running = {}, {}
     for path, _split, item, records, newlines in sorted(counts):
         before = running.get(path, (0, 0))
@@ -403,6 +433,7 @@ class _Landing:
     persisted: bool = False
     per_file: dict[str, dict[str, int]] | None = None
     largest: int = 0  # bytes of data of the largest message read (known when persisted)
+    in_jvm: int = 0  # work items the JVM reader read (the rest: the Python readers)
 
     def messages(self, skip: DataFrame | None = None, unique: bool = False) -> DataFrame:
         return messages_rows(self.positioned, run_id=self.run_id, landed_at=self.landed_at, skip=skip, unique=unique)
@@ -440,6 +471,8 @@ def file_counts(summary: Sequence[Row], paths: Iterable[str] = ()) -> dict[str, 
     data, from `read_summary` (pure)."""
     counts = {path: {"messages": 0, "quarantined": 0, "largest": 0} for path in paths}
     for row in summary:
+        if row["rec"] != "split":
+            continue
         entry = counts.setdefault(row["source_file"], {"messages": 0, "quarantined": 0, "largest": 0})
         entry["messages"] += int(row["messages"])
         entry["quarantined"] += int(row["errors"])
@@ -458,22 +491,42 @@ def _plan_line(items: Sequence[FileSplit]) -> str:
 
 
 def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_message_bytes,
-          persist: bool, progress: Report | None = None, webhdfs: str = "") -> _Landing:
+          persist: bool, progress: Report | None = None, webhdfs: str = "", reader: str = "auto") -> _Landing:
     items = plan_work(paths, split_bytes, webhdfs)
     if progress:
         progress(_plan_line(items))
-    raw = scan(spark, items, max_line_length=max_line_length, max_message_bytes=max_message_bytes)
-    persisted, per_file, largest, summary = False, None, 0, None
+    jvm = jvm_items(spark, items, reader)
+    limits = {"max_line_length": max_line_length, "max_message_bytes": max_message_bytes}
+    level = read_cache_level(_split_bytes(items), storage_memory_bytes(spark)) if persist else None
+
+    def read(jvm_numbers) -> tuple[DataFrame, bool, list[Row] | None]:
+        """The scan, cached when ``persist`` (where the session can cache), and its summary
+        when the rest needs it: always when cached (the one full read, with its progress),
+        else for split files or the JVM reader's fallbacks."""
+        raw, cached = scan(spark, items, jvm=jvm_numbers, **limits), False
+        if persist:
+            try:
+                raw, cached = raw.persist(level), True
+            except Exception:  # noqa: BLE001 - e.g. serverless compute: read the files twice instead
+                cached = False
+            with TaskTicker(spark, progress, "ingest", "work items"):
+                return raw, cached, read_summary(raw)
+        needed = jvm_numbers or any(i.splits > 1 for i in items)
+        return raw, cached, read_summary(raw) if needed else None
+
+    raw, persisted, summary = read(jvm)
+    left = fallbacks(summary or [])
+    if left:  # read again, those items with Python (the JVM reader's rows of them are dropped with the cache)
+        for number, why in sorted(left.items()):
+            item = items[number]
+            log.info("ingest: %s bytes %d..%s: read with the Python reader (the JVM reader: %s)",
+                     item.path, item.start, item.end if item.end is not None else "end", why)
+        if persisted:
+            raw.unpersist()
+        jvm = jvm - set(left)
+        raw, persisted, summary = read(jvm)
+    per_file, largest = None, 0
     if persist:
-        level = read_cache_level(_split_bytes(items), storage_memory_bytes(spark))
-        try:
-            raw = raw.persist(level)
-            persisted = True
-        except Exception:  # noqa: BLE001 - e.g. serverless compute: read the files twice instead
-            persisted = False
-        # The one full read of the inputs, with its progress; what follows reuses the cache.
-        with TaskTicker(spark, progress, "ingest", "work items"):
-            summary = read_summary(raw)
         per_file = file_counts(summary, [i.path for i in items])
         if progress:
             for path in sorted(per_file):
@@ -484,12 +537,10 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
             # Kept in memory, the cached messages would leave too little heap for writing them;
             # the next job reads the files again into a cache on disk.
             raw.unpersist(blocking=True)
-            raw = scan(spark, items, max_line_length=max_line_length,
-                       max_message_bytes=max_message_bytes).persist(StorageLevel.DISK_ONLY)
-    bases = None
-    if any(i.splits > 1 for i in items):  # (a re-read above gives the same rows: its summary holds)
-        bases = split_bases(summary if summary is not None else read_summary(raw))
-    return _Landing(items, raw, _positioned(raw, bases, len(items)), run_id, _timestamp(landed_at), persisted, per_file, largest)
+            raw = scan(spark, items, jvm=jvm, **limits).persist(StorageLevel.DISK_ONLY)
+    bases = split_bases(summary) if any(i.splits > 1 for i in items) else None
+    return _Landing(items, raw, _positioned(raw, bases, len(items)), run_id, _timestamp(landed_at), persisted, per_file,
+                    largest, len(jvm))
 
 
 def land(
@@ -501,15 +552,18 @@ def land(
     landed_at: dt.datetime | None = None,
     max_line_length: int = MAX_LINE_LENGTH,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    reader: str = "auto",
 ) -> tuple[DataFrame, DataFrame]:
     """``(messages, quarantine)`` DataFrames for the files under ``paths``; writes nothing.
 
-    Plans on the driver now (and, when a file is split, runs one small job for the split
-    counts); the DataFrames read the files each time an action runs on them. ``landed_at``
+    Plans on the driver now (and, when a file is split or the JVM reader reads, runs one job
+    for the split counts and the items the JVM reader leaves to Python); the DataFrames read
+    the files each time an action runs on them. ``landed_at``
     (default: now) stamps ``landed_at`` and ``quarantined_at``; naive means UTC.
     """
     landing = _land(spark, paths, run_id=run_id, split_bytes=split_bytes, landed_at=landed_at,
-                    max_line_length=max_line_length, max_message_bytes=max_message_bytes, persist=False)
+                    max_line_length=max_line_length, max_message_bytes=max_message_bytes, persist=False,
+                    reader=reader)
     return landing.messages(), landing.quarantine()
 
 
@@ -529,6 +583,7 @@ class IngestResult:
     quarantine_added: int = 0
     messages_read: int = 0
     work_items: int = 0
+    jvm_work_items: int = 0  # of them, read by the JVM reader
     file_list: list[str] = field(default_factory=list, repr=False)
     per_file: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
 
@@ -592,6 +647,7 @@ def ingest(
         persist=True,
         progress=progress,
         webhdfs=settings.webhdfs,
+        reader=settings.reader,
     )
     try:
         per_file = landing.per_file or {}
@@ -611,6 +667,7 @@ def ingest(
         quarantine_added=added,
         messages_read=read,
         work_items=len(landing.items),
+        jvm_work_items=landing.in_jvm,
         file_list=files,
         per_file=per_file,
     )

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 from pyspark.sql import SparkSession
 
 from dlq_pipeline.config import defaults
-from dlq_pipeline.spark import class_archive
+from dlq_pipeline.spark import class_archive, jvm_reader
 from dlq_pipeline.spark.delta import cached_jars
 
 log = logging.getLogger(__name__)
@@ -212,6 +212,10 @@ def session_conf(settings: Mapping[str, Any] | None = None, launcher: Mapping[st
     user = {str(k): str(v) for k, v in (s.get("spark_conf") or {}).items()}
     conf.update(user)
     conf.update({str(k): str(v) for k, v in (launcher or {}).items()})
+    reader = jvm_reader.existing()
+    if reader and not launcher:  # spark-submit's JVM has its classpath already: --jars names it there
+        listed = [j for j in conf.get("spark.jars", "").split(",") if j]
+        conf["spark.jars"] = ",".join(listed if reader in listed else [*listed, reader])
     if s.get("format") == "delta":
         if not _delta_jars_present(conf):
             jars = cached_jars()

@@ -37,10 +37,11 @@ def cli(args: list[str], env: dict, cwd: Path, ok=(0, 3)) -> subprocess.Complete
     return done
 
 
-def ingest(tmp: Path, name: str, inputs: str, spark: dict, env: dict, *, webhdfs: str = "") -> dict:
+def ingest(tmp: Path, name: str, inputs: str, spark: dict, env: dict, *, webhdfs: str = "", reader: str = "auto") -> dict:
     """Ingest ``inputs`` into a fresh Parquet warehouse ``tmp/NAME-warehouse`` (64 KiB splits)."""
     warehouse = tmp / f"{name}-warehouse"
     config = write_config(tmp / f"{name}.toml", {"spark": spark, "storage": {"path": str(warehouse)},
-                                                 "ingest": {"split_bytes": 65536, "webhdfs": webhdfs}})
+                                                 "ingest": {"split_bytes": 65536, "webhdfs": webhdfs,
+                                                            "reader": reader}})
     done = cli(["ingest", "--config", str(config), "--json", inputs], env, tmp)
     return {"warehouse": warehouse, "result": json.loads(done.stdout.strip().splitlines()[-1])}

@@ -40,3 +40,18 @@ def test_dumps_on_hdfs_land_as_the_same_files_do_locally(bed, dumps, hdfs_dumps,
         assert cluster_rows == local_rows, table
     # the work was split into byte ranges read by the cluster's executors
     assert list((bed.root / "work").glob("app-*/*/stderr"))
+
+
+def test_dumps_every_node_mounts_are_read_by_the_executors_jvm_reader(bed, dumps, tmp_path, spark):
+    """Local paths (a mount every node has: this machine's disk), read on the cluster: the
+    executors' JVMs run the JVM reader (its jar reaches them through spark.jars) and land the
+    tables the Python reader lands in local mode."""
+    on_cluster = ingest(tmp_path, "cluster", str(dumps), {"master": bed.master, "conf": bed.spark_conf()},
+                        bed.spark_env())
+    local = ingest(tmp_path, "local", str(dumps), {"master": "local[2]"}, bed.spark_env(), reader="python")
+    dumped = on_cluster["result"]["work_items"] - 2  # the listing and the stray text file are Python's
+    assert on_cluster["result"]["jvm_work_items"] == dumped > 3 and local["result"]["jvm_work_items"] == 0
+    for key in ("messages_landed", "quarantined", "files", "work_items"):
+        assert on_cluster["result"][key] == local["result"][key], key
+    for table in ("messages", "quarantine"):
+        assert _rows(spark, on_cluster["warehouse"], table, None) == _rows(spark, local["warehouse"], table, None)

@@ -186,3 +186,31 @@ def test_triage_notebook_runs_over_spark_connect(spark, connect_url, tmp_path, m
     from .test_notebook import run_notebook
 
     run_notebook(spark, tmp_path, monkeypatch, SPARK_REMOTE=connect_url)
+
+
+JVM_READER_OVER_CONNECT = """
+import json, sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+from dlq_pipeline.dumps.plan import plan_work
+from dlq_pipeline.spark import jvm_reader
+from dlq_pipeline.spark.ingest import jvm_items, scan
+items = plan_work([sys.argv[2]], 20_000)
+jvm = jvm_items(spark, items)
+rows = scan(spark, items, jvm=jvm).groupBy("rec").count().collect()
+print(json.dumps({"available": jvm_reader.available(spark), "jvm_items": len(jvm), "items": len(items),
+                  "rows": {r["rec"]: r["count"] for r in rows}}))
+"""
+
+
+def test_the_connect_server_reads_dumps_in_its_jvm(dumps, connect_url, tmp_path):
+    """The server was started with the session's jars (tests/connect_server.py), the JVM
+    reader's among them: a client without a JVM has its dumps read in the server's, every
+    work item to its end."""
+    dump = sorted(dumps.glob("*.dmp"))[0]
+    done = subprocess.run([sys.executable, "-c", JVM_READER_OVER_CONNECT, connect_url, str(dump)], cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.splitlines()[-1])
+    assert got["available"] and got["jvm_items"] == got["items"] > 1
+    assert got["rows"] == {"message": 75, "split": got["items"]}  # no fallback row

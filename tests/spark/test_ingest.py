@@ -270,8 +270,9 @@ def test_ingest_is_idempotent_for_messages_and_quarantine(spark, tmp_path, corru
     per_file = {inputs[0]: {"messages": 3, "quarantined": 3}, inputs[1]: {"messages": 1, "quarantined": 0}}
     assert first.as_dict() == {"messages_landed": 4, "duplicates_skipped": 0, "quarantined": 3, "files": 2,
                                "quarantine_added": 3, "messages_read": 4,
-                               "work_items": first.work_items, "per_file": per_file}
-    assert first.work_items > 2
+                               "work_items": first.work_items, "jvm_work_items": first.jvm_work_items,
+                               "per_file": per_file}
+    assert first.work_items > 2 and 0 < first.jvm_work_items < first.work_items  # the bad records' items: Python
     # progress: the plan, the read (at least its final count), then one line per file
     size = sum(Path(p).stat().st_size for p in inputs)
     assert lines[0] == f"ingest: 2 files ({size / 1e6:,.1f} MB of dumps) in {first.work_items} work items"

@@ -10,6 +10,7 @@ import configparser
 import copy
 import re
 import subprocess
+import sys
 import tomllib
 import zipfile
 from pathlib import Path
@@ -116,12 +117,26 @@ def test_every_variable_used_is_declared_with_a_description_and_default():
 
 
 def test_the_wheel_artifact_builds_into_dist():
-    [artifact] = BUNDLE["artifacts"].values()
-    assert artifact["type"] == "whl" and artifact["path"] == "." and artifact["build"] == "python -m build --wheel"
+    [artifact] = [a for a in BUNDLE["artifacts"].values() if a["type"] == "whl"]
+    assert artifact["path"] == "." and artifact["build"] == "python -m build --wheel"
+
+
+def test_the_jvm_reader_artifact_is_the_jar_its_command_copies_into_dist(tmp_path):
+    """The bundle builds the JVM reader's jar with the module's own command; the classic
+    job's tasks install what that command writes."""
+    from dlq_pipeline.spark import jvm_reader
+
+    [artifact] = [a for a in BUNDLE["artifacts"].values() if a["type"] == "jar"]
+    assert artifact["build"] == "python -m dlq_pipeline.spark.jvm_reader --copy-to dist"
+    assert artifact["files"] == [{"source": f"dist/{jvm_reader.DIST_NAME}"}]
+    done = subprocess.run([sys.executable, "-m", "dlq_pipeline.spark.jvm_reader", "--copy-to", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / jvm_reader.DIST_NAME).read_bytes() == jvm_reader.jar_path().read_bytes()
 
 
 def _local_wheel_paths(job_name: str, job: dict) -> list[str]:
-    paths = [lib["whl"] for task in job["tasks"] for lib in task.get("libraries", [])]
+    paths = [lib["whl"] for task in job["tasks"] for lib in task.get("libraries", []) if "whl" in lib]
     paths += [dep for env in job.get("environments", []) for dep in env["spec"].get("dependencies", [])]
     return paths
 
@@ -194,7 +209,7 @@ def test_classic_job_tasks_run_on_its_cluster_with_the_wheel_as_a_library():
     clusters = {c["job_cluster_key"] for c in job["job_clusters"]}
     for task in job["tasks"]:
         assert task["job_cluster_key"] in clusters
-        assert task["libraries"] == [{"whl": "../dist/*.whl"}]
+        assert task["libraries"] == [{"whl": "../dist/*.whl"}, {"jar": "../dist/dlq-pipeline-reader.jar"}]
         assert "environment_key" not in task
 
 

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from dlq_pipeline import __version__
 from dlq_pipeline.cli import cli
+from dlq_pipeline.spark import jvm_reader
 
 from ..conftest import REPO
 
@@ -52,7 +53,9 @@ def test_wheel_and_packed_environment_run_their_entry_points(tmp_path, monkeypat
                    env=clean, check=True, capture_output=True, timeout=1800)
     wheel = dist / f"dlq_pipeline-{__version__}-py3-none-any.whl"
     archive = dist / f"dlq-pipeline-env-{__version__}.tar.gz"
-    assert sorted(p.name for p in dist.iterdir()) == sorted([wheel.name, archive.name])
+    jar = jvm_reader.jar_path().name  # the JVM reader, for spark-submit --jars and cluster libraries
+    assert sorted(p.name for p in dist.iterdir()) == sorted([wheel.name, archive.name, jvm_reader.DIST_NAME])
+    assert (dist / jvm_reader.DIST_NAME).read_bytes() == jvm_reader.jar_path().read_bytes()
 
     names = set(zipfile.ZipFile(wheel).namelist())
     tables = ["decisions", "decoded", "ledger", "messages", "quarantine"]
@@ -60,6 +63,7 @@ def test_wheel_and_packed_environment_run_their_entry_points(tmp_path, monkeypat
     rules = ["starter", "ibm-distributed-example", "ibm-zos-example"]
     assert {f"dlq_pipeline/data/rules/{r}.rules" for r in rules} <= names
     assert {"dlq_pipeline/data/mq_constants.json", "dlq_pipeline/jobs.py"} <= names
+    assert {f"dlq_pipeline/spark/jvm/{jar}", "dlq_pipeline/spark/jvm/ItemReader.java"} <= names  # its digest checks out
     assert not any(n.startswith(("tests/", "jobs/")) for n in names)
 
     env = tmp_path / "environment"  # what `--archives dlq-pipeline-env.tar.gz#environment` unpacks
