@@ -542,7 +542,7 @@ def child_pipeline(params: dict) -> dict:
     jobs of each stage."""
     began = time.perf_counter()
     from dlq_pipeline.rules.parser import load_rules
-    from dlq_pipeline.settings import ReplaySettings, RunSettings, StorageSettings
+    from dlq_pipeline.settings import IngestSettings, ReplaySettings, RunSettings, StorageSettings
     from pyspark.sql import functions as F
 
     from dlq_pipeline.spark.run import run_pipeline
@@ -560,12 +560,14 @@ def child_pipeline(params: dict) -> dict:
     trivial = time.perf_counter()
     rules = load_rules(params["rules"])
     replay = ReplaySettings(connections_per_qmgr=params.get("connections_per_qmgr", 1))
+    ingest = IngestSettings(reader=params.get("reader", "auto"))  # "python": the reader before the JVM one
 
     def run_into(warehouse: Path, run_id: str, progress=None):
         """One run into a new sim under ``warehouse``; its summary and seconds (sim set-up included)."""
         began_run = time.perf_counter()
         _fresh_sim(warehouse / "_sim" / "QMHUB01.sqlite", "QMHUB01", params.get("latency_ms"))
-        got = run_pipeline(spark, RunSettings(storage=StorageSettings(path=str(warehouse)), replay=replay), rules,
+        got = run_pipeline(spark, RunSettings(storage=StorageSettings(path=str(warehouse)), ingest=ingest, replay=replay),
+                           rules,
                            inputs=params["inputs"], target="sim:QMHUB01", run_id=run_id, progress=progress)
         return got, time.perf_counter() - began_run
 

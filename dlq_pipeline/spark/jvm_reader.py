@@ -39,6 +39,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 import zipfile
 from pathlib import Path
 from typing import Any, Sequence
@@ -157,15 +158,24 @@ def layout(max_line_length: int, max_message_bytes: int | None) -> dict[str, Any
     }
 
 
+# URI schemes the JVM reader opens through Hadoop's FileSystem, with Spark's Hadoop
+# configuration and credentials (Kerberos delegation tokens included); a file system the
+# executors' classpath lacks (s3a without hadoop-aws, say) makes the item fall back to Python.
+HADOOP_SCHEMES = ("hdfs", "webhdfs", "swebhdfs", "s3a", "gs", "abfs", "abfss", "dbfs")
+
+
 def readable(item) -> bool:
     """Whether the JVM reader may take this work item: a dmpmqmsg dump at a local path
-    (``/dbfs``, ``/Volumes`` and NFS mounts included); WebHDFS and object stores stay Python's."""
-    return item.kind == "dmpmqmsg" and item.url is None and os.path.isabs(item.path)
+    (``/dbfs``, ``/Volumes`` and NFS mounts included) or a URI Hadoop's FileSystem opens."""
+    if item.kind != "dmpmqmsg":
+        return False
+    return os.path.isabs(item.path) or urllib.parse.urlsplit(item.path).scheme in HADOOP_SCHEMES
 
 
 def items_option(numbered: Sequence[tuple[int, Any]]) -> str:
-    """The ``items`` option: (number in the plan, FileSplit) pairs as JSON."""
-    return json.dumps([{"number": n, "location": i.location, "source_file": i.path, "qmgr": i.qmgr,
+    """The ``items`` option: (number in the plan, FileSplit) pairs as JSON. The JVM opens an
+    input at the name it was given (``hdfs://``, not the WebHDFS URL Python reads it at)."""
+    return json.dumps([{"number": n, "location": i.path, "source_file": i.path, "qmgr": i.qmgr,
                         "queue": i.queue, "start": i.start, "end": i.end, "split": i.split, "splits": i.splits}
                        for n, i in numbered])
 

@@ -1,6 +1,7 @@
-"""Inputs on HDFS, read by a Spark standalone cluster through dumps.files (WebHDFS), land
-exactly the `messages` and `quarantine` tables that the same files land from a local folder in
-local mode. Small splits, so executors read byte ranges from the middle of remote files."""
+"""Inputs on HDFS, read by a Spark standalone cluster (the JVM reader through Hadoop's
+FileSystem, the Python readers through dumps.files and WebHDFS), land exactly the `messages`
+and `quarantine` tables that the same files land from a local folder in local mode. Small
+splits, so executors read byte ranges from the middle of remote files."""
 
 from __future__ import annotations
 
@@ -27,17 +28,24 @@ def _rows(spark, warehouse: Path, table: str, rename: tuple[str, str] | None) ->
 
 
 def test_dumps_on_hdfs_land_as_the_same_files_do_locally(bed, dumps, hdfs_dumps, tmp_path, spark):
+    """Read on the cluster by the JVM reader through Hadoop's FileSystem (the dumps) and by
+    Python through WebHDFS (the listing, the stray file; and everything with ingest.reader =
+    python): both land the tables of the same files read locally."""
     remote = hdfs_dumps
-    on_cluster = ingest(tmp_path, "cluster", remote, {"master": bed.master, "conf": bed.spark_conf()},
-                        bed.spark_env(), webhdfs=bed.hdfs.http)
+    cluster = {"master": bed.master, "conf": bed.spark_conf()}
+    on_cluster = ingest(tmp_path, "cluster", remote, cluster, bed.spark_env(), webhdfs=bed.hdfs.http)
+    in_python = ingest(tmp_path, "cluster-python", remote, cluster, bed.spark_env(), webhdfs=bed.hdfs.http,
+                       reader="python")
     local = ingest(tmp_path, "local", str(dumps), {"master": "local[2]"}, bed.spark_env())
 
     assert on_cluster["result"]["messages_landed"] == local["result"]["messages_landed"] > 210
     assert on_cluster["result"]["files"] == local["result"]["files"] == 5
+    assert on_cluster["result"]["jvm_work_items"] == on_cluster["result"]["work_items"] - 2 > 3  # but the listing, the stray file
+    assert in_python["result"]["jvm_work_items"] == 0
     for table in ("messages", "quarantine"):
-        cluster_rows = _rows(spark, on_cluster["warehouse"], table, (remote, str(dumps)))
         local_rows = _rows(spark, local["warehouse"], table, None)
-        assert cluster_rows == local_rows, table
+        for landed in (on_cluster, in_python):
+            assert _rows(spark, landed["warehouse"], table, (remote, str(dumps))) == local_rows, table
     # the work was split into byte ranges read by the cluster's executors
     assert list((bed.root / "work").glob("app-*/*/stderr"))
 

@@ -12,6 +12,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.apache.spark.SparkContext;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.Table;
@@ -30,7 +31,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 /**
  * The dmpmqmsg reader of ingest in the JVM (dlq_pipeline/spark/jvm_reader.py says when it is
  * used): one partition per work item, the rows of ingest's RAW_SCHEMA, which the caller
- * passes as the schema. Options: {@code items} (JSON: the work items) and {@code layout}
+ * passes as the schema. Local paths are read as files, URIs through Hadoop's FileSystem with
+ * the driver's Hadoop configuration. Options: {@code items} (JSON: the work items) and {@code layout}
  * (JSON: the MQMD attribute table and the rest of what the rows need, from the Python
  * package, so nothing about the format is restated here).
  *
@@ -188,22 +190,24 @@ public final class DumpSource implements TableProvider {
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-      return new ReaderFactory(schema, plan.layout);
+      return new ReaderFactory(schema, plan.layout, new Source.HadoopConf(SparkContext.getOrCreate().hadoopConfiguration()));
     }
   }
 
   static final class ReaderFactory implements PartitionReaderFactory {
     private final StructType schema;
     private final Layout layout;
+    private final Source.HadoopConf hadoop;
 
-    ReaderFactory(StructType schema, Layout layout) {
+    ReaderFactory(StructType schema, Layout layout, Source.HadoopConf hadoop) {
       this.schema = schema;
       this.layout = layout;
+      this.hadoop = hadoop;
     }
 
     @Override
     public PartitionReader<InternalRow> createReader(InputPartition partition) {
-      return new ItemReader((Item) partition, layout, new Rows(schema, layout, (Item) partition));
+      return new ItemReader((Item) partition, layout, new Rows(schema, layout, (Item) partition), hadoop);
     }
   }
 }

@@ -5,6 +5,10 @@ final class Hex {
   /** The value of each byte as a hex digit, -1 for any other byte. */
   static final int[] DIGIT = new int[256];
 
+  /** The byte two hex digits stand for, indexed by the digits as a little-endian char
+   *  (the first digit in the low byte), -1 for any other pair. */
+  static final short[] PAIR = new short[65536];
+
   private static final char[] LOWER = "0123456789abcdef".toCharArray();
 
   static {
@@ -15,6 +19,10 @@ final class Hex {
     for (int c = 'a'; c <= 'f'; c++) {
       DIGIT[c] = c - 'a' + 10;
       DIGIT[c - 'a' + 'A'] = c - 'a' + 10;
+    }
+    for (int pair = 0; pair < PAIR.length; pair++) {
+      int hi = DIGIT[pair & 0xff], lo = DIGIT[pair >>> 8];
+      PAIR[pair] = (short) ((hi | lo) < 0 ? -1 : hi << 4 | lo);
     }
   }
 

@@ -1,11 +1,10 @@
 package dlqpipeline.ingest;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Paths;
-import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.PartitionReader;
@@ -20,11 +19,13 @@ import org.apache.spark.sql.connector.read.PartitionReader;
  */
 final class ItemReader implements PartitionReader<InternalRow> {
   private static final int NONE = 0, IGNORED = '#', OTHER = '?';
+  private static final VarHandle PAIRS = MethodHandles.byteArrayViewVarHandle(char[].class, ByteOrder.LITTLE_ENDIAN);
 
   private final DumpSource.Item item;
   private final Layout layout;
   private final Rows rows;
-  private FileChannel file;
+  private final Source.HadoopConf hadoop;
+  private Source file;
   private Lines lines;
 
   private InternalRow current;
@@ -42,10 +43,11 @@ final class ItemReader implements PartitionReader<InternalRow> {
   private int size;
   private boolean hasData;
 
-  ItemReader(DumpSource.Item item, Layout layout, Rows rows) {
+  ItemReader(DumpSource.Item item, Layout layout, Rows rows, Source.HadoopConf hadoop) {
     this.item = item;
     this.layout = layout;
     this.rows = rows;
+    this.hadoop = hadoop;
   }
 
   @Override
@@ -100,7 +102,7 @@ final class ItemReader implements PartitionReader<InternalRow> {
 
   /** Position the lines at the item's first record; false when it has none. */
   private boolean open() throws IOException, Fallback {
-    file = FileChannel.open(Paths.get(item.location), StandardOpenOption.READ);
+    file = Source.open(item.location, hadoop);
     Lines fromZero = new Lines(file, 0, item.start <= 0 ? item.end : -1, layout.maxLineLength, 1);
     if (hasNul(fromZero)) {
       throw new Fallback("a NUL byte in the first " + layout.sniffBytes + " bytes: not a dump");
@@ -250,11 +252,12 @@ final class ItemReader implements PartitionReader<InternalRow> {
   }
 
   private void readFully(byte[] into, long at, int n) throws IOException {
-    ByteBuffer target = ByteBuffer.wrap(into, 0, n);
-    while (target.hasRemaining()) {
-      if (file.read(target, at + target.position()) < 0) {
-        throw new IOException("the file ends at byte " + (at + target.position()));
+    for (int done = 0; done < n; ) {
+      int got = file.read(into, done, n - done, at + done);
+      if (got < 0) {
+        throw new IOException("the file ends at byte " + (at + done));
       }
+      done += got;
     }
   }
 
@@ -464,15 +467,15 @@ final class ItemReader implements PartitionReader<InternalRow> {
     if (size + grows > body.length) {
       body = Arrays.copyOf(body, (int) Math.min(Integer.MAX_VALUE - 16, Math.max(2L * body.length, (long) size + grows)));
     }
-    int[] digit = Hex.DIGIT;
+    short[] pair = Hex.PAIR;
     byte[] out = body;
     int at = size;
     for (int i = from; i < stop; i += 2) {
-      int hi = digit[b[i] & 0xff], lo = digit[b[i + 1] & 0xff];
-      if ((hi | lo) < 0) {
+      int value = pair[(char) PAIRS.get(b, i)];
+      if (value < 0) {
         throw new Fallback("line at byte " + lines.offset + ": not hex digits");
       }
-      out[at++] = (byte) (hi << 4 | lo);
+      out[at++] = (byte) value;
     }
     size = at;
     hasData = true;

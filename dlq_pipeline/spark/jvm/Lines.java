@@ -1,8 +1,9 @@
 package dlqpipeline.ingest;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 
 /**
  * The lines of a file from an offset, read in large blocks; the current line is
@@ -12,8 +13,9 @@ import java.nio.channels.FileChannel;
  */
 final class Lines {
   static final int BLOCK = 4 << 20;
+  private static final VarHandle WORDS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
-  private final FileChannel file;
+  private final Source file;
   private final long stop; // -1: none
   private final long maxLength;
   byte[] buf = new byte[BLOCK];
@@ -26,7 +28,7 @@ final class Lines {
   boolean terminated = true;
   long newlines; // '\n' bytes passed that lie before stop
 
-  Lines(FileChannel file, long from, long stop, long maxLength, long firstNumber) {
+  Lines(Source file, long from, long stop, long maxLength, long firstNumber) {
     this.file = file;
     this.base = from;
     this.stop = stop;
@@ -94,9 +96,19 @@ final class Lines {
     return buf[pos + i];
   }
 
+  /** The first '\n' in buf[from, lim), -1 if none: eight bytes at a time (a byte equal to
+   *  '\n' is a zero byte of word ^ 0x0A..0A; the lowest flagged byte is the first). */
   private int indexOf(int from) {
     byte[] b = buf;
-    for (int i = from; i < lim; i++) {
+    int i = from;
+    for (int last = lim - 8; i <= last; i += 8) {
+      long x = (long) WORDS.get(b, i) ^ 0x0A0A0A0A0A0A0A0AL;
+      long zero = (x - 0x0101010101010101L) & ~x & 0x8080808080808080L;
+      if (zero != 0) {
+        return i + (Long.numberOfTrailingZeros(zero) >>> 3);
+      }
+    }
+    for (; i < lim; i++) {
       if (b[i] == '\n') {
         return i;
       }
@@ -118,7 +130,7 @@ final class Lines {
       buf = java.util.Arrays.copyOf(buf, (int) Math.min(Integer.MAX_VALUE - 16, 2L * buf.length));
     }
     int want = Math.min(buf.length - lim, BLOCK);
-    int got = file.read(ByteBuffer.wrap(buf, lim, want), base + lim);
+    int got = file.read(buf, lim, want, base + lim);
     if (got < 0) {
       eof = true;
     } else {
@@ -127,13 +139,13 @@ final class Lines {
   }
 
   /** The '\n' bytes in [from, to) of the file (to -1: to its end). */
-  static long newlinesBetween(FileChannel file, long from, long to) throws IOException {
+  static long newlinesBetween(Source file, long from, long to) throws IOException {
     long count = 0;
     byte[] block = new byte[BLOCK];
     long at = from;
     while (to < 0 || at < to) {
       int want = (int) (to < 0 ? BLOCK : Math.min(BLOCK, to - at));
-      int got = file.read(ByteBuffer.wrap(block, 0, want), at);
+      int got = file.read(block, 0, want, at);
       if (got <= 0) {
         break;
       }
