@@ -80,9 +80,14 @@ def ingest_lines(d: dict) -> list[str]:
             for name, v in d["python_one_core"]["variants"].items()]
     for master, variants in d["spark"].items():
         rows += [[master, name, v["seconds"], v["mb_per_s"], v["per_s"]] for name, v in variants.items()]
+    for master, variants in d.get("large", {}).get("spark", {}).items():
+        rows += [[f"{master}, {d['large']['dump_mb']:,} MB", name, v["seconds"], v["mb_per_s"], v["per_s"]]
+                 for name, v in variants.items()]
     return (_table(["where", "variant", "s", "MB/s", "messages/s"], rows)
             + [f"One dump of {d['dump_mb']:,} MB, {d['messages']:,} messages, split into byte ranges of "
-               f"{d['split_bytes']:,} B. Ratios: " + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items()), ""])
+               f"{d['split_bytes']:,} B (and, for the scaling, one of four times as many messages). `parse` is the "
+               "JVM reader, `parse_python_reader` the Python reader. Ratios: "
+               + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items()), ""])
 
 
 def replay_lines(d: dict) -> list[str]:

@@ -86,9 +86,9 @@ def _javac() -> str | None:
 
 def build(force: bool = False) -> Path:
     """Compile the sources into the jar (a no-op when it exists, unless ``force``): javac
-    ``--release 17`` against the Spark, Jackson and Scala jars of this pyspark; the jar is
-    written under a temporary name and renamed when whole, and older builds are removed.
-    Raises RuntimeError with javac's output."""
+    ``--release 17`` against the Spark, Jackson, Hadoop and Scala jars of this pyspark; the
+    jar is written under a temporary name and renamed when whole, and older builds are
+    removed. Raises RuntimeError with javac's output."""
     import pyspark
 
     target = jar_path()
@@ -107,11 +107,12 @@ def build(force: bool = False) -> Path:
         if done.returncode != 0:
             raise RuntimeError(f"javac failed ({done.returncode}):\n{done.stdout}{done.stderr}")
         partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+        entries = {"META-INF/MANIFEST.MF": b"Manifest-Version: 1.0\nCreated-By: dlq-pipeline\n\n",
+                   DIGEST_RESOURCE: source_digest().encode()}
+        entries.update({p.relative_to(classes).as_posix(): p.read_bytes() for p in sorted(classes.rglob("*.class"))})
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as jar:
-            jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: dlq-pipeline\n\n")
-            jar.writestr(DIGEST_RESOURCE, source_digest())
-            for path in sorted(classes.rglob("*.class")):
-                jar.write(path, path.relative_to(classes).as_posix())
+            for name, data in entries.items():  # fixed times: the same sources give the same bytes
+                jar.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED)
         os.replace(partial, target)
     for old in SOURCE_DIR.glob(f"{JAR_PREFIX}*.jar"):
         if old != target:

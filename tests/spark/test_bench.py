@@ -26,6 +26,8 @@ def test_tiny_run_writes_every_comparison(spark, tmp_path):
     assert doc["decode"]["ratios"]["row_udf_over_ours"] > 0
     assert all(t["agreement"]["agree"] == t["agreement"]["rows"] for t in doc["classify"]["tables"].values())
     assert doc["ingest"]["ratios"]["parse_speedup_1_to_2_cores"] > 0
+    assert doc["ingest"]["ratios"]["parse_speedup_1_to_2_cores_large_dump"] > 0
+    assert doc["ingest"]["ratios"]["python_reader_over_parse_1_core"] > 0  # the JVM reader and the Python one both ran
     assert all(p["puts_per_s"] > 0 for p in doc["replay"]["partitions"].values())
     assert "crossover_messages" in doc["end_to_end"]["crossover"]
     # the same run again in the warm session decides the same, and has its own crossover

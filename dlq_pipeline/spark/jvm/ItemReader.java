@@ -77,7 +77,7 @@ final class ItemReader implements PartitionReader<InternalRow> {
       current = rows.split(records, item.splits > 1 ? Long.valueOf(rangeNewlines()) : null, records, biggest);
     } catch (Fallback why) {
       current = rows.fallback(why.getMessage());
-    } catch (IOException | RuntimeException e) {
+    } catch (IOException | RuntimeException | LinkageError e) { // LinkageError: a Spark it was not built for
       current = rows.fallback("the JVM reader failed: " + e);
     }
     done = true;
