@@ -111,6 +111,7 @@ def test_session_conf_rejects_unknown_settings():
 def test_delta_confs_only_when_delta_can_be_loaded(monkeypatch):
     monkeypatch.delenv("DATABRICKS_RUNTIME_VERSION", raising=False)
     monkeypatch.setattr(session_module, "cached_jars", lambda: [])
+    monkeypatch.setattr(session_module.jvm_reader, "existing", lambda: None)  # its own test below
     without = session_conf({"format": "delta"})
     assert "spark.sql.catalog.spark_catalog" not in without  # would break every query
     assert DELTA_EXTENSION not in without.get("spark.sql.extensions", "")
@@ -129,6 +130,18 @@ def test_delta_confs_only_when_delta_can_be_loaded(monkeypatch):
 
     parquet = session_conf({"format": "parquet"})
     assert "spark.sql.catalog.spark_catalog" not in parquet and "spark.jars" not in parquet
+
+
+def test_the_jvm_readers_jar_joins_spark_jars_of_sessions_this_process_starts(monkeypatch):
+    monkeypatch.setattr(session_module, "cached_jars", lambda: [])
+    monkeypatch.setattr(session_module.jvm_reader, "existing", lambda: "/p/dlq-pipeline-reader-abc.jar")
+    assert session_conf({})["spark.jars"] == "/p/dlq-pipeline-reader-abc.jar"
+    mine = session_conf({"spark_conf": {"spark.jars": "/x/mine.jar,/p/dlq-pipeline-reader-abc.jar"}})
+    assert mine["spark.jars"] == "/x/mine.jar,/p/dlq-pipeline-reader-abc.jar"  # named once
+    # spark-submit started the JVM: its --jars say what is on the classpath
+    assert "spark.jars" not in session_conf({}, {"spark.master": "yarn"})
+    monkeypatch.setattr(session_module.jvm_reader, "existing", lambda: None)
+    assert "spark.jars" not in session_conf({})
 
 
 def test_the_suite_session_has_delta_from_the_jar_cache(spark, monkeypatch):
