@@ -1,6 +1,6 @@
 """The distributed test bed: a real HDFS (Hadoop's MiniDFSCluster: NameNode + one DataNode)
-and a Spark standalone cluster (master + one worker from pip's pyspark, executors in their own
-JVMs), started as subprocesses on free ports and stopped by process group.
+and a Spark standalone cluster (master + one worker of two cores from pip's pyspark, executors
+in their own JVMs), started as subprocesses on free ports and stopped by process group.
 
 The HDFS jar is ``org.apache.hadoop:hadoop-client-minicluster`` of the Hadoop version whose
 client pyspark ships (``pyspark/jars/hadoop-client-api-<v>.jar``), fetched once with Maven into
@@ -29,6 +29,9 @@ from dlq_pipeline.spark.delta import cache_root
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO / "tests" / "java" / "MiniHdfs.java"
 FETCH_COMMAND = "make hadoop-jars"
+# the machine's two cores: an application's tasks run two at a time, and two applications
+# with spark.cores.max = 1 each (test_replay.py's runs at once) both get an executor
+WORKER_CORES = 2
 START_TIMEOUT = 600  # seconds: ~50 s on an idle 2-core machine, minutes on a loaded one
 
 
@@ -216,7 +219,7 @@ def start(root: Path) -> Bed:
         deadline = time.monotonic() + START_TIMEOUT
         master.wait_for("I have been elected leader", deadline)
         worker = _start("Spark worker", [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                         "--cores", "1", "--memory", "1g", "--webui-port", "0",
+                                         "--cores", str(WORKER_CORES), "--memory", "2g", "--webui-port", "0",
                                          "--work-dir", str(root / "work"), url], logs / "worker.log", env)
         daemons.append(worker)
         worker.wait_for("Successfully registered with master", deadline)

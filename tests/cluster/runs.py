@@ -4,11 +4,17 @@ SparkContext per process: the suite's own local session cannot be pointed at a c
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+from dlq_pipeline.spark.storage import Storage
+
+REPO = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("dlq-pipeline"))
+STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
+VOLATILE = ("run_id", "started_at", "finished_at")  # ledger columns that differ between any two runs
 
 
 def _value(v) -> str:
@@ -45,3 +51,43 @@ def ingest(tmp: Path, name: str, inputs: str, spark: dict, env: dict, *, webhdfs
                                                             "reader": reader}})
     done = cli(["ingest", "--config", str(config), "--json", inputs], env, tmp)
     return {"warehouse": warehouse, "result": json.loads(done.stdout.strip().splitlines()[-1])}
+
+
+def decisions(spark, warehouse: str, rename: tuple[str, str] | None) -> list[dict]:
+    """The ``decisions`` of a Delta warehouse, comparable between runs: no run id, a retry's
+    ``not_before`` relative to its decision, the source files under ``rename[1]`` for ``rename[0]``."""
+    rows = []
+    for row in Storage(spark, format="delta", path=warehouse).read("decisions").collect():
+        row = row.asDict(recursive=True)
+        decided_at = row.pop("decided_at")
+        row.pop("run_id")
+        if row["not_before"] is not None:  # a retry: when, relative to the decision
+            row["not_before"] = row["not_before"] - decided_at
+        if rename:
+            assert row["source_file"].startswith(rename[0]), row["source_file"]
+            row["source_file"] = rename[1] + row["source_file"][len(rename[0]):]
+        rows.append(row)
+    return sorted(rows, key=lambda r: (r["message_key"], str(r)))
+
+
+def ledger(spark, warehouse: str) -> list[dict]:
+    rows = [{k: v for k, v in r.asDict().items() if k not in VOLATILE}
+            for r in Storage(spark, format="delta", path=warehouse).read("ledger").collect()]
+    return sorted(rows, key=lambda r: (r["message_key"], str(r)))
+
+
+def hdfs_tree(hdfs, path: str) -> dict[str, tuple[bytes, str]]:
+    """Every file below ``path`` on HDFS: (content without the dump's ``Created:`` time, permission)."""
+    found = {}
+    for status in hdfs.list(path):
+        child = f"{path}/{status['pathSuffix']}"
+        if status["type"] == "DIRECTORY":
+            found.update({f"{status['pathSuffix']}/{k}": v for k, v in hdfs_tree(hdfs, child).items()})
+        else:
+            found[status["pathSuffix"]] = (re.sub(rb"Created:[^\n]*", b"", hdfs.read(child)), status["permission"])
+    return found
+
+
+def local_tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): re.sub(rb"Created:[^\n]*", b"", p.read_bytes())
+            for p in sorted(root.rglob("*")) if p.is_file()}

@@ -5,7 +5,10 @@ this test cannot drift), the placeholders the doc lists are replaced (each must 
 every command runs with the real ``spark-submit`` against the standalone cluster and HDFS of
 tests/cluster/bed.py, with the packed environment (tests/cluster/packed.py) shipped by
 ``--archives`` and the shipped ``cluster`` profile of conf/dlq-pipeline.toml as ``prod.toml``.
-The decisions in the HDFS warehouse must equal those of the same dumps decided in local mode.
+What they leave in the HDFS warehouse must equal what ``run_pipeline`` of the same dumps, with
+the same profile, leaves in a local one (in this process's session): the decisions, and for
+the one-job block, which replays to a ``dir:`` folder on HDFS, the ledger and the dmpmqmsg files
+(with ``replay.dir_mode``'s permissions) too, and no replay checkpoint left behind.
 """
 
 from __future__ import annotations
@@ -19,13 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from dlq_pipeline.clock import utc_now
+from dlq_pipeline.config import load_config
 from dlq_pipeline.rules.parser import load_rules
-from dlq_pipeline.settings import IngestSettings, StorageSettings
-from dlq_pipeline.spark.classify import decide_pending
-from dlq_pipeline.spark.ingest import ingest
-from dlq_pipeline.spark.storage import open_storage
-from tests.cluster.test_pipeline import STARTER, _decisions
+from dlq_pipeline.settings import RunSettings
+from dlq_pipeline.spark.run import run_pipeline
+from tests.cluster.runs import STARTER, decisions, hdfs_tree, ledger, local_tree
 from tests.conftest import REPO, require_delta
 
 RUN_ID = "nightly-20261126"  # the stage block's --set pipeline.run_id
@@ -56,7 +57,7 @@ class Submitter:
     """Runs the doc's commands in a directory laid out as the doc assumes: ``jobs/`` and
     ``dist/`` there, the configuration in an /etc-like directory, SPARK_CONF_DIR the bed's."""
 
-    def __init__(self, bed, packed_env: Path, root: Path, warehouse: str):
+    def __init__(self, bed, packed_env: Path, root: Path, warehouse: str, target: str = "dry-run"):
         self.bed, self.root = bed, root
         self.etc = root / "etc-dlq-pipeline"
         self.etc.mkdir(parents=True)
@@ -77,7 +78,7 @@ class Submitter:
             r"dlq-pipeline-env-[^#\s]+\.tar\.gz": packed_env.name,
             r"/etc/dlq-pipeline/": f"{self.etc}/",
             r"NAMENODE:8020": authority,
-            r"mq:QM1": "dry-run",
+            r"mq:QM1": target,
         }
         self.env = {**self.bed.spark_env(), "SPARK_CONF_DIR": str(conf),  # pyspark's spark-submit on PATH
                     "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -103,14 +104,17 @@ def blocks() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def local_decisions(spark, dumps, tmp_path_factory) -> list[dict]:
-    """The dumps ingested and classified in this process's local session (no extra JVM)."""
+def local_run(spark, dumps, tmp_path_factory) -> dict:
+    """The dumps run in this process's local session (no extra JVM) with the shipped ``cluster``
+    profile, the warehouse a local directory, replayed to a local ``dir:`` folder."""
     require_delta(spark)
-    warehouse = str(tmp_path_factory.mktemp("local-deploy") / "warehouse")
-    storage = open_storage(spark, StorageSettings(format="delta", path=warehouse))
-    ingest(spark, storage, [str(dumps)], run_id="local", settings=IngestSettings(split_bytes=65536))
-    decide_pending(spark, storage, load_rules(STARTER), run_id="local", now=utc_now()).unpersist()
-    return _decisions(spark, warehouse, None)
+    root = tmp_path_factory.mktemp("local-deploy")
+    config = load_config(REPO / "conf" / "dlq-pipeline.toml", profile="cluster",
+                         overrides={"storage": {"path": str(root / "warehouse")}, "ingest": {"webhdfs": ""}})
+    summary = run_pipeline(spark, RunSettings.from_config(config), load_rules(STARTER), inputs=[str(dumps)],
+                           target=f"dir:{root / 'out'}", run_id="local")
+    return {"summary": summary, "decisions": decisions(spark, str(root / "warehouse"), None),
+            "ledger": ledger(spark, str(root / "warehouse")), "files": local_tree(root / "out" / "local")}
 
 
 @pytest.fixture(scope="module")
@@ -130,32 +134,41 @@ def _ok(done: subprocess.CompletedProcess, status: int = 0) -> None:
 
 
 def test_stage_by_stage_commands_decide_on_the_cluster_as_in_local_mode(bed, spark, dumps, hdfs_dumps, stages,
-                                                                        local_decisions):
+                                                                        local_run):
     _ok(stages["ingest"], 3)  # the stray notes.txt is quarantined: exit 3, attention
     _ok(stages["classify"])
     assert bed.hdfs.list("/dlq-pipeline/warehouse/decisions")  # the tables are on HDFS
-    decided = _decisions(spark, stages["warehouse"], (hdfs_dumps, str(dumps)))
-    assert len(local_decisions) > 210
-    assert decided == local_decisions
+    decided = decisions(spark, stages["warehouse"], (hdfs_dumps, str(dumps)))
+    assert len(local_run["decisions"]) > 210
+    assert decided == local_run["decisions"]
 
     _ok(stages["report"])
     html = (stages["root"] / "report.html").read_text()
     assert RUN_ID in html
 
 
-def test_stage_by_stage_replay_command_dry_runs_what_was_decided(stages, local_decisions):
+def test_stage_by_stage_replay_command_dry_runs_what_was_decided(spark, stages, local_run):
     _ok(stages["replay"])
+    dry = [r for r in ledger(spark, stages["warehouse"]) if r["outcome"] == "dry_run"]
+    assert len(dry) == local_run["summary"].outcomes["delivered"] > 20  # what the local run delivered
 
 
 def test_the_run_command_runs_the_whole_pipeline_on_the_cluster(bed, spark, dumps, hdfs_dumps, packed_env, blocks,
-                                                               local_decisions, tmp_path):
-    [done] = Submitter(bed, packed_env, tmp_path, "/dlq-pipeline/run-warehouse").run(blocks["run"])
+                                                               local_run, tmp_path):
+    """The one-job block, replaying to a dir: folder on HDFS: the decisions, the ledger and the
+    files of the local run; the files owner-only (replay.dir_mode), no checkpoint left."""
+    out = "/dlq-pipeline/run-out"
+    [done] = Submitter(bed, packed_env, tmp_path, "/dlq-pipeline/run-warehouse", f"dir:{bed.hdfs.uri}{out}").run(
+        blocks["run"])
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     _ok(done, summary["exit_status"])
-    decided = _decisions(spark, f"{bed.hdfs.uri}/dlq-pipeline/run-warehouse", (hdfs_dumps, str(dumps)))
-    assert decided == local_decisions
-    actions = {}
-    for row in local_decisions:
-        actions[row["action"]] = actions.get(row["action"], 0) + 1
-    assert summary["decisions"] == actions
-    assert summary["outcomes"]["dry_run"] == actions.get("RETRY", 0) + actions.get("FWD", 0)
+    warehouse = f"{bed.hdfs.uri}/dlq-pipeline/run-warehouse"
+    assert decisions(spark, warehouse, (hdfs_dumps, str(dumps))) == local_run["decisions"]
+    assert ledger(spark, warehouse) == local_run["ledger"]
+    for key in ("decisions", "outcomes", "messages_landed", "quarantined", "exit_status"):
+        assert summary[key] == getattr(local_run["summary"], key), key
+    assert [s["pathSuffix"] for s in bed.hdfs.list(out)] == [summary["run_id"]]  # dir:'s folder of the run
+    written = hdfs_tree(bed.hdfs, f"{out}/{summary['run_id']}")
+    assert {k: v for k, (v, _) in written.items()} == local_run["files"]  # no staging name left either
+    assert {mode for _, mode in written.values()} == {"600"}
+    assert [s["pathSuffix"] for s in bed.hdfs.list("/dlq-pipeline/run-warehouse/_checkpoints")] == []

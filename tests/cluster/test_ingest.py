@@ -8,6 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from dlq_pipeline.settings import IngestSettings, StorageSettings
+from dlq_pipeline.spark.ingest import ingest as ingest_here
+from dlq_pipeline.spark.storage import open_storage
 from tests.cluster.runs import ingest
 
 RUN_COLUMNS = {"run_id", "landed_at", "quarantined_at"}  # what differs between any two runs
@@ -27,7 +32,20 @@ def _rows(spark, warehouse: Path, table: str, rename: tuple[str, str] | None) ->
     return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
 
-def test_dumps_on_hdfs_land_as_the_same_files_do_locally(bed, dumps, hdfs_dumps, tmp_path, spark):
+@pytest.fixture(scope="module")
+def local(spark, dumps, tmp_path_factory) -> dict:
+    """The same files landed in local mode by the Python reader, in this process's session (no
+    extra JVM): the JVM reader's equality with it is tests/spark/test_jvm_reader.py's."""
+    warehouse = tmp_path_factory.mktemp("local-ingest") / "warehouse"
+    storage = open_storage(spark, StorageSettings(format="parquet", path=str(warehouse)))
+    result = ingest_here(spark, storage, [str(dumps)], run_id="local",
+                         settings=IngestSettings(split_bytes=65536, reader="python"))
+    assert result.jvm_work_items == 0
+    return {"warehouse": warehouse, "result": result.as_dict(),
+            "rows": {table: _rows(spark, warehouse, table, None) for table in ("messages", "quarantine")}}
+
+
+def test_dumps_on_hdfs_land_as_the_same_files_do_locally(bed, dumps, hdfs_dumps, local, tmp_path, spark):
     """Read on the cluster by the JVM reader through Hadoop's FileSystem (the dumps) and by
     Python through WebHDFS (the listing, the stray file; and everything with ingest.reader =
     python): both land the tables of the same files read locally."""
@@ -36,30 +54,27 @@ def test_dumps_on_hdfs_land_as_the_same_files_do_locally(bed, dumps, hdfs_dumps,
     on_cluster = ingest(tmp_path, "cluster", remote, cluster, bed.spark_env(), webhdfs=bed.hdfs.http)
     in_python = ingest(tmp_path, "cluster-python", remote, cluster, bed.spark_env(), webhdfs=bed.hdfs.http,
                        reader="python")
-    local = ingest(tmp_path, "local", str(dumps), {"master": "local[2]"}, bed.spark_env())
 
     assert on_cluster["result"]["messages_landed"] == local["result"]["messages_landed"] > 210
     assert on_cluster["result"]["files"] == local["result"]["files"] == 5
     assert on_cluster["result"]["jvm_work_items"] == on_cluster["result"]["work_items"] - 2 > 3  # but the listing, the stray file
     assert in_python["result"]["jvm_work_items"] == 0
     for table in ("messages", "quarantine"):
-        local_rows = _rows(spark, local["warehouse"], table, None)
         for landed in (on_cluster, in_python):
-            assert _rows(spark, landed["warehouse"], table, (remote, str(dumps))) == local_rows, table
+            assert _rows(spark, landed["warehouse"], table, (remote, str(dumps))) == local["rows"][table], table
     # the work was split into byte ranges read by the cluster's executors
     assert list((bed.root / "work").glob("app-*/*/stderr"))
 
 
-def test_dumps_every_node_mounts_are_read_by_the_executors_jvm_reader(bed, dumps, tmp_path, spark):
+def test_dumps_every_node_mounts_are_read_by_the_executors_jvm_reader(bed, dumps, local, tmp_path, spark):
     """Local paths (a mount every node has: this machine's disk), read on the cluster: the
     executors' JVMs run the JVM reader (its jar reaches them through spark.jars) and land the
     tables the Python reader lands in local mode."""
     on_cluster = ingest(tmp_path, "cluster", str(dumps), {"master": bed.master, "conf": bed.spark_conf()},
                         bed.spark_env())
-    local = ingest(tmp_path, "local", str(dumps), {"master": "local[2]"}, bed.spark_env(), reader="python")
     dumped = on_cluster["result"]["work_items"] - 2  # the listing and the stray text file are Python's
-    assert on_cluster["result"]["jvm_work_items"] == dumped > 3 and local["result"]["jvm_work_items"] == 0
+    assert on_cluster["result"]["jvm_work_items"] == dumped > 3
     for key in ("messages_landed", "quarantined", "files", "work_items"):
         assert on_cluster["result"][key] == local["result"][key], key
     for table in ("messages", "quarantine"):
-        assert _rows(spark, on_cluster["warehouse"], table, None) == _rows(spark, local["warehouse"], table, None)
+        assert _rows(spark, on_cluster["warehouse"], table, None) == local["rows"][table]

@@ -48,7 +48,9 @@ def dlq(bed, tmp_path_factory):
 
 
 def _config(tmp_path: Path, bed, name: str, *, wait: float, crash_at: str | None = None) -> Path:
-    conf = dict(bed.spark_conf())
+    # one core each: two runs at once both get an executor of the bed's two-core worker and
+    # really run side by side (with every core, the second would wait for the first to end)
+    conf = {**bed.spark_conf(), "spark.cores.max": "1"}
     if crash_at:  # the crash point is reached in an executor's Python worker: it needs the variables
         conf.update({f"spark.executorEnv.{CRASH_AT_ENV}": crash_at,
                      f"spark.executorEnv.{MARKER_ENV}": str(tmp_path / name / "markers")})
