@@ -32,6 +32,11 @@ FETCH_COMMAND = "make hadoop-jars"
 # the machine's two cores: an application's tasks run two at a time, and two applications
 # with spark.cores.max = 1 each (test_replay.py's runs at once) both get an executor
 WORKER_CORES = 2
+# Every JVM of the bed compiles with C1 only: its jobs are small and short, and HotSpot's C2
+# compiler on two cores spends its CPU optimising code they hardly use (docs/performance.md:
+# it halves a cold first run's CPU). The daemons, and the drivers and executors of each
+# application (spark_conf, the deploy test's spark-defaults.conf).
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
 START_TIMEOUT = 600  # seconds: ~50 s on an idle 2-core machine, minutes on a loaded one
 
 
@@ -189,7 +194,8 @@ class Bed:
 
     def spark_conf(self) -> dict[str, str]:
         """Settings a session on this cluster needs: executors import this checkout's package."""
-        return {"spark.executorEnv.PYTHONPATH": str(REPO), "spark.executor.memory": "768m"}
+        return {"spark.executorEnv.PYTHONPATH": str(REPO), "spark.executor.memory": "768m",
+                "spark.executor.extraJavaOptions": QUICK_JIT, "spark.driver.extraJavaOptions": QUICK_JIT}
 
 
 def start(root: Path) -> Bed:
@@ -203,10 +209,10 @@ def start(root: Path) -> Bed:
     # no PYTHONPATH: executors import dlq_pipeline from what each session gives them (spark_conf's
     # spark.executorEnv.PYTHONPATH, or a packed environment shipped with --archives), never the test's
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(logs),
-           "PYSPARK_PYTHON": sys.executable, "SPARK_NO_DAEMONIZE": "1"}
+           "PYSPARK_PYTHON": sys.executable, "SPARK_NO_DAEMONIZE": "1", "SPARK_DAEMON_JAVA_OPTS": QUICK_JIT}
     daemons: list[Daemon] = []
     try:
-        hdfs = _start("HDFS", ["java", "-Xmx512m", "-cp", f"{jar}:{home / 'jars'}/*", str(LAUNCHER),
+        hdfs = _start("HDFS", ["java", "-Xmx512m", QUICK_JIT, "-cp", f"{jar}:{home / 'jars'}/*", str(LAUNCHER),
                                str(root / "hdfs")], logs / "hdfs.log", env, stdin=subprocess.PIPE)
         daemons.append(hdfs)
         port = free_port()

@@ -26,6 +26,7 @@ from dlq_pipeline.config import load_config
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.settings import RunSettings
 from dlq_pipeline.spark.run import run_pipeline
+from tests.cluster.bed import QUICK_JIT
 from tests.cluster.runs import STARTER, decisions, hdfs_tree, ledger, local_tree
 from tests.conftest import REPO, require_delta
 
@@ -71,7 +72,9 @@ class Submitter:
         (self.etc / "prod.rules").write_text(Path(STARTER).read_text())
         conf = root / "spark-conf"  # the cluster's own defaults (not part of the doc's commands)
         conf.mkdir()
-        (conf / "spark-defaults.conf").write_text("spark.executor.memory 768m\nspark.ui.enabled false\n")
+        (conf / "spark-defaults.conf").write_text("spark.executor.memory 768m\nspark.ui.enabled false\n"
+                                                  f"spark.driver.extraJavaOptions {QUICK_JIT}\n"
+                                                  f"spark.executor.extraJavaOptions {QUICK_JIT}\n")
         self.placeholders = {
             r"--master yarn": f"--master {bed.master}",
             r"\bpython3\b": sys.executable,
