@@ -38,7 +38,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.delta, pytest.mark.slow]
 
 RULES = "ACTION(FWD) FWDQ(REPLAYED) HEADER(YES)\n"
 COUNT, BATCH = 40, 5
-LEASE_SECONDS = 60  # the takeover test waits for it to expire; a late renewal of a live holder costs nothing
+LEASE_SECONDS = 30  # the takeover test waits for it to expire; a late renewal of a live holder costs nothing
 HELD_SECONDS = 600  # two live runs: far above a renewal MERGE on a busy machine, so the waiter never takes over
 
 
