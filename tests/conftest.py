@@ -10,6 +10,7 @@ metastore needed). The Delta kinds carry the ``delta`` marker.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import sys
 from pathlib import Path
@@ -18,6 +19,18 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 REAL_FIXTURES = REPO / "tests" / "fixtures" / "real"
+CREATED = re.compile(rb"Created:[^\n]*")  # the line of a dmpmqmsg dump saying when it was written
+
+
+def without_created(data: bytes) -> bytes:
+    """A dump's bytes without its creation time: two runs writing the same messages compare equal."""
+    return CREATED.sub(b"", data)
+
+
+def dump_tree(root: Path) -> dict[str, bytes]:
+    """Every file below ``root`` (its POSIX path relative to ``root``), without the dumps' creation time."""
+    return {p.relative_to(root).as_posix(): without_created(p.read_bytes())
+            for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 @pytest.fixture(scope="session")

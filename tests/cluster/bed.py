@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dlq_pipeline.spark.delta import cache_root
+from dlq_pipeline.spark.session import QUICK_JIT_OPTION
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO / "tests" / "java" / "MiniHdfs.java"
@@ -35,8 +36,8 @@ WORKER_CORES = 2
 # Every JVM of the bed compiles with C1 only: its jobs are small and short, and HotSpot's C2
 # compiler on two cores spends its CPU optimising code they hardly use (docs/performance.md:
 # it halves a cold first run's CPU). The daemons, and the drivers and executors of each
-# application (spark_conf, the deploy test's spark-defaults.conf).
-QUICK_JIT = "-XX:TieredStopAtLevel=1"
+# application (spark_conf, the deploy test's spark-defaults.conf). What `run` gives a local JVM.
+QUICK_JIT = QUICK_JIT_OPTION
 START_TIMEOUT = 600  # seconds: ~50 s on an idle 2-core machine, minutes on a loaded one
 
 

@@ -1,17 +1,17 @@
 """Running the CLI of this checkout as its own process, locally or on the test bed (one
-SparkContext per process: the suite's own local session cannot be pointed at a cluster)."""
+SparkContext per process: the suite's own local session cannot be pointed at a cluster), and
+what such runs leave (decisions, ledger, files on HDFS) in a form two runs can be compared in."""
 
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 from dlq_pipeline.spark.storage import Storage
+from tests.conftest import REPO, without_created
 
-REPO = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("dlq-pipeline"))
 STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
 VOLATILE = ("run_id", "started_at", "finished_at")  # ledger columns that differ between any two runs
@@ -84,10 +84,6 @@ def hdfs_tree(hdfs, path: str) -> dict[str, tuple[bytes, str]]:
         if status["type"] == "DIRECTORY":
             found.update({f"{status['pathSuffix']}/{k}": v for k, v in hdfs_tree(hdfs, child).items()})
         else:
-            found[status["pathSuffix"]] = (re.sub(rb"Created:[^\n]*", b"", hdfs.read(child)), status["permission"])
+            found[status["pathSuffix"]] = (without_created(hdfs.read(child)), status["permission"])
     return found
 
-
-def local_tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): re.sub(rb"Created:[^\n]*", b"", p.read_bytes())
-            for p in sorted(root.rglob("*")) if p.is_file()}

@@ -27,8 +27,8 @@ from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.settings import RunSettings
 from dlq_pipeline.spark.run import run_pipeline
 from tests.cluster.bed import QUICK_JIT
-from tests.cluster.runs import STARTER, decisions, hdfs_tree, ledger, local_tree
-from tests.conftest import REPO, require_delta
+from tests.cluster.runs import STARTER, decisions, hdfs_tree, ledger
+from tests.conftest import REPO, dump_tree, require_delta
 
 RUN_ID = "nightly-20261126"  # the stage block's --set pipeline.run_id
 
@@ -117,7 +117,7 @@ def local_run(spark, dumps, tmp_path_factory) -> dict:
     summary = run_pipeline(spark, RunSettings.from_config(config), load_rules(STARTER), inputs=[str(dumps)],
                            target=f"dir:{root / 'out'}", run_id="local")
     return {"summary": summary, "decisions": decisions(spark, str(root / "warehouse"), None),
-            "ledger": ledger(spark, str(root / "warehouse")), "files": local_tree(root / "out" / "local")}
+            "ledger": ledger(spark, str(root / "warehouse")), "files": dump_tree(root / "out" / "local")}
 
 
 @pytest.fixture(scope="module")

@@ -10,14 +10,13 @@ what the default tier (this test's own environment) produces from the same input
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from ..conftest import REPO
+from ..conftest import REPO, dump_tree
 from ..venvs import cached_venv, clean_env, locked, pip
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
@@ -45,13 +44,12 @@ def smoke(bin_dir: Path, work: Path, dumps: Path) -> dict:
     version = subprocess.run([str(bin_dir / "python"), "-c", "import pyspark; print(pyspark.__version__)"],
                              env=env, capture_output=True, text=True, check=True).stdout.strip()
     return {"pyspark": version, "summary": summary, "report": report,
-            "files": {p.relative_to(work / "out").as_posix(): CREATED.sub(b"Created:-", p.read_bytes())
-                      for p in sorted((work / "out").rglob("*")) if p.is_file()}}
+            "files": dump_tree(work / "out")}
 
 
 # What must agree across Spark versions: everything but clocks (each dump's `Created:` header
-# time, the report's decided_at and generated_at, the summary's start, finish and durations).
-CREATED = re.compile(rb"Created:[^\n]*")
+# time, dump_tree leaves out; the report's decided_at and generated_at, the summary's start,
+# finish and durations).
 SUMMARY_KEYS = ("decisions", "exit_status", "files", "ignore_reasons", "messages_landed", "messages_without_dlh",
                 "outcomes", "pending", "quarantined", "run_id", "target")
 REPORT_KEYS = ("overall", "run", "run_id", "trend")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,13 +20,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from ..conftest import REPO
+from ..conftest import REPO, dump_tree
 
 pytestmark = [pytest.mark.connect, pytest.mark.spark]
 
 STARTER = REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules"
 TABLES = ("messages", "quarantine", "decisions", "ledger")
-CREATED = re.compile(rb"Created:[^\n]*")  # each replayed dump's creation time
 # What must agree between classic and Connect: everything but clocks (the summary's start,
 # finish and durations; the report's generated_at and decided_at; timestamp columns).
 SUMMARY_KEYS = ("decisions", "exit_status", "files", "ignore_reasons", "messages_landed", "messages_without_dlh",
@@ -96,8 +94,7 @@ def pipeline(work: Path, dumps: Path, fmt: str, remote: str = "") -> dict:
     report = run("report", "--json")
     return {"summary": {k: summary[k] for k in SUMMARY_KEYS}, "report": {k: report[k] for k in REPORT_KEYS},
             "tables": {t: read_table(work / "wh", t, fmt) for t in TABLES},
-            "files": {p.relative_to(work / "out").as_posix(): CREATED.sub(b"Created:-", p.read_bytes())
-                      for p in sorted((work / "out").rglob("*")) if p.is_file()}}
+            "files": dump_tree(work / "out")}
 
 
 @pytest.fixture(scope="module")

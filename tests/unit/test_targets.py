@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -19,6 +18,8 @@ from dlq_pipeline.mq.client import MQClientMissing
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import (LOCAL_QMGR_DIR, TargetError, open_target, parse_target, safe_file_name)
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
+
+from ..conftest import dump_tree
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_writer import NOW, FakeClock, dead_letter, item  # noqa: E402
@@ -142,12 +143,6 @@ def _dir_items():
             item(4, "DISCARD"), WorkItem("k005", "FWD", *dead_letter(5), target_q="REMOTE.Q", target_qmgr="QM2", header=True)]
 
 
-def _tree(root: Path) -> dict[str, bytes]:
-    """Every file below ``root``, its content without the dump's ``Created:`` time line."""
-    return {p.relative_to(root).as_posix(): re.sub(rb"Created:[^\n]*", b"", p.read_bytes())
-            for p in sorted(root.rglob("*")) if p.is_file()}
-
-
 def test_local_dir_target_links_its_dumps_into_place_without_copying_them(tmp_path, monkeypatch):
     """A partition's dump can be as large as its messages twice over (hex): on the local
     filesystem it is written once, in scratch space, and linked into staging and place."""
@@ -168,8 +163,8 @@ def test_local_dir_target_links_its_dumps_into_place_without_copying_them(tmp_pa
     linked = run(open_target(f"dir:{tmp_path / 'linked' / 'out'}", warehouse=tmp_path), _dir_items())
     strip = lambda rs: [{k: v for k, v in r.items() if k not in ("started_at", "finished_at")} for r in rs]  # noqa: E731
     assert strip(linked) == strip(copied)
-    assert _tree(tmp_path / "linked" / "out") == _tree(tmp_path / "copied" / "out")
-    assert len(_tree(tmp_path / "linked" / "out")) == 3
+    assert dump_tree(tmp_path / "linked" / "out") == dump_tree(tmp_path / "copied" / "out")
+    assert len(dump_tree(tmp_path / "linked" / "out")) == 3
     assert not list((tmp_path / "scratch").rglob("*"))  # the scratch files are gone too
 
 
@@ -200,7 +195,7 @@ def test_dir_target_on_hdfs_and_object_storage_writes_what_a_local_one_writes(tm
         server.__exit__() if where == "webhdfs" else files.mount("s3a", None)
     strip = lambda rs: [{k: v for k, v in r.items() if k not in ("started_at", "finished_at")} for r in rs]  # noqa: E731
     assert strip(rows) == strip(expected_rows) and again == rows
-    assert _tree(remote_root / "bucket" / "out") == _tree(tmp_path / "local" / "out")  # no staging left, same bytes
+    assert dump_tree(remote_root / "bucket" / "out") == dump_tree(tmp_path / "local" / "out")  # no staging left, same bytes
     records = sorted(p.name for p in (remote_root / "bucket" / "_checkpoints" / "R1" / "partition-00000").iterdir())
     # the first attempt's staging and publish records, then the retry's staging record (it published nothing)
     assert records == ["00000000.json", "00000001.json", "00000002.json"]
