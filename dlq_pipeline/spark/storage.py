@@ -66,6 +66,12 @@ TABLE_PROPERTIES = {"ledger": {"delta.appendOnly": "true"},
 _CONFLICT = re.compile(r"Concurrent\w*Exception|DELTA_CONCURRENT|ProtocolChanged|MetadataChanged|"
                        r"TABLE_OR_VIEW_ALREADY_EXISTS|DELTA_TABLE_ALREADY_EXISTS|"
                        r"DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION")
+# Parquet writer options per table, on every write of it: a message's data (and its head)
+# is nearly always unique, so Parquet's dictionary for them only costs: it fills, is thrown
+# away and the page is encoded again plainly (a quarter of the messages write; snappy still
+# compresses repeated bodies within a page). docs/performance.md, session 23.
+TABLE_PARQUET_OPTIONS = {"messages": {"parquet.enable.dictionary#data": "false",
+                                      "parquet.enable.dictionary#data_head": "false"}}
 COMMIT_ATTEMPTS = 8
 # How long a writer waits for another's CREATE of a Delta table to commit its first version
 # (the other has made the table's _delta_log; Delta then calls the table existing).
@@ -439,8 +445,9 @@ class Storage:
     def _write(self, table: str, df: DataFrame, parquet_options: Mapping[str, str] | None = None) -> None:
         where = self.location(table)
         writer = df.write.mode("append")
-        if parquet_options and self.format == "parquet":
-            writer = writer.options(**parquet_options)
+        options = {**TABLE_PARQUET_OPTIONS.get(table, {}), **(parquet_options or {})}
+        if options and self.format == "parquet":
+            writer = writer.options(**options)
         if self.format == "delta":
             self._create_delta(table)
             # Blind appends never conflict with other writers in Delta.

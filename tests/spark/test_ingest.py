@@ -356,6 +356,34 @@ def test_a_large_message_landing_sizes_its_row_groups_after_every_row(spark, tmp
     assert_same_rows(storage.read("messages"), reference(spark, [dump])[0])
 
 
+def test_messages_are_stored_without_a_dictionary_for_their_data_only(spark, tmp_path):
+    """A message's data (and its head) is nearly always unique: Parquet's dictionary for them
+    is built, thrown away and the pages encoded again, a quarter of the write. They are
+    written plainly, even where bodies repeat (where the dictionary would have been kept);
+    columns that repeat (queue names, formats) keep theirs; the rows are those of the reference."""
+    import dataclasses
+
+    import pyarrow.parquet as pq
+
+    body = bytes(range(256)) * 8
+    generated = [dataclasses.replace(m, data=body) for m in generate_messages(40, seed=6, max_size=2048)]
+    dump = tmp_path / "same-body.dmp"
+    write_dump(generated, dump)
+    storage = Storage(spark, path=str(tmp_path / "warehouse"))
+    assert ingest(spark, storage, [str(dump)], run_id=RUN, landed_at=LANDED).messages_landed == 40
+    files = sorted((tmp_path / "warehouse").rglob("messages/**/*.parquet"))
+    assert files
+    dictionary = {"PLAIN_DICTIONARY", "RLE_DICTIONARY"}
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        for g in range(meta.num_row_groups):
+            encodings = {meta.row_group(g).column(c).path_in_schema: set(meta.row_group(g).column(c).encodings)
+                         for c in range(meta.num_columns)}
+            assert not encodings["data"] & dictionary and not encodings["data_head"] & dictionary, (f, encodings)
+            assert encodings["reply_to_q"] & dictionary, (f, encodings)
+    assert_same_rows(storage.read("messages"), reference(spark, [dump])[0])
+
+
 def test_a_landing_too_large_for_every_task_slot_is_written_by_as_many_tasks_as_fit(spark, tmp_path, big_dump,
                                                                                     monkeypatch):
     """Messages too large for every task slot to hold one (`large_message_tasks`, here one)
