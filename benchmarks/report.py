@@ -86,7 +86,8 @@ def ingest_lines(d: dict) -> list[str]:
     return (_table(["where", "variant", "s", "MB/s", "messages/s"], rows)
             + [f"One dump of {d['dump_mb']:,} MB, {d['messages']:,} messages, split into byte ranges of "
                f"{d['split_bytes']:,} B (and, for the scaling, one of four times as many messages). `parse` is the "
-               "JVM reader, `parse_python_reader` the Python reader. Ratios: "
+               "JVM reader, `parse_python_reader` the Python reader, `parse_and_store` the parse's message rows "
+               "written to the table in one pass (the limit of any store), `ingest_store` ingest itself. Ratios: "
                + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items()), ""])
 
 
