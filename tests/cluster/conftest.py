@@ -56,7 +56,7 @@ def hdfs_dumps(bed, dumps) -> str:
 
 @pytest.fixture(scope="session")
 def packed_env() -> Path:
-    """The packed environment spark-submit ships with --archives (tests/cluster/packed.py)."""
-    from tests.cluster.packed import packed_env as build
+    """The packed environment spark-submit ships with --archives (tests/packed.py)."""
+    from tests.packed import packed_env as build
 
     return build()

@@ -3,7 +3,7 @@
 Both ``sh`` blocks of the "## spark-submit" section are read from the markdown (the doc and
 this test cannot drift), the placeholders the doc lists are replaced (each must be there) and
 every command runs with the real ``spark-submit`` against the standalone cluster and HDFS of
-tests/cluster/bed.py, with the packed environment (tests/cluster/packed.py) shipped by
+tests/cluster/bed.py, with the packed environment (tests/packed.py) shipped by
 ``--archives`` and the shipped ``cluster`` profile of conf/dlq-pipeline.toml as ``prod.toml``.
 What they leave in the HDFS warehouse must equal what ``run_pipeline`` of the same dumps, with
 the same profile, leaves in a local one (in this process's session): the decisions, and for

@@ -1,13 +1,16 @@
-"""The packed environment (``tools/package.py``: the wheel and its dependencies, venv-pack)
-that spark-submit ships to executors with ``--archives``, built once and kept under
-``~/.cache/dlq-pipeline/packed-env/<key>/`` (next to the jar cache), keyed by a hash of what
-goes into it: the package's sources, pyproject.toml, the constraints, the packaging script and
-the Python. A rebuild takes about 2 minutes; older keys are removed (the archive is ~130 MB)."""
+"""What `make package` builds (``tools/package.py`` with the tested constraints: the wheel, the
+packed environment spark-submit ships to executors with ``--archives``, the JVM reader's
+jar), built once for the suite and kept under ``~/.cache/dlq-pipeline/packed-env/<key>/``
+(next to the jar cache), keyed by a hash of what goes into it: the package's sources,
+pyproject.toml, the constraints, the packaging script and the Python. test_package checks it
+and the cluster tier ships it: one build of about 2 minutes, not one each. Older keys are
+removed (the archive is ~130 MB)."""
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -16,7 +19,7 @@ from pathlib import Path
 
 from dlq_pipeline.spark.delta import cache_root
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 CONSTRAINTS = REPO / "constraints" / "spark-4.2.txt"
 
 
@@ -34,9 +37,10 @@ def source_key() -> str:
     return digest.hexdigest()[:16]
 
 
-def packed_env() -> Path:
-    """``dlq-pipeline-env-<version>.tar.gz`` for this checkout (built when missing). A file lock
-    keeps two test processes from building it at once."""
+def packed_dist() -> Path:
+    """The ``dist/`` of `make package` for this checkout (built when missing), in an
+    environment without this checkout on the path. A file lock keeps two test processes from
+    building it at once."""
     root = cache_dir()
     root.mkdir(parents=True, exist_ok=True)
     key = source_key()
@@ -45,18 +49,22 @@ def packed_env() -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.is_dir():
             staging = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
+            clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
             try:
                 subprocess.run([sys.executable, str(REPO / "tools" / "package.py"), "--dist", str(staging),
                                 "--constraints", str(CONSTRAINTS), "--compress-level", "1"],
-                               check=True, capture_output=True, text=True, timeout=1800)
+                               env=clean, check=True, capture_output=True, text=True, timeout=1800)
             except subprocess.CalledProcessError as exc:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise RuntimeError(f"tools/package.py failed:\n{exc.stderr[-3000:]}") from None
-            for wheel in staging.glob("*.whl"):
-                wheel.unlink()  # only the archive is shipped
             staging.rename(done)
             for old in root.iterdir():
                 if old.is_dir() and old != done:
                     shutil.rmtree(old, ignore_errors=True)
-    [archive] = done.glob("dlq-pipeline-env-*.tar.gz")
+    return done
+
+
+def packed_env() -> Path:
+    """``dlq-pipeline-env-<version>.tar.gz`` of `packed_dist`."""
+    [archive] = packed_dist().glob("dlq-pipeline-env-*.tar.gz")
     return archive
