@@ -18,8 +18,8 @@ import tempfile
 from pathlib import Path
 
 from dlq_pipeline.spark.delta import cache_root
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 CONSTRAINTS = REPO / "constraints" / "spark-4.2.txt"
 
 
@@ -37,9 +37,15 @@ def source_key() -> str:
     return digest.hexdigest()[:16]
 
 
+def clean_env() -> dict[str, str]:
+    """This environment without this checkout or its venv on the path: what a user's shell
+    that runs `make package`, or the unpacked archive, sees."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+
 def packed_dist() -> Path:
-    """The ``dist/`` of `make package` for this checkout (built when missing), in an
-    environment without this checkout on the path. A file lock keeps two test processes from
+    """The ``dist/`` of `make package` for this checkout (built when missing, in `clean_env`).
+    A file lock keeps two test processes from
     building it at once."""
     root = cache_dir()
     root.mkdir(parents=True, exist_ok=True)
@@ -49,11 +55,10 @@ def packed_dist() -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.is_dir():
             staging = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
-            clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
             try:
                 subprocess.run([sys.executable, str(REPO / "tools" / "package.py"), "--dist", str(staging),
                                 "--constraints", str(CONSTRAINTS), "--compress-level", "1"],
-                               env=clean, check=True, capture_output=True, text=True, timeout=1800)
+                               env=clean_env(), check=True, capture_output=True, text=True, timeout=1800)
             except subprocess.CalledProcessError as exc:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise RuntimeError(f"tools/package.py failed:\n{exc.stderr[-3000:]}") from None

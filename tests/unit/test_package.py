@@ -1,13 +1,13 @@
 """`make package`: the wheel and the packed environment for spark-submit --archives.
 
 Builds both for real, as `make package` does (tests/packed.py: once for the suite, which the
-cluster tier ships; pip may fetch numpy/pandas/pyarrow/click from PyPI or its cache), unpacks the environment the way YARN/Kubernetes unpack an --archives file, and runs the
-installed console scripts from it with nothing of the source tree on the path.
+cluster tier ships; pip may fetch numpy/pandas/pyarrow/click from PyPI or its cache), unpacks
+the environment the way YARN/Kubernetes unpack an --archives file, and runs the installed
+console scripts from it with nothing of the source tree on the path.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tarfile
@@ -23,7 +23,7 @@ from dlq_pipeline.cli import cli
 from dlq_pipeline.spark import jvm_reader
 
 from ..conftest import REPO
-from ..packed import packed_dist
+from ..packed import clean_env, packed_dist
 
 sys.path.insert(0, str(REPO / "tools"))
 import package  # noqa: E402
@@ -49,7 +49,7 @@ def test_runtime_requirements_leave_spark_to_the_cluster():
 
 def test_wheel_and_packed_environment_run_their_entry_points(tmp_path, monkeypatch):
     dist = packed_dist()  # what `make package` builds, built once for the suite (the cluster tier ships it)
-    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    clean = clean_env()
     wheel = dist / f"dlq_pipeline-{__version__}-py3-none-any.whl"
     archive = dist / f"dlq-pipeline-env-{__version__}.tar.gz"
     jar = jvm_reader.jar_path().name  # the JVM reader, for spark-submit --jars and cluster libraries
