@@ -501,7 +501,7 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     from dlq_pipeline.settings import ReplaySettings
     from dlq_pipeline.tables import LEDGER_COLUMNS
     from dlq_pipeline.spark.ingest import ingest
-    from dlq_pipeline.spark.replay import partition_function, partition_rows, row_to_item, work_items
+    from dlq_pipeline.spark.replay import partition_function, partition_rows, work_items
     from dlq_pipeline.spark.classify import decide_pending
     from dlq_pipeline.spark.storage import Storage
 
@@ -538,9 +538,8 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
             noop(partition_rows(items, run))
 
         def iterate_only():
-            def run(index, rows):
-                for row in rows:
-                    item = row_to_item(row)
+            def run(index, items):
+                for item in items:
                     yield ("bench", item.message_key, item.action, item.rule_line, item.attempt, item.target_q,
                            item.target_qmgr, "ignored", None, None, now, now, index, None)
             assert len(LEDGER_COLUMNS) == 14

@@ -57,10 +57,6 @@ def rebuild(md: MQMD, data: bytes, decision) -> tuple[MQMD, bytes]:
     return restored, data[DLH_LENGTH:]
 
 
-# The MQMD field a target name may have been taken from by the rules (FWDQ(&REPLYQ), FWDQM(&REPLYQM)).
-TARGET_SOURCES = {"target_q": "reply_to_q", "target_qmgr": "reply_to_qmgr"}
-
-
 def exact_target(decided: str | None, shown: str | None, exact: str | None) -> str | None:
     """The name to open for a ``decided`` target name: when the rules resolved it from a
     message field whose stored text (``shown``) differs from its exact bytes (``exact``:

@@ -21,10 +21,11 @@ again. This assumes one run at a time per warehouse.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import logging
 import secrets
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -34,7 +35,7 @@ from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.process_group import RunGroup, join_run_group
 from dlq_pipeline.progress import Progress, Report
 from dlq_pipeline.replay.placement import place_queues, slot_values
-from dlq_pipeline.replay.rebuild import TARGET_SOURCES, exact_target
+from dlq_pipeline.replay.rebuild import exact_target
 from dlq_pipeline.dumps import files
 from dlq_pipeline.replay.targets import Target, check_run_id, open_target
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
@@ -65,33 +66,54 @@ _MD_PLAN = tuple((name, column, getattr(MQMD(), name)) for name, column in MD_CO
 
 
 def row_to_item(row) -> WorkItem:
-    """A joined decision + message row as the writer's work item (MQMD defaults for nulls):
-    the MQMD as got (``md_char_bytes`` put back), targets taken from its fields by their
-    exact names (`rebuild.exact_target`)."""
+    """A joined decision + message row (a dict or a Row) as the writer's work item."""
     if hasattr(row, "asDict"):  # a Row looks a name up by scanning its fields: ~5 µs, 40 times
         row = row.asDict()
+
+    def value(column, default=None):
+        got = row[column]
+        return default if got is None else bytes(got) if isinstance(got, bytearray) else got
+
+    md_values = tuple(value(column, default) for _, column, default in _MD_PLAN) if row["has_message"] else ()
+    return _work_item(md_values, row[CHAR_BYTES_COLUMN], *(value(c) for c in _ITEM_COLUMNS))
+
+
+def batch_items(batch) -> list[WorkItem]:
+    """An Arrow batch of joined rows (no pieces) as work items, read a column at a time:
+    a replay task's cost per message, where building a dict of 43 columns per row first
+    cost twice as much (docs/performance.md, "Issue 16, session 24")."""
+    def values(name, default=None):
+        column = batch.column(name)
+        got = column.to_pylist()
+        return [default if v is None else v for v in got] if default is not None and column.null_count else got
+
+    md_rows = zip(*[values(column, default) for _, column, default in _MD_PLAN])
+    exact = [dict(pairs) if pairs else None for pairs in values(CHAR_BYTES_COLUMN)]  # a map: (key, value) pairs
+    return [_work_item(*row) for row in zip(md_rows, exact, *(values(c) for c in _ITEM_COLUMNS))]
+
+
+# the columns `_work_item` takes after the MQMD's values and md_char_bytes, in its order
+_ITEM_COLUMNS = ("has_message", "message_key", "action", "rule_line", "attempt", "target_q", "target_qmgr",
+                 "header", "putaut", "not_before_us", "data", "truncated")
+
+
+def _work_item(md_values, exact, has_message, message_key, action, rule_line, attempt, target_q, target_qmgr,
+               header, putaut, not_before_us, data, truncated) -> WorkItem:
+    """The work item of one joined row: the MQMD as got (``md_char_bytes`` put back, MQMD
+    defaults for nulls in ``md_values``, MQMD field order), targets taken from its fields
+    by their exact names (`rebuild.exact_target`)."""
     md = None
-    targets = {name: row[name] for name in TARGET_SOURCES}
-    if row["has_message"]:
-        values = {}
-        for name, column, default in _MD_PLAN:
-            value = row[column]
-            if value is None:
-                value = default
-            elif isinstance(value, bytearray):
-                value = bytes(value)
-            values[name] = value
-        shown = MQMD(**values)
-        md = exact_md(shown, row[CHAR_BYTES_COLUMN])
-        targets = {name: exact_target(row[name], getattr(shown, field), getattr(md, field))
-                   for name, field in TARGET_SOURCES.items()}
-    data = row["data"]
+    if has_message:
+        shown = MQMD(*md_values)
+        md = exact_md(shown, exact)
+        if md is not shown:
+            target_q = exact_target(target_q, shown.reply_to_q, md.reply_to_q)
+            target_qmgr = exact_target(target_qmgr, shown.reply_to_qmgr, md.reply_to_qmgr)
     return WorkItem(
-        message_key=row["message_key"], action=row["action"], md=md,
-        data=bytes(data) if data is not None else None, truncated=bool(row["truncated"]),
-        rule_line=row["rule_line"], attempt=row["attempt"], target_q=targets["target_q"],
-        target_qmgr=targets["target_qmgr"], header=row["header"], putaut=row["putaut"],
-        not_before=from_epoch_micros(row["not_before_us"]),
+        message_key=message_key, action=action, md=md,
+        data=data, truncated=bool(truncated),
+        rule_line=rule_line, attempt=attempt, target_q=target_q, target_qmgr=target_qmgr, header=header,
+        putaut=putaut, not_before=from_epoch_micros(not_before_us),
     )
 
 
@@ -103,11 +125,10 @@ def partition_function(target: Target, settings: ReplaySettings, run_id: str, no
     killing the run's group stops its puts with it. With a Delta writer lease, ``fence`` is
     checked before every commit and before the partition publishes (`dlq_pipeline.spark.lease`)."""
 
-    def run(index: int, rows):
+    def run(index: int, items: Iterable[WorkItem]):
         join_run_group(run_group)
         checkpoint = Checkpoint.for_partition(checkpoint_root, run_id, index) if checkpoint_root else None
         on_commit = (lambda batches: task_hook(index, batches)) if task_hook is not None else None
-        items = (row_to_item(r) for r in rows)
         with target.partition(run_id, index, checkpoint) as part:
             for row in replay_partition(items, fenced(part.connect, fence), settings, run_id=run_id,
                                         partition_id=index, checkpoint=part.checkpoint, now=now, on_commit=on_commit):
@@ -170,20 +191,35 @@ def pieces(messages: DataFrame) -> DataFrame:
     return messages.select(*columns, F.posexplode(cut).alias(PIECE_COLUMN, "data"))
 
 
+def arrow_items(batches) -> Iterator[WorkItem]:
+    """The work items of a replay task's Arrow batches, in order: a column at a time
+    (`batch_items`), or row by row where large messages come in pieces (`whole_messages`:
+    a message's pieces may span batches). Every batch of a task has the same columns."""
+    batches = iter(batches)
+    first = next(batches, None)
+    if first is None:
+        return
+    batches = itertools.chain([first], batches)
+    if PIECE_COLUMN not in first.schema.names:
+        for batch in batches:
+            yield from batch_items(batch)
+        return
+    yield from (row_to_item(row) for row in whole_messages(row for batch in batches for row in _rows_of(batch)))
+
+
 def partition_rows(items: DataFrame, run: Callable) -> DataFrame:
-    """The rows ``run(partition_index, rows)`` yields (tuples in ledger column order) for
-    each partition of ``items``, as a DataFrame of the ``ledger`` schema.
+    """The rows ``run(partition_index, work_items)`` yields (tuples in ledger column order)
+    for each partition of ``items``, as a DataFrame of the ``ledger`` schema.
 
     Through ``mapInArrow``, not ``rdd.mapPartitionsWithIndex``: Spark Connect (Databricks
     serverless and shared clusters) has no RDD API. Each task reads its partition index from
-    its TaskContext and hands ``run`` the rows as dicts, in the partition's order."""
+    its TaskContext and hands ``run`` the rows as work items, in the partition's order."""
     schema = arrow_schema("ledger")
 
     def task(batches):
         import pyarrow as pa
         from pyspark import TaskContext
 
-        rows = whole_messages(row for batch in batches for row in _rows_of(batch))
         pending: list[tuple] = []
 
         def flush():
@@ -191,7 +227,7 @@ def partition_rows(items: DataFrame, run: Callable) -> DataFrame:
             return pa.RecordBatch.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, schema)],
                                               schema=schema)
 
-        for row in run(TaskContext.get().partitionId(), rows):
+        for row in run(TaskContext.get().partitionId(), arrow_items(batches)):
             pending.append(row)
             if len(pending) >= LEDGER_BATCH_ROWS:
                 yield flush()

@@ -21,7 +21,7 @@ from dlq_pipeline.replay.targets import open_target
 from dlq_pipeline.settings import ReplaySettings
 from dlq_pipeline.spark.ledger import CHECKPOINTS_DIR
 from dlq_pipeline.tables import MD_COLUMNS
-from dlq_pipeline.spark.replay import partition_function
+from dlq_pipeline.spark.replay import partition_function, row_to_item
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.timezone.utc)
 BATCH = 5
@@ -54,7 +54,8 @@ def replay_partitions(out: Path, warehouse: Path, run_id: str, partitions: list[
     target = open_target(f"dir:{out}", warehouse=warehouse)
     task = partition_function(target, ReplaySettings(batch_size=BATCH), run_id, NOW,
                               str(warehouse / CHECKPOINTS_DIR), None)
-    return [dict(zip(LEDGER_COLUMNS, row)) for index, rows in enumerate(partitions) for row in task(index, rows)]
+    return [dict(zip(LEDGER_COLUMNS, row)) for index, rows in enumerate(partitions)
+            for row in task(index, map(row_to_item, rows))]
 
 
 def main(out: str, warehouse: str, run_id: str, count: str, seed: str) -> None:
