@@ -62,7 +62,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
-from dlq_pipeline.clock import as_utc, from_epoch, iso_z
+from dlq_pipeline.clock import EPOCH, as_utc, from_epoch, from_epoch_micros, iso_z
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, MQError, PutHandle, puts_asynchronously
@@ -141,6 +141,26 @@ class TokenBucket:
 # --- checkpoint ----------------------------------------------------------------------------
 
 _TIME_COLUMNS = ("started_at", "finished_at")
+_MICROSECOND = dt.timedelta(microseconds=1)
+
+
+def _record_rows(record: dict) -> list[dict]:
+    """A checkpoint record's rows as the writer yields them. Records of versions before
+    session 24 hold a dict per row with ISO times (and older lines naive UTC ones)."""
+    if "columns" not in record:
+        rows = record["rows"]
+        for row in rows:
+            for column in _TIME_COLUMNS:
+                if row.get(column) is not None:
+                    row[column] = as_utc(dt.datetime.fromisoformat(row[column]))
+        return rows
+    columns = record["columns"]
+    rows = [dict(zip(columns, values)) for values in record["rows"]]
+    for row in rows:
+        for column in record["epoch_us"]:
+            if row.get(column) is not None:
+                row[column] = from_epoch_micros(row[column])
+    return rows
 
 
 @dataclass
@@ -199,10 +219,7 @@ class Checkpoint:
             if "staging" in record:
                 state.staging.append(record["staging"])
                 continue
-            for row in record["rows"]:
-                for column in _TIME_COLUMNS:
-                    if row.get(column) is not None:
-                        row[column] = as_utc(dt.datetime.fromisoformat(row[column]))  # older lines: naive UTC
+            for row in _record_rows(record):
                 state.rows.setdefault(row["message_key"], []).append(row)
             state.next_batch = record["next_batch"]
             state.breakers = record["breakers"]
@@ -210,10 +227,20 @@ class Checkpoint:
         return state
 
     def record(self, rows: list[dict], *, next_batch: int, breakers: list, publish: list[dict] | None = None) -> None:
-        def plain(row):
-            return {k: (v.isoformat() if isinstance(v, dt.datetime) else v) for k, v in row.items()}
-
-        record = {"next_batch": next_batch, "breakers": breakers, "rows": [plain(r) for r in rows]}
+        """Rows as lists under their ``columns``, times as epoch microseconds: a replay task
+        writes one record per committed batch, and a dict with ISO times per row cost four
+        times as much to encode (docs/performance.md, "Issue 16, session 24")."""
+        columns = list(rows[0]) if rows else []
+        times = [n for n, c in enumerate(columns) if c in _TIME_COLUMNS]
+        values = []
+        for row in rows:
+            value = [row[c] for c in columns]
+            for n in times:
+                if value[n] is not None:
+                    value[n] = (value[n] - EPOCH) // _MICROSECOND
+            values.append(value)
+        record = {"next_batch": next_batch, "breakers": breakers, "columns": columns, "epoch_us": _TIME_COLUMNS,
+                  "rows": values}
         if publish is not None:
             record["publish"] = publish
         self._append(record)

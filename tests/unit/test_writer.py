@@ -354,6 +354,21 @@ def test_a_checkpoint_an_older_version_left_as_json_lines_is_still_read(qm, tmp_
         Checkpoint(legacy).record([], next_batch=0, breakers=[])
 
 
+def test_a_checkpoint_record_of_the_version_before_session_24_is_still_read(qm, tmp_path):
+    """Records holding a dict per row with ISO times (what a killed older version left)
+    read as the rows they hold, before and beside the lists with epoch microseconds of now."""
+    cp = Checkpoint.for_partition(tmp_path, "R1", 0)
+    rows = run([item(n) for n in range(5)], qm.connect, checkpoint=cp, batch_size=2)
+    records = sorted(Path(cp.path).iterdir())
+    first = json.loads(records[0].read_bytes())
+    assert first["columns"] == list(LEDGER_COLUMNS) and all(isinstance(v[10], int) for v in first["rows"])
+    old = [{c: (v.isoformat() if isinstance(v, dt.datetime) else v) for c, v in r.items()} for r in rows[:2]]
+    records[0].write_text(json.dumps({"next_batch": first["next_batch"], "breakers": first["breakers"], "rows": old}))
+    state = cp.load()
+    assert [r for key_rows in state.rows.values() for r in key_rows] == rows  # times exact, aware UTC
+    assert all(r["started_at"].tzinfo is not None for key_rows in state.rows.values() for r in key_rows)
+
+
 def test_a_repeated_key_is_processed_once(qm):
     rows = run([item(1), item(1)], qm.connect)
     assert len(rows) == 1 and len(qm.put_log()) == 1
