@@ -142,8 +142,10 @@ def end_to_end_lines(d: dict) -> list[str]:
     sim = d.get("sim_put_cost")
     if sim:
         rounds = sim.get("rounds", 1)
-        lines += [f"Simulated queue manager, no latency, {sim['puts']:,} puts in units of work of "
-                  f"{sim['unit_of_work']}" + (f", the median of {rounds} rounds" if rounds > 1 else "") + ": "
+        lines += [f"Simulated queue manager, no latency, {sim['puts']:,} puts"
+                  + (f" of the end-to-end runs' messages (mean {sim['mean_bytes']:,} B)" if "mean_bytes" in sim else "")
+                  + f" in units of work of {sim['unit_of_work']}"
+                  + (f", the median of {rounds} rounds" if rounds > 1 else "") + ": "
                   + "; ".join(f"at depth {int(k):,} {v['wall_us_per_put']} µs/put wall ({v['cpu_us_per_put']} CPU"
                               + (f"; rounds {', '.join(map(str, v['rounds_cpu_us_per_put']))}"
                                  if "rounds_cpu_us_per_put" in v else "") + ")"

@@ -633,18 +633,25 @@ def child_pipeline(params: dict) -> dict:
                 "spark.driver.extraJavaOptions", "")}
 
 
+E2E_MAX_MESSAGE = 64 * 1024  # the largest generated message of the end-to-end runs
+
+
 def sim_put_cost(work: Path, puts: int, depths: tuple[int, ...], rounds: int = 3) -> dict:
     """The simulated queue manager's own cost per put, no latency configured: ``rounds`` rounds
     of ``puts`` syncpoint puts in units of work of 200 (as the writer commits), onto a queue
     already holding each of ``depths`` messages (and each round's puts). Wall and CPU µs per
     put (commits included), the median of the rounds: one round of a few seconds on a shared
-    2-core machine moved by ±15 % between runs of the same code."""
+    2-core machine moved by ±15 % between runs of the same code. The messages are generated
+    as the end-to-end runs' are (up to ``E2E_MAX_MESSAGE``): the simulator's cost grows with
+    the bytes it stores, and bodies of at most 4 KB measured 0.55× what the end-to-end runs
+    cost it (docs/performance.md, "Issue 16, session 24")."""
     from statistics import median
 
     from dlq_pipeline.dumps.generator import generate_messages
 
-    pool = list(generate_messages(min(puts, 2_000), seed=606, max_size=4 * 1024))
-    out = {"puts": puts, "unit_of_work": 200, "rounds": rounds, "depths": {}}
+    pool = list(generate_messages(min(puts, 2_000), seed=606, max_size=E2E_MAX_MESSAGE))
+    out = {"puts": puts, "unit_of_work": 200, "rounds": rounds, "depths": {},
+           "mean_bytes": round(sum(len(m.data) for m in pool) / len(pool))}
     for depth in depths:
         qm = _fresh_sim(work / "sim-cost.sqlite", "QMHUB01", None)
         conn = qm.connect()
@@ -775,7 +782,7 @@ def bench_end_to_end(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
            "replay": {"max_connections": 4, "connections_per_qmgr": sizes.e2e_connections_per_qmgr}}
     points, warm_points = [], []
     for count in sizes.e2e_counts:
-        dumps = data.dumps(work / f"e2e-dumps-{count}", count, seed=404, max_size=64 * 1024)
+        dumps = data.dumps(work / f"e2e-dumps-{count}", count, seed=404, max_size=E2E_MAX_MESSAGE)
         runs: dict[str, list[float]] = {"pipeline": [], "reference": []}
         detail = {}
         for r in range(sizes.e2e_repeats):
