@@ -82,6 +82,7 @@ def batch_items(batch) -> list[WorkItem]:
     """An Arrow batch of joined rows (no pieces) as work items, read a column at a time:
     a replay task's cost per message, where building a dict of 43 columns per row first
     cost twice as much (docs/performance.md, "Issue 16, session 24")."""
+
     def values(name, default=None):
         column = batch.column(name)
         got = column.to_pylist()
