@@ -40,6 +40,15 @@ def from_epoch_micros(micros: int | None) -> dt.datetime | None:
     return None if micros is None else EPOCH + dt.timedelta(microseconds=int(micros))
 
 
+def epoch_micros(value: dt.datetime) -> int:
+    """Epoch microseconds of ``value`` (a naive value is UTC), exactly: the inverse of
+    `from_epoch_micros`, what Spark's ``unix_micros`` gives for the same instant."""
+    return (as_utc(value) - EPOCH) // _MICROSECOND
+
+
+_MICROSECOND = dt.timedelta(microseconds=1)
+
+
 def iso_z(value: dt.datetime) -> str:
     """``2026-03-01T12:00:03.250000Z``: ISO 8601 in UTC with a Z (a naive value is UTC)."""
     return as_utc(value).replace(tzinfo=None).isoformat() + "Z"

@@ -62,7 +62,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
-from dlq_pipeline.clock import EPOCH, as_utc, from_epoch, from_epoch_micros, iso_z
+from dlq_pipeline.clock import as_utc, epoch_micros, from_epoch, from_epoch_micros, iso_z
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, MQError, PutHandle, puts_asynchronously
@@ -141,25 +141,24 @@ class TokenBucket:
 # --- checkpoint ----------------------------------------------------------------------------
 
 _TIME_COLUMNS = ("started_at", "finished_at")
-_MICROSECOND = dt.timedelta(microseconds=1)
 
 
 def _record_rows(record: dict) -> list[dict]:
     """A checkpoint record's rows as the writer yields them. Records of versions before
     session 24 hold a dict per row with ISO times (and older lines naive UTC ones)."""
-    if "columns" not in record:
-        rows = record["rows"]
-        for row in rows:
-            for column in _TIME_COLUMNS:
-                if row.get(column) is not None:
-                    row[column] = as_utc(dt.datetime.fromisoformat(row[column]))
-        return rows
-    columns = record["columns"]
-    rows = [dict(zip(columns, values)) for values in record["rows"]]
+    if "columns" in record:
+        rows = [dict(zip(record["columns"], values)) for values in record["rows"]]
+        times, read_time = record["epoch_us"], from_epoch_micros
+    else:
+        rows, times = record["rows"], _TIME_COLUMNS
+
+        def read_time(text):
+            return as_utc(dt.datetime.fromisoformat(text))
+
     for row in rows:
-        for column in record["epoch_us"]:
+        for column in times:
             if row.get(column) is not None:
-                row[column] = from_epoch_micros(row[column])
+                row[column] = read_time(row[column])
     return rows
 
 
@@ -237,7 +236,7 @@ class Checkpoint:
             value = [row[c] for c in columns]
             for n in times:
                 if value[n] is not None:
-                    value[n] = (value[n] - EPOCH) // _MICROSECOND
+                    value[n] = epoch_micros(value[n])
             values.append(value)
         record = {"next_batch": next_batch, "breakers": breakers, "columns": columns, "epoch_us": _TIME_COLUMNS,
                   "rows": values}

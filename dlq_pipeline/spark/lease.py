@@ -55,7 +55,7 @@ from typing import Callable, Iterator
 from pyspark.sql import functions as F
 
 from dlq_pipeline.dumps import files
-from dlq_pipeline.clock import from_epoch_micros, iso_z, utc_now
+from dlq_pipeline.clock import epoch_micros, from_epoch_micros, iso_z, utc_now
 from dlq_pipeline.locks import LOCKS_DIR, WarehouseLocked, held_warehouse_lock
 from dlq_pipeline.paths import PathError, local_dir
 from dlq_pipeline.settings import StorageSettings
@@ -168,10 +168,6 @@ def fenced(connect: Callable, fence: LeaseFence | None) -> Callable:
 # --- the lease -------------------------------------------------------------------------------
 
 
-def _micros(when: dt.datetime) -> int:
-    return int(round(when.timestamp() * 1_000_000))
-
-
 class Lease:
     """The writer lease of ``storage``'s tables for one command (see the module docstring):
     `claim`, `renew`, `check`, `release`; `start_heartbeat` / `stop_heartbeat`."""
@@ -264,14 +260,14 @@ class Lease:
     def try_claim(self) -> Holder | None:
         """Claim: None when this holder has the lease now, else who has it."""
         with self._guard:
-            now = from_epoch_micros(_micros(self.clock()))
+            now = from_epoch_micros(epoch_micros(self.clock()))
             current = self.current()
             if not may_take(current, token=self.token, now=now, flock=self.flock):
                 return current
             if current is None:
                 replace_when = "false"  # only an insert: someone else's row, committed meanwhile, stays
             else:
-                replace_when = f"t.token = '{current.token}' AND unix_micros(t.expires_at) = {_micros(current.expires_at)}"
+                replace_when = f"t.token = '{current.token}' AND unix_micros(t.expires_at) = {epoch_micros(current.expires_at)}"
             acquired = current.acquired_at if current is not None and current.token == self.token else now
             self._arm_fence()
             got = self._write(now, now + dt.timedelta(seconds=self.seconds), replace_when, acquired)
@@ -317,7 +313,7 @@ class Lease:
     def renew(self) -> None:
         """Extend the lease by ``lease_seconds`` from now; `LeaseLost` when it is no longer ours."""
         with self._guard:
-            now = from_epoch_micros(_micros(self.clock()))
+            now = from_epoch_micros(epoch_micros(self.clock()))
             holder = self._write(now, now + dt.timedelta(seconds=self.seconds), f"t.token = '{self.token}'",
                                  self.acquired_at or now)
             if holder is not None and holder.token == self.token:
@@ -345,7 +341,7 @@ class Lease:
         with self._guard:
             if self.lost is not None or self.acquired_at is None:
                 return
-            now = from_epoch_micros(_micros(self.clock()))
+            now = from_epoch_micros(epoch_micros(self.clock()))
             try:
                 self._write(now, now, f"t.token = '{self.token}'", self.acquired_at)
             except Exception:  # noqa: BLE001 - it expires by itself; the command's own outcome matters more

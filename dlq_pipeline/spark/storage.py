@@ -40,7 +40,7 @@ from typing import Any, Mapping, Sequence
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from dlq_pipeline.clock import as_utc, iso_z
+from dlq_pipeline.clock import as_utc, epoch_micros, iso_z
 from dlq_pipeline.paths import plain_path
 from dlq_pipeline.private import private_dirs
 from dlq_pipeline.settings import StorageSettings
@@ -324,7 +324,7 @@ class Storage:
         """The table's first commit is later than ``instant`` (it did not exist then)."""
         first = self.spark.sql(f"DESCRIBE HISTORY {self._delta_ref(table)}").agg(
             F.min(F.unix_micros("timestamp")).alias("us")).collect()[0]["us"]
-        return first is None or first > int(instant.timestamp() * 1_000_000)
+        return first is None or first > epoch_micros(instant)
 
     def require_tables(self) -> None:
         """Raise `StorageError` naming the warehouse when it holds no `messages` table: a
