@@ -45,8 +45,7 @@ def clean_env() -> dict[str, str]:
 
 def packed_dist() -> Path:
     """The ``dist/`` of `make package` for this checkout (built when missing, in `clean_env`).
-    A file lock keeps two test processes from
-    building it at once."""
+    A file lock keeps two test processes from building it at once."""
     root = cache_dir()
     root.mkdir(parents=True, exist_ok=True)
     key = source_key()
