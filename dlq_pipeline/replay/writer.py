@@ -227,8 +227,8 @@ class Checkpoint:
 
     def record(self, rows: list[dict], *, next_batch: int, breakers: list, publish: list[dict] | None = None) -> None:
         """Rows as lists under their ``columns``, times as epoch microseconds: a replay task
-        writes one record per committed batch, and a dict with ISO times per row cost four
-        times as much to encode (docs/performance.md, "Issue 16, session 24")."""
+        writes one record per committed batch, and a dict with ISO times per row cost more
+        than twice as much to encode (docs/performance.md, "Issue 16, session 24")."""
         columns = list(rows[0]) if rows else []
         times = [n for n, c in enumerate(columns) if c in _TIME_COLUMNS]
         values = []
