@@ -20,6 +20,7 @@ from dlq_pipeline.spark.decode import without_data
 from dlq_pipeline.spark.ledger import pending_with_attempts, recover_interrupted
 from dlq_pipeline.spark.progress import TaskTicker
 from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.spark.workers import start_python_workers
 from dlq_pipeline.tables import PUT_ACTIONS
 
 
@@ -101,6 +102,7 @@ def decide_pending(
     First, the ledger rows of a replay that died (``kill -9``) after putting are recovered
     from its checkpoints, so messages it delivered are not pending any more: a decision is
     never made for a message whose delivery is only recorded in a checkpoint."""
+    start_python_workers(spark)  # while the driver plans below, the task slots are idle
     recover_interrupted(spark, storage)
     # never `data`: a 100 MB message would be read whole for its 172-byte header
     pending = pending_with_attempts(without_data(storage.read("messages")), storage.read("ledger"))
