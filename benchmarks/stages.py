@@ -514,7 +514,7 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     now = dt.datetime(2026, 11, 2)
     ingest(spark, storage, dumps, run_id="bench-ingest")
     table = load_rules(data.STARTER_RULES)
-    decisions = decide_pending(spark, storage, table, run_id="bench-decide", now=now)  # persisted
+    decisions, _ = decide_pending(spark, storage, table, run_id="bench-decide", now=now)  # persisted
     n = decisions.count()
     puts = decisions.where(F.col("action").isin("RETRY", "FWD")).count()
     settings = ReplaySettings()

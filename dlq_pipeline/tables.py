@@ -87,6 +87,8 @@ MD_COLUMNS = {name: ("md_version" if name == "version" else name) for name in MQ
 
 # The actions that put a message somewhere, and so count as attempts.
 PUT_ACTIONS = ("RETRY", "FWD")
+# Every `decisions.ignore_reason` of an implicit IGNORE (an IGNORE rule leaves it null).
+IGNORE_REASONS = ("no_dlh", "truncated", "no_match", "retries_exhausted")
 # Every `ledger.outcome`.
 OUTCOMES = ("delivered", "discarded", "ignored", "failed", "deferred", "dry_run")
 # A put that reached MQ, or was refused by it: an attempt that counts against RETRY(n).

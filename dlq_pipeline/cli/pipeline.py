@@ -69,7 +69,7 @@ def classify_cmd(rules_path, as_json, config: Config):
       dlq-pipeline classify --rules my.rules --warehouse ./warehouse
     """
     from dlq_pipeline.clock import utc_now
-    from dlq_pipeline.spark.classify import decide_pending, decision_counts
+    from dlq_pipeline.spark.classify import decide_pending
 
     table = load_valid_rules(rules_path or _required(config, "rules"))
     now = utc_now()
@@ -78,13 +78,11 @@ def classify_cmd(rules_path, as_json, config: Config):
     with writing(config, "classify", run_id):
         spark = start_spark(config)
         with stage(progress, "classify", run_id=run_id) as event:
-            decisions = decide_pending(spark, open_tables(spark, config), table, run_id=run_id, now=now,
-                                       retry_interval=ClassifySettings.from_config(config).retry_interval,
-                                       progress=progress)
-            try:
-                counts = decision_counts(decisions).actions
-            finally:
-                decisions.unpersist()  # decide_pending hands them back persisted
+            decisions, counted = decide_pending(spark, open_tables(spark, config), table, run_id=run_id, now=now,
+                                                retry_interval=ClassifySettings.from_config(config).retry_interval,
+                                                progress=progress)
+            decisions.unpersist()  # decide_pending hands them back persisted
+            counts = counted.actions
             event["decisions"] = counts
     if as_json:
         echo_json({"run_id": run_id, "decisions": counts})

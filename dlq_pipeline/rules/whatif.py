@@ -20,12 +20,13 @@ from dlq_pipeline.rules.model import Decision, RulesTable
 from dlq_pipeline.rules.parser import format_rule
 from dlq_pipeline.rules.view import match_view
 from dlq_pipeline.dumps.sources import too_large
+from dlq_pipeline.tables import IGNORE_REASONS
 
 # The keys of a `rules test --json` object, in order.
 OUTPUT_KEYS = ("file", "index", "action", "rule_line", "target_q", "target_qmgr", "header", "putaut",
                "ignore_reason")
 ACTIONS = ("RETRY", "FWD", "DISCARD", "IGNORE")
-IMPLICIT_REASONS = ("no_dlh", "truncated", "no_match", "retries_exhausted")
+IMPLICIT_REASONS = IGNORE_REASONS
 
 
 @dataclass(frozen=True)

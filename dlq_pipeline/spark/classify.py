@@ -4,24 +4,26 @@ rules (`spark.compiler`) -> decisions."""
 from __future__ import annotations
 
 import datetime as dt
+import secrets
 from collections import Counter
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from dlq_pipeline.clock import as_utc
 from dlq_pipeline.progress import Progress, Report
 from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns, decode_and_classify_columns
-from dlq_pipeline.rules.model import RulesTable
+from dlq_pipeline.rules.model import ACTIONS, RulesTable
 from dlq_pipeline.spark.schemas import conform
 from dlq_pipeline.spark.decode import without_data
 from dlq_pipeline.spark.ledger import pending_with_attempts, recover_interrupted
 from dlq_pipeline.spark.progress import TaskTicker
 from dlq_pipeline.spark.storage import Storage
 from dlq_pipeline.spark.workers import start_python_workers
-from dlq_pipeline.tables import PUT_ACTIONS
+from dlq_pipeline.tables import IGNORE_REASONS, PUT_ACTIONS
 
 
 
@@ -84,6 +86,13 @@ def _decisions(decided: DataFrame, table: RulesTable, *, run_id: str, now: dt.da
     return conform(decisions, "decisions")
 
 
+class Decided(NamedTuple):
+    """What `decide_pending` made: the decisions (persisted) and their counts."""
+
+    decisions: DataFrame
+    counts: "DecisionCounts"
+
+
 def decide_pending(
     spark: SparkSession,
     storage: Storage,
@@ -93,10 +102,11 @@ def decide_pending(
     now: dt.datetime,
     retry_interval: int | None = None,
     progress: Progress | Report | None = None,
-) -> DataFrame:
+) -> Decided:
     """Classify every pending message in the warehouse, append the decisions and return
-    them, persisted: the rows the append wrote, which the append's own job put in Spark's
-    cache (no second job reads the table back). The caller unpersists them when done.
+    them, persisted, with their counts: the rows the append wrote, which the append's own
+    job put in Spark's cache (no second job reads the table back), counted by that job too
+    (an observation: `observed_counts`). The caller unpersists them when done.
     ``progress`` gets the task counts of the write, which decodes and decides (`TaskTicker`).
 
     First, the ledger rows of a replay that died (``kill -9``) after putting are recovered
@@ -108,13 +118,15 @@ def decide_pending(
     pending = pending_with_attempts(without_data(storage.read("messages")), storage.read("ledger"))
     decisions = classify_pending(pending, table, run_id=run_id, now=now, retry_interval=retry_interval)
     decisions = decisions.persist(StorageLevel.MEMORY_AND_DISK_DESER)  # as built: no serialized copy
+    observation = Observation(f"decisions_{run_id}_{secrets.token_hex(4)}")
     try:
         with TaskTicker(spark, progress, "classify", "tasks", stage="last"):  # silent for a minute otherwise
-            storage.append("decisions", decisions)
+            storage.append("decisions", decisions.observe(observation, *counted()))
+        counts = observed_counts(observation.get) or decision_counts(decisions)
     except BaseException:
         decisions.unpersist()
         raise
-    return decisions
+    return Decided(decisions, counts)
 
 
 def target_key() -> tuple[Column, Column]:
@@ -127,7 +139,32 @@ class DecisionCounts:
     total: int
     actions: dict[str, int]
     ignore_reasons: dict[str, int]
-    puts_per_queue: dict[tuple[str, str], int]  # (target queue manager, queue): what replay places
+    # (target queue manager, queue): what replay places; None when counted by `observed_counts`
+    puts_per_queue: dict[tuple[str, str], int] | None = None
+
+
+def counted() -> list[Column]:
+    """The decisions' counts as aggregates of the write that stores them (`decide_pending`):
+    the actions and ignore reasons are closed sets, so no group-by job is needed."""
+    return [
+        F.count(F.lit(1)).alias("total"),
+        *[F.sum(F.when(F.col("action") == a, 1).otherwise(0)).alias(f"action_{a}") for a in ACTIONS],
+        F.count("ignore_reason").alias("ignored_with_reason"),
+        *[F.sum(F.when(F.col("ignore_reason") == r, 1).otherwise(0)).alias(f"reason_{r}") for r in IGNORE_REASONS],
+    ]
+
+
+def observed_counts(metrics: dict) -> DecisionCounts | None:
+    """`DecisionCounts` (without the puts per queue) from the write's observed ``metrics``
+    (pure), or None when they do not add up (an action or reason outside the known sets):
+    then the caller counts with `decision_counts`, so the counts are exact either way."""
+    total = int(metrics.get("total") or 0)
+    actions = {a: int(metrics.get(f"action_{a}") or 0) for a in ACTIONS}
+    reasons = {r: int(metrics.get(f"reason_{r}") or 0) for r in IGNORE_REASONS}
+    if sum(actions.values()) != total or sum(reasons.values()) != int(metrics.get("ignored_with_reason") or 0):
+        return None
+    return DecisionCounts(total, {a: n for a, n in sorted(actions.items()) if n},
+                          {r: n for r, n in sorted(reasons.items()) if n})
 
 
 def decision_counts(decisions: DataFrame) -> DecisionCounts:

@@ -25,17 +25,17 @@ from dlq_pipeline.metrics import prometheus_text, run_metrics, write_textfile
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.rules.parser import rules_listing
 from dlq_pipeline.identity import new_run_id
-from dlq_pipeline.spark.classify import decide_pending, decision_counts
+from dlq_pipeline.spark.classify import decide_pending
 from dlq_pipeline.spark.lease import writer_lease
 from dlq_pipeline.settings import RunSettings
 from dlq_pipeline.spark.storage import open_storage
-from dlq_pipeline.tables import ATTENTION_OUTCOMES
+from dlq_pipeline.tables import ATTENTION_OUTCOMES, IGNORE_REASONS
 from dlq_pipeline.testhooks import crash_point
 
 log = logging.getLogger(__name__)
 
 # Outcomes and ignore reasons that mean a person should look (exit status 3).
-ATTENTION_IGNORES = ("no_dlh", "no_match", "retries_exhausted", "truncated")
+ATTENTION_IGNORES = IGNORE_REASONS  # each implicit IGNORE needs a look
 
 
 @dataclass
@@ -152,9 +152,8 @@ def _run_pipeline(spark, settings: RunSettings, table, *, inputs, target, run_id
     crash_point("after-ingest")
 
     with stage("classify"):
-        decisions = decide_pending(spark, storage, table, run_id=run_id, now=now,
-                                   retry_interval=settings.classify.retry_interval, progress=progress)
-        counted = decision_counts(decisions)
+        decisions, counted = decide_pending(spark, storage, table, run_id=run_id, now=now,
+                                            retry_interval=settings.classify.retry_interval, progress=progress)
         summary.pending, summary.decisions, summary.ignore_reasons = counted.total, counted.actions, \
             counted.ignore_reasons
         summary.messages_without_dlh = summary.ignore_reasons.get("no_dlh", 0)

@@ -63,7 +63,7 @@ def test_classify_after_a_dead_replay_does_not_decide_what_it_delivered(spark, t
             pass
 
     table = parse_rules("ACTION(FWD) FWDQ(HOLD) HEADER(YES)\n", "t.rules")
-    decisions = decide(spark, storage, table, run_id="NEXT", now=NOW + dt.timedelta(minutes=1))
+    decisions, _ = decide(spark, storage, table, run_id="NEXT", now=NOW + dt.timedelta(minutes=1))
     assert sorted(r["message_key"] for r in decisions.collect()) == ["key002", "key003", "key004"]
     counts = replay(spark, storage, decisions, target="sim:", settings=ReplaySettings.from_config(config),
                     run_id="NEXT", now=NOW)

@@ -240,6 +240,11 @@ def test_a_run_on_delta_is_idempotent_and_every_table_reads_the_same_in_delta_rs
     assert delivered_once > 0 and second.outcomes.get("delivered", 0) == 0  # FWD/RETRY already delivered
 
     storage = open_storage(spark, StorageSettings.from_config(config))
+    # the run's counts, observed by the Delta write of its decisions, are the table's
+    decided = storage.read("decisions").where(F.col("run_id") == "D1")
+    assert first.decisions == {r["action"]: r["count"] for r in decided.groupBy("action").count().collect()}
+    assert first.ignore_reasons == {r["ignore_reason"]: r["count"] for r in decided.where(
+        F.col("ignore_reason").isNotNull()).groupBy("ignore_reason").count().collect()}
     for name in schemas.STORED_TABLES:
         if not storage.exists(name):
             continue

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
+from dataclasses import replace
 
 import pytest
 from pyspark.sql import Row
@@ -14,7 +16,7 @@ from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.rules.view import match_view
 from dlq_pipeline.dumps.sources import read_source
-from dlq_pipeline.spark.classify import classify, decide_pending
+from dlq_pipeline.spark.classify import DecisionCounts, classify, decide_pending, decision_counts
 from dlq_pipeline.spark.ledger import message_states, pending_with_attempts
 from dlq_pipeline.spark.decode import chain_possible_sql, decode_headers, decoded_struct, head_sql, without_data
 from dlq_pipeline.spark.ingest import ingest
@@ -223,9 +225,16 @@ def test_classify_reads_the_stored_head_and_data_only_of_rows_landed_before_it(s
     assert reading_data == [len(older_keys)]  # not the rows of the file written with data_head
 
     table = load_rules(STARTER)
-    decisions = decide_pending(spark, old, table, run_id="r1", now=NOW)
+    decisions, counts = decide_pending(spark, old, table, run_id="r1", now=NOW)
     try:
-        assert _decided(decisions) == _oracle(table, originals)
+        expected = _oracle(table, originals)
+        assert _decided(decisions) == expected
+        # counted by the write itself (an observation), as the oracle's decisions count
+        actions = Counter(d[0] for d in expected.values())
+        reasons = Counter(d[-1] for d in expected.values() if d[-1] is not None)
+        assert len(actions) > 1 and reasons
+        assert counts == DecisionCounts(len(expected), dict(sorted(actions.items())), dict(sorted(reasons.items())))
+        assert counts == replace(decision_counts(decisions), puts_per_queue=None)
     finally:
         decisions.unpersist()
 
