@@ -36,6 +36,9 @@ class _Context:
     def __init__(self, master: str):
         self.master, self.defaultParallelism = master, 2
 
+    def setLocalProperty(self, key: str, value: str) -> None:
+        pass
+
 
 def test_nothing_is_started_for_a_cluster_master_or_without_a_spark_context():
     assert workers.start_python_workers(SimpleNamespace(sparkContext=_Context("spark://host:7077"))) is None
