@@ -66,6 +66,11 @@ DEFAULT_MAX_MESSAGE_BYTES = MQ_MAX_MESSAGE_BYTES
 ARROW_BATCH_ROWS = 2048
 ARROW_BATCH_BYTES = 32 * 1024 * 1024  # keeps every batch's binary column well under 2 GB
 SKIP_BROADCAST_ROWS = 100_000  # rows to leave out of a landing, above which ingest deduplicates whole rows
+# Dumps up to this size send their messages' keys and positions with the read's summary, and
+# the rows to leave out are found on the driver: no job for them (two with adaptive execution)
+# when the table is new, a lookup of two without a shuffle when it is not. 64 MB of dumps is at most some 100,000
+# small messages' keys (a few MB collected).
+KEYS_WITH_SUMMARY_BYTES = 64 * 1024 * 1024
 MEMORY_CACHE_SHARE = 0.5  # dumps up to this share of Spark's storage memory are cached in memory
 # Parquet sizes its pages and row groups only every 100 rows by default: until then a task
 # buffers every large message it writes (twice: the open page and the row group's pages).
@@ -313,14 +318,34 @@ def scan(spark: SparkSession, items: Sequence[FileSplit], *, jvm: Collection[int
 # --- raw rows -> table rows ------------------------------------------------------------------
 
 
-def read_summary(raw: DataFrame) -> list[Row]:
+def read_summary(raw: DataFrame, keys: bool = False) -> list[Row]:
     """What the driver needs of a read, in one job without a shuffle (it was an aggregation,
     three jobs): each work item's own row, with its records, newlines, messages, bad
     records and largest message's data, or the JVM reader's row that leaves the item to
-    Python (``rec`` fallback, the reason in ``error_text``)."""
-    return raw.where(F.col("rec").isin("split", "fallback")).select(
+    Python (``rec`` fallback, the reason in ``error_text``). With ``keys``, every message's
+    row too, for its ``message_key`` and position (`landing_keys`)."""
+    kinds = ("split", "fallback", "message") if keys else ("split", "fallback")
+    return raw.where(F.col("rec").isin(*kinds)).select(
         "rec", "source_file", "split", "splits", "item", "source_offset", "ordinal", "newlines", "messages", "errors",
-        "largest", "error_text").collect()
+        "largest", "error_text", "message_key").collect()
+
+
+def landing_keys(summary: Sequence[Row]) -> list[tuple[str, str, int]]:
+    """(message_key, source_file, source_offset) of each message row of a summary read with
+    ``keys`` (pure)."""
+    return [(r["message_key"], r["source_file"], r["source_offset"]) for r in summary if r["rec"] == "message"]
+
+
+def rows_to_leave_out(keys: Sequence[tuple[str, str, int]], stored: Collection[str] = ()) -> list[tuple[str, int]]:
+    """``(source_file, source_offset)`` of the rows a landing must leave out, from its message
+    keys and positions (`landing_keys`) and the keys already ``stored``: what `skipped_rows`
+    finds in Spark (every occurrence of a key after its first in file order, every row of
+    a stored key), found on the driver (pure; sorted)."""
+    first: dict[str, tuple[str, int]] = {}
+    for key, path, offset in keys:
+        if key not in first or (path, offset) < first[key]:
+            first[key] = (path, offset)
+    return sorted({(path, offset) for key, path, offset in keys if key in stored or first[key] != (path, offset)})
 
 
 def fallbacks(summary: Sequence[Row]) -> dict[int, str]:
@@ -434,6 +459,7 @@ class _Landing:
     per_file: dict[str, dict[str, int]] | None = None
     largest: int = 0  # bytes of data of the largest message read (known when persisted)
     in_jvm: int = 0  # work items the JVM reader read (the rest: the Python readers)
+    keys: list[tuple[str, str, int]] | None = None  # a small landing's message keys and positions (`landing_keys`)
 
     def messages(self, skip: DataFrame | None = None, unique: bool = False) -> DataFrame:
         return messages_rows(self.positioned, run_id=self.run_id, landed_at=self.landed_at, skip=skip, unique=unique)
@@ -498,6 +524,8 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
     jvm = jvm_items(spark, items, reader)
     limits = {"max_line_length": max_line_length, "max_message_bytes": max_message_bytes}
     level = read_cache_level(_split_bytes(items), storage_memory_bytes(spark)) if persist else None
+    # the keys only come with a cached read, of files whose sizes are known
+    with_keys = persist and all(i.end is not None for i in items) and _split_bytes(items) <= KEYS_WITH_SUMMARY_BYTES
 
     def read(jvm_numbers) -> tuple[DataFrame, bool, list[Row] | None]:
         """The scan, cached when ``persist`` (where the session can cache), and its summary
@@ -510,7 +538,7 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
             except Exception:  # noqa: BLE001 - e.g. serverless compute: read the files twice instead
                 cached = False
             with TaskTicker(spark, progress, "ingest", "work items"):
-                return raw, cached, read_summary(raw)
+                return raw, cached, read_summary(raw, keys=with_keys)
         needed = jvm_numbers or any(i.splits > 1 for i in items)
         return raw, cached, read_summary(raw) if needed else None
 
@@ -539,8 +567,9 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
             raw.unpersist(blocking=True)
             raw = scan(spark, items, jvm=jvm, **limits).persist(StorageLevel.DISK_ONLY)
     bases = split_bases(summary) if any(i.splits > 1 for i in items) else None
+    keys = landing_keys(summary) if persisted and with_keys else None
     return _Landing(items, raw, _positioned(raw, bases, len(items)), run_id, _timestamp(landed_at), persisted, per_file,
-                    largest, len(jvm))
+                    largest, len(jvm), keys)
 
 
 def land(
@@ -597,15 +626,23 @@ def _store_messages(storage, landing: _Landing, read: int) -> int:
     """Store the landing's new messages; return how many.
 
     With the read cached and Parquet storage, the rows to leave out (repeats within the
-    landing, keys already stored) are found on keys and positions alone, collected (one job;
-    none at all is the common case) and broadcast from the driver, so the messages go from
-    the cache to the table without a shuffle. A Delta table, an uncached read, or more than
+    landing, keys already stored) are found on keys and positions alone and broadcast from
+    the driver (none at all is the common case), so the messages go from the cache to the
+    table without a shuffle. A small landing's keys came with its read's summary
+    (``KEYS_WITH_SUMMARY_BYTES``): its repeats are found on the driver, and only a table
+    already stored costs jobs (`stored_among`, two); a larger one's are found by jobs over
+    the cache (`skipped_rows`: two with adaptive execution, more with a stored table). A Delta table, an uncached read, or more than
     ``SKIP_BROADCAST_ROWS`` rows to leave out (re-landing a large dump) take ``merge_new``,
     which deduplicates the whole rows."""
     if not landing.persisted or storage.format == "delta":
         return storage.merge_new("messages", landing.messages())
-    stored = storage.read("messages").select("message_key") if storage.exists("messages") else None
-    skip = skipped_rows(landing.raw, stored).limit(SKIP_BROADCAST_ROWS + 1).collect()
+    exists = storage.exists("messages")
+    if landing.keys is not None:
+        skip = rows_to_leave_out(landing.keys, stored_among(storage, landing.keys) if exists else ())
+    else:
+        stored = storage.read("messages").select("message_key") if exists else None
+        skip = [(r["source_file"], r["source_offset"])
+                for r in skipped_rows(landing.raw, stored).limit(SKIP_BROADCAST_ROWS + 1).collect()]
     if len(skip) > SKIP_BROADCAST_ROWS:
         return storage.merge_new("messages", landing.messages())
     if len(skip) >= read:
@@ -614,12 +651,20 @@ def _store_messages(storage, landing: _Landing, read: int) -> int:
     if not skip:  # the common case: no join at all (broadcasting even an empty list is a job)
         rows = landing.messages(unique=True)
     else:
-        positions = landing.raw.sparkSession.createDataFrame(
-            [(r["source_file"], r["source_offset"]) for r in skip], "source_file string, source_offset long")
+        positions = landing.raw.sparkSession.createDataFrame(skip, "source_file string, source_offset long")
         rows = landing.messages(positions)
     tasks = large_messages.large_message_tasks(landing.raw.sparkSession, landing.largest)
     storage.append("messages", rows if tasks is None else rows.coalesce(tasks), parquet_options=options)
     return read - len(skip)
+
+
+def stored_among(storage, keys: Sequence[tuple[str, str, int]]) -> set[str]:
+    """Which of a landing's message keys (`landing_keys`) ``messages`` already holds: the
+    stored keys scanned against the landing's, broadcast from the driver (two jobs: the
+    broadcast, the scan; no shuffle)."""
+    wanted = storage.spark.createDataFrame(sorted({(k,) for k, _, _ in keys}), "message_key string")
+    found = storage.read("messages").select("message_key").join(F.broadcast(wanted), "message_key", "left_semi")
+    return {r["message_key"] for r in found.collect()}  # stored keys are unique: no distinct (a shuffle)
 
 
 def ingest(

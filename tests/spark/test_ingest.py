@@ -12,6 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from dlq_pipeline.formats.structures import dlh_head
@@ -25,7 +27,7 @@ from dlq_pipeline.dumps.plan import plan_work
 from dlq_pipeline.dumps.sources import expand_paths
 from dlq_pipeline.paths import local_path as _local
 from dlq_pipeline.settings import IngestSettings
-from dlq_pipeline.spark.ingest import ingest, land, scan
+from dlq_pipeline.spark.ingest import ingest, land, rows_to_leave_out, scan, skipped_rows
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.spark.storage import Storage
 from tests.conftest import make_storage
@@ -294,17 +296,23 @@ def test_ingest_is_idempotent_for_messages_and_quarantine(spark, tmp_path, corru
     assert_same_rows(storage.read("quarantine"), ref_quarantine)
 
 
-@pytest.mark.parametrize("broadcast_limit, large_message", [(100_000, 1 << 30), (0, 1 << 30), (100_000, 1)],
-                         ids=["skip-list-broadcast", "whole-row-merge", "large-messages"])
+@pytest.mark.parametrize("keys_limit, broadcast_limit, large_message",
+                         [(64 << 20, 100_000, 1 << 30), (0, 100_000, 1 << 30), (64 << 20, 0, 1 << 30),
+                          (0, 0, 1 << 30), (64 << 20, 100_000, 1)],
+                         ids=["keys-with-summary", "skip-rows-job", "keys-with-summary-whole-row-merge",
+                              "whole-row-merge", "large-messages"])
 def test_ingest_stores_each_key_once_when_landings_overlap(spark, tmp_path, big_dump, monkeypatch,
-                                                           broadcast_limit, large_message):
+                                                           keys_limit, broadcast_limit, large_message):
     """Repeats inside one landing and keys stored by an earlier ingest are left out, the
-    first in file order kept: alike when the rows to leave out are broadcast (the data is
-    not shuffled), when there are too many and whole rows are deduplicated, and when a
-    message counts as large (the read cached again on disk, the table written uncompressed)."""
+    first in file order kept: alike when the rows to leave out are found on the driver from
+    the keys the read's summary brought (a small landing), by a job over the cached read
+    (a larger one), when there are too many to broadcast and whole rows are deduplicated,
+    and when a message counts as large (the read cached again on disk, the table written
+    uncompressed)."""
     import dlq_pipeline.spark.ingest as ingest_module
     from dlq_pipeline.spark import large_messages
 
+    monkeypatch.setattr(ingest_module, "KEYS_WITH_SUMMARY_BYTES", keys_limit)
     monkeypatch.setattr(ingest_module, "SKIP_BROADCAST_ROWS", broadcast_limit)
     monkeypatch.setattr(large_messages, "LARGE_MESSAGE_BYTES", large_message)
     dumps = tmp_path / "dumps"
@@ -325,6 +333,23 @@ def test_ingest_stores_each_key_once_when_landings_overlap(spark, tmp_path, big_
     ref_second, _ = reference(spark, [big_dump, dumps / "b.dmp"], run_id="second", landed_at=later)
     expected = ref_first.unionByName(ref_second.join(ref_first.select("message_key"), "message_key", "left_anti"))
     assert_same_rows(storage.read("messages"), expected)
+
+
+_LANDED_KEYS = st.lists(st.tuples(st.sampled_from("ABCDE"), st.sampled_from(["/d/a.dmp", "/d/b.dmp", "/e/a.dmp"]),
+                                   st.integers(0, 40)), max_size=30, unique_by=lambda k: k[1:])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_LANDED_KEYS, st.sets(st.sampled_from("ABCDEF")))
+def test_the_rows_to_leave_out_found_on_the_driver_are_those_the_job_finds(spark, keys, stored):
+    """A small landing's rows to leave out come from its keys on the driver (`rows_to_leave_out`),
+    a larger one's from a job over the read (`skipped_rows`): the same rows for any repeats
+    of keys across files and positions, and any keys already stored."""
+    raw = spark.createDataFrame([("message", k, path, offset) for k, path, offset in keys] + [("error", "A", "/d/a.dmp", 99)],
+                                "rec string, message_key string, source_file string, source_offset long")
+    stored_keys = spark.createDataFrame([(k,) for k in sorted(stored)], "message_key string")
+    by_job = sorted((r["source_file"], r["source_offset"]) for r in skipped_rows(raw, stored_keys).collect())
+    assert rows_to_leave_out(keys, stored) == by_job
 
 
 def test_a_large_message_landing_sizes_its_row_groups_after_every_row(spark, tmp_path, monkeypatch):
