@@ -68,8 +68,8 @@ ARROW_BATCH_BYTES = 32 * 1024 * 1024  # keeps every batch's binary column well u
 SKIP_BROADCAST_ROWS = 100_000  # rows to leave out of a landing, above which ingest deduplicates whole rows
 # Dumps up to this size send their messages' keys and positions with the read's summary, and
 # the rows to leave out are found on the driver: no job for them (two with adaptive execution)
-# when the table is new, a lookup of two without a shuffle when it is not. 64 MB of dumps is at most some 100,000
-# small messages' keys (a few MB collected).
+# when the table is new, a lookup of two without a shuffle when it is not. 64 MB of dumps is
+# at most some 100,000 small messages' keys (a few MB collected).
 KEYS_WITH_SUMMARY_BYTES = 64 * 1024 * 1024
 MEMORY_CACHE_SHARE = 0.5  # dumps up to this share of Spark's storage memory are cached in memory
 # Parquet sizes its pages and row groups only every 100 rows by default: until then a task
@@ -631,9 +631,9 @@ def _store_messages(storage, landing: _Landing, read: int) -> int:
     table without a shuffle. A small landing's keys came with its read's summary
     (``KEYS_WITH_SUMMARY_BYTES``): its repeats are found on the driver, and only a table
     already stored costs jobs (`stored_among`, two); a larger one's are found by jobs over
-    the cache (`skipped_rows`: two with adaptive execution, more with a stored table). A Delta table, an uncached read, or more than
-    ``SKIP_BROADCAST_ROWS`` rows to leave out (re-landing a large dump) take ``merge_new``,
-    which deduplicates the whole rows."""
+    the cache (`skipped_rows`: two with adaptive execution, more with a stored table). A
+    Delta table, an uncached read, or more than ``SKIP_BROADCAST_ROWS`` rows to leave out
+    (re-landing a large dump) take ``merge_new``, which deduplicates the whole rows."""
     if not landing.persisted or storage.format == "delta":
         return storage.merge_new("messages", landing.messages())
     exists = storage.exists("messages")
