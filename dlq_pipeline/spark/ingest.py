@@ -524,8 +524,8 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
     jvm = jvm_items(spark, items, reader)
     limits = {"max_line_length": max_line_length, "max_message_bytes": max_message_bytes}
     level = read_cache_level(_split_bytes(items), storage_memory_bytes(spark)) if persist else None
-    # the keys only come with a cached read, of files whose sizes are known
-    with_keys = persist and all(i.end is not None for i in items) and _split_bytes(items) <= KEYS_WITH_SUMMARY_BYTES
+    # a small landing's keys, of files whose sizes are known (they come with a cached read only)
+    with_keys = all(i.end is not None for i in items) and _split_bytes(items) <= KEYS_WITH_SUMMARY_BYTES
 
     def read(jvm_numbers) -> tuple[DataFrame, bool, list[Row] | None]:
         """The scan, cached when ``persist`` (where the session can cache), and its summary
