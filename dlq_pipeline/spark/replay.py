@@ -57,6 +57,12 @@ LARGE_PUTS_LISTED = 10_000  # large messages whose keys `largest_put` looks up i
 # each: Spark sorts and shuffles whole rows in memory (docs/performance.md, "Issue 16, session 12").
 PIECE_BYTES = 8 * 1024 * 1024
 PIECE_COLUMN = "piece"
+# Between these many decisions replay's join broadcasts them (about 300 bytes each, in the
+# driver and in every executor) to the messages' scan: the bodies then cross one shuffle, not
+# two. Fewer, and the left join's shuffle is small (adaptive execution broadcasts a small
+# `messages` itself; the broadcast's own jobs cost a small run more than they save); more,
+# and the copies are too large (docs/performance.md, "Issue 16, session 27").
+BROADCAST_DECISIONS = (50_000, 200_000)
 DECISION_COLUMNS = ("message_key", "action", "rule_line", "attempt", "target_q", "target_qmgr", "header",
                     "putaut", "not_before", "source_file", "source_index")
 
@@ -295,30 +301,32 @@ def put_tasks(spark: SparkSession, storage: Storage, decisions: DataFrame) -> in
 
 def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: set[str], per_qmgr: int = 1,
                puts_per_queue: Mapping[tuple[str, str], int] | None = None,
-               large_tasks: int | None = None) -> DataFrame:
+               large_tasks: int | None = None, decisions_total: int | None = None) -> DataFrame:
     """Decisions joined with their messages, one partition per target queue manager (hashed
     into ``partitions``; with ``per_qmgr`` > 1 its queues placed by size over up to that
     many: `partition_key`, from ``puts_per_queue``, `classify.decision_counts`'s, else counted
     here), in DLQ order within each. ``large_tasks``: how many tasks may hold a message to
     put at once, where fewer than Spark runs (`large_messages.large_message_tasks`): the messages are
-    read in that many and go on as rows of `pieces` (`whole_messages` joins them again)."""
-    md_cols = [F.col(f"m.{c}").alias(c) for c in (*MD_COLUMNS.values(), CHAR_BYTES_COLUMN)]
+    read in that many and go on as rows of `pieces` (`whole_messages` joins them again).
+    ``decisions_total``: how many decisions there are, when the caller has counted them; in
+    ``BROADCAST_DECISIONS``, every task that reads the messages gets all of them, and the
+    bodies are shuffled once (into the partitions) instead of twice."""
     messages = storage.read("messages")
     in_pieces = large_tasks is not None
     messages = (pieces(messages.coalesce(large_tasks)) if in_pieces else messages).alias("m")
-    needs_data = F.col("d.action").isin(*PUT_ACTIONS)
-    joined = decisions.select(*DECISION_COLUMNS).alias("d").join(
-        messages, F.col("d.message_key") == F.col("m.message_key"), "left"
-    ).select(
-        *[F.col(f"d.{c}").alias(c) for c in DECISION_COLUMNS if c != "not_before"],
-        # as epoch microseconds: a timestamp collected into Python is naive *local* time
-        F.unix_micros(F.col("d.not_before")).alias("not_before_us"),
-        *md_cols,
-        F.when(needs_data, F.col("m.data")).alias("data"),  # IGNORE/DISCARD never ship their bodies
-        F.coalesce(F.col("m.truncated"), F.lit(False)).alias("truncated"),
-        F.col("m.message_key").isNotNull().alias("has_message"),
-        *([F.col(f"m.{PIECE_COLUMN}").alias(PIECE_COLUMN)] if in_pieces else []),
-    )
+    chosen = decisions.select(*DECISION_COLUMNS).alias("d")
+    on = F.col("d.message_key") == F.col("m.message_key")
+    low, high = BROADCAST_DECISIONS
+    if in_pieces or decisions_total is None or not low <= decisions_total <= high:
+        joined = chosen.join(messages, on, "left").select(*item_columns(lambda c: F.col(f"m.{c}"), in_pieces))
+    else:
+        # the decisions without a message (a table changed since classify) as the left join has them
+        types = {f.name: f.dataType for f in messages.schema.fields}
+        found = messages.join(F.broadcast(chosen), on, "inner").select(*item_columns(lambda c: F.col(f"m.{c}")))
+        keys = messages.select(F.col("message_key").alias("stored_key"))
+        missing = chosen.join(keys, F.col("d.message_key") == F.col("stored_key"), "left_anti").select(
+            *item_columns(lambda c: F.lit(None).cast(types[c])))
+        joined = found.unionByName(missing)
     if skip:
         ended = storage.spark.createDataFrame([(k,) for k in sorted(skip)], "message_key string")
         joined = joined.join(ended, "message_key", "left_anti")
@@ -329,6 +337,22 @@ def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: se
         placed = place_queues(puts_per_queue, partitions, per_qmgr)
     return joined.repartition(partitions, *partition_key(per_qmgr, placed, partitions)).sortWithinPartitions(
         "source_file", "source_index", "message_key", *([PIECE_COLUMN] if in_pieces else []))
+
+
+def item_columns(message: Callable[[str], Column], in_pieces: bool = False) -> list[Column]:
+    """A work item's columns: the decision's (alias ``d``) and ``message(column)``'s, the
+    joined message's column, or a null where there is none."""
+    needs_data = F.col("d.action").isin(*PUT_ACTIONS)
+    return [
+        *[F.col(f"d.{c}").alias(c) for c in DECISION_COLUMNS if c != "not_before"],
+        # as epoch microseconds: a timestamp collected into Python is naive *local* time
+        F.unix_micros(F.col("d.not_before")).alias("not_before_us"),
+        *[message(c).alias(c) for c in (*MD_COLUMNS.values(), CHAR_BYTES_COLUMN)],
+        F.when(needs_data, message("data")).alias("data"),  # IGNORE/DISCARD never ship their bodies
+        F.coalesce(message("truncated"), F.lit(False)).alias("truncated"),
+        message("message_key").isNotNull().alias("has_message"),
+        *([message(PIECE_COLUMN).alias(PIECE_COLUMN)] if in_pieces else []),
+    ]
 
 
 def replay(
@@ -344,6 +368,7 @@ def replay(
     task_hook: Callable[[int, int], None] | None = None,
     progress: Progress | Report | None = None,
     puts_per_queue: Mapping[tuple[str, str], int] | None = None,
+    decisions_total: int | None = None,
 ) -> dict[str, int]:
     """Replay the run's decisions to ``target``; append one ledger row per decision; return
     the number of rows per outcome. ``settings`` are the ``[replay]`` settings, ``qmgrs`` the
@@ -352,7 +377,8 @@ def replay(
     batches_committed)`` runs in the task after each committed batch (rehearsals and tests
     inject task failures with it). ``progress`` counts the partitions whose puts are done.
     ``puts_per_queue``: `classify.decision_counts`'s, when the caller has them (else counted here
-    where `replay.connections_per_qmgr` > 1 needs them)."""
+    where `replay.connections_per_qmgr` > 1 needs them); ``decisions_total``: how many
+    decisions there are, when the caller has counted them (`work_items`)."""
     check_run_id(run_id)
     now = as_utc(now)
     chosen = open_target(target, warehouse=storage.path, qmgrs=qmgrs, file_mode=settings.dir_mode,
@@ -363,7 +389,7 @@ def replay(
     checkpoint_root = root if chosen.resumable else None
 
     items = work_items(storage, decisions, settings.max_connections, skip, settings.connections_per_qmgr,
-                       puts_per_queue, put_tasks(spark, storage, decisions))
+                       puts_per_queue, put_tasks(spark, storage, decisions), decisions_total)
     lease = held_lease(storage)
     run = partition_function(chosen, settings, run_id, now, checkpoint_root, task_hook, RunGroup.of_this_process(),
                              lease.fence() if lease is not None else None)
@@ -423,13 +449,13 @@ def replay_decisions(
         puts & (F.coalesce(F.col("prior_attempts"), F.lit(0)) != F.col("attempt") - 1))
     current = current.withColumn("_stale", stale).cache()
     try:
-        stale_count = current.where(F.col("_stale")).count()
+        total, stale_count = current.agg(F.count(F.lit(1)), F.count(F.when(F.col("_stale"), 1))).first()
         fresh = current.where(~F.col("_stale")).select(*decisions.columns)
         ledger_run = run_id
         if not ledger.where(F.col("run_id") == run_id).isEmpty():
             ledger_run = check_run_id(f"{run_id}.replay-{secrets.token_hex(3)}")
         counts = replay(spark, storage, fresh, target=target, settings=settings, qmgrs=qmgrs, run_id=ledger_run,
-                        now=as_utc(now) or utc_now(), progress=progress)
+                        now=as_utc(now) or utc_now(), progress=progress, decisions_total=total - stale_count)
     finally:
         current.unpersist()
     return {"decisions_run_id": run_id, "run_id": ledger_run, "target": target, "outcomes": counts,

@@ -162,7 +162,8 @@ def _run_pipeline(spark, settings: RunSettings, table, *, inputs, target, run_id
     with stage("replay"):
         try:
             outcomes = replay(spark, storage, decisions, target=target, settings=settings.replay, qmgrs=settings.qmgrs,
-                              run_id=run_id, now=now, progress=progress, puts_per_queue=counted.puts_per_queue)
+                              run_id=run_id, now=now, progress=progress, puts_per_queue=counted.puts_per_queue,
+                              decisions_total=counted.total)
         finally:
             decisions.unpersist()
         summary.outcomes = dict(sorted(Counter(outcomes).items()))

@@ -45,7 +45,14 @@ def setup(spark, warehouse: Path, decisions: list[dict], *, truncated=(), kind="
     return ReplaySettings.from_config(config), storage
 
 
-def test_every_decision_gets_one_ledger_row_and_the_qm_gets_each_message_once(spark, tmp_path):
+@pytest.mark.parametrize("counted", [False, True], ids=["joined", "broadcast"])
+def test_every_decision_gets_one_ledger_row_and_the_qm_gets_each_message_once(spark, tmp_path, monkeypatch,
+                                                                              counted):
+    """Decisions counted (as `run` has them) and as many as `BROADCAST_DECISIONS` says are
+    broadcast into the join: the same rows."""
+    import dlq_pipeline.spark.replay as replay_module
+
+    monkeypatch.setattr(replay_module, "BROADCAST_DECISIONS", (1, 10))
     run = "RUN-A"
     later = NOW + dt.timedelta(hours=1)
     decisions = [
@@ -65,7 +72,7 @@ def test_every_decision_gets_one_ledger_row_and_the_qm_gets_each_message_once(sp
     ]
     settings, storage = setup(spark, tmp_path / "wh", decisions, truncated={"key007"})
     counts = replay(spark, storage, frame(spark, "decisions", decisions), target="sim:", settings=settings, run_id=run,
-                    now=NOW)
+                    now=NOW, decisions_total=len(decisions) if counted else None)
     assert counts == {"delivered": 4, "discarded": 1, "ignored": 3, "deferred": 1, "failed": 1}
 
     ledger = {r["message_key"]: r for r in storage.read("ledger").collect()}
@@ -86,6 +93,40 @@ def test_every_decision_gets_one_ledger_row_and_the_qm_gets_each_message_once(sp
     }
     assert received == expected and len(sim.put_log()) == 4
     assert not (tmp_path / "wh" / "_checkpoints" / run).exists()
+
+
+@pytest.mark.parametrize("per_qmgr", [1, 2])
+def test_broadcast_decisions_give_the_work_items_of_the_join(spark, tmp_path, monkeypatch, per_qmgr):
+    """Decisions broadcast to the messages' scan (inner join + the decisions without a
+    message) give the left join's work items: the same rows, in the same partitions, in the
+    same order, with a checkpoint's keys left out."""
+    import dlq_pipeline.spark.replay as replay_module
+
+    run = "RUN-B"
+    actions = ["RETRY", "FWD", "DISCARD", "IGNORE", "RETRY"]
+    decisions = [decision_row(f"key{n:03d}", actions[n % 5], run_id=run, index=n, target_q=f"APP.Q{n % 4}",
+                              target_qmgr="QM2" if n % 3 == 0 else "", putaut="DEF", attempt=1, header=n % 2 == 0)
+                 for n in range(30)]
+    decisions += [decision_row(f"nomsg{n}", "RETRY", run_id=run, index=90 + n, target_q="APP.Q0", target_qmgr="",
+                               putaut="DEF", attempt=1) for n in range(2)]
+    _, storage = setup(spark, tmp_path / "wh", decisions, truncated={"key004"})
+    skip = {"key002", "key017", "nomsg1"}
+    monkeypatch.setattr(replay_module, "BROADCAST_DECISIONS", (len(decisions), len(decisions)))
+
+    def items(total):
+        got = replay_module.work_items(storage, frame(spark, "decisions", decisions), 3, skip, per_qmgr,
+                                       decisions_total=total)
+        plan = got._jdf.queryExecution().executedPlan().toString()
+        plan = plan.count("LeftOuter"), plan.count("Inner")
+        # the path asked for: the inner join + anti join in BROADCAST_DECISIONS, else the left join
+        assert plan == ((0, 1) if total == len(decisions) else (1, 0))
+        return [(r["p"], r.asDict()) for r in got.withColumn("p", F.spark_partition_id()).collect()]
+
+    joined, broadcast = items(None), items(len(decisions))
+    assert broadcast == joined == items(len(decisions) + 1)
+    assert len(joined) == len(decisions) - len(skip)
+    assert sum(not r["has_message"] for _, r in joined) == 1 and any(r["truncated"] for _, r in joined)
+    assert all(r["data"] is None for _, r in joined if r["action"] in ("DISCARD", "IGNORE"))
 
 
 def test_dir_target_through_spark(spark, tmp_path):

@@ -99,3 +99,29 @@ def test_where_the_byte_ranges_of_a_split_dump_start_costs_no_job_of_its_own(spa
     assert any(line.endswith(" in 5 work items") for line in lines), lines
     # as many jobs as a dump read whole
     assert jobs.per_stage() == {"ingest": 2, "classify": 1, "replay": 3 + lookup_jobs(spark), "summary": 0}
+
+
+def test_a_run_whose_decisions_are_broadcast_puts_and_records_the_same(spark, tmp_path, monkeypatch):
+    """A run of as many decisions as `replay.BROADCAST_DECISIONS` says (here every run) joins
+    them to the messages' scan as a broadcast: one shuffle of the bodies fewer, the same
+    files and ledger as the left join's run."""
+    import dlq_pipeline.spark.replay as replay_module
+    from dlq_pipeline.dumps.dmpmqmsg import read_dump
+
+    dumps = [str(p) for p in write_generated(tmp_path / "dumps", 200, seed=5, files=2, max_size=8 * 1024)]
+    table = load_rules(STARTER)
+    got = {}
+    for name, bounds in (("joined", replay_module.BROADCAST_DECISIONS), ("broadcast", (1, 10_000))):
+        monkeypatch.setattr(replay_module, "BROADCAST_DECISIONS", bounds)
+        settings = RunSettings(storage=StorageSettings(path=str(tmp_path / f"wh-{name}")))
+        out = tmp_path / f"out-{name}"
+        jobs = StageJobs(spark)
+        summary = run_pipeline(spark, settings, table, inputs=dumps, target=f"dir:{out}", run_id="BCAST", progress=jobs)
+        ledger = sorted(tuple(r[c] for c in ("message_key", "outcome", "target_qmgr", "target_q", "partition_id",
+                                              "batch_id", "reason_code"))
+                        for r in spark.read.parquet(str(tmp_path / f"wh-{name}" / "ledger")).collect())
+        files = {p.relative_to(out): [(m.md, m.data) for m in read_dump(str(p))] for p in sorted(out.rglob("*.dmp"))}
+        got[name] = summary.outcomes, ledger, files, jobs.per_stage()["replay"]
+    assert got["broadcast"][:3] == got["joined"][:3] and len(got["joined"][1]) == 200 and got["joined"][2]
+    # the decisions' broadcast and the stored keys for those without a message: one job more
+    assert got["broadcast"][3] == got["joined"][3] + 1
