@@ -48,7 +48,7 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
                                "\"\" = classic Spark); replay to mq:, drain and settle refuse it"),
         "app_name": ((str,), "dlq-pipeline", "Spark application name"),
         "conf": ((dict,), {}, "extra Spark settings, e.g. {\"spark.sql.shuffle.partitions\" = \"8\"}"),
-        "quick_jit_bytes": ((int,), 32 * 1024 * 1024, "run and ingest: input dumps of at most this many bytes in "
+        "quick_jit_bytes": ((int,), 1024 * 1024 * 1024, "run and ingest: input dumps of at most this many bytes in "
                                                       "all start a local JVM that compiles with C1 only (quicker to "
                                                       "warm up, slower on long work); 0 = never"),
     },

@@ -131,8 +131,9 @@ def local_driver_memory(total_bytes: int | None = None) -> str:
 # A local JVM started for a small amount of work compiles with C1 only (issue 16 part 1,
 # docs/performance.md "session 7"): on 2 cores HotSpot's C2 compiler spent about 10 s of CPU
 # warming up during a 1,000-message run (the run's JVM CPU 25 s -> 15 s, its wall 37 s -> 23 s),
-# code it never got to use. On long CPU-bound JVM work C1 code is 3-5x slower, so only a
-# command that knows its input is small gets it (``work_bytes`` <= ``quick_jit_bytes``).
+# code it never got to use; a one-process run of 1 GB of dumps still finished sooner without
+# C2, one of 2 GB about evenly (session 28). On long CPU-bound JVM work C1 code is 3-5x slower,
+# so only a command that knows its input is no larger gets it (``work_bytes`` <= ``quick_jit_bytes``).
 QUICK_JIT_OPTION = "-XX:TieredStopAtLevel=1"
 
 

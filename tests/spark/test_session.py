@@ -72,14 +72,14 @@ def test_a_local_session_gets_a_heap_sized_to_the_machine():
 
 
 def test_a_small_command_starts_a_jvm_that_compiles_with_c1_only():
-    small, large = {"master": "local[2]", "work_bytes": 10 * 2**20}, {"master": "local[2]", "work_bytes": 33 * 2**20}
-    assert defaults()["spark"]["quick_jit_bytes"] == 32 * 2**20
+    small, large = {"master": "local[2]", "work_bytes": 2**30}, {"master": "local[2]", "work_bytes": 2**30 + 1}
+    assert defaults()["spark"]["quick_jit_bytes"] == 2**30
     assert session_conf(small)["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
     assert session_conf({**small, "work_bytes": 0})["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
     assert "spark.driver.extraJavaOptions" not in session_conf(large)
     assert "spark.driver.extraJavaOptions" not in session_conf({"master": "local[2]"})  # size unknown (a live DLQ)
     assert "spark.driver.extraJavaOptions" not in session_conf({**small, "quick_jit_bytes": 0})  # never
-    assert session_conf({**large, "quick_jit_bytes": 64 * 2**20})["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
+    assert session_conf({**large, "quick_jit_bytes": 2 * 2**30})["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
     mine = {**small, "spark_conf": {"spark.driver.extraJavaOptions": "-Dx=1"}}
     assert session_conf(mine)["spark.driver.extraJavaOptions"] == "-Dx=1"  # the user's options replace it
     # a JVM this process does not start (a cluster's driver, spark-submit) is left as it is
