@@ -137,8 +137,9 @@ def end_to_end_lines(d: dict) -> list[str]:
              + [f"Sim latency (ms) {d['latency_ms']}, `run` on {d['master']}"
                 + (f" with replay {d['replay']}" if d.get("replay") else "") + ". "
                 + _crossing("a fresh process", c)
-                + (" " + _crossing("a warm session (the same run again in the child's session: a notebook, a "
-                                   "running cluster, a Spark Connect server)", warm) if warm else ""), ""])
+                + (" " + _crossing("a warm session (the same run again after a first one, in a child whose "
+                                   "session is started as a notebook's, a running cluster's or a Spark Connect "
+                                   "server's: JIT tiered)", warm) if warm else ""), ""])
     sim = d.get("sim_put_cost")
     if sim:
         rounds = sim.get("rounds", 1)
