@@ -27,6 +27,7 @@ def test_tiny_run_writes_every_comparison(spark, tmp_path):
     assert all(t["agreement"]["agree"] == t["agreement"]["rows"] for t in doc["classify"]["tables"].values())
     assert doc["ingest"]["ratios"]["parse_speedup_1_to_2_cores"] > 0
     assert doc["ingest"]["ratios"]["parse_speedup_1_to_2_cores_large_dump"] > 0
+    assert doc["ingest"]["ratios"]["ingest_speedup_1_to_2_cores_large_dump"] > 0
     assert doc["ingest"]["ratios"]["python_reader_over_parse_1_core"] > 0  # the JVM reader and the Python one both ran
     assert doc["ingest"]["ratios"]["ingest_over_parse_and_store_1_core"] > 0  # the store's limit ran too
     assert all(p["puts_per_s"] > 0 for p in doc["replay"]["partitions"].values())
