@@ -792,13 +792,13 @@ def bench_end_to_end(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
         dumps = data.dumps(work / f"e2e-dumps-{count}", count, seed=404, max_size=E2E_MAX_MESSAGE)
         runs: dict[str, list[float]] = {"pipeline": [], "reference": []}
         detail = {}
+        pipeline = {"master": "local[2]", "inputs": dumps, "rules": data.STARTER_RULES, "latency_ms": ctx.latency_ms,
+                    "connections_per_qmgr": sizes.e2e_connections_per_qmgr}
         for r in range(sizes.e2e_repeats):
             wh = work / f"e2e-wh-{count}"
             shutil.rmtree(wh, ignore_errors=True)
             began = time.perf_counter()
-            detail["pipeline"] = ctx.child("pipeline", {"master": "local[2]", "warehouse": str(wh), "inputs": dumps,
-                                                        "rules": data.STARTER_RULES, "latency_ms": ctx.latency_ms,
-                                                        "connections_per_qmgr": sizes.e2e_connections_per_qmgr})
+            detail["pipeline"] = ctx.child("pipeline", {**pipeline, "warehouse": str(wh)})
             runs["pipeline"].append(time.perf_counter() - began - detail["pipeline"]["after_cold_run_s"])
             began = time.perf_counter()
             detail["reference"] = ctx.child("reference", {"sim": str(work / f"e2e-ref-{count}.sqlite"),
@@ -811,10 +811,7 @@ def bench_end_to_end(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
         # where `run` knows its input is small, which a notebook's session never does
         wh = work / f"e2e-wh-{count}-session"
         shutil.rmtree(wh, ignore_errors=True)
-        detail["warm_session"] = ctx.child("pipeline", {"master": "local[2]", "warehouse": str(wh), "inputs": dumps,
-                                                        "rules": data.STARTER_RULES, "latency_ms": ctx.latency_ms,
-                                                        "connections_per_qmgr": sizes.e2e_connections_per_qmgr,
-                                                        "warm": True})
+        detail["warm_session"] = ctx.child("pipeline", {**pipeline, "warehouse": str(wh), "warm": True})
         warm = detail["warm_session"]["warm"]
         out["sizes"][str(count)] = {
             "pipeline_wall_s": summary(runs["pipeline"], count),
