@@ -145,6 +145,7 @@ def end_to_end_lines(d: dict) -> list[str]:
         rounds = sim.get("rounds", 1)
         lines += [f"Simulated queue manager, no latency, {sim['puts']:,} puts"
                   + (f" of the end-to-end runs' messages (mean {sim['mean_bytes']:,} B)" if "mean_bytes" in sim else "")
+                  + (f" to the {sim['queues']} queues their MQDLHs name, each MsgId its own" if "queues" in sim else "")
                   + f" in units of work of {sim['unit_of_work']}"
                   + (f", the median of {rounds} rounds" if rounds > 1 else "") + ": "
                   + "; ".join(f"at depth {int(k):,} {v['wall_us_per_put']} µs/put wall ({v['cpu_us_per_put']} CPU"

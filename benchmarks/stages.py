@@ -645,38 +645,48 @@ E2E_MAX_MESSAGE = 64 * 1024  # the largest generated message of the end-to-end r
 
 def sim_put_cost(work: Path, puts: int, depths: tuple[int, ...], rounds: int = 3) -> dict:
     """The simulated queue manager's own cost per put, no latency configured: ``rounds`` rounds
-    of ``puts`` syncpoint puts in units of work of 200 (as the writer commits), onto a queue
-    already holding each of ``depths`` messages (and each round's puts). Wall and CPU µs per
-    put (commits included), the median of the rounds: one round of a few seconds on a shared
-    2-core machine moved by ±15 % between runs of the same code. The messages are generated
-    as the end-to-end runs' are (up to ``E2E_MAX_MESSAGE``): the simulator's cost grows with
-    the bytes it stores, and bodies of at most 4 KB measured 0.55× what the end-to-end runs
-    cost it (docs/performance.md, "Issue 16, session 24")."""
+    of ``puts`` syncpoint puts in units of work of 200 (as the writer commits), after each of
+    ``depths`` messages (and each round's puts) already put. Wall and CPU µs per put (commits
+    included), the median of the rounds: one round of a few seconds on a shared 2-core machine
+    moved by ±15 % between runs of the same code. The puts are those of the end-to-end runs:
+    messages generated as theirs are (up to ``E2E_MAX_MESSAGE``; the simulator's cost grows
+    with the bytes it stores: "Issue 16, session 24"), every MsgId its own, each put to the
+    queue its MQDLH names, as a RETRY puts it (a unit then touches many queues, each a lookup
+    and an index page of its own: one queue and repeated MsgIds measured about half the cost,
+    "Issue 16, session 29")."""
     from statistics import median
 
-    from dlq_pipeline.dumps.generator import generate_messages
+    from dlq_pipeline.dumps.generator import generate
 
-    pool = list(generate_messages(min(puts, 2_000), seed=606, max_size=E2E_MAX_MESSAGE))
+    made = [g for g in generate(min(puts, 2_000), seed=606, max_size=E2E_MAX_MESSAGE) if g.dlh is not None]
+    pool = [(g.dlh.dest_q.strip(" \x00") or "TARGET.Q", g.message) for g in made]
     out = {"puts": puts, "unit_of_work": 200, "rounds": rounds, "depths": {},
-           "mean_bytes": round(sum(len(m.data) for m in pool) / len(pool))}
+           "mean_bytes": round(sum(len(m.data) for _, m in pool) / len(pool)),
+           "queues": len({q for q, _ in pool})}
+    serial = iter(range(1 << 62))
     for depth in depths:
         qm = _fresh_sim(work / "sim-cost.sqlite", "QMHUB01", None)
         conn = qm.connect()
-        handle = conn.open_for_put("TARGET.Q")
+        handles = {q: conn.open_for_put(q) for q in sorted({q for q, _ in pool})}
 
-        def put_many(n: int) -> None:
-            for i in range(n):
-                m = pool[i % len(pool)]
-                conn.put(handle, m.md, m.data, syncpoint=True)
+        def planned(n: int) -> list:
+            """The puts of one round, made beforehand: each MsgId unique, as a DLQ's are."""
+            return [(handles[q], m.md.replace(msg_id=next(serial).to_bytes(8, "big") + m.md.msg_id[8:]), m.data)
+                    for q, m in (pool[i % len(pool)] for i in range(n))]
+
+        def put_many(plan: list) -> None:
+            for i, (handle, md, body) in enumerate(plan):
+                conn.put(handle, md, body, syncpoint=True)
                 if i % 200 == 199:
                     conn.commit()
             conn.commit()
 
-        put_many(depth)
+        put_many(planned(depth))
         walls, cpus = [], []
         for _ in range(rounds):
+            plan = planned(puts)
             wall, cpu = time.perf_counter(), time.process_time()
-            put_many(puts)
+            put_many(plan)
             walls.append(round((time.perf_counter() - wall) / puts * 1e6, 1))
             cpus.append(round((time.process_time() - cpu) / puts * 1e6, 1))
         conn.disconnect()

@@ -440,9 +440,36 @@ def _upgrade(db: sqlite3.Connection) -> None:
     _transaction(db, work)
 
 
+LOCK_RETRY_S = (0.0001, 0.001)  # a connection asks for the write lock again after 0.1 ms, doubling to 1 ms
+
+
+def _write_lock(db: sqlite3.Connection) -> None:
+    """BEGIN IMMEDIATE, asking again after 0.1, 0.2, 0.4, 0.8, then every 1 ms while another
+    connection holds the write lock, up to the connection's busy timeout. SQLite's own busy
+    handler sleeps 1, 2, 5, 10 ms and longer between attempts, so a unit that found the lock
+    taken by a commit of a few ms could wait twice as long as that commit (docs/performance.md,
+    "Issue 16, session 29")."""
+    timeout_ms = db.execute("PRAGMA busy_timeout").fetchone()[0]
+    db.execute("PRAGMA busy_timeout=0")
+    try:
+        deadline = time.monotonic() + timeout_ms / 1000
+        pause, longest = LOCK_RETRY_S
+        while True:
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(2 * pause, longest)
+    finally:
+        db.execute(f"PRAGMA busy_timeout={timeout_ms}")
+
+
 def _transaction(db: sqlite3.Connection, work):
     """``work(db)`` in a write transaction of its own: committed, or rolled back if it raises."""
-    db.execute("BEGIN IMMEDIATE")
+    _write_lock(db)
     try:
         result = work(db)
     except BaseException:
@@ -482,6 +509,17 @@ def _insert_puts(db: sqlite3.Connection, rows: list[tuple]) -> None:
                    [(r[0], r[1], r[2], r[4], r[5], first + i) for i, r in enumerate(rows)])
     db.executemany("INSERT INTO depths VALUES (?,?,?) ON CONFLICT (qmgr, queue) DO UPDATE SET depth = depth + excluded.depth",
                    [(*key, n) for key, n in collections.Counter(r[:2] for r in rows).items()])
+
+
+def _stored_queue(db: sqlite3.Connection, qmgr: str, queue: str) -> tuple[QueueDef, int] | None:
+    """A defined queue's definition and CURDEPTH in one statement, None if it is not defined."""
+    row = db.execute(
+        "SELECT q.maxdepth, q.maxmsgl, q.put_inhibited, q.get_inhibited, q.authority, d.depth FROM queues q "
+        "LEFT JOIN depths d ON d.qmgr = q.qmgr AND d.queue = q.name WHERE q.qmgr=? AND q.name=?",
+        (qmgr, queue)).fetchone()
+    if row is None:
+        return None
+    return QueueDef(row[0], row[1], bool(row[2]), bool(row[3]), json.loads(row[4]) if row[4] else None), row[5] or 0
 
 
 def _depth(db: sqlite3.Connection, qmgr: str, queue: str) -> int:
@@ -624,7 +662,7 @@ class SimConnection:
         """Open the unit of work's SQLite transaction (a get, or anything else it must write
         before its commit), if it has none yet."""
         if not self._locked:
-            db.execute("BEGIN IMMEDIATE")
+            _write_lock(db)
             self._locked = True
         self._in_uow = True
 
@@ -678,6 +716,19 @@ class SimConnection:
                 raise MQError(reasons.MQRC_BACKED_OUT,
                               f"unit of work backed out: {key[1]} filled up (MAXDEPTH {qdef.maxdepth}) before its commit")
 
+    def _queue_for_use(self, qmgr: str, queue: str) -> tuple[QueueDef, int]:
+        """A queue's definition and CURDEPTH for MQOPEN or a unit's first put to it. Outside
+        a write transaction a defined queue is read as last committed, without taking the
+        write lock, which other connections' commits hold (their units waited for each
+        lookup: docs/performance.md, "Issue 16, session 29"); only a queue not yet defined
+        takes it, to be defined (auto-define)."""
+        db = self._usable()
+        if not self._locked and queue.isascii():
+            found = _stored_queue(db, qmgr, queue)
+            if found is not None:
+                return found
+        return self._outside_unit(lambda d: self._queue_depth(d, qmgr, queue, define=True))
+
     def _outside_unit(self, work):
         """Run ``work(db)`` in the unit's transaction if it holds one, else in a short one of
         its own: looking a queue up (and defining it) is not part of a unit of work."""
@@ -715,13 +766,9 @@ class SimConnection:
         if not queue.isascii():  # e.g. a Latin-1 ReplyToQ's exact bytes: no queue can have that name
             raise MQError(reasons.MQRC_UNKNOWN_OBJECT_NAME,
                           f"queue {queue!r} cannot exist on {qmgr}: MQ names are A-Z a-z 0-9 . / _ %")
-        row = db.execute(
-            "SELECT q.maxdepth, q.maxmsgl, q.put_inhibited, q.get_inhibited, q.authority, d.depth FROM queues q "
-            "LEFT JOIN depths d ON d.qmgr = q.qmgr AND d.queue = q.name WHERE q.qmgr=? AND q.name=?",
-            (qmgr, queue)).fetchone()
-        if row is not None:
-            return (QueueDef(row[0], row[1], bool(row[2]), bool(row[3]), json.loads(row[4]) if row[4] else None),
-                    row[5] or 0)
+        found = _stored_queue(db, qmgr, queue)
+        if found is not None:
+            return found
         key = queue if qmgr == self.qmgr_name else f"{qmgr}:{queue}"
         configured = self._config["queues"].get(key)
         if not define or not self._config["auto_define"] or (configured and not configured["exists"]) or not queue:
@@ -752,7 +799,7 @@ class SimConnection:
         self._usable()
         self._fault("open", q)
         target = self._resolve_qmgr(qmgr)
-        qdef = self._outside_unit(lambda d: self._queue(d, target, q, define=True))
+        qdef = self._queue_for_use(target, q)[0]
         if alternate_user is not None:
             self._check(qdef, q, "altusr")
         self._check(qdef, q, "put", alternate_user)
@@ -824,7 +871,7 @@ class SimConnection:
         self._in_uow = True
         known = self._uow_queues.get(key)
         if known is None:
-            known = self._uow_queues[key] = list(self._outside_unit(lambda d: self._queue_depth(d, *key, define=True)))
+            known = self._uow_queues[key] = list(self._queue_for_use(*key))
         _admit(known[0], known[1], handle.queue, data, self._config["qmgr_maxmsgl"])
         self._put.append(row)
         known[1] += 1

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -16,6 +18,7 @@ from hypothesis import strategies as st
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import MQError, read_whole, Message
+from dlq_pipeline.mq import sim
 from dlq_pipeline.mq.sim import SimQueueManager, normalize_config
 
 
@@ -626,6 +629,55 @@ def test_units_of_puts_on_two_connections_do_not_wait_for_each_other(tmp_path):
     assert [m.data for m in qm.messages("A")] == [b"body-2", b"body-1"]
     c.disconnect()
     other.disconnect()
+
+
+def test_a_defined_queue_is_opened_and_put_to_while_another_connection_holds_the_write_lock(tmp_path):
+    """MQOPEN and a unit's first put to a queue read its definition and depth as committed,
+    without the write lock: a connection whose unit holds it (a get under syncpoint) keeps
+    nobody else from opening and putting; only the commit waits for the lock. A queue not yet
+    defined still takes the lock to be defined."""
+    qm = SimQueueManager(tmp_path / "QM.sqlite", "QM1", busy_timeout=0.2)
+    holder, other = qm.connect(), qm.connect()
+    put(holder, "A", 1)
+    put(holder, "B", 2)
+    holder.commit()
+    assert holder.get("A").data == b"body-1"  # the holder's unit now holds the write lock
+    put(other, "B", 3)  # did not wait out the busy timeout
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        other.commit()  # the commit does
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        other.open_for_put("NEW.QUEUE")  # defining a queue does
+    holder.commit()
+    other.commit()  # its unit was still open: the put goes in now
+    assert [m.data for m in qm.messages("B")] == [b"body-2", b"body-3"]
+    assert [m.data for m in qm.messages("A")] == []
+    holder.disconnect()
+    other.disconnect()
+
+
+def test_the_write_lock_is_taken_once_released_and_the_busy_timeout_stays_the_connections(tmp_path):
+    """`_write_lock` asks for the lock again every millisecond or sooner (SQLite's busy
+    handler sleeps up to 100 ms between attempts) until the connection's busy timeout, which
+    it leaves as it found it."""
+    path = tmp_path / "lock.sqlite"
+    holder = sqlite3.connect(path, timeout=0, isolation_level=None, check_same_thread=False)
+    holder.execute("PRAGMA journal_mode=WAL")
+    waiter = sqlite3.connect(path, timeout=0.3, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        sim._write_lock(waiter)
+    assert waiter.execute("PRAGMA busy_timeout").fetchone()[0] == 300
+    release = threading.Timer(0.05, lambda: holder.execute("COMMIT"))
+    release.start()
+    sim._write_lock(waiter)  # waits for the holder's commit, then has the lock
+    release.join()
+    assert waiter.in_transaction
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        holder.execute("BEGIN IMMEDIATE")
+    waiter.execute("COMMIT")
+    assert waiter.execute("PRAGMA busy_timeout").fetchone()[0] == 300
+    holder.close()
+    waiter.close()
 
 
 def test_a_unit_whose_queue_filled_up_before_its_commit_is_backed_out(qm):
