@@ -534,6 +534,8 @@ def _decode_dlh_strict(raw, encoding, ccsid) -> DeadLetterHeader:
 # The DLH character fields: (attribute, offset, length), in layout order.
 _DLH_CHARS = tuple((a, o, n) for a, kind, o, n in _DLH.fields if kind == _CHAR)
 _DLH_LONGS = tuple((a, o) for a, kind, o, _n in _DLH.fields if kind == _LONG)
+_DLH_FORMAT_OFFSET, _DLH_FORMAT_LENGTH = next((o, n) for a, o, n in _DLH_CHARS if a == "format")
+_DLH_ENCODING_OFFSET, _DLH_CCSID_OFFSET = (dict(_DLH_LONGS)[a] for a in ("encoding", "ccsid"))
 _DLH_ASCII = _strucid_bytes("DLH ", False)
 _DLH_EBCDIC = _strucid_bytes("DLH ", True)
 
@@ -671,6 +673,24 @@ def decode_dlh(data: bytes, encoding: int, ccsid: int, md_format: str | None = N
     return HeaderResult(True, None, dlh, chain, tuple(flags) + chain_flags)
 
 
+def dlh_restore_fields(data: bytes, encoding: int, ccsid: int) -> tuple[str | None, tuple[str, int, int] | None]:
+    """``(problem, (format, encoding, ccsid))`` of the MQDLH at the start of ``data``: what
+    removing it needs (`dlq_pipeline.replay.rebuild`), as `decode_dlh` reads it (its
+    ``problem``, None exactly when ``has_dlh``, and its MQDLH's Format, Encoding and
+    CodedCharSetId), without the other fields and the chain after it, which a put does not use."""
+    data = bytes(data[:DLH_LENGTH])
+    problem, order, _sniffed = _dlh_problem(data, encoding)
+    if problem:
+        return problem, None
+    charset = _charset_flag(ccsid, data[:4] == _DLH_EBCDIC)
+    if charset is None:
+        text_ccsid, family = ccsid, None
+    else:
+        text_ccsid, family = (ccsid if charset == "unknown_ccsid" else _NO_CCSID), data[:4] == _DLH_EBCDIC
+    text = _text(data[_DLH_FORMAT_OFFSET:_DLH_FORMAT_OFFSET + _DLH_FORMAT_LENGTH], text_ccsid, family)
+    return None, (text, _long(data, _DLH_ENCODING_OFFSET, order), _long(data, _DLH_CCSID_OFFSET, order))
+
+
 def _dlh_fields(data: bytes, order: str, ccsid: int, sniffed: bool) -> tuple[DeadLetterHeader, list[str]]:
     """The MQDLH fields whose bytes are all in ``data`` (None for the others: a cut header),
     and the flags about reading them (character set, byte order, NUL padding), in
@@ -724,7 +744,6 @@ _CHAR_INDEX = np.concatenate([np.arange(o, o + n) for _a, o, n in _DLH_CHARS])
 _CHAR_SLICES = tuple((a, start, n) for (a, _o, n), start
                      in zip(_DLH_CHARS, itertools.accumulate((n for _a, _o, n in _DLH_CHARS), initial=0)))
 _WORD = {a: o // 4 for a, o in _DLH_LONGS}  # every MQDLH integer is 4-byte aligned
-_DLH_FORMAT_OFFSET = next(o for a, o, _n in _DLH_CHARS if a == "format")
 _ASCII_128 = "".join(map(chr, range(128)))
 _MD_STATE = {None: 0, True: 1, False: 2}  # MQMD.Format: not given / MQDEAD / something else
 _INT_COLUMNS = frozenset("dlh_" + a for a, _o in _DLH_LONGS)

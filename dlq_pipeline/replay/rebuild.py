@@ -23,7 +23,7 @@ that value when the message is put, so the restored MQMD carries the real CCSID.
 from __future__ import annotations
 
 from dlq_pipeline.formats.mqmd import MQMD
-from dlq_pipeline.formats.structures import DLH_LENGTH, decode_dlh
+from dlq_pipeline.formats.structures import DLH_LENGTH, dlh_restore_fields
 from dlq_pipeline.rules.matcher import resolve_name
 from dlq_pipeline.tables import PUT_ACTIONS
 
@@ -48,12 +48,12 @@ def rebuild(md: MQMD, data: bytes, decision) -> tuple[MQMD, bytes]:
     data = bytes(data)
     if keeps_header(decision):
         return md, data
-    result = decode_dlh(data, md.encoding, md.ccsid, md.format)
-    if not result.has_dlh:
-        raise RebuildError(f"cannot remove the MQDLH: the data has no usable MQDLH ({result.problem})")
-    dlh = result.dlh
-    ccsid = md.ccsid if dlh.ccsid == MQCCSI_INHERIT else dlh.ccsid
-    restored = md.replace(format=dlh.format.ljust(8)[:8], encoding=dlh.encoding, ccsid=ccsid)
+    problem, fields = dlh_restore_fields(data, md.encoding, md.ccsid)
+    if problem:
+        raise RebuildError(f"cannot remove the MQDLH: the data has no usable MQDLH ({problem})")
+    dlh_format, dlh_encoding, dlh_ccsid = fields
+    ccsid = md.ccsid if dlh_ccsid == MQCCSI_INHERIT else dlh_ccsid
+    restored = md.replace(format=dlh_format.ljust(8)[:8], encoding=dlh_encoding, ccsid=ccsid)
     return restored, data[DLH_LENGTH:]
 
 

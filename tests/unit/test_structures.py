@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from dlq_pipeline.formats import codepages
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.formats.structures import (
+    dlh_restore_fields,
     CHAIN_SCAN_LIMIT, DECODE_COLUMNS, DeadLetterHeader, HeaderResult, MessageDescriptorExtension,
     RulesFormattingHeader2, StructureError, TransmissionQueueHeader, TriggerMessage, byte_order,
     decode_dlh, decode_dlh_batch, decode_mde, decode_mqmd, decode_rfh2, decode_tm, decode_xqh,
@@ -757,3 +758,39 @@ def test_batch_takes_padded_heads_and_tails_only_where_given():
     assert result.type == decode_arrow_schema()
     assert result.to_pylist() == [to_columns(decode_dlh(*row)) for row in rows]
     assert result.field("dlh_chain").to_pylist()[5] == "MQXMIT>MQSTR"
+
+
+def _restore_fields_by_decoding(data: bytes, encoding: int, ccsid: int):
+    """What `dlh_restore_fields` must give: `decode_dlh`'s problem and its MQDLH's fields."""
+    result = decode_dlh(data, encoding, ccsid, "MQDEAD  ")
+    if not result.has_dlh:
+        return result.problem, None
+    return None, (result.dlh.format, result.dlh.encoding, result.dlh.ccsid)
+
+
+@given(orders, charsets, st.binary(min_size=164, max_size=164), st.binary(max_size=64),
+       st.integers(-3, 2**16), st.integers(0, 12))
+def test_restore_fields_are_decode_dlhs_for_any_header(order_enc, charset, body, rest, md_encoding, cut):
+    """rebuild reads only Format, Encoding and CCSID of the MQDLH it removes: exactly what the
+    full decode reads, for headers of either byte order and family, any MQMD Encoding (the
+    byte order declared, undeclared or contradicted), unknown CCSIDs and cut headers."""
+    (order, _encoding), (ebcdic, ccsid) = order_enc, charset
+    full = inv("DLH ", ebcdic) + packed(order, 1) + body + rest
+    raw = full if cut == 0 else full[:172 - cut * 14]
+    for enc, cs in ((_encoding, ccsid), (md_encoding, ccsid), (_encoding, 37 if not ebcdic else 819), (_encoding, 9999)):
+        assert dlh_restore_fields(raw, enc, cs) == _restore_fields_by_decoding(raw, enc, cs)
+
+
+@given(st.binary(max_size=200), st.integers(-3, 2**16), st.sampled_from([500, 37, 819, 1208, 1200, 9999, 0, -2]))
+def test_restore_fields_are_decode_dlhs_for_any_bytes(data, encoding, ccsid):
+    assert dlh_restore_fields(data, encoding, ccsid) == _restore_fields_by_decoding(data, encoding, ccsid)
+
+
+def test_restore_fields_are_decode_dlhs_for_the_generators_messages():
+    from dlq_pipeline.dumps.generator import generate_messages
+
+    messages = list(generate_messages(400, seed=29))
+    assert sum(dlh_restore_fields(m.data, m.md.encoding, m.md.ccsid)[0] is None for m in messages) > 300
+    for m in messages:
+        assert dlh_restore_fields(m.data, m.md.encoding, m.md.ccsid) == \
+            _restore_fields_by_decoding(m.data, m.md.encoding, m.md.ccsid)
