@@ -9,6 +9,7 @@ is written, so the timings are the work itself.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import os
 import shutil
@@ -663,7 +664,7 @@ def sim_put_cost(work: Path, puts: int, depths: tuple[int, ...], rounds: int = 3
     out = {"puts": puts, "unit_of_work": 200, "rounds": rounds, "depths": {},
            "mean_bytes": round(sum(len(m.data) for _, m in pool) / len(pool)),
            "queues": len({q for q, _ in pool})}
-    serial = iter(range(1 << 62))
+    serial = itertools.count()
     for depth in depths:
         qm = _fresh_sim(work / "sim-cost.sqlite", "QMHUB01", None)
         conn = qm.connect()

@@ -682,25 +682,27 @@ def dlh_restore_fields(data: bytes, encoding: int, ccsid: int) -> tuple[str | No
     problem, order, _sniffed = _dlh_problem(data, encoding)
     if problem:
         return problem, None
-    charset = _charset_flag(ccsid, data[:4] == _DLH_EBCDIC)
-    if charset is None:
-        text_ccsid, family = ccsid, None
-    else:
-        text_ccsid, family = (ccsid if charset == "unknown_ccsid" else _NO_CCSID), data[:4] == _DLH_EBCDIC
+    _charset, text_ccsid, family = _dlh_text_reading(data, ccsid)
     text = _text(data[_DLH_FORMAT_OFFSET:_DLH_FORMAT_OFFSET + _DLH_FORMAT_LENGTH], text_ccsid, family)
     return None, (text, _long(data, _DLH_ENCODING_OFFSET, order), _long(data, _DLH_CCSID_OFFSET, order))
+
+
+def _dlh_text_reading(data: bytes, ccsid: int) -> tuple[str | None, int, bool | None]:
+    """``(charset flag, CCSID, family)`` the MQDLH's characters are read with (`_text`): the
+    MQMD's CCSID where it is known and reads the StrucId's family, else by the family the
+    StrucId is spelled in (`decode_dlh` and `dlh_restore_fields` read them alike)."""
+    ebcdic = data[:4] == _DLH_EBCDIC
+    charset = _charset_flag(ccsid, ebcdic)
+    if charset is None:
+        return None, ccsid, None
+    return charset, (ccsid if charset == "unknown_ccsid" else _NO_CCSID), ebcdic
 
 
 def _dlh_fields(data: bytes, order: str, ccsid: int, sniffed: bool) -> tuple[DeadLetterHeader, list[str]]:
     """The MQDLH fields whose bytes are all in ``data`` (None for the others: a cut header),
     and the flags about reading them (character set, byte order, NUL padding), in
     `HeaderResult`'s order."""
-    ebcdic = data[:4] == _DLH_EBCDIC
-    charset = _charset_flag(ccsid, ebcdic)
-    if charset is None:
-        text_ccsid, family = ccsid, None
-    else:
-        text_ccsid, family = (ccsid if charset == "unknown_ccsid" else _NO_CCSID), ebcdic
+    charset, text_ccsid, family = _dlh_text_reading(data, ccsid)
     values = {a: _long(data, o, order) if o + 4 <= len(data) else None for a, o in _DLH_LONGS}
     present = [(a, o, n) for a, o, n in _DLH_CHARS if o + n <= len(data)]
     values.update({a: None for a, _o, _n in _DLH_CHARS})

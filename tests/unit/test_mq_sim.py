@@ -16,9 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dlq_pipeline.formats.mqmd import MQMD
-from dlq_pipeline.mq import reasons
+from dlq_pipeline.mq import reasons, sim
 from dlq_pipeline.mq.interface import MQError, read_whole, Message
-from dlq_pipeline.mq import sim
 from dlq_pipeline.mq.sim import SimQueueManager, normalize_config
 
 

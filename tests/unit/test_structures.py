@@ -17,12 +17,11 @@ from hypothesis import strategies as st
 from dlq_pipeline.formats import codepages
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.formats.structures import (
-    dlh_restore_fields,
     CHAIN_SCAN_LIMIT, DECODE_COLUMNS, DeadLetterHeader, HeaderResult, MessageDescriptorExtension,
     RulesFormattingHeader2, StructureError, TransmissionQueueHeader, TriggerMessage, byte_order,
     decode_dlh, decode_dlh_batch, decode_mde, decode_mqmd, decode_rfh2, decode_tm, decode_xqh,
     encode_dlh, encode_mde, encode_mqmd, encode_rfh2, encode_tm, encode_xqh, to_columns,
-    chain_possible, decode_arrow_schema, decode_dlh_arrow, dlh_head,
+    chain_possible, decode_arrow_schema, decode_dlh_arrow, dlh_head, dlh_restore_fields,
 )
 
 EBCDIC_CCSIDS = [37, 273, 500, 1047, 1141]
