@@ -65,6 +65,12 @@ BASE_CONF: dict[str, str] = {
     # and 2,048 messages of up to 100 MB would be one batch of up to 200 GB.
     "spark.sql.execution.arrow.maxBytesPerBatch": str(64 * 1024 * 1024),
     "spark.sql.codegen.fallback": "true",
+    # What the pipeline caches (ingest's one read of its dumps, classify's decisions) is
+    # built once and read once or twice: compressing its columns in memory (dictionary and
+    # run-length encodings, tried column by column on every batch) cost more CPU than the
+    # memory it saved, most of which is message bodies that do not compress that way
+    # (docs/performance.md, "Issue 16, session 30").
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
     # PySpark 4 wraps every DataFrame and Column call to send its Python call site to the JVM
     # (for error messages): four py4j round trips per `F.col`, `select`, `alias` ... A run
     # builds its plans with about 800 such calls: 1-4 s of a 1,000-message run went there

@@ -66,12 +66,16 @@ TABLE_PROPERTIES = {"ledger": {"delta.appendOnly": "true"},
 _CONFLICT = re.compile(r"Concurrent\w*Exception|DELTA_CONCURRENT|ProtocolChanged|MetadataChanged|"
                        r"TABLE_OR_VIEW_ALREADY_EXISTS|DELTA_TABLE_ALREADY_EXISTS|"
                        r"DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION")
-# Parquet writer options per table, on every write of it: a message's data (and its head)
-# is nearly always unique, so Parquet's dictionary for them only costs: it fills, is thrown
-# away and the page is encoded again plainly (a quarter of the messages write; snappy still
-# compresses repeated bodies within a page). docs/performance.md, session 23.
-TABLE_PARQUET_OPTIONS = {"messages": {"parquet.enable.dictionary#data": "false",
-                                      "parquet.enable.dictionary#data_head": "false"}}
+# Parquet writer options per table, on every write of it. Parquet tries a dictionary for
+# every column and, once it passes 1 MB, throws it away and encodes the page again plainly:
+# for values that are (nearly) all distinct, work done twice. No dictionary for a message's
+# data and head (a quarter of the messages write; snappy still compresses repeated bodies
+# within a page: docs/performance.md, session 23), nor for the columns unique by
+# construction: a key, a digest, a MsgId, a position in its file (with the cache's columns
+# left uncompressed, an eighth of a 100,000-message ingest's CPU: "Issue 16, session 30").
+UNIQUE_MESSAGE_COLUMNS = ("message_key", "data_digest", "msg_id", "source_index", "source_line", "source_offset")
+TABLE_PARQUET_OPTIONS = {"messages": {f"parquet.enable.dictionary#{column}": "false"
+                                      for column in ("data", "data_head", *UNIQUE_MESSAGE_COLUMNS)}}
 COMMIT_ATTEMPTS = 8
 # How long a writer waits for another's CREATE of a Delta table to commit its first version
 # (the other has made the table's _delta_log; Delta then calls the table existing).

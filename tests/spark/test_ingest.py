@@ -381,14 +381,17 @@ def test_a_large_message_landing_sizes_its_row_groups_after_every_row(spark, tmp
     assert_same_rows(storage.read("messages"), reference(spark, [dump])[0])
 
 
-def test_messages_are_stored_without_a_dictionary_for_their_data_only(spark, tmp_path):
+def test_messages_are_stored_with_a_dictionary_only_for_the_columns_that_repeat(spark, tmp_path):
     """A message's data (and its head) is nearly always unique: Parquet's dictionary for them
     is built, thrown away and the pages encoded again, a quarter of the write. They are
-    written plainly, even where bodies repeat (where the dictionary would have been kept);
-    columns that repeat (queue names, formats) keep theirs; the rows are those of the reference."""
+    written plainly, even where bodies repeat (where the dictionary would have been kept), as
+    are the columns unique by construction (key, digest, MsgId, positions); columns that
+    repeat (queue names, formats) keep theirs; the rows are those of the reference."""
     import dataclasses
 
     import pyarrow.parquet as pq
+
+    from dlq_pipeline.spark.storage import UNIQUE_MESSAGE_COLUMNS
 
     body = bytes(range(256)) * 8
     generated = [dataclasses.replace(m, data=body) for m in generate_messages(40, seed=6, max_size=2048)]
@@ -404,7 +407,8 @@ def test_messages_are_stored_without_a_dictionary_for_their_data_only(spark, tmp
         for g in range(meta.num_row_groups):
             encodings = {meta.row_group(g).column(c).path_in_schema: set(meta.row_group(g).column(c).encodings)
                          for c in range(meta.num_columns)}
-            assert not encodings["data"] & dictionary and not encodings["data_head"] & dictionary, (f, encodings)
+            for column in ("data", "data_head", *UNIQUE_MESSAGE_COLUMNS):
+                assert not encodings[column] & dictionary, (f, column, encodings)
             assert encodings["reply_to_q"] & dictionary, (f, encodings)
     assert_same_rows(storage.read("messages"), reference(spark, [dump])[0])
 
