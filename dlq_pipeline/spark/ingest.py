@@ -76,7 +76,8 @@ MEMORY_CACHE_SHARE = 0.5  # dumps up to this share of Spark's storage memory are
 # buffers every large message it writes (twice: the open page and the row group's pages).
 # Checked after every row, each large message leaves the heap once written, and is read back
 # as a row group of its own (one row per vectorized batch, not a batch of 100 MB values).
-# On top of the table's own options (`storage.TABLE_PARQUET_OPTIONS`: no dictionary for data).
+# On top of the table's own options (`storage.TABLE_PARQUET_OPTIONS`: no dictionary for data
+# and the unique columns).
 LARGE_MESSAGE_PARQUET = {"parquet.column.statistics.enabled#data": "false", "compression": "uncompressed",
                          "parquet.page.size.row.check.min": "1", "parquet.page.size.row.check.max": "1",
                          "parquet.page.size.check.estimate": "false"}
