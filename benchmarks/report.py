@@ -13,6 +13,15 @@ def _f(value, digits: int = 2) -> str:
     return str(value)
 
 
+def _per_connection(size: dict) -> str:
+    """Each replay connection's puts, with the seconds its task put for where measured."""
+    puts = size.get("pipeline_puts_per_connection") or []
+    seconds = size.get("pipeline_replay_s_per_connection") or []
+    if len(seconds) != len(puts):
+        return " / ".join(map(str, puts)) or "-"
+    return " / ".join(f"{n} ({s} s)" for n, s in zip(puts, seconds)) or "-"
+
+
 def _table(header: list[str], rows: list[list]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(_f(c) for c in row) + " |" for row in rows]
@@ -125,14 +134,14 @@ def end_to_end_lines(d: dict) -> list[str]:
                      s.get("pipeline_jobs"),
                      " / ".join(f"{k} {v}" for k, v in stages.items()),
                      " / ".join(f"{k} {round(v, 1)}" for k, v in (s.get("pipeline_stage_s") or {}).items()),
-                     " / ".join(map(str, s.get("pipeline_puts_per_connection") or [])) or "-",
+                     _per_connection(s),
                      s["reference_wall_s"]["seconds"], s["reference_over_pipeline"],
                      _f(s.get("reference_over_warm_run"))])
     c = d["crossover"]
     warm = d.get("crossover_warm_session")
     lines = (_table(["messages", "run, fresh process (wall s)", "Spark start-up + trivial job s", "pipeline s",
                      "pipeline s, warm session", "JVM", "Spark jobs",
-                     "jobs per stage", "stage s", "puts per connection", "sequential reference (wall s)",
+                     "jobs per stage", "stage s", "puts per connection (its task s)", "sequential reference (wall s)",
                      "reference / run", "reference / warm run"], rows)
              + [f"Sim latency (ms) {d['latency_ms']}, `run` on {d['master']}"
                 + (f" with replay {d['replay']}" if d.get("replay") else "") + ". "

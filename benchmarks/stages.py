@@ -625,15 +625,21 @@ def child_pipeline(params: dict) -> dict:
         shutil.rmtree(warm_wh, ignore_errors=True)
         warm_summary, warm_s = run_into(warm_wh, "bench-warm")
         warm = {"run_s": warm_s, "durations": warm_summary.durations, "outcomes": warm_summary.outcomes}
-    # how evenly the puts spread over the replay connections (after the timing: not counted)
-    ledger = open_storage(spark, StorageSettings(path=str(wh))).read("ledger").where("outcome = 'delivered'")
-    spread = sorted((int(r["n"]) for r in ledger.groupBy("partition_id").agg(F.count("*").alias("n")).collect()),
-                    reverse=True)
+    # how evenly the puts spread over the replay connections, and how long each connection's
+    # task worked: its ledger rows' first start to last finish, the busiest one bounds replay
+    # (after the timing: not counted)
+    ledger = open_storage(spark, StorageSettings(path=str(wh))).read("ledger")
+    connections = ledger.groupBy("partition_id").agg(
+        F.sum(F.when(F.col("outcome") == "delivered", 1).otherwise(0)).alias("n"),
+        F.min("started_at").alias("first"), F.max("finished_at").alias("last")).collect()
+    per_connection = sorted(((int(r["n"]), round((r["last"] - r["first"]).total_seconds(), 2))
+                             for r in connections if r["n"]), reverse=True)
     return {"spark_start_s": started - began, "trivial_job_s": trivial - started, "run_s": run_s,
             # what this child did after its cold run (the warm run, the ledger's spread): the
             # parent takes it off the child's wall time, which is then a fresh process's `run`
             "after_cold_run_s": time.perf_counter() - cold_done,
-            "puts_per_connection": spread,
+            "puts_per_connection": [n for n, _ in per_connection],
+            "replay_s_per_connection": [s for _, s in per_connection],
             "outcomes": summary_.outcomes, "durations": summary_.durations, "landed": summary_.messages_landed,
             "jobs_per_stage": per_stage, "jobs": sum(per_stage.values()) if per_stage else None,
             "quick_jit": quick_jit(session), "warm": warm,
@@ -834,6 +840,7 @@ def bench_end_to_end(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
             "pipeline_jobs": detail["pipeline"]["jobs"],
             "pipeline_jobs_per_stage": detail["pipeline"]["jobs_per_stage"],
             "pipeline_puts_per_connection": detail["pipeline"].get("puts_per_connection"),
+            "pipeline_replay_s_per_connection": detail["pipeline"].get("replay_s_per_connection"),
             "pipeline_quick_jit": detail["pipeline"]["quick_jit"],
             "pipeline_class_archive": detail["pipeline"].get("class_archive"),
             "warm_run_s": round(warm["run_s"], 2) if warm else None,

@@ -39,6 +39,10 @@ def test_tiny_run_writes_every_comparison(spark, tmp_path):
         # a first run of its own; the cold child, which names its small input, runs C1 only
         assert (size["warm_session_quick_jit"], size["pipeline_quick_jit"]) == (False, True), size
         assert size["warm_session_first_run_s"] > 0, size
+        # each connection's puts, and the seconds its task put for, busiest first
+        puts, seconds = size["pipeline_puts_per_connection"], size["pipeline_replay_s_per_connection"]
+        assert len(puts) == len(seconds) > 0 and puts == sorted(puts, reverse=True), size
+        assert all(s >= 0 for s in seconds) and sum(puts) == size["pipeline_outcomes"].get("delivered"), size
     assert "crossover_messages" in doc["end_to_end"]["crossover_warm_session"]
     assert "fixed_cost_s_at_1000_warm_session" in doc["end_to_end"]["targets"]
     assert set(doc["memory"]["cases"]) == {"small_payload", "large_payload", "large_payload_whole_data_udf"}
