@@ -38,7 +38,10 @@ pytestmark = [pytest.mark.spark, pytest.mark.delta, pytest.mark.slow]
 
 RULES = "ACTION(FWD) FWDQ(REPLAYED) HEADER(YES)\n"
 COUNT, BATCH = 40, 5
-LEASE_SECONDS = 30  # the takeover test waits for it to expire; a late renewal of a live holder costs nothing
+# The takeover test waits for it to expire. It must outlast the second run's start-up to its
+# claim (about 20 s on a loaded 2-core machine, where 30 s had expired before the claim: no
+# wait to see); a late renewal of a live holder costs nothing.
+LEASE_SECONDS = 60
 HELD_SECONDS = 600  # two live runs: far above a renewal MERGE on a busy machine, so the waiter never takes over
 
 
