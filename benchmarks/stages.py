@@ -629,11 +629,12 @@ def child_pipeline(params: dict) -> dict:
     # task worked: its ledger rows' first start to last finish, the busiest one bounds replay
     # (after the timing: not counted)
     ledger = open_storage(spark, StorageSettings(path=str(wh))).read("ledger")
+    # the span in Spark, from epoch microseconds: collected timestamps are naive local times
     connections = ledger.groupBy("partition_id").agg(
         F.sum(F.when(F.col("outcome") == "delivered", 1).otherwise(0)).alias("n"),
-        F.min("started_at").alias("first"), F.max("finished_at").alias("last")).collect()
-    per_connection = sorted(((int(r["n"]), round((r["last"] - r["first"]).total_seconds(), 2))
-                             for r in connections if r["n"]), reverse=True)
+        (F.unix_micros(F.max("finished_at")) - F.unix_micros(F.min("started_at"))).alias("span_us")).collect()
+    per_connection = sorted(((int(r["n"]), round(r["span_us"] / 1e6, 2)) for r in connections if r["n"]),
+                            reverse=True)
     return {"spark_start_s": started - began, "trivial_job_s": trivial - started, "run_s": run_s,
             # what this child did after its cold run (the warm run, the ledger's spread): the
             # parent takes it off the child's wall time, which is then a fresh process's `run`
