@@ -166,6 +166,12 @@ def end_to_end_lines(d: dict) -> list[str]:
         lines += _table(["target (issue 16)", "measured", "limit", "holds"],
                         [[k, v["value"], v["limit"], {True: "yes", False: "no"}.get(v["holds"], "not measured")]
                          for k, v in targets.items()]) + [""]
+        floor = targets["crossover_messages"].get("start_up_floor")
+        if floor is not None:
+            lines += [f"The crossover's floor in a fresh process: the reference handles **{_f(floor)} messages** in "
+                      "the time Spark's start-up and a trivial job take alone here (their median over this run's "
+                      "fresh processes, on the reference's fitted line); no `run` in a fresh process can cross "
+                      "below it on this machine.", ""]
     return lines
 
 

@@ -888,12 +888,21 @@ def e2e_targets(d: dict) -> dict:
     def holds(value, limit, below=True):
         return None if value is None else (value <= limit if below else value >= limit)
 
+    # The crossover's floor: how many messages the reference handles in the time Spark's
+    # start-up and a trivial job take alone (the median over the fresh processes of this run,
+    # on the reference's fitted line). No run in a fresh process can cross below it here.
+    start_ups = [s["pipeline_spark_start_s"] + s["pipeline_trivial_job_s"] for s in d["sizes"].values()]
+    line = d["crossover"]
+    floor = (round((median(start_ups) - line["reference_fixed_s"]) / line["reference_ms_per_message"] * 1e3)
+             if start_ups and line.get("reference_ms_per_message") else None)
+
     return {
         "fixed_cost_s_at_1000": {"value": fixed, "limit": FIXED_COST_LIMIT_S, "holds": holds(fixed, FIXED_COST_LIMIT_S),
                                  "start_up_s": round(at["pipeline_spark_start_s"] + at["pipeline_trivial_job_s"], 2)
                                  if at else None, "jobs": at["pipeline_jobs"] if at else None},
         "crossover_messages": {"value": crossing, "limit": CROSSOVER_LIMIT,
-                               "holds": holds(crossing, CROSSOVER_LIMIT) if isinstance(crossing, (int, float)) else None},
+                               "holds": holds(crossing, CROSSOVER_LIMIT) if isinstance(crossing, (int, float)) else None,
+                               "start_up_floor": floor},
         "reference_over_pipeline_at_100000": {"value": ratio_large, "limit": LARGE_RUN_RATIO,
                                               "holds": holds(ratio_large, LARGE_RUN_RATIO, below=False)},
         "sim_cpu_us_per_put": {"value": sim, "limit": SIM_PUT_LIMIT_US, "holds": holds(sim, SIM_PUT_LIMIT_US)},

@@ -44,6 +44,9 @@ def test_tiny_run_writes_every_comparison(spark, tmp_path):
         assert len(puts) == len(seconds) > 0 and puts == sorted(puts, reverse=True), size
         assert all(s >= 0 for s in seconds) and sum(puts) == size["pipeline_outcomes"].get("delivered"), size
     assert "crossover_messages" in doc["end_to_end"]["crossover_warm_session"]
+    # the crossover's floor (the reference's messages in the time of start-up + a trivial job)
+    assert isinstance(doc["end_to_end"]["targets"]["crossover_messages"]["start_up_floor"], int)
+    assert "The crossover's floor in a fresh process" in out.with_suffix(".md").read_text()
     assert "fixed_cost_s_at_1000_warm_session" in doc["end_to_end"]["targets"]
     assert set(doc["memory"]["cases"]) == {"small_payload", "large_payload", "large_payload_whole_data_udf"}
     pipeline = doc["memory"]["pipeline"]

@@ -6,7 +6,7 @@ import pytest
 
 from benchmarks.data import CATCH_ALL, rules_table, rules_table_text
 from benchmarks.run import parse_latency
-from benchmarks.stages import crossover, latency_faults
+from benchmarks.stages import crossover, e2e_targets, latency_faults
 
 
 @pytest.mark.parametrize("count", [2, 10, 13, 100, 500])
@@ -39,6 +39,20 @@ def test_the_measured_crossover_interpolates_between_the_last_loss_and_the_first
     # won everywhere: the smallest size; lost at the largest: none
     assert crossover([(1000, 2.0, 3.0), (5000, 4.0, 15.0)])["crossover_messages"] == 1000
     assert crossover([(1000, 2.0, 3.0), (5000, 16.0, 15.0)])["crossover_messages"] is None
+
+
+def test_the_crossovers_floor_is_the_references_messages_in_the_start_up_alone():
+    # start-up + trivial job 4.0, 5.0 and 6.5 s (median 5.0); the reference 0.1 s + 3.5 ms a
+    # message: it handles 1,400 messages before a fresh process's Spark is up and has run a job
+    def size(start, trivial):
+        return {"pipeline_spark_start_s": start, "pipeline_trivial_job_s": trivial, "pipeline_run_s": 9.0,
+                "pipeline_jobs": 7, "reference_over_pipeline": 0.3}
+
+    points = [(1000, 14.0, 3.6), (1500, 14.5, 5.35), (5000, 17.0, 17.6)]
+    d = {"sizes": {"1000": size(3.0, 1.0), "1500": size(4.0, 1.0), "5000": size(5.0, 1.5)},
+         "crossover": {**crossover(points), "reference_fixed_s": 0.1, "reference_ms_per_message": 3.5},
+         "sim_put_cost": {"worst_cpu_us_per_put": 30.0}}
+    assert e2e_targets(d)["crossover_messages"]["start_up_floor"] == 1400
 
 
 def test_latency_option_becomes_delay_faults():
