@@ -873,6 +873,11 @@ CROSSOVER_LIMIT, LARGE_RUN, LARGE_RUN_RATIO = 1_500, 100_000, 20.0
 SIM_PUT_LIMIT_US = 50.0
 
 
+def start_up_s(size: dict) -> float:
+    """A fresh process's Spark start-up and first (trivial) job, as one end-to-end size measured it."""
+    return size["pipeline_spark_start_s"] + size["pipeline_trivial_job_s"]
+
+
 def e2e_targets(d: dict) -> dict:
     """Each end-to-end target of issue 16 as measured here, with its limit and whether it
     holds (None when this run did not measure it)."""
@@ -891,15 +896,15 @@ def e2e_targets(d: dict) -> dict:
     # The crossover's floor: how many messages the reference handles in the time Spark's
     # start-up and a trivial job take alone (the median over the fresh processes of this run,
     # on the reference's fitted line). No run in a fresh process can cross below it here.
-    start_ups = [s["pipeline_spark_start_s"] + s["pipeline_trivial_job_s"] for s in d["sizes"].values()]
+    start_ups = [start_up_s(s) for s in d["sizes"].values()]
     line = d["crossover"]
     floor = (round((median(start_ups) - line["reference_fixed_s"]) / line["reference_ms_per_message"] * 1e3)
              if start_ups and line.get("reference_ms_per_message") else None)
 
     return {
         "fixed_cost_s_at_1000": {"value": fixed, "limit": FIXED_COST_LIMIT_S, "holds": holds(fixed, FIXED_COST_LIMIT_S),
-                                 "start_up_s": round(at["pipeline_spark_start_s"] + at["pipeline_trivial_job_s"], 2)
-                                 if at else None, "jobs": at["pipeline_jobs"] if at else None},
+                                 "start_up_s": round(start_up_s(at), 2) if at else None,
+                                 "jobs": at["pipeline_jobs"] if at else None},
         "crossover_messages": {"value": crossing, "limit": CROSSOVER_LIMIT,
                                "holds": holds(crossing, CROSSOVER_LIMIT) if isinstance(crossing, (int, float)) else None,
                                "start_up_floor": floor},
