@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 # The tested environment: Spark 4.2 + Delta 4.4, every package pinned (constraints/README.md).
 CONSTRAINTS ?= constraints/spark-4.2.txt
 
-.PHONY: venv demo test package clean delta-jars hadoop-jars class-archive jvm-reader browser chromium
+.PHONY: venv demo test check package clean delta-jars hadoop-jars class-archive jvm-reader browser chromium test-envs
 
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
@@ -46,7 +46,21 @@ demo: $(STAMP) jvm-reader
 hadoop-jars: $(STAMP)
 	$(BIN)/python -m tests.cluster.bed fetch
 
-test: $(STAMP) delta-jars hadoop-jars jvm-reader class-archive chromium
+# What the tests use besides the package, built once and reused while their inputs are unchanged
+# (all outside the repository, under ~/.cache/dlq-pipeline): the other Spark tiers' venvs and
+# the runtimes' (tests/venvs.py), and `make package`'s dist/ keyed by the sources' digest
+# (tests/packed.py; ~2 minutes when the package changed).
+test-envs: $(STAMP) jvm-reader
+	$(BIN)/python -m tests.venvs
+	$(BIN)/python -m tests.packed
+
+# The inner loop, in under two minutes: every pure test (no Java, no Spark, no network; the
+# `unit` tier tests/conftest.py gives them) with the quick Hypothesis profile (tests/profiles.py).
+check: $(STAMP)
+	DLQ_TEST_PROFILE=quick $(BIN)/python -m pytest -q -m unit -p no:cacheprovider $(PYTEST_ARGS)
+
+# Everything: set-up first (jars, class archive, environments, chromium), then every tier.
+test: $(STAMP) delta-jars hadoop-jars jvm-reader class-archive chromium test-envs
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Debian's chromium, for the browser tests (the HTML report rendered headless): installed once

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import profiles  # noqa: F401 - loads the Hypothesis profile DLQ_TEST_PROFILE names
+
 REPO = Path(__file__).resolve().parents[1]
 REAL_FIXTURES = REPO / "tests" / "fixtures" / "real"
 CREATED = re.compile(rb"Created:[^\n]*")  # the line of a dmpmqmsg dump saying when it was written
@@ -31,6 +33,55 @@ def dump_tree(root: Path) -> dict[str, bytes]:
     """Every file below ``root`` (its POSIX path relative to ``root``), without the dumps' creation time."""
     return {p.relative_to(root).as_posix(): without_created(p.read_bytes())
             for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+# A test's tier is the heaviest of these markers it carries, "unit" when it carries none: the
+# pure tests `make check` runs (no Java, no Spark, no network). Tests in a tier's folder, and
+# tests that take a tier's fixture, get its marker here: a test cannot reach Spark or Java
+# and still count as pure.
+TIERS = ("cluster", "compat", "connect", "deploy", "browser", "delta", "spark", "java")
+TIER_OF_FOLDER = {"cluster": "cluster", "browser": "browser"}
+TIER_OF_FIXTURE = {"spark": "spark", "connect_url": "connect", "java_tables": "java", "bed": "cluster"}
+
+
+def tier(item: pytest.Item) -> str:
+    return next((name for name in TIERS if item.get_closest_marker(name)), "unit")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        folder = item.path.relative_to(REPO / "tests").parts[0]
+        if folder in TIER_OF_FOLDER:
+            item.add_marker(TIER_OF_FOLDER[folder])
+        for fixture in set(getattr(item, "fixturenames", ())) & TIER_OF_FIXTURE.keys():
+            item.add_marker(TIER_OF_FIXTURE[fixture])
+        if tier(item) == "unit":
+            item.add_marker("unit")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter):
+    """The time each tier took (setup, call and teardown of its tests), after the slowest tests."""
+    seconds: dict[str, float] = {}
+    tests: dict[str, set[str]] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if isinstance(report, pytest.TestReport):
+                name = TIER_BY_NODE.get(report.nodeid, "unit")
+                seconds[name] = seconds.get(name, 0.0) + report.duration
+                tests.setdefault(name, set()).add(report.nodeid)
+    if seconds:
+        terminalreporter.write_sep("=", "time per tier")
+        for name, spent in sorted(seconds.items(), key=lambda kv: -kv[1]):
+            terminalreporter.write_line(f"{spent:8.1f} s  {name:<8} {len(tests[name]):5d} tests")
+
+
+TIER_BY_NODE: dict[str, str] = {}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    TIER_BY_NODE.update({item.nodeid: tier(item) for item in session.items})
 
 
 @pytest.fixture(scope="session")

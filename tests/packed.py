@@ -3,8 +3,9 @@ packed environment spark-submit ships to executors with ``--archives``, the JVM 
 jar), built once for the suite and kept under ``~/.cache/dlq-pipeline/packed-env/<key>/``
 (next to the jar cache), keyed by a hash of what goes into it: the package's sources,
 pyproject.toml, the constraints, the packaging script and the Python. test_package checks it
-and the cluster tier ships it: one build of about 2 minutes, not one each. Older keys are
-removed (the archive is ~130 MB)."""
+and the cluster tier ships it: one build of about 2 minutes, not one each, made by ``make
+test`` before pytest starts (``python -m tests.packed``: set-up) when the key has changed.
+Older keys are removed (the archive is ~130 MB)."""
 
 from __future__ import annotations
 
@@ -72,3 +73,7 @@ def packed_env() -> Path:
     """``dlq-pipeline-env-<version>.tar.gz`` of `packed_dist`."""
     [archive] = packed_dist().glob("dlq-pipeline-env-*.tar.gz")
     return archive
+
+
+if __name__ == "__main__":
+    print(packed_dist())

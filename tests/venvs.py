@@ -1,9 +1,11 @@
 """Virtual environments for tests that need a different one (no pyspark, another Spark tier).
 
-Created once from a constraints file and kept outside the repository, under
-``~/.cache/dlq-pipeline/venvs/`` (or ``$DLQ_PIPELINE_TEST_CACHE/venvs``), keyed by what is
-installed in them, so only the first run pays for the install. A file lock serialises
-creation and every change to one environment (two pytest processes may share it).
+Each is named in `ENVIRONMENTS` (what it holds, at which tier's pins), created once from its
+constraints file and kept outside the repository, under ``~/.cache/dlq-pipeline/venvs/`` (or
+``$DLQ_PIPELINE_TEST_CACHE/venvs``), keyed by what is installed in them, so only the first
+run pays for the install. ``make test`` builds them all before pytest starts (``python -m
+tests.venvs``: set-up, like the jars); a test asks for one with `environment`. A file lock
+serialises creation and every change to one environment (two pytest processes may share it).
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[1]
+CONSTRAINTS = REPO / "constraints"
 CACHE = Path(os.environ.get("DLQ_PIPELINE_TEST_CACHE") or Path.home() / ".cache" / "dlq-pipeline") / "venvs"
 
 
@@ -57,3 +62,30 @@ def installed(root: Path) -> dict[str, str]:
     """name -> version of every distribution installed in ``root`` (``pip list``)."""
     return {d["name"].lower().replace("_", "-"): d["version"]
             for d in json.loads(pip(root, "list", "--format=json").stdout)}
+
+
+RUNTIME_PACKAGES = ("pyspark", "pandas", "numpy", "pyarrow")
+TIER_PACKAGES = [*RUNTIME_PACKAGES, "delta-spark", "click"]
+
+# name -> (requirements, the constraints file that pins them)
+ENVIRONMENTS: dict[str, tuple[list[str], Path]] = {
+    # the smoke tier of the other supported Spark versions (tests/spark/test_compat.py)
+    "compat-spark-4.0": (TIER_PACKAGES, CONSTRAINTS / "spark-4.0.txt"),
+    "compat-spark-3.5": (TIER_PACKAGES, CONSTRAINTS / "spark-3.5.txt"),
+    # a Databricks 17.3 runtime's packages, plotly included (tests/unit/test_dependencies.py)
+    "runtime-spark-4.0-plotly": ([*RUNTIME_PACKAGES, "click", "plotly"], CONSTRAINTS / "spark-4.0.txt"),
+    # the wheel's own dependencies and no pyspark at all (tests/unit/test_dependencies.py)
+    "no-pyspark": (tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"],
+                   CONSTRAINTS / "spark-4.2.txt"),
+}
+
+
+def environment(name: str) -> Path:
+    """The cached venv `ENVIRONMENTS` names (created if missing)."""
+    requirements, constraints = ENVIRONMENTS[name]
+    return cached_venv(name, requirements, constraints)
+
+
+if __name__ == "__main__":
+    for name in ENVIRONMENTS:
+        print(environment(name))

@@ -1,7 +1,7 @@
 """Fixtures of the ``cluster`` tier: one HDFS and one Spark standalone cluster for this folder's
 tests (tests/cluster/bed.py), stopped when they are done (not kept for the rest of the
 session) even when a test or the start fails. Every test in
-this folder carries the ``cluster`` marker."""
+this folder carries the ``cluster`` marker (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,6 @@ import pytest
 from dlq_pipeline.dumps.generator import write_generated
 from tests.cluster import bed as testbed
 from tests.conftest import REPO
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if "tests/cluster/" in item.nodeid.replace("\\", "/"):
-            item.add_marker(pytest.mark.cluster)
 
 
 @pytest.fixture(scope="package")

@@ -17,11 +17,10 @@ from pathlib import Path
 import pytest
 
 from ..conftest import REPO, dump_tree
-from ..venvs import cached_venv, clean_env, locked, pip
+from ..venvs import clean_env, environment, locked, pip
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
-CONSTRAINTS = REPO / "constraints"
 STARTER = REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules"
 TIERS = {"spark-4.0.txt": "4.0.", "spark-3.5.txt": "3.5."}
 
@@ -75,8 +74,7 @@ def baseline(dumps, tmp_path_factory) -> dict:
 
 @pytest.mark.parametrize("tier", sorted(TIERS))
 def test_smoke_pipeline_on_another_spark_tier_matches_the_default(tier, built_wheel, dumps, baseline, tmp_path):
-    root = cached_venv(f"compat-{tier.removesuffix('.txt')}",
-                       ["pyspark", "delta-spark", "pandas", "numpy", "pyarrow", "click"], CONSTRAINTS / tier)
+    root = environment(f"compat-{tier.removesuffix('.txt')}")
     with locked(root):
         pip(root, "install", "--quiet", "--no-deps", "--force-reinstall", str(built_wheel))
         result = smoke(root / "bin", tmp_path / "w", dumps)

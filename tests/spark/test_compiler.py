@@ -13,6 +13,8 @@ from functools import lru_cache
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from tests.profiles import examples
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -193,7 +195,7 @@ def assert_agrees(spark, tables: list[RulesTable], rows: list[dict], got: dict |
 # --- properties ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("form", ["indexed", "chained"])
-@settings(max_examples=2, **SETTINGS)
+@settings(max_examples=examples(2), **SETTINGS)
 @given(st.integers(0, 2**32 - 1))
 def test_random_tables_agree_with_the_oracle(spark, form, seed):
     """Small tables (up to 6 rules, short chains) and larger ones (up to 12) over messages
@@ -227,7 +229,7 @@ PATTERN_TEXT = st.text(st.sampled_from(list(CHARS + "??***")), max_size=7).filte
 VALUE_TEXT = st.text(st.sampled_from(list(CHARS)), max_size=8)
 
 
-@settings(max_examples=5, **SETTINGS)
+@settings(max_examples=examples(5), **SETTINGS)
 @given(st.lists(PATTERN_TEXT, min_size=1, max_size=25), st.lists(VALUE_TEXT, min_size=1, max_size=25))
 def test_string_predicate_equals_glob_match(spark, patterns, values):
     """Every pattern against every value: equality, length, starts/ends/contains or regex."""

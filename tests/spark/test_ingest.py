@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from tests.profiles import examples
 from pyspark.sql import functions as F
 
 from dlq_pipeline.formats.structures import dlh_head
@@ -339,7 +341,7 @@ _LANDED_KEYS = st.lists(st.tuples(st.sampled_from("ABCDE"), st.sampled_from(["/d
                                    st.integers(0, 40)), max_size=30, unique_by=lambda k: k[1:])
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_LANDED_KEYS, st.sets(st.sampled_from("ABCDEF")))
 def test_the_rows_to_leave_out_found_on_the_driver_are_those_the_job_finds(spark, keys, stored):
     """A small landing's rows to leave out come from its keys on the driver (`rows_to_leave_out`),

@@ -168,7 +168,10 @@ def test_delta_release_per_spark_version_and_the_cache_layout(tmp_path, monkeypa
     (folder / "jars.txt").write_text("a.jar\nb.jar\n")
     assert cached_jars("4.2.1") == []  # a listed jar is missing
     assert cached_jars("9.1.0") == []
-    assert delta_missing({"format": "delta", "spark_conf": {}}) is False  # the suite's session is active
+
+
+def test_delta_is_not_missing_where_the_active_session_has_it(spark):
+    assert delta_missing({"format": "delta", "spark_conf": {}}) is False
     assert delta_missing({"format": "parquet"}) is False
 
 

@@ -18,6 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
 from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text, text_to_bytes
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
@@ -382,7 +384,7 @@ mqmds = st.builds(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(mqmds, st.binary(max_size=400)), min_size=1, max_size=4),
        st.sampled_from(["old", "9.4"]), st.sampled_from([1, 6]))
 def test_any_listing_reads_back(messages, layout, mbcs_max):
@@ -394,7 +396,7 @@ def test_any_listing_reads_back(messages, layout, mbcs_max):
         (md, data, i) for i, (md, data) in enumerate(messages)]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.text(st.characters(codec="utf-8", exclude_characters="\n\r\x00"), max_size=120))
 def test_multibyte_overruns_keep_offsets(text):
     data = text.encode()
@@ -467,7 +469,7 @@ def test_listing_without_messages_and_descriptor_without_mqget_line():
     assert message.data == b"abc" and message.offset == content.index(b"****Message descriptor")
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=examples(250), deadline=None)
 @given(st.data())
 def test_damaged_listings_never_raise(data):
     base = (FIXTURES / data.draw(st.sampled_from(["amqsbcg-old.txt", "amqsbcg-94.txt"]))).read_bytes()

@@ -12,6 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 from dlq_pipeline.formats import codepages
 from dlq_pipeline.formats.codepages import INVARIANT, KNOWN_CCSIDS, decode, encode, table
 
@@ -161,7 +163,7 @@ def _repertoire(ccsid: int) -> list[str]:
 
 
 @pytest.mark.parametrize("ccsid", SINGLE_BYTE)
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(data=st.data())
 def test_decode_inverts_encode_over_the_repertoire(ccsid, data):
     text = data.draw(st.text(alphabet=st.sampled_from(_repertoire(ccsid)), max_size=80))
@@ -171,7 +173,7 @@ def test_decode_inverts_encode_over_the_repertoire(ccsid, data):
 
 
 @pytest.mark.parametrize("ccsid", SINGLE_BYTE)
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(data=st.data())
 def test_encode_inverts_decode_byte_for_byte(ccsid, data):
     defined = [b for b in range(256) if table(ccsid)[b] != FFFD]
@@ -181,7 +183,7 @@ def test_encode_inverts_decode_byte_for_byte(ccsid, data):
 
 
 @pytest.mark.parametrize("ccsid", UNICODE)
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(text=st.text(max_size=60))
 def test_unicode_ccsids_round_trip(ccsid, text):
     assert decode(encode(text, ccsid), ccsid) == (text, True)
@@ -200,7 +202,7 @@ def test_malformed_unicode_is_replaced_and_not_exact():
     assert decode(b"\xd8\x00\x00A", 1200) == (FFFD + "A", False)  # lone surrogate
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(raw=st.binary(max_size=64),
        ccsid=st.one_of(st.sampled_from(KNOWN_CCSIDS + (930, 939, 1051, 0, -1, -2, 9999)),
                        st.integers(min_value=-2**31, max_value=2**31 - 1)),
@@ -224,7 +226,7 @@ def _invariant_only(text: str, allowed: str = INVARIANT) -> str:
     return "".join(c if c in allowed or c == "\0" else FFFD for c in text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(raw=st.binary(max_size=64), ccsid=st.sampled_from([9999, 0, 65535, 1051, 930, 939]))
 def test_unknown_ccsids_decode_invariant_characters_of_the_family_given(raw, ccsid):
     """Oracle: Python's cp500 and latin-1, keeping only the invariant characters (and, for

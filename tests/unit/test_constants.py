@@ -11,6 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 from dlq_pipeline.formats import constants
 from dlq_pipeline.formats.constants import FAMILIES, lookup, name_of, reason_name, suggest
 
@@ -169,7 +171,7 @@ def test_lookup_refuses_unknown_and_foreign_names():
     assert lookup("Q_FULL") is None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.data())
 def test_lookup_ignores_case(data):
     name, family = data.draw(st.sampled_from(ALL_NAMES))

@@ -27,14 +27,12 @@ from dlq_pipeline.cli import NO_PYSPARK
 from dlq_pipeline.rules.parser import parse_rules
 
 from ..conftest import REPO
-from ..venvs import cached_venv, clean_env, installed, locked, pip
+from ..venvs import CONSTRAINTS, RUNTIME_PACKAGES, clean_env, environment, installed, locked, pip
 
 pytestmark = [pytest.mark.deploy, pytest.mark.slow]
 
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
-CONSTRAINTS = REPO / "constraints"
 TIERS = {"spark-4.2.txt": ("4.2.", "4.4."), "spark-4.0.txt": ("4.0.", "4.0."), "spark-3.5.txt": ("3.5.", "3.3.")}
-RUNTIME_PACKAGES = ("pyspark", "pandas", "numpy", "pyarrow")
 
 
 def pins(path: Path) -> dict[str, str]:
@@ -111,7 +109,7 @@ def _requires_dist(name: str, version: str) -> list[str]:
 
 def test_the_wheel_on_a_databricks_17_3_like_runtime_replaces_none_of_its_packages(built_wheel):
     # a Databricks runtime ships plotly too (the report's charts)
-    runtime = cached_venv("runtime-spark-4.0-plotly", [*RUNTIME_PACKAGES, "click", "plotly"], CONSTRAINTS / "spark-4.0.txt")
+    runtime = environment("runtime-spark-4.0-plotly")
     with locked(runtime):
         before = installed(runtime)
         try:
@@ -129,7 +127,7 @@ def test_the_wheel_on_a_databricks_17_3_like_runtime_replaces_none_of_its_packag
 @pytest.fixture(scope="module")
 def no_spark(built_wheel) -> Path:
     """A venv with the wheel and its own dependencies, and no pyspark at all."""
-    root = cached_venv("no-pyspark", PYPROJECT["project"]["dependencies"], CONSTRAINTS / "spark-4.2.txt")
+    root = environment("no-pyspark")
     with locked(root):
         pip(root, "install", "--quiet", "--no-deps", "--force-reinstall", str(built_wheel))
     return root

@@ -14,6 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 from dlq_pipeline.dumps.dmpmqmsg import (
     DATA_STYLES,
     DumpLayout,
@@ -456,7 +458,7 @@ def test_lines_style_loss(data, reads_back):
     assert "text_lines_newline_appended" in again.notes
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=40),
                 max_size=8))
 def test_lines_style_is_exact_for_lf_terminated_printable_lines(lines):
@@ -501,7 +503,7 @@ write_options = st.fixed_dictionaries({
 })
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(250), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), write_options)
 def test_read_write_round_trip_is_byte_exact(data, options):
     messages = data.draw(st.lists(
@@ -516,7 +518,7 @@ def test_read_write_round_trip_is_byte_exact(data, options):
         assert content[:r.offset].count(b"\n") + 1 == r.line
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), write_options, st.integers(1, 4))
 def test_a_dump_written_a_message_at_a_time_in_slices_is_the_same_bytes(data, options, lines_per_write):
     """What the dir: target writes (a header, then each message as it is committed, a large
@@ -591,7 +593,7 @@ def comparable(record):
     return ("message", record.offset, record.md, record.data, record.notes)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), dump_files())
 def test_splits_concatenate_to_the_full_read(tmp_path_factory, data, content):
     path = tmp_path_factory.mktemp("split") / "d.dmp"
@@ -682,7 +684,7 @@ def corrupted(base: bytes):
     return st.lists(edit, min_size=1, max_size=5).map(apply)
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(250), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), st.binary(max_size=300) | corrupted(
     (FIXTURES / "dmpmqmsg-options.dmp").read_bytes()))
 def test_damaged_files_never_raise_and_still_split_exactly(tmp_path_factory, data, content):
@@ -697,7 +699,7 @@ def test_damaged_files_never_raise_and_still_split_exactly(tmp_path_factory, dat
     assert [comparable(r) + (r.line,) for r in pieces] == [comparable(r) + (r.line,) for r in full]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(dump_files() | corrupted((FIXTURES / "dmpmqmsg-options.dmp").read_bytes())
        | corrupted(dump_bytes([(MQMD(priority=p), bytes(range(p * 20))) for p in range(5)])),
        st.sampled_from([40, 120, MAX_LINE_LENGTH]), st.sampled_from([None, None, 0, 7, 64, 100]))
@@ -722,7 +724,7 @@ x_line = st.builds(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(x_line, min_size=1, max_size=12), st.sampled_from([b"", b"A PRI 2\nX 01\n", b"X 0"]),
        st.sampled_from([40, MAX_LINE_LENGTH]), st.sampled_from([None, 0, 5, 30]))
 def test_x_runs_without_the_regular_expression_read_like_with_it(lines, tail, limit, max_message):
@@ -741,7 +743,7 @@ def even_x_lines(data: bytes, width: int) -> bytes:
                     for at in range(0, max(len(data), 1), width))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.binary(max_size=400), st.integers(1, 40)), min_size=1, max_size=4),
        st.data(), st.sampled_from([b"", b"A PRI 2\nX 01\n", b"X 0"]),
        st.sampled_from([40, MAX_LINE_LENGTH]), st.sampled_from([None, 0, 5, 30, 1000]))
@@ -800,7 +802,7 @@ def _taken_blocks(content: bytes) -> list:
     return [got for got in taken if got is not None]
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), st.booleans())
 def test_the_mqmd_block_fast_path_reads_exactly_like_line_by_line(data, char_context):
     """The 28-line MQMD block matched at once (`LineReader.md_run`) gives the same MQMD as

@@ -65,7 +65,7 @@ def test_local_listing_names_absolute_paths_in_walk_order(tmp_path, monkeypatch)
 def test_a_dump_read_through_the_stream_adapter_splits_as_the_local_file(tmp_path):
     """What the object stores hand the readers: a pyarrow file behind a 1 MiB buffer. Every
     split of a dump read through it gives the records of the same split read from the file."""
-    [dump] = write_generated(tmp_path, 120, seed=5)
+    [dump] = write_generated(tmp_path, 30, seed=5)
     local = pafs.LocalFileSystem()
     for start, end in plan_splits(dump, 3000):
         expected = list(read_dump(dump, name="d", start=start, end=end))

@@ -1,5 +1,5 @@
 """Fuzz targets for the readers (dmpmqmsg, amqsbcg, the sniffer that picks one) and the rules
-parser, run for a fixed time budget in the normal suite (issue 18).
+parser, run for a fixed time budget in the normal suite.
 
 The corpus is every sample in ``tests/fixtures`` (and the rules tables in ``dlq_pipeline/data/rules`` and
 ``tests/golden/rules``) plus the few extra seeds in ``tests/fixtures/fuzz-corpus`` (see its
@@ -7,7 +7,8 @@ README): each seed goes through its targets as it is, then a seeded mutator (byt
 spliced bytes, duplicated or dropped lines, CRLF, a second copy appended) feeds them variants
 until the budget is spent. A finding fails with the seed, the iteration and a file holding the
 input; add that file to ``fuzz-corpus`` with the fix. Budget: ``DLQ_FUZZ_SECONDS`` per target
-(default 3, 60 with ``DLQ_SOAK=long``); the mutator's seed: ``DLQ_FUZZ_SEED`` (default 18).
+(default 3; 1 in the quick profile of ``make check``, tests/profiles.py; 60 with
+``DLQ_SOAK=long``); the mutator's seed: ``DLQ_FUZZ_SEED`` (default 18).
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ from dlq_pipeline.dumps.inspect import describe, format_message
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import read_source, sniff
 from dlq_pipeline.rules.parser import format_table, parse_rules
+from tests.profiles import PROFILE
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 CORPUS = FIXTURES / "fuzz-corpus"
 LONG = os.environ.get("DLQ_SOAK") == "long"
-SECONDS = float(os.environ.get("DLQ_FUZZ_SECONDS") or (60 if LONG else 3))
+SECONDS = float(os.environ.get("DLQ_FUZZ_SECONDS") or (60 if LONG else 3 if PROFILE == "full" else 1))
 SEED = int(os.environ.get("DLQ_FUZZ_SEED") or 18)
 
 

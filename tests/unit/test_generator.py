@@ -10,6 +10,8 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from tests.profiles import examples
+
 from dlq_pipeline.formats import codepages
 from dlq_pipeline.cli import cli
 from dlq_pipeline.dumps.dmpmqmsg import read_dump, read_dump_info
@@ -180,7 +182,7 @@ def test_every_message_reads_back_from_its_dump_and_decodes_to_the_encoded_dlh(t
     assert {g.platform for g in generated if g.dlh} == set(PLATFORMS)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(min_value=0, max_value=2**64), count=st.integers(min_value=0, max_value=25))
 def test_any_seed_round_trips_and_decodes(tmp_path_factory, seed, count):
     directory = tmp_path_factory.mktemp("gen")

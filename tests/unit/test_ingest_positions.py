@@ -7,13 +7,15 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 from dlq_pipeline.dumps.plan import plan_work
 from dlq_pipeline.spark.ingest import read_item
 
 from .test_dumpfile import FIXTURES, corrupted, dump_files
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(dump_files() | corrupted((FIXTURES / "dmpmqmsg-options.dmp").read_bytes()), st.integers(1, 400))
 def test_each_split_counts_the_newlines_before_every_row_and_in_its_range(tmp_path_factory, content, split):
     path = tmp_path_factory.mktemp("positions") / "d.dmp"

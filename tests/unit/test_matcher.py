@@ -6,6 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 from dlq_pipeline.rules.matcher import decide, glob_match, resolve_name
 from dlq_pipeline.rules.model import Decision, Rule, RulesTable
 
@@ -83,19 +85,19 @@ PATTERN_CHARS = st.sampled_from(["A", "B", "a", " ", "\x00", "?", "*", "é"])
 VALUE_CHARS = st.sampled_from(["A", "B", "a", " ", "\x00", "é", "?", "*"])
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.text(PATTERN_CHARS, max_size=7), st.text(VALUE_CHARS, max_size=8))
 def test_glob_agrees_with_exponential_reference(pattern, value):
     assert glob_match(pattern, value) == reference_glob(pattern, value)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(PATTERN_CHARS, max_size=7), st.text(VALUE_CHARS, max_size=8), st.integers(0, 3), st.integers(0, 3))
 def test_trailing_blanks_never_matter(pattern, value, extra_p, extra_v):
     assert glob_match(pattern + " " * extra_p, value + " " * extra_v) == glob_match(pattern, value)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(VALUE_CHARS.filter(lambda c: c not in "?*"), max_size=8))
 def test_a_literal_pattern_matches_itself_only_up_to_trailing_blanks(value):
     assert glob_match(value, value)

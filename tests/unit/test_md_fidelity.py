@@ -11,6 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.formats.mqmd import MQMD, MQMD_CHAR_LENGTHS, bytes_to_text
 from dlq_pipeline.mq.client import md_fields
@@ -75,7 +77,7 @@ def test_exact_bytes_for_a_field_that_is_not_a_character_field_are_refused():
 field_bytes = {name: st.binary(max_size=length) for name, length in MQMD_CHAR_LENGTHS.items()}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.fixed_dictionaries(field_bytes))
 def test_any_character_field_bytes_round_trip_through_the_stored_row(raw):
     md = MQMD(**{name: bytes_to_text(value) for name, value in raw.items()})

@@ -15,6 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import reasons, sim
 from dlq_pipeline.mq.interface import MQError, read_whole, Message
@@ -699,7 +701,7 @@ def test_a_unit_whose_queue_filled_up_before_its_commit_is_backed_out(qm):
     assert [m.data for m in qm.messages("OTHER.Q")] == [b"body-5"]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.data())
 def test_md_json_is_the_json_array_of_every_field_by_sorted_name_and_reads_back(data):
     """md_to_json writes json.dumps of the field values in the order of their sorted names, for

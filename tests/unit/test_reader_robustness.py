@@ -12,6 +12,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
 from dlq_pipeline.cli import cli
 from dlq_pipeline.dumps.dmpmqmsg import mqlong, read_dump, write_dump
@@ -66,7 +68,7 @@ def test_dump_attribute_with_thousands_of_digits_is_number_out_of_range():
     assert second.data == b"B"
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_listings_never_raise_on_any_number(data):
     """Up to four printed integers of a listing replaced by any number."""
@@ -80,7 +82,7 @@ def test_listings_never_raise_on_any_number(data):
     _never_raises(list(read_amqsbcg(io.BytesIO(content), name=name)))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_readers_never_raise_on_garbage_lines(data):
     """Lines inserted anywhere, or replaced, in listings and dumps."""
@@ -98,7 +100,7 @@ def test_readers_never_raise_on_garbage_lines(data):
     _never_raises(list(reader(io.BytesIO(content), name=name)))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.sampled_from(["VER", "RPT", "MST", "EXP", "FDB", "ENC", "CCS", "PRI", "PER", "BOC", "PAT", "MSQ", "OFF",
                         "MSF", "ORL"]), NUMBERS)
 def test_dump_attributes_take_any_number(code, number):

@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.replay.rebuild import RebuildError, rebuild
 from dlq_pipeline.replay.writer import WorkItem
@@ -114,7 +116,7 @@ def test_non_put_actions_put_nothing(action):
         rebuild(MQMD(), b"", Decision(action))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(payload=st.binary(max_size=600), big=st.booleans(), ebcdic=st.booleans(),
        enc=st.sampled_from([273, 546, 785, 17, 1041]), ccsid=st.sampled_from([0, 37, 437, 500, 819, 1047, 1208]),
        fmt=st.sampled_from(["MQSTR   ", "MQHRF2  ", "        ", "MQXMIT  ", "ABC\x00\x00\x00\x00\x00"]))

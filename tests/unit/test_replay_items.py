@@ -9,6 +9,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 from dlq_pipeline.formats.mqmd import MQMD_CHAR_LENGTHS
 from dlq_pipeline.spark.replay import PIECE_COLUMN, _MD_PLAN, arrow_items, row_to_item
 from dlq_pipeline.spark.schemas import arrow_schema
@@ -76,7 +78,7 @@ def batches(rows: list[dict], cuts: list[int], schema: pa.Schema = SCHEMA) -> li
     return [pa.RecordBatch.from_pylist(rows[a:b], schema=schema) for a, b in zip(bounds, bounds[1:])]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(partitions())
 def test_items_read_a_column_at_a_time_are_those_read_row_by_row(case):
     rows, cuts = case

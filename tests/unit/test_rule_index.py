@@ -8,6 +8,8 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 from dlq_pipeline.rules.index import EXHAUSTED, NO_MATCH, RuleIndex
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.model import PATTERN_FIELDS, Rule, RulesTable
@@ -53,7 +55,7 @@ def expected_code(table: RulesTable, view: dict, attempts: int) -> int:
     return EXHAUSTED if decision.ignore_reason == "retries_exhausted" else NO_MATCH
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2**32 - 1), st.booleans())
 def test_choices_equal_the_reference_matcher(seed, arrow):
     """Random tables (wildcards, blanks, NULs, RETRY chains, IGNORE) over messages whose

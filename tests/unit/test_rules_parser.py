@@ -14,6 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 from dlq_pipeline.rules.lexer import split_entries, tokenize
 from dlq_pipeline.rules.model import PATTERN_FIELDS, ControlData, Rule, RulesTable
 from dlq_pipeline.rules.parser import (
@@ -545,7 +547,7 @@ def _without_lines(table: RulesTable):
             dataclasses.replace(table.control, line=None))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(max_size=600))
 def test_the_parser_never_crashes_or_hangs_on_any_text(text):
     with time_limit(5):
@@ -564,7 +566,7 @@ PIECES = (
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(PIECES), max_size=60))
 def test_token_soup_never_crashes(pieces):
     with time_limit(5):
@@ -624,7 +626,7 @@ def _soup_table(draw):
     return "".join(entry + draw(between) for entry in entries)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_soup_table())
 def test_valid_tables_read_back_from_their_canonical_text(text):
     with time_limit(5):
@@ -691,7 +693,7 @@ def _table(draw):
     return RulesTable("generated.rules", control, rules)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_table())
 def test_canonical_text_reads_back_to_the_same_table(table):
     text = format_table(table)

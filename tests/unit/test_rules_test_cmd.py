@@ -9,6 +9,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 from dlq_pipeline.cli import cli
 from dlq_pipeline.dumps.dmpmqmsg import write_dump
 from dlq_pipeline.formats.mqmd import MQMD
@@ -219,7 +221,7 @@ def test_real_fixtures_directory_reads_every_file(real_fixtures):
     assert result.exit_code == 3
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.integers(1, 4), min_size=1, max_size=5), st.integers(0, 20))
 def test_attempts_walk_the_chain_of_matching_rules(retries, attempts):
     """§8: with every rule matching, the chosen rule is the first whose running RETRY total

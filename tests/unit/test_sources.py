@@ -10,6 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
 from dlq_pipeline.dumps.dmpmqmsg import read_dump
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
@@ -116,7 +118,7 @@ def test_other_text_is_one_record_error_pointing_at_its_first_line(tmp_path):
         3, 2, "unknown_format", "  queue,reason")
 
 
-@settings(max_examples=300, deadline=None,
+@settings(max_examples=examples(300), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(st.binary(max_size=600) | st.sampled_from([
     (FIXTURES / "dmpmqmsg-options.dmp").read_bytes(),

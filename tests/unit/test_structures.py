@@ -14,6 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 from dlq_pipeline.formats import codepages
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.formats.structures import (
@@ -491,7 +493,7 @@ def packed(order, value):
     return struct.pack(order + "i", value)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(orders, charsets, st.sampled_from([1, 2]), st.binary(min_size=356, max_size=356), st.booleans())
 def test_mqmd_round_trip(order_enc, charset, version, body, sniff):
     (order, encoding), (ebcdic, ccsid) = order_enc, charset
@@ -508,7 +510,7 @@ def test_mqmd_without_encoding_or_ccsid_uses_version_and_the_strucid_family():
     assert decode_mqmd(encode_mqmd(md, 546, 819) + b"data") == md
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(orders, charsets, st.binary(min_size=164, max_size=164))
 def test_dlh_round_trip(order_enc, charset, body):
     (order, encoding), (ebcdic, ccsid) = order_enc, charset
@@ -526,7 +528,7 @@ DLH_FIELD_OFFSETS = {"reason": (8, 4), "dest_q": (12, 48), "dest_qmgr": (60, 48)
                      "put_date": (156, 8), "put_time": (164, 8)}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(orders, charsets, st.binary(min_size=164, max_size=164), st.integers(8, 171))
 def test_a_cut_header_keeps_each_field_that_is_all_there(order_enc, charset, body, cut):
     """A listing cut inside the MQDLH (a paste of part of it): StrucId and Version read,
@@ -548,7 +550,7 @@ def test_a_cut_header_keeps_each_field_that_is_all_there(order_enc, charset, bod
     assert {k: columns[f"dlh_{k}"] for k in offsets} == expected and columns["dlh_chain"] is None
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(orders, charsets, st.binary(min_size=96, max_size=96), st.sampled_from([1, 2]),
        st.binary(min_size=316, max_size=316))
 def test_xqh_round_trip(order_enc, charset, names, md_version, md_body):
@@ -559,7 +561,7 @@ def test_xqh_round_trip(order_enc, charset, names, md_version, md_body):
     assert decode_xqh(raw, 0, ccsid) == xqh
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(orders, charsets, st.integers(72, 2**31 - 1), st.binary(min_size=60, max_size=60))
 def test_mde_round_trip(order_enc, charset, struc_length, body):
     (order, encoding), (ebcdic, ccsid) = order_enc, charset
@@ -567,7 +569,7 @@ def test_mde_round_trip(order_enc, charset, struc_length, body):
     assert encode_mde(decode_mde(raw, encoding, ccsid), encoding, ccsid) == raw
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(orders, charsets, st.integers(36, 2**31 - 1), st.binary(min_size=24, max_size=24))
 def test_rfh2_round_trip(order_enc, charset, struc_length, body):
     (order, encoding), (ebcdic, ccsid) = order_enc, charset
@@ -575,7 +577,7 @@ def test_rfh2_round_trip(order_enc, charset, struc_length, body):
     assert encode_rfh2(decode_rfh2(raw, encoding, ccsid), encoding, ccsid) == raw
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(orders, charsets, st.binary(min_size=676, max_size=676))
 def test_tm_round_trip(order_enc, charset, body):
     (order, encoding), (ebcdic, ccsid) = order_enc, charset
@@ -643,7 +645,7 @@ def assert_batch_equals_scalar(rows):
         assert [type(v) for v in batch[name]] == [type(row[name]) for row in scalar], name
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(messages(), max_size=25))
 def test_batch_equals_scalar(rows):
     assert_batch_equals_scalar(rows)
@@ -697,7 +699,7 @@ def test_dead_letter_header_fields_are_the_documented_ones():
 
 # --- what Spark ships to the batch decoder -------------------------------------------
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages())
 def test_without_a_chain_format_the_first_172_bytes_decode_alike(row):
     """Spark ships only the first 172 bytes of a message whose MQDLH Format cannot name a
@@ -707,7 +709,7 @@ def test_without_a_chain_format_the_first_172_bytes_decode_alike(row):
         assert decode_dlh(data[:172], encoding, ccsid, md_format) == decode_dlh(data, encoding, ccsid, md_format)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages())
 def test_the_stored_head_decodes_as_the_whole_data(row):
     """`dlh_head` (ingest stores it as ``messages.data_head``; classify never reads ``data``)

@@ -10,6 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 from dlq_pipeline.config import load_config
 from dlq_pipeline.settings import ReplaySettings, mq_qmgrs
 from dlq_pipeline.dumps.dmpmqmsg import read_dump, read_dump_info
@@ -92,7 +94,7 @@ HOSTILE = st.text(alphabet=st.sampled_from(list("AZaz09./_%-\\:~ *?<>|\"\x00\n\t
                   max_size=48)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(name=HOSTILE)
 def test_safe_file_names_are_one_harmless_component(name):
     out = safe_file_name(name)
@@ -105,7 +107,7 @@ def test_safe_file_names_are_one_harmless_component(name):
     assert (root / out).resolve().parent == root
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(a=HOSTILE, b=HOSTILE)
 def test_distinct_names_get_distinct_files(a, b):
     if a.rstrip(" ") != b.rstrip(" "):
