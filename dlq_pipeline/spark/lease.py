@@ -62,6 +62,7 @@ from dlq_pipeline.settings import StorageSettings
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.spark.storage import Storage, open_storage
 from dlq_pipeline.tables import LEASES_TABLE, WAREHOUSE_LEASE
+from dlq_pipeline.testhooks import lease_clock
 
 log = logging.getLogger(__name__)
 
@@ -437,7 +438,8 @@ def writer_lease(spark, settings: StorageSettings, *, command: str, run_id: str 
                 _held[key][1] -= 1
         return
     lease = Lease(storage, command=command, run_id=run_id, seconds=settings.lease_seconds,
-                  flock=_flock_id(settings.path), fence_dir=files.join(storage.files_root, LOCKS_DIR))
+                  flock=_flock_id(settings.path), fence_dir=files.join(storage.files_root, LOCKS_DIR),
+                  clock=lease_clock())
     lease.claim(settings.lease_wait)
     with _held_guard:
         _held[key] = [lease, 1]

@@ -4,8 +4,9 @@ the writer lease guards the warehouse). 40 messages, all forwarded, in batches o
 
 - ``run`` killed with -9 in the middle of replay (its task stopped right after it recorded the
   publish of its dmpmqmsg files on HDFS, nothing renamed yet; the driver and the task killed),
-  then run again: each forwarded message is in the ``dir:`` files on HDFS and in the ledger
-  exactly once;
+  then run again: the rerun waits for the dead run's lease until it expires (its lease clock
+  moved past the expiry once it waits: `dlq_pipeline.testhooks`), then each forwarded message
+  is in the ``dir:`` files on HDFS and in the ledger exactly once;
 - two runs started at the same moment on the same HDFS warehouse: together they deliver each
   message exactly once (the second is refused by the lease, or finds nothing left to do).
 """
@@ -23,7 +24,7 @@ import pytest
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.spark.storage import Storage
-from dlq_pipeline.testhooks import CRASH_AT_ENV, MARKER_ENV
+from dlq_pipeline.testhooks import CLOCK_SHIFT_ENV, CRASH_AT_ENV, MARKER_ENV
 from tests.cluster.runs import write_config
 from tests.conftest import require_delta
 from tests.reliability.harness import kill_run, markers, start_run, wait_for
@@ -31,7 +32,7 @@ from tests.reliability.test_crash import expectation, published_keys
 
 RULES = "ACTION(FWD) FWDQ(REPLAYED) HEADER(YES)\n"
 COUNT, BATCH = 40, 5
-LEASE_SECONDS = 30  # what the rerun waits for at most: the killed holder's lease must expire
+LEASE_SECONDS = 600  # outlasts any run here: a lease expires only when the waiter's clock is moved
 
 
 @pytest.fixture(scope="module")
@@ -62,11 +63,13 @@ def _config(tmp_path: Path, bed, name: str, *, wait: float, crash_at: str | None
         "replay": {"batch_size": BATCH, "max_connections": 1}})
 
 
-def _start(tmp_path: Path, bed, name: str, dump: str, rules: Path, *, wait: float = 0, crash_at: str | None = None):
+def _start(tmp_path: Path, bed, name: str, dump: str, rules: Path, *, wait: float = 0, crash_at: str | None = None,
+           extra_env: dict | None = None):
     cwd = tmp_path / name
     cwd.mkdir()
     conf = _config(tmp_path, bed, name, wait=wait, crash_at=crash_at)
     env = {k: v for k, v in bed.spark_env().items() if k in ("SPARK_LOCAL_IP", "PYSPARK_DRIVER_PYTHON")}
+    env.update(extra_env or {})
     proc = start_run(["run", "--config", str(conf), "--rules", str(rules), "--run-id", name, "--json",
                       "--target", f"dir:{bed.hdfs.uri}/replay/{tmp_path.name}/out", "--input", dump],
                      crash_at=crash_at, marker_dir=cwd / "markers", cwd=cwd, extra_env=env)
@@ -120,7 +123,11 @@ def test_a_run_killed_mid_replay_then_run_again_delivers_each_message_once(bed, 
     records = bed.hdfs.list(f"/replay/{tmp_path.name}/wh/_checkpoints/killed")
     assert [r["pathSuffix"] for r in records] == ["partition-00000"]  # the checkpoint is on HDFS
 
-    rerun, cwd2 = _start(tmp_path, bed, "rerun", dump, rules, wait=LEASE_SECONDS * 3)
+    shift = tmp_path / "clock-shift"
+    rerun, cwd2 = _start(tmp_path, bed, "rerun", dump, rules, wait=900, extra_env={CLOCK_SHIFT_ENV: str(shift)})
+    waiting = "for the writer lease held by run (pid"
+    wait_for(rerun, lambda: waiting in (cwd2 / "run.log").read_text(errors="replace"), "the rerun waiting", cwd2)
+    shift.write_text(f"{LEASE_SECONDS + 1}")  # the dead run's lease has expired for the rerun
     assert _finish(rerun, cwd2) == 0, (cwd2 / "run.log").read_text()[-4000:]
     in_files, in_ledger = _delivered(bed, spark, tmp_path)
     assert in_files == expected and in_ledger == expected  # every message once, none twice

@@ -10,8 +10,9 @@ warehouse (by path, a local directory) with the same dump and a ``dir:`` target:
   the holder and its lease); with a ``lease_wait`` it waits, then runs and replays nothing.
 
 And a lease holder killed with -9 in the middle of replay: the next run (started at once,
-waiting for the lease) takes over when the lease expires, or at once when the dead holder's
-file lock is seen released, and finishes with nothing lost and nothing sent twice.
+waiting for the lease) takes over when the lease expires (its lease clock moved past the
+expiry once it waits: `dlq_pipeline.testhooks`), or at once when the dead holder's file lock
+is seen released, and finishes with nothing lost and nothing sent twice.
 
 Afterwards the messages are counted in the output folder (the dmpmqmsg files) and in the
 ledger: each forwarded message exactly once in both.
@@ -22,7 +23,6 @@ from __future__ import annotations
 import json
 import re
 import socket
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -30,6 +30,7 @@ import pytest
 
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.rules.parser import parse_rules
+from dlq_pipeline.testhooks import CLOCK_SHIFT_ENV
 
 from .harness import kill_run, markers, start_run, wait_for
 from .test_crash import expectation, published_keys
@@ -38,11 +39,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.delta, pytest.mark.slow]
 
 RULES = "ACTION(FWD) FWDQ(REPLAYED) HEADER(YES)\n"
 COUNT, BATCH = 40, 5
-# The takeover test waits for it to expire. It must outlast the second run's start-up to its
-# claim (about 20 s on a loaded 2-core machine, where 30 s had expired before the claim: no
-# wait to see); a late renewal of a live holder costs nothing.
-LEASE_SECONDS = 60
-HELD_SECONDS = 600  # two live runs: far above a renewal MERGE on a busy machine, so the waiter never takes over
+# Far above a renewal MERGE on a busy machine: a waiter never takes over from a live run, and
+# a dead holder's lease expires only when the waiter's lease clock is moved past it.
+HELD_SECONDS = 600
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +56,7 @@ def dlq(tmp_path_factory):
     return str(dump), rules, Counter(p[4] for p in puts)
 
 
-def config(tmp_path: Path, *, lock: bool, wait: float, lease: float = LEASE_SECONDS) -> Path:
+def config(tmp_path: Path, *, lock: bool, wait: float, lease: float = HELD_SECONDS) -> Path:
     path = tmp_path / f"run-{lock}-{wait}.toml"
     path.write_text(f'[storage]\npath = "{tmp_path / "wh"}"\nformat = "delta"\nlock = {str(lock).lower()}\n'
                     f'lease_seconds = {lease}\nlease_wait = {wait}\n'
@@ -66,12 +65,13 @@ def config(tmp_path: Path, *, lock: bool, wait: float, lease: float = LEASE_SECO
     return path
 
 
-def start(tmp_path: Path, name: str, conf: Path, dump: str, rules: Path, *, crash_at: str | None = None):
+def start(tmp_path: Path, name: str, conf: Path, dump: str, rules: Path, *, crash_at: str | None = None,
+          extra_env: dict | None = None):
     cwd = tmp_path / name
     cwd.mkdir()
     proc = start_run(["run", "--config", str(conf), "--rules", str(rules), "--target", f"dir:{tmp_path / 'out'}",
                       "--run-id", name, "--json", "--input", dump], crash_at=crash_at, marker_dir=cwd / "markers",
-                     cwd=cwd)
+                     cwd=cwd, extra_env=extra_env)
     return proc, cwd
 
 
@@ -109,7 +109,7 @@ REFUSED = re.compile(r"^error: warehouse (?P<wh>\S+) is being written by run \(p
 @pytest.mark.parametrize("lock, wait", [(True, 0), (False, 0), (False, 900)], ids=["flock", "lease", "lease-wait"])
 def test_two_runs_at_once_deliver_every_message_exactly_once(tmp_path, dlq, lock, wait):
     dump, rules, forwarded = dlq
-    conf = config(tmp_path, lock=lock, wait=wait, lease=HELD_SECONDS)
+    conf = config(tmp_path, lock=lock, wait=wait)
     runs = {name: start(tmp_path, name, conf, dump, rules) for name in ("A", "B")}
     results = {name: finish(proc, cwd) for name, (proc, cwd) in runs.items()}
 
@@ -140,25 +140,29 @@ def test_two_runs_at_once_deliver_every_message_exactly_once(tmp_path, dlq, lock
 @pytest.mark.parametrize("lock", [False, True], ids=["lease-expires", "flock-released"])
 def test_a_killed_lease_holder_is_taken_over_and_nothing_is_lost_or_sent_twice(tmp_path, dlq, lock):
     dump, rules, forwarded = dlq
-    # with the file lock, a lease that cannot expire meanwhile: the takeover is the released flock's
-    conf = config(tmp_path, lock=lock, wait=900, lease=HELD_SECONDS if lock else LEASE_SECONDS)
+    conf = config(tmp_path, lock=lock, wait=900)
     proc, cwd = start(tmp_path, "A", conf, dump, rules, crash_at="replay-batch:2")
     try:
         wait_for(proc, lambda: markers(cwd / "markers"), "replay batch 2 committed", cwd, timeout=1200)
     finally:
         kill_run(proc)
-    killed_at = time.monotonic()
 
-    proc, cwd = start(tmp_path, "B", conf, dump, rules)
+    shift = tmp_path / "clock-shift"  # B's lease clock: now, until the test moves it
+    proc, cwd = start(tmp_path, "B", conf, dump, rules, extra_env={CLOCK_SHIFT_ENV: str(shift)})
+    if not lock:
+        waiting = "for the writer lease held by run (pid"
+        wait_for(proc, lambda: waiting in (cwd / "run.log").read_text(errors="replace"), "B waiting for A's lease",
+                 cwd, timeout=1200)
+        shift.write_text(f"{HELD_SECONDS + 1}")  # A's lease, never renewed since the kill, has expired for B
     code, out, summary = finish(proc, cwd)
     assert code in (0, 3), out[-4000:]
     assert_exactly_once(tmp_path, forwarded)
     # a dir: partition publishes when it ends: the dead run's staged batches were cleared, and sent again
     assert summary["outcomes"]["delivered"] == sum(forwarded.values())
     assert not list((tmp_path / "out" / "A").rglob("*.dmp"))
+    assert "took over the writer lease of run (pid" in out  # A's token revoked: a late commit of A's is fenced
     if lock:
         assert "took the writer lease of run (pid" in out  # its file lock was free: the holder had died
         assert "waiting up to" not in out
     else:
-        assert "waiting up to" in out and "for the writer lease held by run (pid" in out
-        assert time.monotonic() - killed_at >= LEASE_SECONDS * 0.25  # it could not have started earlier
+        assert "waiting up to" in out and "took the writer lease of run (pid" not in out  # expired, not freed
