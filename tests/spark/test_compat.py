@@ -3,18 +3,22 @@
 For Spark 4.0 (Databricks 17.3 LTS) and Spark 3.5 (Databricks 15.4/16.4 LTS, EMR, Dataproc,
 on-prem), a venv pinned by that tier's constraints file (cached outside the repository,
 tests/venvs.py) gets the built wheel, and runs ingest → decode → classify → replay to `dir:`
-→ report on Parquet in a subprocess. The replayed files and the decisions must be exactly
-what the default tier (this test's own environment) produces from the same input.
+→ report on Parquet in one subprocess. The replayed files and the decisions must be exactly
+what the default tier (the same commands in this process, on the suite's session) produces
+from the same input.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+
+from dlq_pipeline.cli import cli
 
 from ..conftest import REPO, dump_tree
 from ..venvs import clean_env, environment, locked, pip
@@ -25,25 +29,42 @@ STARTER = REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules"
 TIERS = {"spark-4.0.txt": "4.0.", "spark-3.5.txt": "3.5."}
 
 
-def smoke(bin_dir: Path, work: Path, dumps: Path) -> dict:
-    """Run the pipeline with the `dlq-pipeline` of ``bin_dir`` in ``work``; what it produced."""
-    env = {**clean_env(), "PYSPARK_PYTHON": str(bin_dir / "python"), "PYSPARK_DRIVER_PYTHON": str(bin_dir / "python")}
+# The commands a tier runs, in one process (one JVM): the subject is the pipeline on that
+# Spark version, not the process. It prints one JSON object: pyspark's version and what each
+# command printed last on stdout (the run's summary, the report).
+SMOKE = """
+import contextlib, io, json, sys
+import pyspark
+from dlq_pipeline.cli import cli
+
+def command(*args):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            cli.main(list(args), prog_name="dlq-pipeline", standalone_mode=False)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code
+    assert code in (0, 3), (args, code)
+    return json.loads(out.getvalue().splitlines()[-1])
+
+dumps = sys.argv[1]
+common = ["--warehouse", "wh", "--set", "spark.master=local[2]"]
+summary = command("run", "--input", dumps, "--rules", STARTER, "--target", "dir:out", "--run-id", "SMOKE", "--json",
+                  *common)
+report = command("report", "--json", *common)
+print(json.dumps({"pyspark": pyspark.__version__, "summary": summary, "report": report}))
+""".replace("STARTER", repr(str(STARTER)))
+
+
+def smoke(python: Path, work: Path, dumps: Path) -> dict:
+    """The pipeline run by ``python`` (its environment's Spark) in ``work``: what it produced."""
+    env = {**clean_env(), "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
     work.mkdir()
-    common = ["--warehouse", "wh", "--set", "spark.master=local[2]"]
-
-    def run(*args):
-        done = subprocess.run([str(bin_dir / "dlq-pipeline"), *args, *common], cwd=work, env=env,
-                              capture_output=True, text=True, timeout=900)
-        assert done.returncode in (0, 3), done.stderr[-3000:]
-        return json.loads(done.stdout.splitlines()[-1])
-
-    summary = run("run", "--input", str(dumps), "--rules", str(STARTER), "--target", "dir:out",
-                  "--run-id", "SMOKE", "--json")
-    report = run("report", "--json")
-    version = subprocess.run([str(bin_dir / "python"), "-c", "import pyspark; print(pyspark.__version__)"],
-                             env=env, capture_output=True, text=True, check=True).stdout.strip()
-    return {"pyspark": version, "summary": summary, "report": report,
-            "files": dump_tree(work / "out")}
+    done = subprocess.run([str(python), "-c", SMOKE, str(dumps)], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {**json.loads(done.stdout.splitlines()[-1]), "files": dump_tree(work / "out")}
 
 
 # What must agree across Spark versions: everything but clocks (each dump's `Created:` header
@@ -62,14 +83,24 @@ def _comparable(result: dict) -> dict:
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("compat-dumps")
-    subprocess.run([str(Path(sys.executable).parent / "dlq-pipeline"), "generate", "--out", str(out), "--count", "120",
-                    "--seed", "11", "--files", "2", "--max-size", "8192"], check=True, capture_output=True)
+    done = CliRunner().invoke(cli, ["generate", "--out", str(out), "--count", "120", "--seed", "11", "--files", "2",
+                                    "--max-size", "8192"])
+    assert done.exit_code == 0, done.output
     return out
 
 
 @pytest.fixture(scope="module")
-def baseline(dumps, tmp_path_factory) -> dict:
-    return smoke(Path(sys.executable).parent, tmp_path_factory.mktemp("compat-base") / "w", dumps)
+def baseline(spark, dumps, tmp_path_factory) -> dict:
+    """The same commands in this process, on the suite's session: the tested tier's outputs."""
+    work = tmp_path_factory.mktemp("compat-base")
+    runner = CliRunner()
+    with contextlib.chdir(work):  # the same relative paths as the tiers' (the summary names its target)
+        summary = runner.invoke(cli, ["run", "--input", str(dumps), "--rules", str(STARTER), "--target", "dir:out",
+                                      "--run-id", "SMOKE", "--json", "--warehouse", "wh"])
+        report = runner.invoke(cli, ["report", "--json", "--warehouse", "wh"])
+    assert summary.exit_code in (0, 3) and report.exit_code in (0, 3), (summary.stderr, report.stderr)
+    return {"summary": json.loads(summary.stdout.splitlines()[-1]), "report": json.loads(report.stdout.splitlines()[-1]),
+            "files": dump_tree(work / "out")}
 
 
 @pytest.mark.parametrize("tier", sorted(TIERS))
@@ -77,7 +108,7 @@ def test_smoke_pipeline_on_another_spark_tier_matches_the_default(tier, built_wh
     root = environment(f"compat-{tier.removesuffix('.txt')}")
     with locked(root):
         pip(root, "install", "--quiet", "--no-deps", "--force-reinstall", str(built_wheel))
-        result = smoke(root / "bin", tmp_path / "w", dumps)
+        result = smoke(root / "bin" / "python", tmp_path / "w", dumps)
     assert result["pyspark"].startswith(TIERS[tier])
     assert result["files"]  # something was replayed
     assert _comparable(result) == _comparable(baseline)
