@@ -401,7 +401,7 @@ def spark_errors(config: Config):
 
 
 @contextlib.contextmanager
-def writing(config: Config, command: str, run_id: str = ""):
+def writing(config: Config, command: str, run_id: str = "", inputs: list[str] | None = None):
     """Hold the warehouse's writer lock (`dlq_pipeline.locks`) for the rest of a command.
     Taken before Spark starts: a command refused touches nothing. A Delta warehouse is also
     (or, off a file system, only) guarded by its writer lease (`dlq_pipeline.spark.lease`),
@@ -409,7 +409,8 @@ def writing(config: Config, command: str, run_id: str = ""):
     naming it; a warehouse that cannot be locked (Parquet, storage.lock true, storage.path not
     a file system path) or a local warehouse that cannot be made or written (a file, say):
     exit 2. The lease lost while the command runs: exit 1, one line. Spark running out of
-    memory in the command: `spark_errors`."""
+    memory in the command: `spark_errors`. ``inputs``: the dumps the command reads, as its
+    own `start_spark` is told (the lease starts the session first)."""
     from dlq_pipeline.locks import LockHeld, LockUnavailable, writer_lock
     from dlq_pipeline.paths import PathError, local_dir
     from dlq_pipeline.private import directory_problem
@@ -433,14 +434,14 @@ def writing(config: Config, command: str, run_id: str = ""):
         err(f"error: {exc}")
         sys.exit(exitcodes.FAILURE)
     try:
-        with spark_errors(config), _leased(config, storage, command, run_id):
+        with spark_errors(config), _leased(config, storage, command, run_id, inputs):
             yield
     finally:
         lock.__exit__(None, None, None)
 
 
 @contextlib.contextmanager
-def _leased(config: Config, storage: StorageSettings, command: str, run_id: str):
+def _leased(config: Config, storage: StorageSettings, command: str, run_id: str, inputs: list[str] | None):
     """The Delta writer lease for the block (nothing for Parquet): exit 1 naming the holder
     when another writer keeps it, or with one line when this one loses it meanwhile."""
     if storage.format != "delta":
@@ -448,7 +449,7 @@ def _leased(config: Config, storage: StorageSettings, command: str, run_id: str)
         return
     from dlq_pipeline.spark.lease import LeaseHeld, lost_message, writer_lease
 
-    spark = start_spark(config)  # the command's own start_spark gets this session back
+    spark = start_spark(config, inputs=inputs)  # the command's own start_spark gets this session back
     lease = writer_lease(spark, storage, command=command, run_id=run_id)
     try:
         lease.__enter__()

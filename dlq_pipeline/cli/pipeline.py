@@ -39,7 +39,7 @@ def ingest_cmd(paths, as_json, config: Config):
 
     run_id = run_id_for(config)
     progress = to_stderr()  # also under --json: stdout is the result
-    with writing(config, "ingest", run_id):
+    with writing(config, "ingest", run_id, inputs=list(paths)):
         spark = start_spark(config, inputs=list(paths))
         with stage(progress, "ingest", run_id=run_id) as counts:
             try:
@@ -133,8 +133,9 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
         live_source(config, source, table)  # exit 2 now rather than after ingest
     now = utc_now()
     run_id = run_id_for(config, run_id, now)
-    with writing(config, "run", run_id):
-        spark = start_spark(config, needs_classic(target, source), inputs=None if source else inputs)
+    read = None if source else inputs
+    with writing(config, "run", run_id, inputs=read):
+        spark = start_spark(config, needs_classic(target, source), inputs=read)
         try:
             summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=inputs, target=target,
                                    run_id=run_id, now=now, progress=to_stderr(), source=source)

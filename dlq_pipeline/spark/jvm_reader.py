@@ -22,7 +22,7 @@ against pyspark's own jars (``python -m dlq_pipeline.spark.jvm_reader``; ``make 
 which ``make demo``, ``test``, ``bench`` and ``package`` run), into the package directory,
 named by the sources' digest: a jar built from other sources is never used, and the digest
 is checked again by the data source itself (a cluster or a Connect server that has another
-build answers "unavailable"). `get_spark` puts it on ``spark.jars`` of a session it builds;
+build answers "unavailable"). `get_spark` puts it on the class path of a local JVM it starts (``spark.jars`` for another master);
 ``make package`` copies it to ``dist/`` for ``spark-submit --jars`` and a Databricks cluster
 library (docs/deploy.md). Where it is not on the classpath (Databricks serverless, a Connect
 server started without it, ``ingest.reader = "python"``), ingest reads with Python as before.

@@ -84,6 +84,7 @@ BASE_CONF: dict[str, str] = {
     "spark.databricks.delta.snapshotPartitions": "1",
 }
 LOG_LEVEL = "WARN"
+CLASSPATH = "spark.driver.extraClassPath"
 
 
 def _settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -197,8 +198,9 @@ def session_conf(settings: Mapping[str, Any] | None = None, launcher: Mapping[st
 
     Delta's SQL extension and catalog are added only when ``format`` is ``delta`` *and* Delta
     will be on the classpath (already there or named, or fetched once into the jar cache of
-    `dlq_pipeline.spark.delta`, which then goes into ``spark.jars``): naming a catalog class
-    that does not exist would break every query, Parquet ones included.
+    `dlq_pipeline.spark.delta`, which then go on the class path of a local JVM, into
+    ``spark.jars`` for another master): naming a catalog class that does not exist would
+    break every query, Parquet ones included.
 
     ``launcher``: the settings spark-submit was started with (``launcher_conf()``). They win
     over the defaults and the configuration file: ``spark-submit --master yarn jobs/run.py``
@@ -208,33 +210,46 @@ def session_conf(settings: Mapping[str, Any] | None = None, launcher: Mapping[st
     conf = dict(BASE_CONF)
     conf["spark.master"] = s.get("master") or "local[*]"
     conf["spark.app.name"] = s.get("app_name") or "dlq-pipeline"
-    if not launcher and conf["spark.master"].startswith("local"):
+    local = not launcher and conf["spark.master"].startswith("local")
+    if local:
         conf["spark.driver.memory"] = local_driver_memory()
-        # the user's own spark.driver.extraJavaOptions replace these
+    user = {str(k): str(v) for k, v in (s.get("spark_conf") or {}).items()}
+    conf.update(user)
+    conf.update({str(k): str(v) for k, v in (launcher or {}).items()})
+    jars = []
+    reader = jvm_reader.existing()
+    if reader and not launcher:  # spark-submit's JVM has its classpath already: --jars names it there
+        jars.append(reader)
+    delta = s.get("format") == "delta"
+    if delta and not _delta_jars_present(conf):
+        jars += cached_jars()
+    if jars:
+        # A local JVM is its own executor: the jars go on its class path, where the class
+        # archive maps their classes too (`dlq_pipeline.spark.class_archive`); other masters
+        # ship them to their executors.
+        key, sep = (CLASSPATH, os.pathsep) if local else ("spark.jars", ",")
+        listed = [j for j in conf.get(key, "").split(sep) if j]
+        conf[key] = sep.join([*listed, *[j for j in jars if j not in listed]])
+    if delta and _delta_jars_present(conf):
+        extensions = [e for e in conf.get("spark.sql.extensions", "").split(",") if e]
+        if DELTA_EXTENSION not in extensions:
+            conf["spark.sql.extensions"] = ",".join([*extensions, DELTA_EXTENSION])
+        conf.setdefault("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+    if local and "spark.driver.extraJavaOptions" not in user:  # the user's own options replace these
         options = [QUICK_JIT_OPTION] if quick_jit(s) else []
         if s.get("class_archive"):
             options.append(class_archive.java_options(str(s["class_archive"])))
         if options:
             conf["spark.driver.extraJavaOptions"] = " ".join(options)
-    user = {str(k): str(v) for k, v in (s.get("spark_conf") or {}).items()}
-    conf.update(user)
-    conf.update({str(k): str(v) for k, v in (launcher or {}).items()})
-    reader = jvm_reader.existing()
-    if reader and not launcher:  # spark-submit's JVM has its classpath already: --jars names it there
-        listed = [j for j in conf.get("spark.jars", "").split(",") if j]
-        conf["spark.jars"] = ",".join(listed if reader in listed else [*listed, reader])
-    if s.get("format") == "delta":
-        if not _delta_jars_present(conf):
-            jars = cached_jars()
-            if jars:
-                listed = [j for j in conf.get("spark.jars", "").split(",") if j]
-                conf["spark.jars"] = ",".join([*listed, *jars])
-        if _delta_jars_present(conf):
-            extensions = [e for e in conf.get("spark.sql.extensions", "").split(",") if e]
-            if DELTA_EXTENSION not in extensions:
-                conf["spark.sql.extensions"] = ",".join([*extensions, DELTA_EXTENSION])
-            conf.setdefault("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
     return conf
+
+
+def local_classpath(settings: Mapping[str, Any] | None = None) -> list[str]:
+    """The jars a local JVM built with ``settings`` gets on its class path besides Spark's own
+    (the JVM reader's; Delta's cached jars for ``format`` delta): what its class archive is
+    made for."""
+    found = session_conf(settings, launcher_conf()).get(CLASSPATH, "")
+    return [j for j in found.split(os.pathsep) if j]
 
 
 def _python_env() -> None:
@@ -366,7 +381,7 @@ def get_spark(settings: Mapping[str, Any] | None = None) -> SparkSession:
         return active
 
     if not remote_url(s):
-        s.setdefault("class_archive", class_archive.existing())
+        s.setdefault("class_archive", class_archive.existing(local_classpath(s)))
     spark = _build(connect_conf(s) if remote_url(s) else session_conf(s, launcher_conf()))
     _quiet(spark, s.get("log_level") or LOG_LEVEL)
     return spark

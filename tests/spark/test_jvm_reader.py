@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import random
 from pathlib import Path
 
@@ -96,7 +97,7 @@ def compare(spark, paths, split_bytes, *, limits=None, dumps_only=True) -> tuple
 
 
 def test_a_session_get_spark_builds_has_the_reader(jvm):
-    assert jvm_reader.existing() in jvm.sparkContext.getConf().get("spark.jars").split(",")
+    assert jvm_reader.existing() in jvm.sparkContext.getConf().get("spark.driver.extraClassPath").split(os.pathsep)
     items = plan_work([str(FIXTURES / "real" / "mq10-dmpmqmsg-stdout.dmp")])
     assert "dmpmqmsg dumps, 1 work items" in scan(jvm, items, jvm=jvm_items(jvm, items))._jdf.queryExecution() \
         .executedPlan().toString()

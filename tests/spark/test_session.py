@@ -123,31 +123,42 @@ def test_delta_confs_only_when_delta_can_be_loaded(monkeypatch):
 
     cached = ["/c/io.delta_delta-spark_4.2_2.13-4.4.0.jar", "/c/io.delta_delta-storage-4.4.0.jar"]
     monkeypatch.setattr(session_module, "cached_jars", lambda: cached)
-    from_cache = session_conf({"format": "delta", "spark_conf": {"spark.jars": "/x/mine.jar"}})
-    assert from_cache["spark.jars"] == ",".join(["/x/mine.jar", *cached])
+    from_cache = session_conf({"format": "delta", "spark_conf": {"spark.driver.extraClassPath": "/x/mine.jar"}})
+    assert from_cache["spark.driver.extraClassPath"] == os.pathsep.join(["/x/mine.jar", *cached])  # a local JVM
     assert from_cache["spark.sql.catalog.spark_catalog"] == DELTA_CATALOG
     assert from_cache["spark.sql.extensions"] == DELTA_EXTENSION
+    on_a_cluster = session_conf({"format": "delta", "master": "spark://host:7077",
+                                 "spark_conf": {"spark.jars": "/x/mine.jar"}})
+    assert on_a_cluster["spark.jars"] == ",".join(["/x/mine.jar", *cached])  # shipped to the executors
+    assert "spark.driver.extraClassPath" not in on_a_cluster
 
     parquet = session_conf({"format": "parquet"})
     assert "spark.sql.catalog.spark_catalog" not in parquet and "spark.jars" not in parquet
+    assert "spark.driver.extraClassPath" not in parquet
 
 
-def test_the_jvm_readers_jar_joins_spark_jars_of_sessions_this_process_starts(monkeypatch):
+def test_the_jvm_readers_jar_joins_the_classpath_of_sessions_this_process_starts(monkeypatch):
     monkeypatch.setattr(session_module, "cached_jars", lambda: [])
     monkeypatch.setattr(session_module.jvm_reader, "existing", lambda: "/p/dlq-pipeline-reader-abc.jar")
-    assert session_conf({})["spark.jars"] == "/p/dlq-pipeline-reader-abc.jar"
-    mine = session_conf({"spark_conf": {"spark.jars": "/x/mine.jar,/p/dlq-pipeline-reader-abc.jar"}})
-    assert mine["spark.jars"] == "/x/mine.jar,/p/dlq-pipeline-reader-abc.jar"  # named once
+    assert session_conf({})["spark.driver.extraClassPath"] == "/p/dlq-pipeline-reader-abc.jar"
+    assert session_module.local_classpath({}) == ["/p/dlq-pipeline-reader-abc.jar"]
+    mine = session_conf({"spark_conf": {"spark.driver.extraClassPath": f"/x/mine.jar{os.pathsep}"
+                                                                      "/p/dlq-pipeline-reader-abc.jar"}})
+    assert mine["spark.driver.extraClassPath"] == f"/x/mine.jar{os.pathsep}/p/dlq-pipeline-reader-abc.jar"  # once
+    cluster = session_conf({"master": "spark://host:7077", "spark_conf": {"spark.jars": "/x/mine.jar"}})
+    assert cluster["spark.jars"] == "/x/mine.jar,/p/dlq-pipeline-reader-abc.jar"
     # spark-submit started the JVM: its --jars say what is on the classpath
-    assert "spark.jars" not in session_conf({}, {"spark.master": "yarn"})
+    launched = session_conf({}, {"spark.master": "yarn"})
+    assert "spark.jars" not in launched and "spark.driver.extraClassPath" not in launched
     monkeypatch.setattr(session_module.jvm_reader, "existing", lambda: None)
-    assert "spark.jars" not in session_conf({})
+    assert "spark.jars" not in session_conf({}) and "spark.driver.extraClassPath" not in session_conf({})
 
 
 def test_the_suite_session_has_delta_from_the_jar_cache(spark, monkeypatch):
     monkeypatch.delenv("DATABRICKS_RUNTIME_VERSION", raising=False)
     assert delta_available(spark) is True  # `make delta-jars` fetched them; Parquet runs on it too
-    assert set(cached_jars()) <= set(spark.sparkContext.getConf().get("spark.jars").split(","))
+    classpath = spark.sparkContext.getConf().get("spark.driver.extraClassPath").split(os.pathsep)
+    assert set(cached_jars()) <= set(classpath)
 
 
 def test_delta_release_per_spark_version_and_the_cache_layout(tmp_path, monkeypatch):
@@ -245,3 +256,31 @@ def test_start_spark_tells_the_session_what_the_command_reads(tmp_path, monkeypa
     assert [(s["work_bytes"], s["quick_jit_bytes"]) for s in seen] == [(1000, 999), (None, 999)]
     assert [session_module.quick_jit(s) for s in seen] == [False, False]
     assert session_module.quick_jit({**seen[0], "quick_jit_bytes": 1000})
+
+
+@pytest.mark.parametrize("command", ["ingest", "run"])
+def test_the_lease_of_a_delta_warehouse_starts_spark_told_what_the_command_reads(tmp_path, monkeypatch, command):
+    """The writer lease starts the session before the command's own `start_spark`, which then
+    gets it back: the lease's start must name the inputs, or the JVM misses its quick JIT."""
+    from click.testing import CliRunner
+
+    from dlq_pipeline.cli import cli
+
+    class Started(Exception):
+        pass
+
+    seen = []
+    monkeypatch.setattr(session_module, "delta_missing", lambda settings: False)
+    monkeypatch.setattr(session_module, "get_spark", lambda settings: seen.append(settings) or _raise(Started()))
+    dump = tmp_path / "a.dmp"
+    dump.write_bytes(b"x" * 1000)
+    rules = tmp_path / "r.rules"
+    rules.write_text("ACTION(DISCARD)\n")
+    args = {"ingest": ["ingest", str(dump)],
+            "run": ["run", "--input", str(dump), "--rules", str(rules), "--target", "dry-run"]}[command]
+    CliRunner().invoke(cli, [*args, "--warehouse", str(tmp_path / "wh"), "--format", "delta"])
+    assert [s["work_bytes"] for s in seen] == [1000]
+
+
+def _raise(exc: Exception):
+    raise exc
