@@ -57,31 +57,27 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(TIER_OF_FIXTURE[fixture])
         if tier(item) == "unit":
             item.add_marker("unit")
+        # `make test` runs two pytest-xdist workers (--dist loadgroup): a file's tests stay on one
+        # worker, so its module fixtures are made once, and the cluster tier's do too (one test bed)
+        item.add_marker(pytest.mark.xdist_group("cluster" if folder == "cluster" else item.path.name))
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter):
-    """The time each tier took (setup, call and teardown of its tests), after the slowest tests."""
+    """The time each tier took (setup, call and teardown of its tests), after the slowest tests.
+    A report's keywords carry its test's markers, in a pytest-xdist worker's reports too."""
     seconds: dict[str, float] = {}
     tests: dict[str, set[str]] = {}
     for reports in terminalreporter.stats.values():
         for report in reports:
             if isinstance(report, pytest.TestReport):
-                name = TIER_BY_NODE.get(report.nodeid, "unit")
+                name = next((t for t in TIERS if t in report.keywords), "unit")
                 seconds[name] = seconds.get(name, 0.0) + report.duration
                 tests.setdefault(name, set()).add(report.nodeid)
     if seconds:
         terminalreporter.write_sep("=", "time per tier")
         for name, spent in sorted(seconds.items(), key=lambda kv: -kv[1]):
             terminalreporter.write_line(f"{spent:8.1f} s  {name:<8} {len(tests[name]):5d} tests")
-
-
-TIER_BY_NODE: dict[str, str] = {}
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_finish(session):
-    TIER_BY_NODE.update({item.nodeid: tier(item) for item in session.items})
 
 
 @pytest.fixture(scope="session")
@@ -106,15 +102,12 @@ def spark(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def built_wheel(tmp_path_factory) -> Path:
-    """The wheel `make package` builds, built once per session (tools/package.py --wheel-only)."""
-    import subprocess
+def built_wheel() -> Path:
+    """The wheel `make package` builds, from the suite's one build of its dist/ (tests/packed.py:
+    keyed by the sources, built by ``make test``'s set-up, shared by the pytest workers)."""
+    from tests.packed import packed_dist
 
-    dist = tmp_path_factory.mktemp("dist")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    subprocess.run([sys.executable, str(REPO / "tools" / "package.py"), "--dist", str(dist), "--wheel-only"],
-                   env=env, check=True, capture_output=True, timeout=600)
-    [wheel] = dist.glob("*.whl")
+    [wheel] = packed_dist().glob("*.whl")
     return wheel
 
 
