@@ -6,13 +6,14 @@ cannot be compiled at all and Spark falls back (hugeMethodLimit, codegen fallbac
 measures where that bites, and that `spark.compiler.classify_columns` stays flat.
 
 Approaches (all in one projection over the same Parquet input):
-  compiler   classify_columns: exact §8 semantics (match list in chunks + aggregate + lookups)
+  compiler   classify_columns: exact §8 semantics (the rule chosen per distinct combination of
+             tested values, its outputs looked up by index)
   chain      the obvious single chain: when(rule 0 matches, outputs 0).when(rule 1 ...) ...;
              first match only, so it does NOT implement cumulative RETRY (cheaper than exact)
   chain-sum  the obvious chain made exact: branch i tests the running RETRY total written
              out over rules 0..i (quadratic size; only run up to --max-quadratic rules)
 
-Usage: .venv/bin/python benchmarks/bench_rules_codegen.py [--rows 200000] [--sizes 10,100,500]
+Usage: .venv/bin/python -m benchmarks.bench_rules_codegen [--rows 200000] [--sizes 10,100,500]
        [--approaches compiler,chain,chain-sum] [--huge-method-limit 8000|65535] [--repeat 3]
        [--max-quadratic 100] [--check]
 Prints, per approach and table size: plan build time, first run (includes code generation
@@ -36,7 +37,8 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns, resolved_sql, rule_sql
+from benchmarks.chained_rules import rule_sql
+from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns, resolved_sql
 from dlq_pipeline.rules.model import Rule, RulesTable
 
 REASONS = (2053, 2035, 2051, 2085, 2087, 265)

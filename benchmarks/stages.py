@@ -243,7 +243,8 @@ def compiled_classify(df, table):
 
 def chained_classify(df, table):
     """Every rule compiled into SQL (``chained_columns``): each message tests every rule."""
-    from dlq_pipeline.spark.compiler import DECISION_COLUMNS, chained_columns
+    from benchmarks.chained_rules import chained_columns
+    from dlq_pipeline.spark.compiler import DECISION_COLUMNS
 
     return chained_columns(table, df, "prior_attempts").select("message_key", *DECISION_COLUMNS)
 

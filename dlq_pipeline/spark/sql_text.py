@@ -1,5 +1,5 @@
 """SQL text built by the pipeline: literals and quoted names that mean the same under every
-parser setting. The compiler writes rules as SQL with these; storage and schemas quote
+parser setting. The classifier writes the rules' outputs as SQL with these; storage and schemas quote
 column names with them."""
 
 from __future__ import annotations
@@ -25,24 +25,10 @@ def sql_column(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def sql_value(value) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return f"CAST({value} AS BIGINT)" if abs(value) > 2**31 - 1 else f"({value})"
-    return sql_string(value)
-
-
-def sql_array(values, type_: str) -> str:
-    """A literal array; the cast fixes the element type even when every value is null."""
-    return f"CAST(array({', '.join(sql_value(v) for v in values)}) AS ARRAY<{type_}>)"
-
-
 def sql_json_array(values, type_: str) -> str:
-    """`sql_array` as one JSON string literal read by ``from_json``, which the optimizer
-    folds into the same literal array. A table's outputs are arrays of hundreds of values
-    used several times: as ``array(...)`` each value is an expression the parser and the
-    analyzer visit for every use (about 0.4 s at 500 rules), as JSON a single literal."""
+    """A literal array of ``type_`` elements, as one JSON string literal read by ``from_json``,
+    which the optimizer folds into a literal array. A table's outputs are arrays of hundreds
+    of values used several times: written as ``array(v1, ..., vN)`` each value would be an
+    expression the parser and the analyzer visit for every use (about 0.4 s at 500 rules),
+    as JSON it is a single literal."""
     return f"from_json({sql_string(json.dumps(list(values)))}, 'ARRAY<{type_}>')"
