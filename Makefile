@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 # The tested environment: Spark 4.2 + Delta 4.4, every package pinned (constraints/README.md).
 CONSTRAINTS ?= constraints/spark-4.2.txt
 
-.PHONY: venv demo test check package clean delta-jars hadoop-jars class-archive jvm-reader browser chromium test-envs
+.PHONY: venv demo test check lint fmt package clean delta-jars hadoop-jars class-archive jvm-reader browser chromium test-envs
 
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
@@ -54,16 +54,27 @@ test-envs: $(STAMP) jvm-reader
 	$(BIN)/python -m tests.venvs
 	$(BIN)/python -m tests.packed
 
-# The inner loop, in under two minutes: every pure test (no Java, no Spark, no network; the
-# `unit` tier tests/conftest.py gives them) with the quick Hypothesis profile (tests/profiles.py).
-check: $(STAMP)
+# Style and types (configured in pyproject.toml): ruff's lint and format check, then mypy.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# Rewrite what ruff can: import order, upgrades, formatting.
+fmt: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+# The inner loop, in under two minutes: lint, then every pure test (no Java, no Spark, no
+# network; the `unit` tier tests/conftest.py gives them) with the quick Hypothesis profile
+# (tests/profiles.py).
+check: $(STAMP) lint
 	DLQ_TEST_PROFILE=quick $(BIN)/python -m pytest -q -m unit -p no:cacheprovider $(PYTEST_ARGS)
 
-# Everything: set-up first (jars, class archive, environments, chromium), then every tier, in
+# Everything: lint, set-up (jars, class archive, environments, chromium), then every tier, in
 # TEST_WORKERS pytest-xdist workers (a test file, and the whole cluster tier, on one worker:
 # tests/conftest.py). TEST_WORKERS=0 runs in this process.
 TEST_WORKERS ?= 2
-test: $(STAMP) delta-jars hadoop-jars jvm-reader class-archive chromium test-envs
+test: $(STAMP) lint delta-jars hadoop-jars jvm-reader class-archive chromium test-envs
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # Debian's chromium, for the browser tests (the HTML report rendered headless): installed once

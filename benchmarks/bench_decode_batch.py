@@ -15,7 +15,12 @@ from dataclasses import replace
 
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.formats.structures import (
-    DeadLetterHeader, TransmissionQueueHeader, decode_dlh, decode_dlh_batch, encode_dlh, encode_xqh,
+    DeadLetterHeader,
+    TransmissionQueueHeader,
+    decode_dlh,
+    decode_dlh_batch,
+    encode_dlh,
+    encode_xqh,
     to_columns,
 )
 
@@ -26,10 +31,18 @@ def sample(count: int, seed: int = 7):
     rows = []
     for i in range(count):
         pick = rng.random()
-        dlh = DeadLetterHeader(reason=rng.choice([2053, 2051, 2085, 2035, 265]), dest_q=f"APP.Q{i % 97}",
-                               dest_qmgr="QM1", encoding=546, ccsid=1208, format="MQSTR",
-                               put_appl_type=7, put_appl_name="QM1", put_date="20260101",
-                               put_time="12000000")
+        dlh = DeadLetterHeader(
+            reason=rng.choice([2053, 2051, 2085, 2035, 265]),
+            dest_q=f"APP.Q{i % 97}",
+            dest_qmgr="QM1",
+            encoding=546,
+            ccsid=1208,
+            format="MQSTR",
+            put_appl_type=7,
+            put_appl_name="QM1",
+            put_date="20260101",
+            put_time="12000000",
+        )
         body = b"x" * rng.randint(0, 600)
         if pick < 0.70:
             rows.append((encode_dlh(dlh, 546, 819) + body, 546, 819, "MQDEAD  "))
@@ -54,12 +67,11 @@ def main(count: int = 100_000, batch_size: int = 10_000) -> None:
     start = time.perf_counter()
     batches = []
     for first in range(0, count, batch_size):
-        chunk = rows[first:first + batch_size]
+        chunk = rows[first : first + batch_size]
         batches.append(decode_dlh_batch(*(list(column) for column in zip(*chunk))))
     batch_seconds = time.perf_counter() - start
 
-    agree = all(batches[i // batch_size]["dlh_dest_q"][i % batch_size] == scalar[i]["dlh_dest_q"]
-                for i in range(count))
+    agree = all(batches[i // batch_size]["dlh_dest_q"][i % batch_size] == scalar[i]["dlh_dest_q"] for i in range(count))
     print(f"{count} headers, batches of {batch_size}")
     print(f"scalar loop: {scalar_seconds:.3f} s ({count / scalar_seconds:,.0f} headers/s)")
     print(f"batch:       {batch_seconds:.3f} s ({count / batch_seconds:,.0f} headers/s)")

@@ -34,13 +34,28 @@ def dead_letters(target_bytes: int, seed: int = 7):
     n = 0
     while written < target_bytes:
         dest = b"APP.ORDERS.%03d" % rng.randrange(50)
-        dlh = (b"DLH " + struct.pack("<ii", 1, rng.choice([2053, 2051, 2085, 2035]))
-               + dest.ljust(48) + b"QM1".ljust(48) + struct.pack("<ii", 546, 1208)
-               + b"MQSTR   " + struct.pack("<i", 7) + b"QM1".ljust(28) + b"2026092202342828")
+        dlh = (
+            b"DLH "
+            + struct.pack("<ii", 1, rng.choice([2053, 2051, 2085, 2035]))
+            + dest.ljust(48)
+            + b"QM1".ljust(48)
+            + struct.pack("<ii", 546, 1208)
+            + b"MQSTR   "
+            + struct.pack("<i", 7)
+            + b"QM1".ljust(28)
+            + b"2026092202342828"
+        )
         body = (b'{"order":%d,"lines":[' % n) + b'{"sku":"A-1","qty":2},' * rng.randrange(8, 180) + b"]}"
-        md = MQMD(version=2, format="MQDEAD  ", ccsid=1208, persistence=1,
-                  msg_id=rng.randbytes(24), put_appl_name="orders-service".ljust(28),
-                  put_date="20260922", put_time="02342828")
+        md = MQMD(
+            version=2,
+            format="MQDEAD  ",
+            ccsid=1208,
+            persistence=1,
+            msg_id=rng.randbytes(24),
+            put_appl_name="orders-service".ljust(28),
+            put_date="20260922",
+            put_time="02342828",
+        )
         written += len(dlh) + len(body)
         n += 1
         yield md, dlh + body
@@ -63,8 +78,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.dmp"
         # hex doubles the bytes, and the A lines add ~1.3 KB per message
-        count = write_dump(dead_letters(args.mb * 1_000_000 // 2), path, queue="DLQ",
-                           data_style=args.style, created="bench")
+        count = write_dump(
+            dead_letters(args.mb * 1_000_000 // 2), path, queue="DLQ", data_style=args.style, created="bench"
+        )
         size = path.stat().st_size
         print(f"{path.name}: {size / 1e6:.1f} MB, {count} messages, style {args.style}")
 

@@ -20,8 +20,8 @@ Prints, per approach and table size: plan build time, first run (includes code g
 and compilation), best of the next runs (wall and JVM CPU seconds), rows per CPU second, CPU
 µs per message, whether the projection ran in whole-stage codegen ("wscg"), or Spark had to
 fall back to interpreted evaluation because the generated code grew beyond 64 KB
-("fallback"), and the largest generated method (bytecode bytes). A short warm-up run first keeps JVM start-up costs out of
-the first row. --check also verifies that chain-sum decides exactly as the compiler.
+("fallback"), and the largest generated method (bytecode bytes). A short warm-up run first
+keeps JVM start-up costs out of the first row. --check also verifies that chain-sum decides exactly as the compiler.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from benchmarks.chained_rules import rule_sql
-from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns, resolved_sql
 from dlq_pipeline.rules.model import Rule, RulesTable
+from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns, resolved_sql
 
 REASONS = (2053, 2035, 2051, 2085, 2087, 265)
 
@@ -64,8 +64,18 @@ def realistic_table(size: int, seed: int = 7) -> RulesTable:
             r = Rule(0, i, {"REASON": 2035, "USERID": f"u{i:03d}"}, "FWD", fwdq="SECURITY.Q", header=False)
         else:
             r = Rule(0, i, {"FORMAT": "MQSTR", "DESTQ": f"*.{app}.?N"}, "IGNORE")
-        rules.append(Rule(line=10 + i, index=i, patterns=r.patterns, action=r.action, retry=r.retry,
-                          fwdq=r.fwdq, fwdqm=r.fwdqm, header=r.header))
+        rules.append(
+            Rule(
+                line=10 + i,
+                index=i,
+                patterns=r.patterns,
+                action=r.action,
+                retry=r.retry,
+                fwdq=r.fwdq,
+                fwdqm=r.fwdqm,
+                header=r.header,
+            )
+        )
     rules.append(Rule(line=10 + size, index=size - 1, patterns={}, action="FWD", fwdq="DEADQ.MANUAL"))
     return RulesTable(path=f"bench-{size}.rules", rules=tuple(rules))
 
@@ -78,8 +88,13 @@ def messages(spark: SparkSession, rows: int, apps: int, path: str) -> DataFrame:
         F.lit(True).alias("has_dlh"),
         F.lit(False).alias("truncated"),
         F.element_at(F.array(*[F.lit(r) for r in REASONS]), (h(2) % len(REASONS) + 1).cast("int")).alias("dlh_reason"),
-        F.rpad(F.when(h(3) % 4 == 0, F.concat(F.lit("X.APP"), k, F.lit(".IN"))).otherwise(
-            F.concat(F.lit("APP"), k, F.lit(".IN"))), 48, " ").alias("dlh_dest_q"),
+        F.rpad(
+            F.when(h(3) % 4 == 0, F.concat(F.lit("X.APP"), k, F.lit(".IN"))).otherwise(
+                F.concat(F.lit("APP"), k, F.lit(".IN"))
+            ),
+            48,
+            " ",
+        ).alias("dlh_dest_q"),
         F.rpad(F.concat(F.lit("QM"), k), 48, " ").alias("dlh_dest_qmgr"),
         F.lit("MQSTR   ").alias("dlh_format"),
         F.rpad(F.concat(F.lit("REPLY."), k), 48, " ").alias("reply_to_q"),
@@ -102,13 +117,23 @@ def _outputs_struct(rule: Rule) -> Column:
     if rule.action == "RETRY":
         q, qm = F.expr(resolved_sql("dlh_dest_q")), F.expr(resolved_sql("dlh_dest_qmgr"))
     elif rule.action == "FWD":
+
         def name(v):
-            cols = {"&DESTQ": "dlh_dest_q", "&DESTQM": "dlh_dest_qmgr", "&REPLYQ": "reply_to_q", "&REPLYQM": "reply_to_qmgr"}
+            cols = {
+                "&DESTQ": "dlh_dest_q",
+                "&DESTQM": "dlh_dest_qmgr",
+                "&REPLYQ": "reply_to_q",
+                "&REPLYQM": "reply_to_qmgr",
+            }
             return F.expr(resolved_sql(cols[v])) if v in cols else F.lit((v or "").rstrip(" "))
+
         q, qm = name(rule.fwdq), name(rule.fwdqm)
     return F.struct(
-        F.lit(rule.action).alias("action"), F.lit(rule.line).alias("rule_line"), F.lit(rule.index).alias("rule_index"),
-        q.alias("target_q"), qm.alias("target_qmgr"),
+        F.lit(rule.action).alias("action"),
+        F.lit(rule.line).alias("rule_line"),
+        F.lit(rule.index).alias("rule_index"),
+        q.alias("target_q"),
+        qm.alias("target_qmgr"),
         F.lit(rule.header if rule.action == "FWD" else None).cast("boolean").alias("header"),
         F.lit(rule.putaut if rule.action in ("RETRY", "FWD") else None).cast("string").alias("putaut"),
         F.lit(None).cast("string").alias("ignore_reason"),
@@ -123,17 +148,31 @@ def obvious_chain(table: RulesTable, df: DataFrame, cumulative: bool) -> DataFra
     for i, rule in enumerate(table.rules):
         condition = predicates[i]
         if cumulative and rule.action != "IGNORE":
-            total = sum((F.when(predicates[j], F.lit(table.rules[j].retry)).otherwise(F.lit(0))
-                         for j in range(i + 1) if table.rules[j].action != "IGNORE"), F.lit(0).cast("bigint"))
+            total = sum(
+                (
+                    F.when(predicates[j], F.lit(table.rules[j].retry)).otherwise(F.lit(0))
+                    for j in range(i + 1)
+                    if table.rules[j].action != "IGNORE"
+                ),
+                F.lit(0).cast("bigint"),
+            )
             condition = condition & (total > attempts)
         branch = _outputs_struct(rule)
         chain = F.when(condition, branch) if chain is None else chain.when(condition, branch)
     reason = F.lit("no_match")
     if cumulative:  # exact: something matched but every matching rule has used its attempts
         reason = F.when(reduce(lambda a, b: a | b, predicates), F.lit("retries_exhausted")).otherwise(reason)
-    implicit = F.struct(*[F.lit(v).cast(t).alias(n) for n, v, t in zip(
-        DECISION_COLUMNS[:-1], ["IGNORE", None, None, None, None, None, None],
-        ["string", "int", "int", "string", "string", "boolean", "string"])], reason.alias("ignore_reason"))
+    implicit = F.struct(
+        *[
+            F.lit(v).cast(t).alias(n)
+            for n, v, t in zip(
+                DECISION_COLUMNS[:-1],
+                ["IGNORE", None, None, None, None, None, None],
+                ["string", "int", "int", "string", "string", "boolean", "string"],
+            )
+        ],
+        reason.alias("ignore_reason"),
+    )
     decided = df.withColumn("_d", chain.otherwise(implicit))
     return decided.select(*df.columns, *[F.col(f"_d.{n}").alias(n) for n in DECISION_COLUMNS])
 
@@ -159,8 +198,10 @@ def plan_facts(spark: SparkSession, df: DataFrame) -> tuple[bool, int | None]:
     in_wscg = any(line.lstrip(" +-:").startswith("*(") and "Project" in line for line in text.splitlines())
     debug = getattr(getattr(spark._jvm.org.apache.spark.sql.execution.debug, "package$"), "MODULE$")
     try:
-        sizes = [entry._3().maxMethodCodeSize() for entry in spark._jvm.scala.jdk.javaapi.CollectionConverters.asJava(
-            debug.codegenStringSeq(plan))]
+        sizes = [
+            entry._3().maxMethodCodeSize()
+            for entry in spark._jvm.scala.jdk.javaapi.CollectionConverters.asJava(debug.codegenStringSeq(plan))
+        ]
     except Exception:  # noqa: BLE001 - only a diagnostic
         sizes = []
     return in_wscg, max(sizes) if sizes else None
@@ -196,18 +237,31 @@ def main(argv=None) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from dlq_pipeline.spark.session import get_spark
 
-    spark = get_spark({"master": "local[2]", "app_name": "bench-rules-codegen", "log_level": "OFF", "spark_conf": {
-        "spark.sql.shuffle.partitions": "2", "spark.sql.codegen.hugeMethodLimit": args.huge_method_limit}})
+    spark = get_spark(
+        {
+            "master": "local[2]",
+            "app_name": "bench-rules-codegen",
+            "log_level": "OFF",
+            "spark_conf": {
+                "spark.sql.shuffle.partitions": "2",
+                "spark.sql.codegen.hugeMethodLimit": args.huge_method_limit,
+            },
+        }
+    )
     spark.conf.set("spark.sql.codegen.hugeMethodLimit", args.huge_method_limit)
     sizes = [int(s) for s in args.sizes.split(",")]
-    print(f"rows={args.rows} hugeMethodLimit={spark.conf.get('spark.sql.codegen.hugeMethodLimit')} "
-          f"spark={spark.version} cores={os.cpu_count()}")
+    print(
+        f"rows={args.rows} hugeMethodLimit={spark.conf.get('spark.sql.codegen.hugeMethodLimit')} "
+        f"spark={spark.version} cores={os.cpu_count()}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         warm = messages(spark, 1000, 10, os.path.join(tmp, "warm"))
         timed_run(classify_columns(realistic_table(10), warm))
         timed_run(obvious_chain(realistic_table(10), warm, cumulative=True))
-        print(f"{'approach':<10} {'rules':>5} {'plan s':>7} {'first s':>8} {'wall s':>7} {'cpu s':>6}"
-              f" {'rows/cpu-s':>10} {'cpu µs/msg':>10} {'codegen':>8} {'max method B':>12}")
+        print(
+            f"{'approach':<10} {'rules':>5} {'plan s':>7} {'first s':>8} {'wall s':>7} {'cpu s':>6}"
+            f" {'rows/cpu-s':>10} {'cpu µs/msg':>10} {'codegen':>8} {'max method B':>12}"
+        )
         for size in sizes:
             table = realistic_table(size)
             df = messages(spark, args.rows, size, os.path.join(tmp, f"m{size}"))
@@ -216,8 +270,11 @@ def main(argv=None) -> None:
                     print(f"{approach:<10} {size:>5}   skipped: quadratic expression (--max-quadratic)")
                     continue
                 t0 = time.perf_counter()
-                out = (classify_columns(table, df) if approach == "compiler"
-                       else obvious_chain(table, df, cumulative=approach == "chain-sum"))
+                out = (
+                    classify_columns(table, df)
+                    if approach == "compiler"
+                    else obvious_chain(table, df, cumulative=approach == "chain-sum")
+                )
                 in_wscg, method = plan_facts(spark, out)
                 # maxMethodCodeSize -1: Janino could not compile the stage (64 KB), Spark ran it
                 # interpreted instead
@@ -225,9 +282,12 @@ def main(argv=None) -> None:
                 plan_s = time.perf_counter() - t0
                 first, _ = timed_run(out)
                 wall, cpu = min(timed_run(out) for _ in range(args.repeat))
-                print(f"{approach:<10} {size:>5} {plan_s:>7.2f} {first:>8.2f} {wall:>7.2f} {cpu:>6.2f}"
-                      f" {args.rows / cpu:>10,.0f} {cpu / args.rows * 1e6:>10.2f} {codegen:>8}"
-                      f" {method or '-':>12}", flush=True)
+                print(
+                    f"{approach:<10} {size:>5} {plan_s:>7.2f} {first:>8.2f} {wall:>7.2f} {cpu:>6.2f}"
+                    f" {args.rows / cpu:>10,.0f} {cpu / args.rows * 1e6:>10.2f} {codegen:>8}"
+                    f" {method or '-':>12}",
+                    flush=True,
+                )
                 if args.check and approach == "chain-sum":
                     check(table, df)
     spark.stop()

@@ -65,6 +65,7 @@ def _all(tests: list[str]) -> str:
 
 # --- string patterns ---------------------------------------------------------------------
 
+
 def _regex_literal(text: str) -> str:
     """Every character outside [A-Za-z0-9] as \\x{...}, so nothing is a regex operator."""
     return "".join(c if c.isascii() and c.isalnum() else f"\\x{{{ord(c):X}}}" for c in text)
@@ -114,7 +115,7 @@ def split_padding_tail(pattern: str) -> tuple[str, str]:
     Once the match runs into the field's padding only such characters can follow, so the
     padding can start nowhere but inside the tail."""
     head = pattern.rstrip(" *")
-    return head, pattern[len(head):]
+    return head, pattern[len(head) :]
 
 
 def trimmed_sql(column: str) -> str:
@@ -179,8 +180,10 @@ _EMPTY = "CAST(array() AS ARRAY<INT>)"
 def chunk_sql(rules: tuple[Rule, ...], start: int, eligible: str, trimmed: dict[str, str] | None = None) -> str:
     """The indexes of the rules ``start``.. ``start + CHUNK`` that match (array<int>, table
     order); empty for a message that is not eligible, whose predicates are then skipped."""
-    flags = [f"CASE WHEN {rule_sql(r, trimmed)} THEN {start + k} ELSE -1 END"
-             for k, r in enumerate(rules[start:start + CHUNK])]
+    flags = [
+        f"CASE WHEN {rule_sql(r, trimmed)} THEN {start + k} ELSE -1 END"
+        for k, r in enumerate(rules[start : start + CHUNK])
+    ]
     # array_remove is compiled; array_compact would be an interpreted filter() lambda
     return f"CASE WHEN {eligible} THEN array_remove(array({', '.join(flags)}), -1) ELSE {_EMPTY} END"
 
@@ -195,8 +198,10 @@ def choose_sql(rules: tuple[Rule, ...], matched: str, count: str, attempts: str)
     def decides(i: str, total: str) -> str:
         return f"(element_at({ignore}, {i} + 1) OR {total} + element_at({retry}, {i} + 1) > {attempts})"
 
-    step = (f"(__t, __i) -> CASE WHEN __t < 0 THEN __t WHEN {decides('__i', '__t')} THEN -(CAST(__i AS BIGINT) + 1)"
-            f" ELSE __t + element_at({retry}, __i + 1) END")
+    step = (
+        f"(__t, __i) -> CASE WHEN __t < 0 THEN __t WHEN {decides('__i', '__t')} THEN -(CAST(__i AS BIGINT) + 1)"
+        f" ELSE __t + element_at({retry}, __i + 1) END"
+    )
     first = f"element_at({matched}, 1)"
     return (
         f"CASE WHEN {count} = 0 THEN CAST(0 AS BIGINT)"
@@ -228,16 +233,24 @@ def chained_columns(table: RulesTable, df: DataFrame, attempts_col: str = "prior
     # pattern would trim its column again. CollapseProject keeps the projection apart
     # because the consumer uses each trimmed value more than once.
     trimmed = {c: f"{_TRIMMED}{c}" for c in string_columns(rules)}
-    source = df.select(*[F.col(sql_column(c)) for c in df.columns],
-                       *[F.expr(trimmed_sql(c)).alias(t) for c, t in trimmed.items()]) if trimmed else df
+    source = (
+        df.select(
+            *[F.col(sql_column(c)) for c in df.columns], *[F.expr(trimmed_sql(c)).alias(t) for c, t in trimmed.items()]
+        )
+        if trimmed
+        else df
+    )
     chunks = [chunk_sql(rules, start, eligible, trimmed) for start in range(0, len(rules), CHUNK)]
     # Each chunk is used twice here: subexpression elimination then evaluates it once, in
     # its own generated method. The count says whether anything matched.
     matched = (f"concat({', '.join(chunks)})" if len(chunks) > 1 else chunks[0]) if chunks else _EMPTY
     count = " + ".join(f"size({c})" for c in chunks) if chunks else "0"
-    listed = source.select(*[F.col(sql_column(c)) for c in df.columns],
-                           F.expr(matched).alias(_MATCHED), F.expr(count).alias(_COUNT))
-    picked = listed.select("*", F.expr(choose_sql(rules, sql_column(_MATCHED), sql_column(_COUNT), attempts)).alias(_PICK))
+    listed = source.select(
+        *[F.col(sql_column(c)) for c in df.columns], F.expr(matched).alias(_MATCHED), F.expr(count).alias(_COUNT)
+    )
+    picked = listed.select(
+        "*", F.expr(choose_sql(rules, sql_column(_MATCHED), sql_column(_COUNT), attempts)).alias(_PICK)
+    )
     index = f"CASE WHEN {sql_column(_PICK)} < 0 THEN CAST(-{sql_column(_PICK)} - 1 AS INT) END"
     outputs = outputs_sql(rules, index, f"({sql_column(_COUNT)} > 0)")
     kept = [F.col(sql_column(c)) for c in df.columns if c not in DECISION_COLUMNS]

@@ -16,9 +16,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Callable, Mapping
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,14 +58,66 @@ class Sizes:
 
 
 SIZES = {
-    "tiny": Sizes("tiny", 1, 100, 2, 16 * 1024, 100, 2, (10,), 100, 100, (1,), (30,), 1, 2, 64 * 1024, 1024,
-                  pipeline_memory_messages=2, pipeline_memory_bytes=1024 * 1024),
-    "quick": Sizes("quick", 3, 5_000, 20, 64 * 1024, 5_000, 3, (10, 100, 500), 6_000, 4_000, (1, 2, 4),
-                   (1_000, 3_000), 1, 20, 4 * 1024 * 1024, 1024,
-                   pipeline_memory_messages=3, pipeline_memory_bytes=100 * 1024 * 1024),
-    "full": Sizes("full", 3, 20_000, 50, 64 * 1024, 20_000, 3, (10, 100, 500), 20_000, 20_000, (1, 2, 4),
-                  (1_000, 1_500, 5_000, 20_000, 100_000), 1, 100, 20 * 1024 * 1024, 1024,
-                  pipeline_memory_messages=100, pipeline_memory_bytes=100 * 1024 * 1024),
+    "tiny": Sizes(
+        "tiny",
+        1,
+        100,
+        2,
+        16 * 1024,
+        100,
+        2,
+        (10,),
+        100,
+        100,
+        (1,),
+        (30,),
+        1,
+        2,
+        64 * 1024,
+        1024,
+        pipeline_memory_messages=2,
+        pipeline_memory_bytes=1024 * 1024,
+    ),
+    "quick": Sizes(
+        "quick",
+        3,
+        5_000,
+        20,
+        64 * 1024,
+        5_000,
+        3,
+        (10, 100, 500),
+        6_000,
+        4_000,
+        (1, 2, 4),
+        (1_000, 3_000),
+        1,
+        20,
+        4 * 1024 * 1024,
+        1024,
+        pipeline_memory_messages=3,
+        pipeline_memory_bytes=100 * 1024 * 1024,
+    ),
+    "full": Sizes(
+        "full",
+        3,
+        20_000,
+        50,
+        64 * 1024,
+        20_000,
+        3,
+        (10, 100, 500),
+        20_000,
+        20_000,
+        (1, 2, 4),
+        (1_000, 1_500, 5_000, 20_000, 100_000),
+        1,
+        100,
+        20 * 1024 * 1024,
+        1024,
+        pipeline_memory_messages=100,
+        pipeline_memory_bytes=100 * 1024 * 1024,
+    ),
 }
 
 
@@ -77,10 +129,14 @@ def with_overrides(sizes: Sizes, overrides: list[str]) -> Sizes:
         name, sep, value = item.partition("=")
         name = name.strip()
         if not sep or name not in Sizes.__dataclass_fields__ or name == "name":
-            raise SystemExit(f"--size {item!r}: expected FIELD=VALUE with FIELD one of "
-                             f"{', '.join(f for f in Sizes.__dataclass_fields__ if f != 'name')}")
+            raise SystemExit(
+                f"--size {item!r}: expected FIELD=VALUE with FIELD one of "
+                f"{', '.join(f for f in Sizes.__dataclass_fields__ if f != 'name')}"
+            )
         current = getattr(sizes, name)
-        changes[name] = tuple(int(v) for v in value.split(",") if v.strip()) if isinstance(current, tuple) else int(value)
+        changes[name] = (
+            tuple(int(v) for v in value.split(",") if v.strip()) if isinstance(current, tuple) else int(value)
+        )
     return replace(sizes, **changes)
 
 
@@ -145,8 +201,13 @@ def median(values) -> float:
     return float(statistics.median(values))
 
 
-def interleaved(variants: Mapping[str, Callable[[], object]], repeats: int, *,
-                warmup: bool | None = None, cpu: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
+def interleaved(
+    variants: Mapping[str, Callable[[], object]],
+    repeats: int,
+    *,
+    warmup: bool | None = None,
+    cpu: dict[str, list[float]] | None = None,
+) -> dict[str, list[float]]:
     """Seconds per run of each variant: one untimed warm-up each (JIT, Python workers,
     page cache; by default only when ``repeats`` > 1), then ``repeats`` rounds running every
     variant once per round. ``cpu``, when given, gets the CPU seconds of each run
@@ -260,13 +321,26 @@ def run_child(task: str, params: dict, workdir: Path, *, timeout: float = 3600) 
     beside where the result would have been."""
     workdir.mkdir(parents=True, exist_ok=True)
     out = workdir / f"child-{task}-{time.monotonic_ns()}.json"
-    cmd = [sys.executable, "-m", "benchmarks.run", "--child", task, "--params", json.dumps(params), "--result", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.run",
+        "--child",
+        task,
+        "--params",
+        json.dumps(params),
+        "--result",
+        str(out),
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0 or not out.exists():
         log = out.with_suffix(".stderr")
         log.write_text(proc.stderr)
-        raise ChildFailed(f"benchmark child {task} failed ({proc.returncode}; its stderr: {log}):\n{proc.stderr[-4000:]}",
-                          proc.stderr, log)
+        raise ChildFailed(
+            f"benchmark child {task} failed ({proc.returncode}; its stderr: {log}):\n{proc.stderr[-4000:]}",
+            proc.stderr,
+            log,
+        )
     return json.loads(out.read_text())
 
 
@@ -348,7 +422,7 @@ class PeakMemory:
             self.sample()
             self._stop.wait(self.interval)
 
-    def __enter__(self) -> "PeakMemory":
+    def __enter__(self) -> PeakMemory:
         if sys.platform.startswith("linux"):
             self._thread.start()
         return self

@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from dlq_pipeline.formats.constants import reason_name
 from dlq_pipeline.dumps.generator import write_generated
+from dlq_pipeline.formats.constants import reason_name
 
 STARTER_RULES = str(Path(__file__).resolve().parents[1] / "dlq_pipeline" / "data" / "rules" / "starter.rules")
 
@@ -60,14 +60,17 @@ def rules_table_text(count: int, seed: int = 11) -> str:
     for k in range(body - len(ops)):
         app = f"APP{k:03d}"
         shape = _TEAM_SHAPES[k % len(_TEAM_SHAPES)]
-        teams.append(shape.format(app=app, low=app.lower(), qm=rng.randrange(20),
-                                  reason=reason_name(rng.choice(_TEAM_REASONS))))
+        teams.append(
+            shape.format(app=app, low=app.lower(), qm=rng.randrange(20), reason=reason_name(rng.choice(_TEAM_REASONS)))
+        )
     # the operations rules at evenly spaced positions, the teams' rules around them
     at = {round((j + 1) * body / (len(ops) + 1)) for j in range(len(ops))} if teams else set(range(body))
     rules = [ops.pop(0) if (i in at and ops) or not teams else teams.pop(0) for i in range(body)]
     rules += ops
-    header = "* benchmark table: operations rules among application teams' rules\n" \
-             "INPUTQM(' ') INPUTQ(' ') RETRYINT(300) WAIT(NO)\n"
+    header = (
+        "* benchmark table: operations rules among application teams' rules\n"
+        "INPUTQM(' ') INPUTQ(' ') RETRYINT(300) WAIT(NO)\n"
+    )
     return header + "\n".join(_wrapped(r) for r in rules + [CATCH_ALL]) + "\n"
 
 

@@ -34,11 +34,14 @@ def _error(doc: dict, key: str) -> list[str]:
 
 def machine_lines(doc: dict) -> list[str]:
     m = doc["machine"]
-    return [f"Machine: {m['cores']} cores ({m['cpu']}), {m['memory_gb']} GB, load average at start "
-            f"{m['load_average_at_start']}; Python {m['python']}, {m['java']}, Spark {m['spark']}, "
-            f"pyarrow {m['pyarrow']}, pandas {m['pandas']}. Mode `{doc['mode']}`, medians of "
-            f"{doc['sizes']['repeats']} runs (end to end: {doc['sizes']['e2e_repeats']}); "
-            f"command `{doc['command'].strip()}`.", ""]
+    return [
+        f"Machine: {m['cores']} cores ({m['cpu']}), {m['memory_gb']} GB, load average at start "
+        f"{m['load_average_at_start']}; Python {m['python']}, {m['java']}, Spark {m['spark']}, "
+        f"pyarrow {m['pyarrow']}, pandas {m['pandas']}. Mode `{doc['mode']}`, medians of "
+        f"{doc['sizes']['repeats']} runs (end to end: {doc['sizes']['e2e_repeats']}); "
+        f"command `{doc['command'].strip()}`.",
+        "",
+    ]
 
 
 def _measured_apart(doc: dict, key: str) -> list[str]:
@@ -46,23 +49,30 @@ def _measured_apart(doc: dict, key: str) -> list[str]:
     m = (doc.get("measured_apart") or {}).get(key)
     if not m:
         return []
-    return [f"*Measured in a later run ({m['started_at']}, load average at start "
-            f"{m['machine']['load_average_at_start']}, Spark {m['machine']['spark']}): "
-            f"`{m['command'].strip()}`.*", ""]
+    return [
+        f"*Measured in a later run ({m['started_at']}, load average at start "
+        f"{m['machine']['load_average_at_start']}, Spark {m['machine']['spark']}): "
+        f"`{m['command'].strip()}`.*",
+        "",
+    ]
 
 
 def decode_lines(d: dict) -> list[str]:
-    rows = [[name, v["seconds"], v["per_s"], v["us_per_message"], v.get("cpu_us_per_message"), v.get("mb_per_s")]
-            for name, v in d["variants"].items()]
+    rows = [
+        [name, v["seconds"], v["per_s"], v["us_per_message"], v.get("cpu_us_per_message"), v.get("mb_per_s")]
+        for name, v in d["variants"].items()
+    ]
     cov = d["jvm_expressions_coverage"]
     cpu = d.get("cpu_ratios") or {}
-    return (_table(["decode variant", "s", "messages/s", "µs/message", "CPU µs/message", "payload MB/s"], rows)
-            + [f"{d['messages']:,} messages ({d['distinct_messages']:,} distinct, mean payload "
-               f"{d['mean_payload_bytes']:,} B, {d['payload_mb']:,} MB). Ratios: "
-               + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items())
-               + (". In CPU time: " + ", ".join(f"{k} {_f(v)}" for k, v in cpu.items()) if cpu else "")
-               + f". The JVM expressions decode only {cov['handled_fraction']:.0%} of the messages "
-               f"(little-endian ASCII), agreeing on {cov['agree']:,} of {cov['handled']:,}.", ""])
+    return _table(["decode variant", "s", "messages/s", "µs/message", "CPU µs/message", "payload MB/s"], rows) + [
+        f"{d['messages']:,} messages ({d['distinct_messages']:,} distinct, mean payload "
+        f"{d['mean_payload_bytes']:,} B, {d['payload_mb']:,} MB). Ratios: "
+        + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items())
+        + (". In CPU time: " + ", ".join(f"{k} {_f(v)}" for k, v in cpu.items()) if cpu else "")
+        + f". The JVM expressions decode only {cov['handled_fraction']:.0%} of the messages "
+        f"(little-endian ASCII), agreeing on {cov['agree']:,} of {cov['handled']:,}.",
+        "",
+    ]
 
 
 def classify_lines(d: dict) -> list[str]:
@@ -70,108 +80,217 @@ def classify_lines(d: dict) -> list[str]:
     for count, t in d["tables"].items():
         c, r = t["variants"]["compiled"], t["variants"]["reference_udf"]
         chain = t["variants"].get("sql_chain", {})
-        rows.append([int(count), c["marginal_us_per_message"], chain.get("marginal_us_per_message"),
-                     r["marginal_us_per_message"], t["reference_over_compiled_marginal"], c["build_and_plan_s"],
-                     chain.get("build_and_plan_s"), c["fixed_s"], r["fixed_s"],
-                     d["compiled_wins_above_messages"].get(count), t["mean_rules_scanned_by_reference"],
-                     f"{t['agreement']['agree']}/{t['agreement']['rows']}"])
-    return (_table(["rules", "ours µs/msg (marginal)", "SQL chain µs/msg (marginal)", "reference UDF µs/msg (marginal)",
-                    "reference / ours", "ours build + plan s", "SQL chain build + plan s", "ours fixed s",
-                    "reference fixed s", "ours faster above (messages)", "rules the reference tries (mean)",
-                    "same decisions"], rows)
-            + [f"Marginal cost: the slope between {d['messages']:,} and {d['messages_large']:,} messages (queries "
-               "built and planned before timing); fixed cost: build + plan time plus the intercept. Growth: "
-               + ", ".join(f"{k} {_f(v)}" for k, v in d["growth"].items()), ""])
+        rows.append(
+            [
+                int(count),
+                c["marginal_us_per_message"],
+                chain.get("marginal_us_per_message"),
+                r["marginal_us_per_message"],
+                t["reference_over_compiled_marginal"],
+                c["build_and_plan_s"],
+                chain.get("build_and_plan_s"),
+                c["fixed_s"],
+                r["fixed_s"],
+                d["compiled_wins_above_messages"].get(count),
+                t["mean_rules_scanned_by_reference"],
+                f"{t['agreement']['agree']}/{t['agreement']['rows']}",
+            ]
+        )
+    return _table(
+        [
+            "rules",
+            "ours µs/msg (marginal)",
+            "SQL chain µs/msg (marginal)",
+            "reference UDF µs/msg (marginal)",
+            "reference / ours",
+            "ours build + plan s",
+            "SQL chain build + plan s",
+            "ours fixed s",
+            "reference fixed s",
+            "ours faster above (messages)",
+            "rules the reference tries (mean)",
+            "same decisions",
+        ],
+        rows,
+    ) + [
+        f"Marginal cost: the slope between {d['messages']:,} and {d['messages_large']:,} messages (queries "
+        "built and planned before timing); fixed cost: build + plan time plus the intercept. Growth: "
+        + ", ".join(f"{k} {_f(v)}" for k, v in d["growth"].items()),
+        "",
+    ]
 
 
 def ingest_lines(d: dict) -> list[str]:
-    rows = [["python, 1 core", name, v["seconds"], v["mb_per_s"], v["per_s"]]
-            for name, v in d["python_one_core"]["variants"].items()]
+    rows = [
+        ["python, 1 core", name, v["seconds"], v["mb_per_s"], v["per_s"]]
+        for name, v in d["python_one_core"]["variants"].items()
+    ]
     for master, variants in d["spark"].items():
         rows += [[master, name, v["seconds"], v["mb_per_s"], v["per_s"]] for name, v in variants.items()]
     for master, variants in d.get("large", {}).get("spark", {}).items():
-        rows += [[f"{master}, {d['large']['dump_mb']:,} MB", name, v["seconds"], v["mb_per_s"], v["per_s"]]
-                 for name, v in variants.items()]
-    return (_table(["where", "variant", "s", "MB/s", "messages/s"], rows)
-            + [f"One dump of {d['dump_mb']:,} MB, {d['messages']:,} messages, split into byte ranges of "
-               f"{d['split_bytes']:,} B (and, for the scaling, one of four times as many messages). `parse` is the "
-               "JVM reader, `parse_python_reader` the Python reader, `parse_and_store` the parse's message rows "
-               "written to the table in one pass (the limit of any store), `ingest_store` ingest itself. Ratios: "
-               + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items()), ""])
+        rows += [
+            [f"{master}, {d['large']['dump_mb']:,} MB", name, v["seconds"], v["mb_per_s"], v["per_s"]]
+            for name, v in variants.items()
+        ]
+    return _table(["where", "variant", "s", "MB/s", "messages/s"], rows) + [
+        f"One dump of {d['dump_mb']:,} MB, {d['messages']:,} messages, split into byte ranges of "
+        f"{d['split_bytes']:,} B (and, for the scaling, one of four times as many messages). `parse` is the "
+        "JVM reader, `parse_python_reader` the Python reader, `parse_and_store` the parse's message rows "
+        "written to the table in one pass (the limit of any store), `ingest_store` ingest itself. Ratios: "
+        + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items()),
+        "",
+    ]
 
 
 def replay_lines(d: dict) -> list[str]:
     rows = []
     for parts, p in d["partitions"].items():
         v = p["variants"]
-        rows.append([int(parts), v["writer_to_sim"]["seconds"], v["writer_to_sim"]["per_s"], p["puts_per_s"],
-                     v.get("writer_dry_run", {}).get("seconds"), v["iterate_only"]["seconds"], p["overhead_us_per_put"],
-                     p.get("writer_own_us_per_message"), p.get("sim_and_checkpoints_us_per_put"),
-                     p["writer_over_iterate"]])
-    return (_table(["partitions", "writer s", "messages/s", "puts/s", "dry-run writer s", "iterate only s",
-                    "overhead µs/put", "writer's own µs/message", "sim + checkpoints µs/put", "writer / iterate"], rows)
-            + [f"{d['messages']:,} decisions, {d['puts']:,} puts; sim latency (ms) {d['latency_ms']}. "
-               + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items()), ""])
+        rows.append(
+            [
+                int(parts),
+                v["writer_to_sim"]["seconds"],
+                v["writer_to_sim"]["per_s"],
+                p["puts_per_s"],
+                v.get("writer_dry_run", {}).get("seconds"),
+                v["iterate_only"]["seconds"],
+                p["overhead_us_per_put"],
+                p.get("writer_own_us_per_message"),
+                p.get("sim_and_checkpoints_us_per_put"),
+                p["writer_over_iterate"],
+            ]
+        )
+    return _table(
+        [
+            "partitions",
+            "writer s",
+            "messages/s",
+            "puts/s",
+            "dry-run writer s",
+            "iterate only s",
+            "overhead µs/put",
+            "writer's own µs/message",
+            "sim + checkpoints µs/put",
+            "writer / iterate",
+        ],
+        rows,
+    ) + [
+        f"{d['messages']:,} decisions, {d['puts']:,} puts; sim latency (ms) {d['latency_ms']}. "
+        + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items()),
+        "",
+    ]
 
 
 def _crossing(where: str, c: dict) -> str:
     """One sentence: the measured crossover (what the target judges) and the fitted lines."""
-    return (f"In {where}: crossover at **{_f(c['crossover_messages'])} messages** as measured ({c['note']}); "
-            f"fitted lines: run {c['pipeline_fixed_s']} s + {c['pipeline_ms_per_message']} ms/message, reference "
-            f"{c['reference_fixed_s']} s + {c['reference_ms_per_message']} ms/message, meeting at "
-            f"{_f(c['fitted_crossover_messages'])} messages.")
+    return (
+        f"In {where}: crossover at **{_f(c['crossover_messages'])} messages** as measured ({c['note']}); "
+        f"fitted lines: run {c['pipeline_fixed_s']} s + {c['pipeline_ms_per_message']} ms/message, reference "
+        f"{c['reference_fixed_s']} s + {c['reference_ms_per_message']} ms/message, meeting at "
+        f"{_f(c['fitted_crossover_messages'])} messages."
+    )
 
 
 def end_to_end_lines(d: dict) -> list[str]:
     rows = []
     for n, s in d["sizes"].items():
         stages = s.get("pipeline_jobs_per_stage") or {}
-        rows.append([int(n), s["pipeline_wall_s"]["seconds"],
-                     round(s["pipeline_spark_start_s"] + s.get("pipeline_trivial_job_s", 0), 2),
-                     s.get("pipeline_run_s"), _f(s.get("warm_run_s")),
-                     {True: "C1 only", False: "tiered"}.get(s.get("pipeline_quick_jit"), "-")
-                     + {True: ", class archive", False: ""}.get(s.get("pipeline_class_archive"), ""),
-                     s.get("pipeline_jobs"),
-                     " / ".join(f"{k} {v}" for k, v in stages.items()),
-                     " / ".join(f"{k} {round(v, 1)}" for k, v in (s.get("pipeline_stage_s") or {}).items()),
-                     _per_connection(s),
-                     s["reference_wall_s"]["seconds"], s["reference_over_pipeline"],
-                     _f(s.get("reference_over_warm_run"))])
+        rows.append(
+            [
+                int(n),
+                s["pipeline_wall_s"]["seconds"],
+                round(s["pipeline_spark_start_s"] + s.get("pipeline_trivial_job_s", 0), 2),
+                s.get("pipeline_run_s"),
+                _f(s.get("warm_run_s")),
+                {True: "C1 only", False: "tiered"}.get(s.get("pipeline_quick_jit"), "-")
+                + {True: ", class archive", False: ""}.get(s.get("pipeline_class_archive"), ""),
+                s.get("pipeline_jobs"),
+                " / ".join(f"{k} {v}" for k, v in stages.items()),
+                " / ".join(f"{k} {round(v, 1)}" for k, v in (s.get("pipeline_stage_s") or {}).items()),
+                _per_connection(s),
+                s["reference_wall_s"]["seconds"],
+                s["reference_over_pipeline"],
+                _f(s.get("reference_over_warm_run")),
+            ]
+        )
     c = d["crossover"]
     warm = d.get("crossover_warm_session")
-    lines = (_table(["messages", "run, fresh process (wall s)", "Spark start-up + trivial job s", "pipeline s",
-                     "pipeline s, warm session", "JVM", "Spark jobs",
-                     "jobs per stage", "stage s", "puts per connection (its task s)", "sequential reference (wall s)",
-                     "reference / run", "reference / warm run"], rows)
-             + [f"Sim latency (ms) {d['latency_ms']}, `run` on {d['master']}"
-                + (f" with replay {d['replay']}" if d.get("replay") else "") + ". "
-                + _crossing("a fresh process", c)
-                + (" " + _crossing("a warm session (the same run again after a first one, in a child whose "
-                                   "session is started as a notebook's, a running cluster's or a Spark Connect "
-                                   "server's: JIT tiered)", warm) if warm else ""), ""])
+    lines = _table(
+        [
+            "messages",
+            "run, fresh process (wall s)",
+            "Spark start-up + trivial job s",
+            "pipeline s",
+            "pipeline s, warm session",
+            "JVM",
+            "Spark jobs",
+            "jobs per stage",
+            "stage s",
+            "puts per connection (its task s)",
+            "sequential reference (wall s)",
+            "reference / run",
+            "reference / warm run",
+        ],
+        rows,
+    ) + [
+        f"Sim latency (ms) {d['latency_ms']}, `run` on {d['master']}"
+        + (f" with replay {d['replay']}" if d.get("replay") else "")
+        + ". "
+        + _crossing("a fresh process", c)
+        + (
+            " "
+            + _crossing(
+                "a warm session (the same run again after a first one, in a child whose "
+                "session is started as a notebook's, a running cluster's or a Spark Connect "
+                "server's: JIT tiered)",
+                warm,
+            )
+            if warm
+            else ""
+        ),
+        "",
+    ]
     sim = d.get("sim_put_cost")
     if sim:
         rounds = sim.get("rounds", 1)
-        lines += [f"Simulated queue manager, no latency, {sim['puts']:,} puts"
-                  + (f" of the end-to-end runs' messages (mean {sim['mean_bytes']:,} B)" if "mean_bytes" in sim else "")
-                  + (f" to the {sim['queues']} queues their MQDLHs name, each MsgId its own" if "queues" in sim else "")
-                  + f" in units of work of {sim['unit_of_work']}"
-                  + (f", the median of {rounds} rounds" if rounds > 1 else "") + ": "
-                  + "; ".join(f"at depth {int(k):,} {v['wall_us_per_put']} µs/put wall ({v['cpu_us_per_put']} CPU"
-                              + (f"; rounds {', '.join(map(str, v['rounds_cpu_us_per_put']))}"
-                                 if "rounds_cpu_us_per_put" in v else "") + ")"
-                              for k, v in sim["depths"].items()) + ".", ""]
+        lines += [
+            f"Simulated queue manager, no latency, {sim['puts']:,} puts"
+            + (f" of the end-to-end runs' messages (mean {sim['mean_bytes']:,} B)" if "mean_bytes" in sim else "")
+            + (f" to the {sim['queues']} queues their MQDLHs name, each MsgId its own" if "queues" in sim else "")
+            + f" in units of work of {sim['unit_of_work']}"
+            + (f", the median of {rounds} rounds" if rounds > 1 else "")
+            + ": "
+            + "; ".join(
+                f"at depth {int(k):,} {v['wall_us_per_put']} µs/put wall ({v['cpu_us_per_put']} CPU"
+                + (
+                    f"; rounds {', '.join(map(str, v['rounds_cpu_us_per_put']))}"
+                    if "rounds_cpu_us_per_put" in v
+                    else ""
+                )
+                + ")"
+                for k, v in sim["depths"].items()
+            )
+            + ".",
+            "",
+        ]
     targets = d.get("targets")
     if targets:
-        lines += _table(["target (issue 16)", "measured", "limit", "holds"],
-                        [[k, v["value"], v["limit"], {True: "yes", False: "no"}.get(v["holds"], "not measured")]
-                         for k, v in targets.items()]) + [""]
+        lines += _table(
+            ["target (issue 16)", "measured", "limit", "holds"],
+            [
+                [k, v["value"], v["limit"], {True: "yes", False: "no"}.get(v["holds"], "not measured")]
+                for k, v in targets.items()
+            ],
+        ) + [""]
         floor = targets["crossover_messages"].get("start_up_floor")
         if floor is not None:
-            lines += [f"The crossover's floor in a fresh process: the reference handles **{_f(floor)} messages** in "
-                      "the time Spark's start-up and a trivial job take alone here (their median over this run's "
-                      "fresh processes, on the reference's fitted line); no `run` in a fresh process can cross "
-                      "below it on this machine.", ""]
+            lines += [
+                f"The crossover's floor in a fresh process: the reference handles **{_f(floor)} messages** in "
+                "the time Spark's start-up and a trivial job take alone here (their median over this run's "
+                "fresh processes, on the reference's fitted line); no `run` in a fresh process can cross "
+                "below it on this machine.",
+                "",
+            ]
     return lines
 
 
@@ -179,34 +298,55 @@ def memory_lines(d: dict) -> list[str]:
     rows = []
     for name, c in d["cases"].items():
         p = c["peak_rss_mb"]
-        rows.append([name, c["seconds"], p.get("jvm"), p.get("python_workers"),
-                     c["peak_hwm_one_process_mb"].get("python_workers")])
-    return (_table(["case", "s", "JVM peak RSS MB", "Python workers peak RSS MB (sum)",
-                    "largest Python worker MB"], rows)
-            + [f"{d['messages']:,} messages of {d['small_payload_bytes']:,} B vs {d['large_payload_bytes']:,} B. "
-               + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items())
-               + (f". {d['note']}" if d.get("note") else ""), ""]
-            + _pipeline_memory_lines(d.get("pipeline")))
+        rows.append(
+            [
+                name,
+                c["seconds"],
+                p.get("jvm"),
+                p.get("python_workers"),
+                c["peak_hwm_one_process_mb"].get("python_workers"),
+            ]
+        )
+    return (
+        _table(["case", "s", "JVM peak RSS MB", "Python workers peak RSS MB (sum)", "largest Python worker MB"], rows)
+        + [
+            f"{d['messages']:,} messages of {d['small_payload_bytes']:,} B vs {d['large_payload_bytes']:,} B. "
+            + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items())
+            + (f". {d['note']}" if d.get("note") else ""),
+            "",
+        ]
+        + _pipeline_memory_lines(d.get("pipeline"))
+    )
 
 
 def _pipeline_memory_lines(p: dict | None) -> list[str]:
     if not p:
         return []
-    head = (f"`run` (ingest -> decode -> classify -> replay to `dir:`) over {p['messages']:,} messages of "
-            f"{p['payload_bytes']:,} B")
+    head = (
+        f"`run` (ingest -> decode -> classify -> replay to `dir:`) over {p['messages']:,} messages of "
+        f"{p['payload_bytes']:,} B"
+    )
     if p.get("error"):
         first = " / ".join(line.strip() for line in p["error"].split("\n...\n")[0].splitlines()[:3])
         log = f" (the child's whole stderr: `{p['stderr_log']}`)" if p.get("stderr_log") else ""
         return [f"{head}: **failed**: {first[:400]}{log}", ""]
     peak = p["peak_rss_mb"]
-    return [f"{head} with a {p['heap']} heap: **{'passed' if p['passed'] else 'failed'}** in {_f(p['seconds'])} s; "
-            f"peak RSS JVM **{_f(peak.get('jvm'))} MB**, Python workers {_f(peak.get('python_workers'))} MB "
-            f"(largest worker {_f(p['peak_hwm_one_process_mb'].get('python_workers'))} MB); outcomes {p['outcomes']}.", ""]
+    return [
+        f"{head} with a {p['heap']} heap: **{'passed' if p['passed'] else 'failed'}** in {_f(p['seconds'])} s; "
+        f"peak RSS JVM **{_f(peak.get('jvm'))} MB**, Python workers {_f(peak.get('python_workers'))} MB "
+        f"(largest worker {_f(p['peak_hwm_one_process_mb'].get('python_workers'))} MB); outcomes {p['outcomes']}.",
+        "",
+    ]
 
 
-SECTIONS = (("decode", "1. Decode", decode_lines), ("classify", "2. Classify", classify_lines),
-            ("ingest", "3. Ingest", ingest_lines), ("replay", "4. Replay", replay_lines),
-            ("end_to_end", "5. End to end", end_to_end_lines), ("memory", "6. Memory", memory_lines))
+SECTIONS = (
+    ("decode", "1. Decode", decode_lines),
+    ("classify", "2. Classify", classify_lines),
+    ("ingest", "3. Ingest", ingest_lines),
+    ("replay", "4. Replay", replay_lines),
+    ("end_to_end", "5. End to end", end_to_end_lines),
+    ("memory", "6. Memory", memory_lines),
+)
 
 
 def markdown(doc: dict) -> str:

@@ -42,21 +42,38 @@ def _arguments(argv):
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="small sizes: a few minutes on 2 cores")
     mode.add_argument("--tiny", action="store_true", help="smallest sizes: only checks that everything runs")
-    parser.add_argument("--size", action="append", default=[], metavar="FIELD=VALUE",
-                        help="override one size of the mode (repeatable), e.g. --size decode_copies=10 "
-                             "--size e2e_counts=500,5000; fields: benchmarks/common.py Sizes")
+    parser.add_argument(
+        "--size",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override one size of the mode (repeatable), e.g. --size decode_copies=10 "
+        "--size e2e_counts=500,5000; fields: benchmarks/common.py Sizes",
+    )
     parser.add_argument("--only", default="", help=f"comma-separated subset of {','.join(COMPARISONS)}")
-    parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "dlq-pipeline-bench"),
-                        help="where generated inputs are kept (and reused)")
+    parser.add_argument(
+        "--work",
+        default=str(Path(tempfile.gettempdir()) / "dlq-pipeline-bench"),
+        help="where generated inputs are kept (and reused)",
+    )
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results.json"))
     parser.add_argument("--markdown", default=None, help="default: --out with .md")
-    parser.add_argument("--latency", default=DEFAULT_LATENCY,
-                        help=f"simulated queue manager latency, ms per operation (default {DEFAULT_LATENCY})")
-    parser.add_argument("--merge", action="store_true",
-                        help="keep the other comparisons already in --out: replace only those run now "
-                             "(each marked with its own command, time and machine load)")
-    parser.add_argument("--in-process", action="store_true",
-                        help="run the child measurements in this process (smoke test; figures not meaningful)")
+    parser.add_argument(
+        "--latency",
+        default=DEFAULT_LATENCY,
+        help=f"simulated queue manager latency, ms per operation (default {DEFAULT_LATENCY})",
+    )
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the other comparisons already in --out: replace only those run now "
+        "(each marked with its own command, time and machine load)",
+    )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the child measurements in this process (smoke test; figures not meaningful)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--params", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
@@ -79,11 +96,11 @@ def run(argv=None, *, spark=None) -> dict:
     latency = parse_latency(args.latency)
 
     if args.in_process:
-        ctx = stages.Context(child=lambda task, params: stages.CHILDREN[task](params), in_process=True,
-                             latency_ms=latency)
+        ctx = stages.Context(
+            child=lambda task, params: stages.CHILDREN[task](params), in_process=True, latency_ms=latency
+        )
     else:
-        ctx = stages.Context(child=lambda task, params: run_child(task, params, work / "children"),
-                             latency_ms=latency)
+        ctx = stages.Context(child=lambda task, params: run_child(task, params, work / "children"), latency_ms=latency)
     if spark is None:
         from dlq_pipeline.spark.session import get_spark
 

@@ -15,9 +15,9 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from benchmarks import data
 from benchmarks.common import PeakMemory, Sizes, StageJobs, interleaved, median, ratio, summary
@@ -54,16 +54,25 @@ def decode_input(spark, sizes: Sizes, work: Path) -> tuple[str, str]:
     dumps = data.dumps(work / "pool-dumps", sizes.decode_pool, seed=101, max_size=sizes.max_size)
     pool, copies = work / "pool", work / "decode-input"
     _cached(pool, {"n": sizes.decode_pool, "max": sizes.max_size}, lambda: data.landed_pool(spark, dumps, pool))
-    _cached(copies, {"n": sizes.decode_pool, "max": sizes.max_size, "copies": sizes.decode_copies},
-            lambda: data.copied(spark, str(pool), sizes.decode_copies, copies))
+    _cached(
+        copies,
+        {"n": sizes.decode_pool, "max": sizes.max_size, "copies": sizes.decode_copies},
+        lambda: data.copied(spark, str(pool), sizes.decode_copies, copies),
+    )
     return str(pool), str(copies)
 
 
 # --- 1. decode ---------------------------------------------------------------------------------
 
 # MQDLH fields at their byte offsets (0-based), for the JVM-only decode
-_DLH_TEXT = (("dlh_dest_q", 12, 48), ("dlh_dest_qmgr", 60, 48), ("dlh_format", 116, 8),
-             ("dlh_put_appl_name", 128, 28), ("dlh_put_date", 156, 8), ("dlh_put_time", 164, 8))
+_DLH_TEXT = (
+    ("dlh_dest_q", 12, 48),
+    ("dlh_dest_qmgr", 60, 48),
+    ("dlh_format", 116, 8),
+    ("dlh_put_appl_name", 128, 28),
+    ("dlh_put_date", 156, 8),
+    ("dlh_put_time", 164, 8),
+)
 _DLH_INT = (("dlh_reason", 8), ("dlh_encoding", 108), ("dlh_ccsid", 112), ("dlh_put_appl_type", 124))
 _ASCII_CCSIDS = (367, 437, 646, 819, 850, 912, 923, 1208, 1250, 1251, 1252, 5346, 5347, 5348)
 
@@ -82,13 +91,17 @@ def jvm_decode(df):
     other message gets nulls: this is the floor a JVM decode could reach, not a decoder."""
     from pyspark.sql import functions as F
 
-    usable = (f"((encoding & 15) = 2 AND ccsid IN ({', '.join(map(str, _ASCII_CCSIDS))}) "
-              f"AND length(data) >= 172 AND CAST(substring(data, 1, 4) AS STRING) = 'DLH ' "
-              f"AND {_le_int_sql(4)} = 1)")
+    usable = (
+        f"((encoding & 15) = 2 AND ccsid IN ({', '.join(map(str, _ASCII_CCSIDS))}) "
+        f"AND length(data) >= 172 AND CAST(substring(data, 1, 4) AS STRING) = 'DLH ' "
+        f"AND {_le_int_sql(4)} = 1)"
+    )
     columns = [F.expr(usable).alias("has_dlh")]
     columns += [F.expr(f"CASE WHEN {usable} THEN {_le_int_sql(o)} END").alias(n) for n, o in _DLH_INT]
-    columns += [F.expr(f"CASE WHEN {usable} THEN CAST(substring(data, {o + 1}, {n}) AS STRING) END").alias(c)
-                for c, o, n in _DLH_TEXT]
+    columns += [
+        F.expr(f"CASE WHEN {usable} THEN CAST(substring(data, {o + 1}, {n}) AS STRING) END").alias(c)
+        for c, o, n in _DLH_TEXT
+    ]
     return df.select("message_key", *columns)
 
 
@@ -96,8 +109,8 @@ def row_udf_decode(df):
     """The obvious way: a row-at-a-time Python UDF calling ``decode_dlh`` (same header slice)."""
     from pyspark.sql import functions as F
 
-    from dlq_pipeline.spark.decode import decoded_struct, header_slice
     from dlq_pipeline.formats.structures import decode_dlh, to_columns
+    from dlq_pipeline.spark.decode import decoded_struct, header_slice
 
     schema = decoded_struct()
     names = [f.name for f in schema.fields]
@@ -134,8 +147,12 @@ def jvm_agreement(spark, pool: str) -> dict:
         same = same & (F.col(f"j.{name}") == F.col(f"o.{name}"))
     row = joined.agg(F.count("*").alias("n"), F.sum(F.when(same, 1).otherwise(0)).alias("same")).first()
     total = df.count()
-    return {"handled": int(row["n"]), "agree": int(row["same"] or 0), "of": total,
-            "handled_fraction": round(row["n"] / total, 3) if total else None}
+    return {
+        "handled": int(row["n"]),
+        "agree": int(row["same"] or 0),
+        "of": total,
+        "handled_fraction": round(row["n"] / total, 3) if total else None,
+    }
 
 
 def bench_decode(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
@@ -169,7 +186,9 @@ def bench_decode(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
         }
 
     return {
-        "messages": n, "payload_mb": round(payload / 1e6, 1), "distinct_messages": sizes.decode_pool,
+        "messages": n,
+        "payload_mb": round(payload / 1e6, 1),
+        "distinct_messages": sizes.decode_pool,
         "mean_payload_bytes": round(payload / n) if n else 0,
         "variants": figures,
         "ratios": ratios(t),
@@ -181,6 +200,7 @@ def bench_decode(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
 
 
 # --- 2. classify -------------------------------------------------------------------------------
+
 
 def classify_input(spark, sizes: Sizes, work: Path) -> str:
     """The match-view columns of ``classify_rows`` messages (decoded once), as Parquet."""
@@ -196,8 +216,9 @@ def classify_input(spark, sizes: Sizes, work: Path) -> str:
         rows = spark.read.parquet(pool).crossJoin(F.broadcast(spark.range(copies).withColumnRenamed("id", "_c")))
         rows = rows.withColumn("message_key", F.concat_ws("-", "message_key", F.col("_c").cast("string")))
         decoded = decode_headers(rows.drop("_c")).drop("data", "notes", "decode_flags")
-        decoded.limit(sizes.classify_rows).withColumn("prior_attempts", F.lit(0)).repartition(8) \
-            .write.mode("overwrite").parquet(str(out))
+        decoded.limit(sizes.classify_rows).withColumn("prior_attempts", F.lit(0)).repartition(8).write.mode(
+            "overwrite"
+        ).parquet(str(out))
 
     _cached(out, {"pool": sizes.decode_pool, "rows": sizes.classify_rows, "max": sizes.max_size}, make)
     return str(out)
@@ -212,26 +233,32 @@ def reference_classify(df, table):
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from dlq_pipeline.spark.compiler import DECISION_COLUMNS
     from dlq_pipeline.rules.matcher import SUBSTITUTION_COLUMNS, decide
     from dlq_pipeline.rules.model import PATTERN_FIELDS
+    from dlq_pipeline.spark.compiler import DECISION_COLUMNS
 
-    names = sorted({c for c, _, _ in PATTERN_FIELDS.values()} | set(SUBSTITUTION_COLUMNS.values())
-                   | set(_VIEW_COLUMNS))
-    schema = T.StructType([
-        T.StructField("action", T.StringType()), T.StructField("rule_line", T.IntegerType()),
-        T.StructField("rule_index", T.IntegerType()), T.StructField("target_q", T.StringType()),
-        T.StructField("target_qmgr", T.StringType()), T.StructField("header", T.BooleanType()),
-        T.StructField("putaut", T.StringType()), T.StructField("ignore_reason", T.StringType()),
-    ])
+    names = sorted({c for c, _, _ in PATTERN_FIELDS.values()} | set(SUBSTITUTION_COLUMNS.values()) | set(_VIEW_COLUMNS))
+    schema = T.StructType(
+        [
+            T.StructField("action", T.StringType()),
+            T.StructField("rule_line", T.IntegerType()),
+            T.StructField("rule_index", T.IntegerType()),
+            T.StructField("target_q", T.StringType()),
+            T.StructField("target_qmgr", T.StringType()),
+            T.StructField("header", T.BooleanType()),
+            T.StructField("putaut", T.StringType()),
+            T.StructField("ignore_reason", T.StringType()),
+        ]
+    )
 
     def decide_one(attempts, *values):
         d = decide(table, dict(zip(names, values)), attempts or 0)
         return tuple(getattr(d, c) for c in DECISION_COLUMNS)
 
     udf = F.udf(decide_one, schema)
-    return df.select("message_key", udf(F.col("prior_attempts"), *[F.col(c) for c in names]).alias("d")) \
-        .select("message_key", "d.*")
+    return df.select("message_key", udf(F.col("prior_attempts"), *[F.col(c) for c in names]).alias("d")).select(
+        "message_key", "d.*"
+    )
 
 
 def compiled_classify(df, table):
@@ -258,7 +285,9 @@ def classify_agreement(spark, df, table) -> dict:
     same = F.lit(True)
     for c in DECISION_COLUMNS:
         same = same & F.col(f"a.{c}").eqNullSafe(F.col(f"b.{c}"))
-    row = a.join(b, "message_key").agg(F.count("*").alias("n"), F.sum(F.when(same, 1).otherwise(0)).alias("same")).first()
+    row = (
+        a.join(b, "message_key").agg(F.count("*").alias("n"), F.sum(F.when(same, 1).otherwise(0)).alias("same")).first()
+    )
     return {"rows": int(row["n"]), "agree": int(row["same"] or 0)}
 
 
@@ -287,8 +316,11 @@ def bench_classify(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     out = {"messages": n, "messages_large": big_n, "tables": {}}
     for count in sizes.rule_counts:
         table = data.rules_table(count)
-        build = {"compiled": lambda d: compiled_classify(d, table), "sql_chain": lambda d: chained_classify(d, table),
-                 "reference_udf": lambda d: reference_classify(d, table)}
+        build = {
+            "compiled": lambda d: compiled_classify(d, table),
+            "sql_chain": lambda d: chained_classify(d, table),
+            "reference_udf": lambda d: reference_classify(d, table),
+        }
         prepare = {k: [] for k in build}
         for _ in range(max(sizes.repeats, 1)):
             for k, make in build.items():
@@ -312,39 +344,52 @@ def bench_classify(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
                 "whole_us_per_message_at_n": round((median(prepare[k]) + t[f"{k}_n"]) / n * 1e6, 1),
             }
         decided_by = compiled_classify(df, table).groupBy("rule_index").count()
-        spread = {int(r["rule_index"]) if r["rule_index"] is not None else -1: int(r["count"])
-                  for r in decided_by.collect()}
+        spread = {
+            int(r["rule_index"]) if r["rule_index"] is not None else -1: int(r["count"]) for r in decided_by.collect()
+        }
         weighted = sum((k if k >= 0 else count) * v for k, v in spread.items()) / max(n, 1)
         out["tables"][str(count)] = {
             "variants": figures,
-            "reference_over_compiled_marginal": ratio(figures["reference_udf"]["marginal_us_per_message"],
-                                                      figures["compiled"]["marginal_us_per_message"]),
-            "reference_over_compiled_at_n": ratio(figures["reference_udf"]["whole_us_per_message_at_n"],
-                                                  figures["compiled"]["whole_us_per_message_at_n"]),
+            "reference_over_compiled_marginal": ratio(
+                figures["reference_udf"]["marginal_us_per_message"], figures["compiled"]["marginal_us_per_message"]
+            ),
+            "reference_over_compiled_at_n": ratio(
+                figures["reference_udf"]["whole_us_per_message_at_n"], figures["compiled"]["whole_us_per_message_at_n"]
+            ),
             "mean_rules_scanned_by_reference": round(weighted + 1, 1),
             "catch_all_share": round(spread.get(count - 1, 0) / max(n, 1), 3),
             "agreement": classify_agreement(spark, df.limit(2000), table),
         }
     first, last = str(sizes.rule_counts[0]), str(sizes.rule_counts[-1])
-    per = {k: {v: out["tables"][k]["variants"][v] for v in ("compiled", "sql_chain", "reference_udf")}
-           for k in (first, last)}
+    per = {
+        k: {v: out["tables"][k]["variants"][v] for v in ("compiled", "sql_chain", "reference_udf")}
+        for k in (first, last)
+    }
     out["growth"] = {
         # targets (issue 16): ours' marginal cost at the largest table <= 2x that at the smallest,
         # and its build + plan there <= 0.5 s
-        f"sql_chain_marginal_{last}_over_{first}_rules": ratio(per[last]["sql_chain"]["marginal_us_per_message"],
-                                                               per[first]["sql_chain"]["marginal_us_per_message"]),
+        f"sql_chain_marginal_{last}_over_{first}_rules": ratio(
+            per[last]["sql_chain"]["marginal_us_per_message"], per[first]["sql_chain"]["marginal_us_per_message"]
+        ),
         f"compiled_build_and_plan_s_at_{last}_rules": per[last]["compiled"]["build_and_plan_s"],
-        f"compiled_marginal_{last}_over_{first}_rules": ratio(per[last]["compiled"]["marginal_us_per_message"],
-                                                              per[first]["compiled"]["marginal_us_per_message"]),
-        f"reference_marginal_{last}_over_{first}_rules": ratio(per[last]["reference_udf"]["marginal_us_per_message"],
-                                                               per[first]["reference_udf"]["marginal_us_per_message"]),
-        f"compiled_fixed_{last}_over_{first}_rules": ratio(per[last]["compiled"]["fixed_s"],
-                                                           per[first]["compiled"]["fixed_s"]),
+        f"compiled_marginal_{last}_over_{first}_rules": ratio(
+            per[last]["compiled"]["marginal_us_per_message"], per[first]["compiled"]["marginal_us_per_message"]
+        ),
+        f"reference_marginal_{last}_over_{first}_rules": ratio(
+            per[last]["reference_udf"]["marginal_us_per_message"],
+            per[first]["reference_udf"]["marginal_us_per_message"],
+        ),
+        f"compiled_fixed_{last}_over_{first}_rules": ratio(
+            per[last]["compiled"]["fixed_s"], per[first]["compiled"]["fixed_s"]
+        ),
         # the marginal costs in CPU seconds (JVM + Python workers): steadier on a shared machine
         f"compiled_cpu_marginal_{last}_over_{first}_rules": ratio(
-            per[last]["compiled"]["cpu_marginal_us_per_message"], per[first]["compiled"]["cpu_marginal_us_per_message"]),
+            per[last]["compiled"]["cpu_marginal_us_per_message"], per[first]["compiled"]["cpu_marginal_us_per_message"]
+        ),
         f"sql_chain_cpu_marginal_{last}_over_{first}_rules": ratio(
-            per[last]["sql_chain"]["cpu_marginal_us_per_message"], per[first]["sql_chain"]["cpu_marginal_us_per_message"]),
+            per[last]["sql_chain"]["cpu_marginal_us_per_message"],
+            per[first]["sql_chain"]["cpu_marginal_us_per_message"],
+        ),
     }
     crossover = {}
     for count, tb in out["tables"].items():
@@ -359,6 +404,7 @@ def bench_classify(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
 
 
 # --- 3. ingest ---------------------------------------------------------------------------------
+
 
 def python_parse(path: str, repeats: int) -> dict:
     """One core, no Spark: ``read_dump`` against reading the lines (bench_dump_parse.py)."""
@@ -379,8 +425,10 @@ def python_parse(path: str, repeats: int) -> dict:
 
     times = interleaved({"text_lines": lines, "read_dump": parse}, repeats, warmup=False)
     t = {k: median(v) for k, v in times.items()}
-    return {"variants": {k: summary(v, count["messages"], size / 1e6) for k, v in times.items()},
-            "read_dump_over_text_lines": ratio(t["read_dump"], t["text_lines"])}
+    return {
+        "variants": {k: summary(v, count["messages"], size / 1e6) for k, v in times.items()},
+        "read_dump_over_text_lines": ratio(t["read_dump"], t["text_lines"]),
+    }
 
 
 def child_ingest(params: dict) -> dict:
@@ -400,8 +448,13 @@ def child_ingest(params: dict) -> dict:
     def stored():
         runs["n"] += 1
         wh = work / f"wh-{runs['n']}"
-        ingest(spark, Storage(spark, path=str(wh)), [path], run_id=f"bench-{runs['n']}",
-               settings=IngestSettings(split_bytes=split))
+        ingest(
+            spark,
+            Storage(spark, path=str(wh)),
+            [path],
+            run_id=f"bench-{runs['n']}",
+            settings=IngestSettings(split_bytes=split),
+        )
         shutil.rmtree(wh, ignore_errors=True)
 
     def parsed_and_stored():
@@ -410,8 +463,12 @@ def child_ingest(params: dict) -> dict:
         deduplication; positions as the reader gives them)."""
         runs["n"] += 1
         wh = work / f"wh-{runs['n']}"
-        rows = messages_rows(_positioned(scan(spark, plan_work([path], split), jvm=jvm), None, 0),
-                             run_id=f"bench-{runs['n']}", landed_at=None, unique=True)
+        rows = messages_rows(
+            _positioned(scan(spark, plan_work([path], split), jvm=jvm), None, 0),
+            run_id=f"bench-{runs['n']}",
+            landed_at=None,
+            unique=True,
+        )
         Storage(spark, path=str(wh)).append("messages", rows)
         shutil.rmtree(wh, ignore_errors=True)
 
@@ -439,11 +496,24 @@ def bench_ingest(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     from dlq_pipeline.dumps.dmpmqmsg import read_dump
 
     messages = sum(1 for _ in read_dump(dump))
-    out = {"dump_mb": round(size / 1e6, 1), "messages": messages, "split_bytes": split,
-           "python_one_core": python_parse(dump, sizes.repeats), "spark": {}}
+    out = {
+        "dump_mb": round(size / 1e6, 1),
+        "messages": messages,
+        "split_bytes": split,
+        "python_one_core": python_parse(dump, sizes.repeats),
+        "spark": {},
+    }
     for cores in (1, 2):
-        got = ctx.child("ingest", {"master": f"local[{cores}]", "path": dump, "split_bytes": split,
-                                   "work": str(work / f"ingest-{cores}"), "repeats": sizes.repeats})
+        got = ctx.child(
+            "ingest",
+            {
+                "master": f"local[{cores}]",
+                "path": dump,
+                "split_bytes": split,
+                "work": str(work / f"ingest-{cores}"),
+                "repeats": sizes.repeats,
+            },
+        )
         out["spark"][f"local[{cores}]"] = {k: summary(v, messages, size / 1e6) for k, v in got["times"].items()}
     one, two = out["spark"]["local[1]"], out["spark"]["local[2]"]
     out["ratios"] = {
@@ -461,23 +531,33 @@ def bench_ingest(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     # The JVM reader parses the dump above in about a second on one core, so a job's fixed
     # cost (scheduling, commit: about 0.15 s) is a large share of the two-core time; the
     # same comparison on a dump four times as large shows the scaling once that is amortized.
-    large = data.dumps(work / "ingest-dump-large", 4 * sizes.ingest_messages, seed=202, files=1,
-                       max_size=256 * 1024)[0]
+    large = data.dumps(work / "ingest-dump-large", 4 * sizes.ingest_messages, seed=202, files=1, max_size=256 * 1024)[0]
     large_size = os.path.getsize(large)
     out["large"] = {"dump_mb": round(large_size / 1e6, 1), "messages": 4 * sizes.ingest_messages, "spark": {}}
     for cores in (1, 2):
-        got = ctx.child("ingest", {"master": f"local[{cores}]", "path": large, "split_bytes": max(large_size // 8, 1024),
-                                   "work": str(work / f"ingest-large-{cores}"), "repeats": sizes.repeats,
-                                   "only": ["text_lines", "parse", "ingest_store"]})
-        out["large"]["spark"][f"local[{cores}]"] = {k: summary(v, 4 * sizes.ingest_messages, large_size / 1e6)
-                                                    for k, v in got["times"].items()}
+        got = ctx.child(
+            "ingest",
+            {
+                "master": f"local[{cores}]",
+                "path": large,
+                "split_bytes": max(large_size // 8, 1024),
+                "work": str(work / f"ingest-large-{cores}"),
+                "repeats": sizes.repeats,
+                "only": ["text_lines", "parse", "ingest_store"],
+            },
+        )
+        out["large"]["spark"][f"local[{cores}]"] = {
+            k: summary(v, 4 * sizes.ingest_messages, large_size / 1e6) for k, v in got["times"].items()
+        }
     one, two = out["large"]["spark"]["local[1]"], out["large"]["spark"]["local[2]"]
     out["ratios"]["parse_speedup_1_to_2_cores_large_dump"] = ratio(one["parse"]["seconds"], two["parse"]["seconds"])
     # the target's own figure: ingest (parse, number, deduplicate, store) of the one large dump
-    out["ratios"]["ingest_speedup_1_to_2_cores_large_dump"] = ratio(one["ingest_store"]["seconds"],
-                                                                  two["ingest_store"]["seconds"])
-    out["ratios"]["text_lines_speedup_1_to_2_cores_large_dump"] = ratio(one["text_lines"]["seconds"],
-                                                                      two["text_lines"]["seconds"])
+    out["ratios"]["ingest_speedup_1_to_2_cores_large_dump"] = ratio(
+        one["ingest_store"]["seconds"], two["ingest_store"]["seconds"]
+    )
+    out["ratios"]["text_lines_speedup_1_to_2_cores_large_dump"] = ratio(
+        one["text_lines"]["seconds"], two["text_lines"]["seconds"]
+    )
     return out
 
 
@@ -503,14 +583,13 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     from pyspark.sql import functions as F
 
     from dlq_pipeline.replay.targets import open_target
+    from dlq_pipeline.rules.parser import load_rules
     from dlq_pipeline.settings import ReplaySettings
-    from dlq_pipeline.tables import LEDGER_COLUMNS
+    from dlq_pipeline.spark.classify import decide_pending
     from dlq_pipeline.spark.ingest import ingest
     from dlq_pipeline.spark.replay import partition_function, partition_rows, work_items
-    from dlq_pipeline.spark.classify import decide_pending
     from dlq_pipeline.spark.storage import Storage
-
-    from dlq_pipeline.rules.parser import load_rules
+    from dlq_pipeline.tables import LEDGER_COLUMNS
 
     wh = work / "replay-wh"
     shutil.rmtree(wh, ignore_errors=True)
@@ -545,13 +624,30 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
         def iterate_only():
             def run(index, items):
                 for item in items:
-                    yield ("bench", item.message_key, item.action, item.rule_line, item.attempt, item.target_q,
-                           item.target_qmgr, "ignored", None, None, now, now, index, None)
+                    yield (
+                        "bench",
+                        item.message_key,
+                        item.action,
+                        item.rule_line,
+                        item.attempt,
+                        item.target_q,
+                        item.target_qmgr,
+                        "ignored",
+                        None,
+                        None,
+                        now,
+                        now,
+                        index,
+                        None,
+                    )
+
             assert len(LEDGER_COLUMNS) == 14
             noop(partition_rows(items, run))
 
-        times = interleaved({"writer_to_sim": through_writer, "writer_dry_run": writer_dry_run,
-                             "iterate_only": iterate_only}, sizes.repeats)
+        times = interleaved(
+            {"writer_to_sim": through_writer, "writer_dry_run": writer_dry_run, "iterate_only": iterate_only},
+            sizes.repeats,
+        )
         t = {k: median(v) for k, v in times.items()}
         out["partitions"][str(parts)] = {
             "variants": {k: summary(v, n) for k, v in times.items()},
@@ -566,13 +662,17 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
         items.unpersist()
     decisions.unpersist()
     first, last = (str(p) for p in (sizes.replay_partitions[0], sizes.replay_partitions[-1]))
-    out["ratios"] = {f"speedup_{first}_to_{last}_partitions": ratio(
-        out["partitions"][first]["variants"]["writer_to_sim"]["seconds"],
-        out["partitions"][last]["variants"]["writer_to_sim"]["seconds"])}
+    out["ratios"] = {
+        f"speedup_{first}_to_{last}_partitions": ratio(
+            out["partitions"][first]["variants"]["writer_to_sim"]["seconds"],
+            out["partitions"][last]["variants"]["writer_to_sim"]["seconds"],
+        )
+    }
     return out
 
 
 # --- 5. end to end -----------------------------------------------------------------------------
+
 
 def child_pipeline(params: dict) -> dict:
     """``run`` in a fresh process: Spark start-up and one trivial job (the start-up figure
@@ -581,16 +681,14 @@ def child_pipeline(params: dict) -> dict:
     cluster's is, knowing nothing of the work to come (`quick_jit` then never applies), and
     the same run follows the first one in it: the warm session's figure."""
     began = time.perf_counter()
-    from dlq_pipeline.rules.parser import load_rules
-    from dlq_pipeline.settings import IngestSettings, ReplaySettings, RunSettings, StorageSettings
     from pyspark.sql import functions as F
 
-    from dlq_pipeline.spark.run import run_pipeline
-    from dlq_pipeline.spark.session import get_spark
-    from dlq_pipeline.spark.storage import open_storage
-
     from dlq_pipeline.dumps.plan import input_bytes
-    from dlq_pipeline.spark.session import quick_jit
+    from dlq_pipeline.rules.parser import load_rules
+    from dlq_pipeline.settings import IngestSettings, ReplaySettings, RunSettings, StorageSettings
+    from dlq_pipeline.spark.run import run_pipeline
+    from dlq_pipeline.spark.session import get_spark, quick_jit
+    from dlq_pipeline.spark.storage import open_storage
 
     session = {"master": params["master"], "app_name": "bench-run"}
     if not params.get("warm"):
@@ -608,9 +706,15 @@ def child_pipeline(params: dict) -> dict:
         """One run into a new sim under ``warehouse``; its summary and seconds (sim set-up included)."""
         began_run = time.perf_counter()
         _fresh_sim(warehouse / "_sim" / "QMHUB01.sqlite", "QMHUB01", params.get("latency_ms"))
-        got = run_pipeline(spark, RunSettings(storage=StorageSettings(path=str(warehouse)), ingest=ingest, replay=replay),
-                           rules,
-                           inputs=params["inputs"], target="sim:QMHUB01", run_id=run_id, progress=progress)
+        got = run_pipeline(
+            spark,
+            RunSettings(storage=StorageSettings(path=str(warehouse)), ingest=ingest, replay=replay),
+            rules,
+            inputs=params["inputs"],
+            target="sim:QMHUB01",
+            run_id=run_id,
+            progress=progress,
+        )
         return got, time.perf_counter() - began_run
 
     wh = Path(params["warehouse"])
@@ -631,22 +735,34 @@ def child_pipeline(params: dict) -> dict:
     # (after the timing: not counted)
     ledger = open_storage(spark, StorageSettings(path=str(wh))).read("ledger")
     # the span in Spark, from epoch microseconds: collected timestamps are naive local times
-    connections = ledger.groupBy("partition_id").agg(
-        F.sum(F.when(F.col("outcome") == "delivered", 1).otherwise(0)).alias("n"),
-        (F.unix_micros(F.max("finished_at")) - F.unix_micros(F.min("started_at"))).alias("span_us")).collect()
-    per_connection = sorted(((int(r["n"]), round(r["span_us"] / 1e6, 2)) for r in connections if r["n"]),
-                            reverse=True)
-    return {"spark_start_s": started - began, "trivial_job_s": trivial - started, "run_s": run_s,
-            # what this child did after its cold run (the warm run, the ledger's spread): the
-            # parent takes it off the child's wall time, which is then a fresh process's `run`
-            "after_cold_run_s": time.perf_counter() - cold_done,
-            "puts_per_connection": [n for n, _ in per_connection],
-            "replay_s_per_connection": [s for _, s in per_connection],
-            "outcomes": summary_.outcomes, "durations": summary_.durations, "landed": summary_.messages_landed,
-            "jobs_per_stage": per_stage, "jobs": sum(per_stage.values()) if per_stage else None,
-            "quick_jit": quick_jit(session), "warm": warm,
-            "class_archive": "-XX:SharedArchiveFile=" in spark.sparkContext.getConf().get(
-                "spark.driver.extraJavaOptions", "")}
+    connections = (
+        ledger.groupBy("partition_id")
+        .agg(
+            F.sum(F.when(F.col("outcome") == "delivered", 1).otherwise(0)).alias("n"),
+            (F.unix_micros(F.max("finished_at")) - F.unix_micros(F.min("started_at"))).alias("span_us"),
+        )
+        .collect()
+    )
+    per_connection = sorted(((int(r["n"]), round(r["span_us"] / 1e6, 2)) for r in connections if r["n"]), reverse=True)
+    return {
+        "spark_start_s": started - began,
+        "trivial_job_s": trivial - started,
+        "run_s": run_s,
+        # what this child did after its cold run (the warm run, the ledger's spread): the
+        # parent takes it off the child's wall time, which is then a fresh process's `run`
+        "after_cold_run_s": time.perf_counter() - cold_done,
+        "puts_per_connection": [n for n, _ in per_connection],
+        "replay_s_per_connection": [s for _, s in per_connection],
+        "outcomes": summary_.outcomes,
+        "durations": summary_.durations,
+        "landed": summary_.messages_landed,
+        "jobs_per_stage": per_stage,
+        "jobs": sum(per_stage.values()) if per_stage else None,
+        "quick_jit": quick_jit(session),
+        "warm": warm,
+        "class_archive": "-XX:SharedArchiveFile="
+        in spark.sparkContext.getConf().get("spark.driver.extraJavaOptions", ""),
+    }
 
 
 E2E_MAX_MESSAGE = 64 * 1024  # the largest generated message of the end-to-end runs
@@ -669,9 +785,14 @@ def sim_put_cost(work: Path, puts: int, depths: tuple[int, ...], rounds: int = 3
 
     made = [g for g in generate(min(puts, 2_000), seed=606, max_size=E2E_MAX_MESSAGE) if g.dlh is not None]
     pool = [(g.dlh.dest_q.strip(" \x00") or "TARGET.Q", g.message) for g in made]
-    out = {"puts": puts, "unit_of_work": 200, "rounds": rounds, "depths": {},
-           "mean_bytes": round(sum(len(m.data) for _, m in pool) / len(pool)),
-           "queues": len({q for q, _ in pool})}
+    out = {
+        "puts": puts,
+        "unit_of_work": 200,
+        "rounds": rounds,
+        "depths": {},
+        "mean_bytes": round(sum(len(m.data) for _, m in pool) / len(pool)),
+        "queues": len({q for q, _ in pool}),
+    }
     serial = itertools.count()
     for depth in depths:
         qm = _fresh_sim(work / "sim-cost.sqlite", "QMHUB01", None)
@@ -680,8 +801,10 @@ def sim_put_cost(work: Path, puts: int, depths: tuple[int, ...], rounds: int = 3
 
         def planned(n: int) -> list:
             """The puts of one round, made beforehand: each MsgId unique, as a DLQ's are."""
-            return [(handles[q], m.md.replace(msg_id=next(serial).to_bytes(8, "big") + m.md.msg_id[8:]), m.data)
-                    for q, m in (pool[i % len(pool)] for i in range(n))]
+            return [
+                (handles[q], m.md.replace(msg_id=next(serial).to_bytes(8, "big") + m.md.msg_id[8:]), m.data)
+                for q, m in (pool[i % len(pool)] for i in range(n))
+            ]
 
         def put_many(plan: list) -> None:
             for i, (handle, md, body) in enumerate(plan):
@@ -699,8 +822,11 @@ def sim_put_cost(work: Path, puts: int, depths: tuple[int, ...], rounds: int = 3
             walls.append(round((time.perf_counter() - wall) / puts * 1e6, 1))
             cpus.append(round((time.process_time() - cpu) / puts * 1e6, 1))
         conn.disconnect()
-        out["depths"][str(depth)] = {"wall_us_per_put": median(walls), "cpu_us_per_put": median(cpus),
-                                     "rounds_cpu_us_per_put": cpus}
+        out["depths"][str(depth)] = {
+            "wall_us_per_put": median(walls),
+            "cpu_us_per_put": median(cpus),
+            "rounds_cpu_us_per_put": cpus,
+        }
     out["worst_wall_us_per_put"] = max(d["wall_us_per_put"] for d in out["depths"].values())
     # the target is the simulator's own CPU: wall time on a shared machine adds everyone else's
     out["worst_cpu_us_per_put"] = max(d["cpu_us_per_put"] for d in out["depths"].values())
@@ -768,15 +894,24 @@ def measured_crossing(points: list[tuple[int, float, float]]) -> dict:
     lead = [(n, pipeline - reference) for n, pipeline, reference in points]
     slower = [i for i, (_, d) in enumerate(lead) if d > 0]
     if not slower:
-        return {"crossover_messages": points[0][0], "between": None,
-                "note": f"the pipeline finished first at every measured size, {points[0][0]:,} messages the smallest"}
+        return {
+            "crossover_messages": points[0][0],
+            "between": None,
+            "note": f"the pipeline finished first at every measured size, {points[0][0]:,} messages the smallest",
+        }
     last = slower[-1]
     if last == len(lead) - 1:
-        return {"crossover_messages": None, "between": None,
-                "note": "the sequential reference finished first at the largest measured size: no crossover"}
+        return {
+            "crossover_messages": None,
+            "between": None,
+            "note": "the sequential reference finished first at the largest measured size: no crossover",
+        }
     (n0, d0), (n1, d1) = lead[last], lead[last + 1]
-    return {"crossover_messages": round(n0 + (n1 - n0) * d0 / (d0 - d1)), "between": [n0, n1],
-            "note": f"the reference finished first at {n0:,} messages, the pipeline at {n1:,} and every larger size"}
+    return {
+        "crossover_messages": round(n0 + (n1 - n0) * d0 / (d0 - d1)),
+        "between": [n0, n1],
+        "note": f"the reference finished first at {n0:,} messages, the pipeline at {n1:,} and every larger size",
+    }
 
 
 def crossover(points: list[tuple[int, float, float]]) -> dict:
@@ -786,6 +921,7 @@ def crossover(points: list[tuple[int, float, float]]) -> dict:
     (``fitted_crossover_messages``). One line from 1,000 to 100,000 messages mixes regimes (a
     small run pays its fixed jobs, a large one its one busiest replay connection), so the
     fitted meeting point can lie far from the measured one."""
+
     def fit(xs, ys):
         if len(xs) == 1:
             return 0.0, ys[0] / xs[0]
@@ -797,32 +933,51 @@ def crossover(points: list[tuple[int, float, float]]) -> dict:
     a, b = fit(xs, [p[1] for p in points])
     c, d = fit(xs, [p[2] for p in points])
     meet = (a - c) / (d - b) if d > b else None
-    return {**measured_crossing(points),
-            "pipeline_fixed_s": round(a, 2), "pipeline_ms_per_message": round(b * 1e3, 4),
-            "reference_fixed_s": round(c, 2), "reference_ms_per_message": round(d * 1e3, 4),
-            "fitted_crossover_messages": round(meet) if meet is not None and meet > 0 else meet}
+    return {
+        **measured_crossing(points),
+        "pipeline_fixed_s": round(a, 2),
+        "pipeline_ms_per_message": round(b * 1e3, 4),
+        "reference_fixed_s": round(c, 2),
+        "reference_ms_per_message": round(d * 1e3, 4),
+        "fitted_crossover_messages": round(meet) if meet is not None and meet > 0 else meet,
+    }
 
 
 def bench_end_to_end(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
-    out = {"latency_ms": ctx.latency_ms or {}, "master": "local[2]", "sizes": {},
-           "replay": {"max_connections": 4, "connections_per_qmgr": sizes.e2e_connections_per_qmgr}}
+    out = {
+        "latency_ms": ctx.latency_ms or {},
+        "master": "local[2]",
+        "sizes": {},
+        "replay": {"max_connections": 4, "connections_per_qmgr": sizes.e2e_connections_per_qmgr},
+    }
     points, warm_points = [], []
     for count in sizes.e2e_counts:
         dumps = data.dumps(work / f"e2e-dumps-{count}", count, seed=404, max_size=E2E_MAX_MESSAGE)
         runs: dict[str, list[float]] = {"pipeline": [], "reference": []}
         detail = {}
-        pipeline = {"master": "local[2]", "inputs": dumps, "rules": data.STARTER_RULES, "latency_ms": ctx.latency_ms,
-                    "connections_per_qmgr": sizes.e2e_connections_per_qmgr}
-        for r in range(sizes.e2e_repeats):
+        pipeline = {
+            "master": "local[2]",
+            "inputs": dumps,
+            "rules": data.STARTER_RULES,
+            "latency_ms": ctx.latency_ms,
+            "connections_per_qmgr": sizes.e2e_connections_per_qmgr,
+        }
+        for _ in range(sizes.e2e_repeats):
             wh = work / f"e2e-wh-{count}"
             shutil.rmtree(wh, ignore_errors=True)
             began = time.perf_counter()
             detail["pipeline"] = ctx.child("pipeline", {**pipeline, "warehouse": str(wh)})
             runs["pipeline"].append(time.perf_counter() - began - detail["pipeline"]["after_cold_run_s"])
             began = time.perf_counter()
-            detail["reference"] = ctx.child("reference", {"sim": str(work / f"e2e-ref-{count}.sqlite"),
-                                                          "inputs": dumps, "rules": data.STARTER_RULES,
-                                                          "latency_ms": ctx.latency_ms})
+            detail["reference"] = ctx.child(
+                "reference",
+                {
+                    "sim": str(work / f"e2e-ref-{count}.sqlite"),
+                    "inputs": dumps,
+                    "rules": data.STARTER_RULES,
+                    "latency_ms": ctx.latency_ms,
+                },
+            )
             # the reference's loading of its DLQ is set-up, not work: leave it out
             runs["reference"].append(time.perf_counter() - began - detail["reference"]["setup_s"])
         p, q = median(runs["pipeline"]), median(runs["reference"])
@@ -899,33 +1054,54 @@ def e2e_targets(d: dict) -> dict:
     # on the reference's fitted line). No run in a fresh process can cross below it here.
     start_ups = [start_up_s(s) for s in d["sizes"].values()]
     line = d["crossover"]
-    floor = (round((median(start_ups) - line["reference_fixed_s"]) / line["reference_ms_per_message"] * 1e3)
-             if start_ups and line.get("reference_ms_per_message") else None)
+    floor = (
+        round((median(start_ups) - line["reference_fixed_s"]) / line["reference_ms_per_message"] * 1e3)
+        if start_ups and line.get("reference_ms_per_message")
+        else None
+    )
 
     return {
-        "fixed_cost_s_at_1000": {"value": fixed, "limit": FIXED_COST_LIMIT_S, "holds": holds(fixed, FIXED_COST_LIMIT_S),
-                                 "start_up_s": round(start_up_s(at), 2) if at else None,
-                                 "jobs": at["pipeline_jobs"] if at else None},
-        "crossover_messages": {"value": crossing, "limit": CROSSOVER_LIMIT,
-                               "holds": holds(crossing, CROSSOVER_LIMIT) if isinstance(crossing, (int, float)) else None,
-                               "start_up_floor": floor},
-        "reference_over_pipeline_at_100000": {"value": ratio_large, "limit": LARGE_RUN_RATIO,
-                                              "holds": holds(ratio_large, LARGE_RUN_RATIO, below=False)},
+        "fixed_cost_s_at_1000": {
+            "value": fixed,
+            "limit": FIXED_COST_LIMIT_S,
+            "holds": holds(fixed, FIXED_COST_LIMIT_S),
+            "start_up_s": round(start_up_s(at), 2) if at else None,
+            "jobs": at["pipeline_jobs"] if at else None,
+        },
+        "crossover_messages": {
+            "value": crossing,
+            "limit": CROSSOVER_LIMIT,
+            "holds": holds(crossing, CROSSOVER_LIMIT) if isinstance(crossing, (int, float)) else None,
+            "start_up_floor": floor,
+        },
+        "reference_over_pipeline_at_100000": {
+            "value": ratio_large,
+            "limit": LARGE_RUN_RATIO,
+            "holds": holds(ratio_large, LARGE_RUN_RATIO, below=False),
+        },
         "sim_cpu_us_per_put": {"value": sim, "limit": SIM_PUT_LIMIT_US, "holds": holds(sim, SIM_PUT_LIMIT_US)},
         # the same targets in a session that is already up (a notebook, a running cluster, a
         # Spark Connect server): no start-up, a warm JVM; the targets above stay the cold figures
-        "fixed_cost_s_at_1000_warm_session": {"value": warm_fixed, "limit": FIXED_COST_LIMIT_S,
-                                              "holds": holds(warm_fixed, FIXED_COST_LIMIT_S)},
-        "crossover_messages_warm_session": {"value": warm_crossing, "limit": CROSSOVER_LIMIT,
-                                            "holds": holds(warm_crossing, CROSSOVER_LIMIT)
-                                            if isinstance(warm_crossing, (int, float)) else None},
+        "fixed_cost_s_at_1000_warm_session": {
+            "value": warm_fixed,
+            "limit": FIXED_COST_LIMIT_S,
+            "holds": holds(warm_fixed, FIXED_COST_LIMIT_S),
+        },
+        "crossover_messages_warm_session": {
+            "value": warm_crossing,
+            "limit": CROSSOVER_LIMIT,
+            "holds": holds(warm_crossing, CROSSOVER_LIMIT) if isinstance(warm_crossing, (int, float)) else None,
+        },
         "reference_over_pipeline_at_100000_warm_session": {
-            "value": large.get("reference_over_warm_run") if large else None, "limit": LARGE_RUN_RATIO,
-            "holds": holds(large.get("reference_over_warm_run") if large else None, LARGE_RUN_RATIO, below=False)},
+            "value": large.get("reference_over_warm_run") if large else None,
+            "limit": LARGE_RUN_RATIO,
+            "holds": holds(large.get("reference_over_warm_run") if large else None, LARGE_RUN_RATIO, below=False),
+        },
     }
 
 
 # --- 6. memory ---------------------------------------------------------------------------------
+
 
 def memory_input(out: Path, messages: int, payload: int, seed: int = 505) -> str:
     """``messages`` generated messages with an MQDLH, each padded to ``payload`` bytes with
@@ -942,16 +1118,30 @@ def memory_input(out: Path, messages: int, payload: int, seed: int = 505) -> str
     if out.exists() and stamp.exists() and json.loads(stamp.read_text()) == params:
         return str(out)
     rng = random.Random(seed)
-    schema = pa.schema([("message_key", pa.string()), ("data", pa.binary()), ("encoding", pa.int32()),
-                        ("ccsid", pa.int32()), ("format", pa.string())])
+    schema = pa.schema(
+        [
+            ("message_key", pa.string()),
+            ("data", pa.binary()),
+            ("encoding", pa.int32()),
+            ("ccsid", pa.int32()),
+            ("format", pa.string()),
+        ]
+    )
     per_group = max(1, (128 << 20) // max(payload, 1))
     gen = generate_messages(messages, seed, {"no_dlh": 0, "empty": 0, "trigger": 0}, max_size=4096)
     with pq.ParquetWriter(out, schema) as writer:
         rows = []
         for i, msg in enumerate(gen):
             body = msg.data[:payload] + rng.randbytes(max(0, payload - len(msg.data)))
-            rows.append({"message_key": f"m{i}", "data": body, "encoding": msg.md.encoding,
-                         "ccsid": msg.md.ccsid, "format": msg.md.format})
+            rows.append(
+                {
+                    "message_key": f"m{i}",
+                    "data": body,
+                    "encoding": msg.md.encoding,
+                    "ccsid": msg.md.ccsid,
+                    "format": msg.md.format,
+                }
+            )
             if len(rows) == per_group:
                 writer.write_table(pa.Table.from_pylist(rows, schema))
                 rows = []
@@ -974,8 +1164,17 @@ def child_memory(params: dict) -> dict:
     df = spark.read.parquet(params["path"])
     names = [f.name for f in decoded_struct().fields]
     if params.get("whole_data"):
-        decoded = df.select(decoder()(F.col("data"), F.col("data"), F.lit(None).cast("binary"), F.length("data"), F.col("encoding"),
-                                      F.col("ccsid"), F.col("format")).alias("d"))
+        decoded = df.select(
+            decoder()(
+                F.col("data"),
+                F.col("data"),
+                F.lit(None).cast("binary"),
+                F.length("data"),
+                F.col("encoding"),
+                F.col("ccsid"),
+                F.col("format"),
+            ).alias("d")
+        )
         plan = decoded.select("d.*")
     else:
         plan = decode_headers(df).select("message_key", *names)
@@ -1005,7 +1204,7 @@ def failure_summary(text: str, limit: int = 2000) -> str:
         if ("Error" in line or "Exception" in line) and not line.lstrip().startswith("at ") and line not in errors:
             errors.append(line.strip()[:300])
     head = "\n".join(errors[:6])
-    return (head + "\n...\n" + text[-(limit - len(head)):] if head else text[-limit:])[:limit + 10]
+    return (head + "\n...\n" + text[-(limit - len(head)) :] if head else text[-limit:])[: limit + 10]
 
 
 def child_memory_pipeline(params: dict) -> dict:
@@ -1019,8 +1218,9 @@ def child_memory_pipeline(params: dict) -> dict:
     from dlq_pipeline.spark.session import get_spark
 
     heap = params.get("heap", PIPELINE_HEAP)
-    spark = get_spark({"master": params["master"], "app_name": "bench-memory-run",
-                       "spark_conf": {"spark.driver.memory": heap}})
+    spark = get_spark(
+        {"master": params["master"], "app_name": "bench-memory-run", "spark_conf": {"spark.driver.memory": heap}}
+    )
     work = Path(params["work"])
     rules = work / "catch-all.rules"
     rules.write_text(data.CATCH_ALL + "\n")
@@ -1034,13 +1234,27 @@ def child_memory_pipeline(params: dict) -> dict:
 
     with PeakMemory() as peak:
         began = time.perf_counter()
-        result = run_pipeline(spark, settings, load_rules(str(rules)), inputs=[params["dump"]],
-                              target=f"dir:{work / 'out'}", run_id="bench-memory", progress=landed)
+        result = run_pipeline(
+            spark,
+            settings,
+            load_rules(str(rules)),
+            inputs=[params["dump"]],
+            target=f"dir:{work / 'out'}",
+            run_id="bench-memory",
+            progress=landed,
+        )
         seconds = time.perf_counter() - began
     written = sum(p.stat().st_size for p in (work / "out").rglob("*") if p.is_file())
-    return {"seconds": seconds, "heap": heap, "landed": result.messages_landed, "outcomes": result.outcomes,
-            "durations": result.durations, "replayed_bytes": written,
-            "dump_deleted_when_landed": not Path(params["dump"]).exists(), **peak.as_dict()}
+    return {
+        "seconds": seconds,
+        "heap": heap,
+        "landed": result.messages_landed,
+        "outcomes": result.outcomes,
+        "durations": result.durations,
+        "replayed_bytes": written,
+        "dump_deleted_when_landed": not Path(params["dump"]).exists(),
+        **peak.as_dict(),
+    }
 
 
 def bench_pipeline_memory(sizes: Sizes, work: Path, ctx: Context) -> dict:
@@ -1050,13 +1264,18 @@ def bench_pipeline_memory(sizes: Sizes, work: Path, ctx: Context) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     need, free = PIPELINE_DISK_FACTOR * n * size, shutil.disk_usage(work).free
     if free < need:
-        return {"messages": n, "payload_bytes": size, "passed": False,
-                "error": f"not run: needs about {need / 1e9:.0f} GB free under {work}, {free / 1e9:.0f} GB are"}
+        return {
+            "messages": n,
+            "payload_bytes": size,
+            "passed": False,
+            "error": f"not run: needs about {need / 1e9:.0f} GB free under {work}, {free / 1e9:.0f} GB are",
+        }
     temp = Path(tempfile.mkdtemp(prefix="pipeline-memory-", dir=work))
     try:
         dump = data.large_messages_dump(temp / "large.dmp", n, size)
-        got = ctx.child("memory_pipeline", {"master": "local[2]", "dump": dump, "work": str(temp),
-                                            "delete_dump_when_landed": True})
+        got = ctx.child(
+            "memory_pipeline", {"master": "local[2]", "dump": dump, "work": str(temp), "delete_dump_when_landed": True}
+        )
     finally:
         shutil.rmtree(temp, ignore_errors=True)
     got.update(messages=n, payload_bytes=size, passed=got["landed"] == n and got["outcomes"].get("delivered") == n)
@@ -1067,10 +1286,17 @@ def bench_memory(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     n = sizes.memory_messages
     small = memory_input(work / f"memory-{n}x{sizes.memory_small_bytes}.parquet", n, sizes.memory_small_bytes)
     large = memory_input(work / f"memory-{n}x{sizes.memory_large_bytes}.parquet", n, sizes.memory_large_bytes)
-    cases = {"small_payload": (small, False), "large_payload": (large, False),
-             "large_payload_whole_data_udf": (large, True)}
-    out = {"messages": n, "small_payload_bytes": sizes.memory_small_bytes,
-           "large_payload_bytes": sizes.memory_large_bytes, "cases": {}}
+    cases = {
+        "small_payload": (small, False),
+        "large_payload": (large, False),
+        "large_payload_whole_data_udf": (large, True),
+    }
+    out = {
+        "messages": n,
+        "small_payload_bytes": sizes.memory_small_bytes,
+        "large_payload_bytes": sizes.memory_large_bytes,
+        "cases": {},
+    }
     for name, (path, whole) in cases.items():
         out["cases"][name] = ctx.child("memory", {"master": "local[2]", "path": path, "whole_data": whole})
     if ctx.in_process:
@@ -1083,15 +1309,21 @@ def bench_memory(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
         try:
             out["pipeline"] = bench_pipeline_memory(sizes, work, ctx)
         except Exception as exc:  # noqa: BLE001 - e.g. the child ran out of memory: report it, keep the rest
-            out["pipeline"] = {"messages": sizes.pipeline_memory_messages, "payload_bytes": sizes.pipeline_memory_bytes,
-                               "passed": False, "error": failure_summary(getattr(exc, "stderr", str(exc))),
-                               "stderr_log": str(getattr(exc, "log", ""))}
+            out["pipeline"] = {
+                "messages": sizes.pipeline_memory_messages,
+                "payload_bytes": sizes.pipeline_memory_bytes,
+                "passed": False,
+                "error": failure_summary(getattr(exc, "stderr", str(exc))),
+                "stderr_log": str(getattr(exc, "log", "")),
+            }
     out["ratios"] = {
-        "python_workers_large_over_small": ratio(peak("large_payload", "python_workers"),
-                                                 peak("small_payload", "python_workers")),
+        "python_workers_large_over_small": ratio(
+            peak("large_payload", "python_workers"), peak("small_payload", "python_workers")
+        ),
         "jvm_large_over_small": ratio(peak("large_payload", "jvm"), peak("small_payload", "jvm")),
-        "python_workers_whole_data_over_slice": ratio(peak("large_payload_whole_data_udf", "python_workers"),
-                                                      peak("large_payload", "python_workers")),
+        "python_workers_whole_data_over_slice": ratio(
+            peak("large_payload_whole_data_udf", "python_workers"), peak("large_payload", "python_workers")
+        ),
     }
     return out
 
@@ -1104,5 +1336,10 @@ BENCHES = {
     "end_to_end": bench_end_to_end,
     "memory": bench_memory,
 }
-CHILDREN = {"ingest": child_ingest, "pipeline": child_pipeline, "reference": child_reference, "memory": child_memory,
-            "memory_pipeline": child_memory_pipeline}
+CHILDREN = {
+    "ingest": child_ingest,
+    "pipeline": child_pipeline,
+    "reference": child_reference,
+    "memory": child_memory,
+    "memory_pipeline": child_memory_pipeline,
+}

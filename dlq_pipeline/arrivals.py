@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import statistics
 from collections import Counter, defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 HOURLY_SPAN = dt.timedelta(days=16)  # at most 384 hourly buckets; longer spans are shown by day
 MIN_BURST = 10  # a bucket with fewer messages is never a burst, however quiet the rest
@@ -27,8 +27,10 @@ BURST_FACTOR = 3  # ... times the median
 BURST_MADS = 4  # ... median absolute deviations above the median
 TOP = 3  # reasons, queue managers and queues named per burst
 WIDTHS = {"hour": dt.timedelta(hours=1), "day": dt.timedelta(days=1)}
-RULE = (f"a bucket is a burst when its count >= max({MIN_BURST}, {BURST_FACTOR} x median, "
-        f"median + {BURST_MADS} x MAD) over all buckets from first to last arrival (empty ones as 0)")
+RULE = (
+    f"a bucket is a burst when its count >= max({MIN_BURST}, {BURST_FACTOR} x median, "
+    f"median + {BURST_MADS} x MAD) over all buckets from first to last arrival (empty ones as 0)"
+)
 NO_DLH = "(no MQDLH)"  # the reason label of messages without a dead-letter header
 UNKNOWN = "(unknown)"  # an origin queue manager that the message does not name
 
@@ -74,8 +76,15 @@ def timeline(rows: Iterable[dict], width: str | None = None) -> dict:
     """
     rows = [r for r in rows if r.get("at") is not None and r.get("count")]
     if not rows:
-        return {"bucket": width or "hour", "rule": RULE, "median": 0.0, "mad": 0.0, "threshold": float(MIN_BURST),
-                "series": [], "bursts": []}
+        return {
+            "bucket": width or "hour",
+            "rule": RULE,
+            "median": 0.0,
+            "mad": 0.0,
+            "threshold": float(MIN_BURST),
+            "series": [],
+            "bursts": [],
+        }
     first, last = min(r["at"] for r in rows), max(r["at"] for r in rows)
     width = width or bucket_width(first, last)
     step = WIDTHS[width]
@@ -95,9 +104,16 @@ def timeline(rows: Iterable[dict], width: str | None = None) -> dict:
         at += step
     counts = [totals.get(s, 0) for s in starts]
     median, mad, limit = threshold(counts)
-    series = [{"start": _iso(s), "count": c, "by_reason": dict(sorted(reasons[s].items())),
-               "by_qmgr": dict(sorted(qmgrs[s].items())), "burst": c >= limit}
-              for s, c in zip(starts, counts)]
+    series = [
+        {
+            "start": _iso(s),
+            "count": c,
+            "by_reason": dict(sorted(reasons[s].items())),
+            "by_qmgr": dict(sorted(qmgrs[s].items())),
+            "burst": c >= limit,
+        }
+        for s, c in zip(starts, counts)
+    ]
     bursts, run = [], []
     for s, c in zip(starts + [None], counts + [0]):
         if s is not None and c >= limit:
@@ -106,8 +122,15 @@ def timeline(rows: Iterable[dict], width: str | None = None) -> dict:
         if run:
             bursts.append(_burst(run, step, totals, reasons, qmgrs, dests, median))
             run = []
-    return {"bucket": width, "rule": RULE, "median": median, "mad": mad, "threshold": limit,
-            "series": series, "bursts": bursts}
+    return {
+        "bucket": width,
+        "rule": RULE,
+        "median": median,
+        "mad": mad,
+        "threshold": limit,
+        "series": series,
+        "bursts": bursts,
+    }
 
 
 def _burst(starts, step, totals, reasons, qmgrs, dests, median) -> dict:
@@ -118,9 +141,14 @@ def _burst(starts, step, totals, reasons, qmgrs, dests, median) -> dict:
         where.update(dests[s])
     count = sum(totals[s] for s in starts)
     return {
-        "start": _iso(starts[0]), "end": _iso(starts[-1] + step), "buckets": len(starts),
-        "hours": round(len(starts) * step.total_seconds() / 3600, 1), "count": count,
-        "baseline_per_bucket": median, "peak": max(totals[s] for s in starts),
-        "reasons": _top(why, "reason"), "qmgrs": _top(who, "qmgr"),
+        "start": _iso(starts[0]),
+        "end": _iso(starts[-1] + step),
+        "buckets": len(starts),
+        "hours": round(len(starts) * step.total_seconds() / 3600, 1),
+        "count": count,
+        "baseline_per_bucket": median,
+        "peak": max(totals[s] for s in starts),
+        "reasons": _top(why, "reason"),
+        "qmgrs": _top(who, "qmgr"),
         "destinations": [{"dest": d["dest"], "count": d["count"]} for d in _top(where, "dest") if d["dest"]],
     }

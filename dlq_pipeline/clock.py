@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
 
 

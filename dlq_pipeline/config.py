@@ -15,9 +15,10 @@ import difflib
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 PROFILE_ENV = "DLQ_PIPELINE_PROFILE"
 
@@ -35,57 +36,96 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         "path": ((str,), "./warehouse", "warehouse root for Parquet, or Delta tables by path"),
         "catalog": ((str,), "", "Delta catalog (tables by name: catalog.schema.table)"),
         "schema": ((str,), "", "Delta schema (database) for tables by name"),
-        "lock": ((bool,), True, "writing commands hold PATH/_locks/warehouse.lock when PATH is a file system path "
-                                "(one writer at a time); false = no file lock (Delta warehouses still take the lease)"),
-        "lease_seconds": ((int, float), 120, "Delta: the writer lease lasts this long without a renewal (a heartbeat "
-                                             "renews it every third of it); a holder killed with -9 frees it then"),
-        "lease_wait": ((int, float), 0, "Delta: seconds a second writer waits for the lease before giving up (exit 1); "
-                                        "0 = refuse at once"),
+        "lock": (
+            (bool,),
+            True,
+            "writing commands hold PATH/_locks/warehouse.lock when PATH is a file system path "
+            "(one writer at a time); false = no file lock (Delta warehouses still take the lease)",
+        ),
+        "lease_seconds": (
+            (int, float),
+            120,
+            "Delta: the writer lease lasts this long without a renewal (a heartbeat "
+            "renews it every third of it); a holder killed with -9 frees it then",
+        ),
+        "lease_wait": (
+            (int, float),
+            0,
+            "Delta: seconds a second writer waits for the lease before giving up (exit 1); 0 = refuse at once",
+        ),
     },
     "spark": {
         "master": ((str,), "local[*]", "master for a locally built session (ignored when a session exists)"),
-        "remote": ((str,), "", "Spark Connect server sc://HOST:PORT for a new session (default: $SPARK_REMOTE; "
-                               "\"\" = classic Spark); replay to mq:, drain and settle refuse it"),
+        "remote": (
+            (str,),
+            "",
+            "Spark Connect server sc://HOST:PORT for a new session (default: $SPARK_REMOTE; "
+            '"" = classic Spark); replay to mq:, drain and settle refuse it',
+        ),
         "app_name": ((str,), "dlq-pipeline", "Spark application name"),
-        "conf": ((dict,), {}, "extra Spark settings, e.g. {\"spark.sql.shuffle.partitions\" = \"8\"}"),
-        "quick_jit_bytes": ((int,), 1024 * 1024 * 1024, "run and ingest: input dumps of at most this many bytes in "
-                                                      "all start a local JVM that compiles with C1 only (quicker to "
-                                                      "warm up, slower on long work); 0 = never"),
+        "conf": ((dict,), {}, 'extra Spark settings, e.g. {"spark.sql.shuffle.partitions" = "8"}'),
+        "quick_jit_bytes": (
+            (int,),
+            1024 * 1024 * 1024,
+            "run and ingest: input dumps of at most this many bytes in "
+            "all start a local JVM that compiles with C1 only (quicker to "
+            "warm up, slower on long work); 0 = never",
+        ),
     },
     "ingest": {
         "split_bytes": ((int,), 64 * 1024 * 1024, "a dump larger than this is split across tasks"),
         "max_line_length": ((int,), 256 * 1024 * 1024, "longest dump line accepted (bytes)"),
         "max_message_bytes": ((int,), 104_857_600, "largest message accepted (MQ's maximum, 100 MB)"),
-        "webhdfs": ((str,), "", "NameNode HTTP address (WebHDFS) the pipeline's Python reaches hdfs:// "
-                                "paths through (inputs, the warehouse's checkpoints and fence files, dir: targets), "
-                                "e.g. http://namenode:9870; \"\" = port 9870 of the hdfs:// URI's host"),
-        "reader": ((str,), "auto", "auto: dmpmqmsg dumps at local paths are read in the JVM when the session has "
-                                   "the reader's jar (dlq_pipeline/spark/jvm_reader.py), the rest in Python; "
-                                   "python: always the Python reader"),
+        "webhdfs": (
+            (str,),
+            "",
+            "NameNode HTTP address (WebHDFS) the pipeline's Python reaches hdfs:// "
+            "paths through (inputs, the warehouse's checkpoints and fence files, dir: targets), "
+            'e.g. http://namenode:9870; "" = port 9870 of the hdfs:// URI\'s host',
+        ),
+        "reader": (
+            (str,),
+            "auto",
+            "auto: dmpmqmsg dumps at local paths are read in the JVM when the session has "
+            "the reader's jar (dlq_pipeline/spark/jvm_reader.py), the rest in Python; "
+            "python: always the Python reader",
+        ),
     },
     "classify": {
         "retry_interval": ((int,), -1, "override RETRYINT seconds; -1 = use the rules table's"),
     },
     "replay": {
         "max_connections": ((int,), 4, "most MQ connections open at once (replay partitions)"),
-        "connections_per_qmgr": ((int,), 1, "most of those one target queue manager's messages are spread over "
-                                            "(its target queues placed by size; each queue keeps DLQ order in one connection)"),
+        "connections_per_qmgr": (
+            (int,),
+            1,
+            "most of those one target queue manager's messages are spread over "
+            "(its target queues placed by size; each queue keeps DLQ order in one connection)",
+        ),
         "batch_size": ((int,), 200, "puts per syncpoint unit of work"),
-        "async_put": ((bool,), True, "put a batch without waiting for each put's answer (MQPMO_ASYNC_RESPONSE) and "
-                                     "ask MQSTAT before the commit; a batch with a failed put is backed out and put "
-                                     "again synchronously. Needs MQSTAT in the client library (ibmmq); false = "
-                                     "every put waits"),
+        "async_put": (
+            (bool,),
+            True,
+            "put a batch without waiting for each put's answer (MQPMO_ASYNC_RESPONSE) and "
+            "ask MQSTAT before the commit; a batch with a failed put is backed out and put "
+            "again synchronously. Needs MQSTAT in the client library (ibmmq); false = "
+            "every put waits",
+        ),
         "rate_limit": ((int, float), 0, "puts per second per connection; 0 = unlimited"),
         "breaker_threshold": ((int,), 5, "transient failures on one queue before it is left alone for the run"),
         "depth_check": ((bool,), False, "inquire CURDEPTH/MAXDEPTH and hold back when a queue is nearly full"),
         "depth_headroom": ((float,), 0.9, "with depth_check: hold back above this fraction of MAXDEPTH"),
         "reconnect_attempts": ((int,), 3, "reconnects with backoff after a connection failure"),
         "reconnect_backoff": ((int, float), 1.0, "seconds before the first reconnect; doubles each time, at most 30"),
-        "dir_mode": ((str,), "0600", "permissions of the dmpmqmsg files a dir: target writes (octal); \"0640\" lets "
-                                     "the owner's group (e.g. mqm) read them, directories made get r-x to match"),
+        "dir_mode": (
+            (str,),
+            "0600",
+            'permissions of the dmpmqmsg files a dir: target writes (octal); "0640" lets '
+            "the owner's group (e.g. mqm) read them, directories made get r-x to match",
+        ),
     },
     "drain": {
-        "source": ((str,), "", "live DLQ: mq:QMGR | sim:NAME; run drains it first and settles it last (\"\" = none)"),
+        "source": ((str,), "", 'live DLQ: mq:QMGR | sim:NAME; run drains it first and settles it last ("" = none)'),
         "mode": ((str,), "browse", "browse (non-destructive) | move (destructive get under syncpoint)"),
         "queue": ((str,), "", "DLQ to drain; default: INPUTQ from the rules table, else the QM's DEADQ"),
         "qmgr": ((str,), "", "queue manager; default: INPUTQM from the rules table"),
@@ -98,14 +138,26 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
     },
     "log": {
         "format": ((str,), "text", "text | json (one JSON object per line, for log shippers)"),
-        "level": ((str,), "", "debug | info | warning | error; default: info for JSON lines (the stage events), "
-                              "warning for text (-v/-vv on the command line raise it)"),
+        "level": (
+            (str,),
+            "",
+            "debug | info | warning | error; default: info for JSON lines (the stage events), "
+            "warning for text (-v/-vv on the command line raise it)",
+        ),
     },
     "metrics": {
-        "textfile": ((str,), "", "also write each run's metrics here in Prometheus text format (node_exporter textfile collector)"),
+        "textfile": (
+            (str,),
+            "",
+            "also write each run's metrics here in Prometheus text format (node_exporter textfile collector)",
+        ),
     },
     "mq": {
-        "qmgrs": ((dict,), {}, "per queue manager: channel, conn_name, cipher_spec, key_repository, user, password_env"),
+        "qmgrs": (
+            (dict,),
+            {},
+            "per queue manager: channel, conn_name, cipher_spec, key_repository, user, password_env",
+        ),
     },
 }
 
@@ -196,10 +248,19 @@ def _check_values(where: str, values: dict[str, dict[str, Any]], problems: list[
     if values["drain"]["mode"] not in ("browse", "move"):
         problems.append(f"{where}: 'drain.mode' must be browse or move, not '{values['drain']['mode']}'")
     for section, key, low in [
-        ("replay", "max_connections", 1), ("replay", "connections_per_qmgr", 1), ("replay", "batch_size", 1), ("replay", "breaker_threshold", 1),
-        ("replay", "reconnect_attempts", 0), ("drain", "batch_size", 1), ("ingest", "split_bytes", 1024),
-        ("ingest", "max_line_length", 80), ("ingest", "max_message_bytes", 0), ("report", "top", 1),
-        ("replay", "rate_limit", 0), ("replay", "reconnect_backoff", 0), ("spark", "quick_jit_bytes", 0),
+        ("replay", "max_connections", 1),
+        ("replay", "connections_per_qmgr", 1),
+        ("replay", "batch_size", 1),
+        ("replay", "breaker_threshold", 1),
+        ("replay", "reconnect_attempts", 0),
+        ("drain", "batch_size", 1),
+        ("ingest", "split_bytes", 1024),
+        ("ingest", "max_line_length", 80),
+        ("ingest", "max_message_bytes", 0),
+        ("report", "top", 1),
+        ("replay", "rate_limit", 0),
+        ("replay", "reconnect_backoff", 0),
+        ("spark", "quick_jit_bytes", 0),
     ]:
         if values[section][key] < low:
             problems.append(f"{where}: '{section}.{key}' must be at least {low}")
@@ -240,8 +301,10 @@ def file_mode_problem(text: str) -> str | None:
         return f"must be an octal file mode such as \"0640\", not '{text}'"
     mode = int(text, 8)
     if mode & 0o600 != 0o600 or mode & 0o111 or mode & 0o002:
-        return f"'{text}' must let the owner read and write, make nothing executable and let no one else write " \
-               "(e.g. \"0600\" or \"0640\")"
+        return (
+            f"'{text}' must let the owner read and write, make nothing executable and let no one else write "
+            '(e.g. "0600" or "0640")'
+        )
     return None
 
 
@@ -256,8 +319,10 @@ def qmgr_problems(name: str, qm: Mapping[str, Any]) -> list[str]:
     text = {k: v for k, v in qm.items() if k in QMGR_KEYS and isinstance(v, str)}
     for key in ("password_env", "key_stash_password_env"):
         if key in text and not _ENV_NAME.fullmatch(text[key]):
-            problems.append(f"'{where}.{key}' must be the NAME of an environment variable (letters, digits, _), "
-                            "not the secret itself; the value is not shown")
+            problems.append(
+                f"'{where}.{key}' must be the NAME of an environment variable (letters, digits, _), "
+                "not the secret itself; the value is not shown"
+            )
     if text.get("user") and not text.get("password_env"):
         problems.append(f"'{where}' names a user but no password_env (the variable that holds the password)")
     if text.get("password_env") and not text.get("user"):
@@ -268,14 +333,19 @@ def qmgr_problems(name: str, qm: Mapping[str, Any]) -> list[str]:
     if keys and not cipher:
         problems.append(f"'{where}.key_repository' is set but no cipher_spec: the channel would not use TLS")
     if cipher and not _CIPHER_SPEC.fullmatch(cipher):
-        problems.append(f"'{where}.cipher_spec' {cipher!r} is not a CipherSpec name "
-                        "(e.g. ANY_TLS13_OR_HIGHER, TLS_AES_256_GCM_SHA384)")
+        problems.append(
+            f"'{where}.cipher_spec' {cipher!r} is not a CipherSpec name "
+            "(e.g. ANY_TLS13_OR_HIGHER, TLS_AES_256_GCM_SHA384)"
+        )
     elif cipher and _WEAK_CIPHER.search(cipher):
-        problems.append(f"'{where}.cipher_spec' {cipher} is deprecated as insecure: use ANY_TLS13_OR_HIGHER, "
-                        "ANY_TLS12_OR_HIGHER or a TLS 1.2/1.3 CipherSpec")
+        problems.append(
+            f"'{where}.cipher_spec' {cipher} is deprecated as insecure: use ANY_TLS13_OR_HIGHER, "
+            "ANY_TLS12_OR_HIGHER or a TLS 1.2/1.3 CipherSpec"
+        )
     if keys.endswith((".kdb", ".p12", ".sth")):
-        problems.append(f"'{where}.key_repository' is the stem without the extension "
-                        f"(e.g. /var/mqm/ssl/client for client.kdb)")
+        problems.append(
+            f"'{where}.key_repository' is the stem without the extension (e.g. /var/mqm/ssl/client for client.kdb)"
+        )
     if text.get("key_stash_password_env") and not keys:
         problems.append(f"'{where}.key_stash_password_env' is set but no key_repository")
     return problems
@@ -346,6 +416,10 @@ def secret(env_name: str, where: str) -> str:
     passes as a variable name when it is made of letters, digits and ``_``."""
     value = os.environ.get(env_name)
     if value is None:
-        raise ConfigError([f"the environment variable that '{where}' names is not set (its name is not "
-                           "shown, in case a password was put there by mistake)"])
+        raise ConfigError(
+            [
+                f"the environment variable that '{where}' names is not set (its name is not "
+                "shown, in case a password was put there by mistake)"
+            ]
+        )
     return value

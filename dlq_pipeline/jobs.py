@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable, NoReturn, Sequence
+from collections.abc import Callable, Sequence
+from typing import NoReturn
 from urllib.parse import urlparse
 
 # Every stage a job can run, in pipeline order; `run` is all of them in one job.
@@ -35,8 +36,9 @@ def shipped_files(spark_files: str) -> dict[str, str]:
     return found
 
 
-def with_shipped_files(args: Sequence[str], shipped: dict[str, str],
-                       exists: Callable[[str], bool] = os.path.exists) -> list[str]:
+def with_shipped_files(
+    args: Sequence[str], shipped: dict[str, str], exists: Callable[[str], bool] = os.path.exists
+) -> list[str]:
     """``args`` with each ``--config NAME``/``--rules NAME`` that names no file here but is the
     name of a file given to spark-submit's ``--files`` pointed at that file (pure but for ``exists``).
 
@@ -89,8 +91,10 @@ def main(stage: str, argv: Sequence[str] | None = None) -> NoReturn:
         raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
     command = command_for(stage)
     if command is None:
-        print(f"error: this dlq-pipeline has no '{stage}' stage (available: {', '.join(available_stages())})",
-              file=sys.stderr)
+        print(
+            f"error: this dlq-pipeline has no '{stage}' stage (available: {', '.join(available_stages())})",
+            file=sys.stderr,
+        )
         sys.exit(exitcodes.USAGE)
     from dlq_pipeline.cli import pyspark_required
 

@@ -51,9 +51,9 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
 
 from dlq_pipeline.clock import as_utc, utc_now
 from dlq_pipeline.dumps.records import DumpedMessage
@@ -62,9 +62,7 @@ from dlq_pipeline.locks import LOCKS_DIR, FileLock
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import DEFAULT_BUFFER, Message, MQError
 from dlq_pipeline.progress import Progress, Report, as_progress
-from dlq_pipeline.replay.targets import DEFAULT_SIM_NAME, Target, TargetError, open_target, parse_target, \
-    safe_file_name
-
+from dlq_pipeline.replay.targets import DEFAULT_SIM_NAME, Target, TargetError, open_target, parse_target, safe_file_name
 from dlq_pipeline.tables import message_row, table_columns
 
 log = logging.getLogger(__name__)
@@ -115,8 +113,15 @@ def parse_source(spec: str) -> tuple[str, str]:
     return kind, name
 
 
-def live_queue(spec: str, *, warehouse: str | os.PathLike, qmgrs: Mapping[str, Mapping] | None = None,
-               queue: str = "", qmgr: str = "", control=None) -> LiveQueue:
+def live_queue(
+    spec: str,
+    *,
+    warehouse: str | os.PathLike,
+    qmgrs: Mapping[str, Mapping] | None = None,
+    queue: str = "",
+    qmgr: str = "",
+    control=None,
+) -> LiveQueue:
     """The live queue for ``spec``. ``queue``/``qmgr`` come from the command line or the
     configuration (``drain.queue``/``drain.qmgr``); ``qmgrs`` are the client settings per
     queue manager (``[mq.qmgrs]``, for ``mq:``); ``control`` is the rules table's
@@ -128,8 +133,9 @@ def live_queue(spec: str, *, warehouse: str | os.PathLike, qmgrs: Mapping[str, M
     qmgr = (qmgr or "").strip(" ")
     name = named or qmgr or inputqm or (DEFAULT_SIM_NAME if kind == "sim" else "")
     if not name:
-        raise TargetError(f"source {spec} names no queue manager: write mq:QMGR, use --qmgr, or set INPUTQM in the "
-                          "rules table")
+        raise TargetError(
+            f"source {spec} names no queue manager: write mq:QMGR, use --qmgr, or set INPUTQM in the rules table"
+        )
     target = open_target(f"{kind}:{name}", warehouse=warehouse, qmgrs=qmgrs)
     return LiveQueue(f"{kind}:{name}", kind, name, (queue or "").strip(" ") or inputq, target)
 
@@ -141,8 +147,10 @@ def resolve_queue(live: LiveQueue, conn) -> LiveQueue:
     inquire = getattr(conn, "dead_letter_queue", None)
     deadq = inquire() if inquire is not None else ""
     if not deadq:
-        raise LiveError(f"no queue to drain: queue manager {live.qmgr} has no dead-letter queue (DEADQ); "
-                        "name one with --queue, drain.queue or INPUTQ in the rules table")
+        raise LiveError(
+            f"no queue to drain: queue manager {live.qmgr} has no dead-letter queue (DEADQ); "
+            "name one with --queue, drain.queue or INPUTQ in the rules table"
+        )
     return LiveQueue(live.spec, live.kind, live.qmgr, deadq, live.target)
 
 
@@ -162,8 +170,10 @@ class QueueLock(FileLock):
         self.what = what
 
     def refused(self, holder: str) -> Exception:
-        return QueueLocked(f"{self.what} is already being worked on by {holder} (lock file {self.path}); "
-                           "wait for it to finish, only one drain or settle per queue runs at a time")
+        return QueueLocked(
+            f"{self.what} is already being worked on by {holder} (lock file {self.path}); "
+            "wait for it to finish, only one drain or settle per queue runs at a time"
+        )
 
 
 # --- drain ---------------------------------------------------------------------------------
@@ -185,15 +195,25 @@ class DrainResult:
         return asdict(self)
 
 
-def message_rows(messages: list[tuple[int, Message]], live: LiveQueue, *, run_id: str,
-                 landed_at: dt.datetime) -> list[tuple]:
+def message_rows(
+    messages: list[tuple[int, Message]], live: LiveQueue, *, run_id: str, landed_at: dt.datetime
+) -> list[tuple]:
     """`messages` table rows (tuples in schema order) for ``(position, message)`` pairs, built
     by the same function ingest uses."""
     out = []
     for index, m in messages:
         row = message_row(DumpedMessage(m.md, m.data, index))  # no size limit: MQ gave it
-        row.update(source_kind="drain", source_qmgr=live.qmgr, source_queue=live.queue, source_file=None,
-                   source_index=index, source_line=None, source_offset=None, landed_at=landed_at, run_id=run_id)
+        row.update(
+            source_kind="drain",
+            source_qmgr=live.qmgr,
+            source_queue=live.queue,
+            source_file=None,
+            source_index=index,
+            source_line=None,
+            source_offset=None,
+            landed_at=landed_at,
+            run_id=run_id,
+        )
         out.append(tuple(row.get(c) for c in MESSAGE_COLUMNS))
     return out
 
@@ -265,8 +285,12 @@ def drain_queue(
         try:
             live = resolve_queue(live, conn)
             result = DrainResult(live.spec, live.qmgr, live.queue, mode)
-            with QueueLock(lock_path(warehouse, live.qmgr, live.queue), what=f"queue {live.queue} on {live.qmgr}",
-                           command=f"drain ({mode})", run_id=run_id):
+            with QueueLock(
+                lock_path(warehouse, live.qmgr, live.queue),
+                what=f"queue {live.queue} on {live.qmgr}",
+                command=f"drain ({mode})",
+                run_id=run_id,
+            ):
                 lander = _Lander(store, live, result, run_id, landed_at)
                 tell = _counter(progress, "drain", limit, "messages")
                 if mode == "browse":
@@ -321,24 +345,30 @@ def _move(conn, live, lander: _Lander, result: DrainResult, batch_size, limit, b
             except MQError as exc:
                 if exc.reason == reasons.MQRC_NO_MSG_AVAILABLE:
                     break
-                raise LiveError(f"getting from {live.label} failed: {exc}; the unit of work is backed out, "
-                                f"{len(batch)} got messages stay on the queue") from exc
+                raise LiveError(
+                    f"getting from {live.label} failed: {exc}; the unit of work is backed out, "
+                    f"{len(batch)} got messages stay on the queue"
+                ) from exc
             batch.append((result.read + len(batch), message))
         if not batch:
             return
         try:
             lander.land(batch)
         except Exception as exc:
-            raise LiveError(f"landing {len(batch)} messages from {live.label} failed; the unit of work is backed "
-                            f"out and they stay on the queue: {exc}") from exc
+            raise LiveError(
+                f"landing {len(batch)} messages from {live.label} failed; the unit of work is backed "
+                f"out and they stay on the queue: {exc}"
+            ) from exc
         if on_batch is not None:
             on_batch("landed", result.batches)
         try:
             conn.commit()
         except MQError as exc:
-            raise LiveError(f"committing the removal of {len(batch)} landed messages from {live.label} failed: "
-                            f"{exc}; they are landed and, if the queue manager backed the gets out, still on the "
-                            "queue: the next drain removes them without landing them twice") from exc
+            raise LiveError(
+                f"committing the removal of {len(batch)} landed messages from {live.label} failed: "
+                f"{exc}; they are landed and, if the queue manager backed the gets out, still on the "
+                "queue: the next drain removes them without landing them twice"
+            ) from exc
         result.read += len(batch)
         result.removed += len(batch)
         result.batches += 1
@@ -393,8 +423,12 @@ def settle_queue(
         try:
             live = resolve_queue(live, conn)
             result = SettleResult(live.spec, live.qmgr, live.queue)
-            with QueueLock(lock_path(warehouse, live.qmgr, live.queue), what=f"queue {live.queue} on {live.qmgr}",
-                           command="settle", run_id=run_id):
+            with QueueLock(
+                lock_path(warehouse, live.qmgr, live.queue),
+                what=f"queue {live.queue} on {live.qmgr}",
+                command="settle",
+                run_id=run_id,
+            ):
                 present: list[tuple[str, bytes, bytes]] = []
                 browsed = _counter(progress, "settle", None, "messages browsed")
                 for message in conn.browse(live.queue, buffer_size=buffer_size):
@@ -407,7 +441,7 @@ def settle_queue(
                 result.ended = len(candidates)
                 settled = _counter(progress, "settle", result.ended, "ended messages")
                 for start in range(0, len(candidates), batch_size):
-                    _settle_batch(conn, live, candidates[start:start + batch_size], result, buffer_size)
+                    _settle_batch(conn, live, candidates[start : start + batch_size], result, buffer_size)
                     settled(result.removed + result.gone + len(result.mismatched))
                     if on_batch is not None:
                         on_batch("committed", start // batch_size + 1)
@@ -420,8 +454,9 @@ def settle_queue(
     return result
 
 
-def _settle_batch(conn, live: LiveQueue, batch: list[tuple[str, bytes, bytes]], result: SettleResult,
-                  buffer_size: int) -> None:
+def _settle_batch(
+    conn, live: LiveQueue, batch: list[tuple[str, bytes, bytes]], result: SettleResult, buffer_size: int
+) -> None:
     """Get the batch's messages under syncpoint and commit; a message whose key is not the
     expected one backs the batch out, is reported and left alone, and the rest is got again."""
     todo = list(batch)
@@ -430,14 +465,15 @@ def _settle_batch(conn, live: LiveQueue, batch: list[tuple[str, bytes, bytes]], 
         wrong = None
         for key, msg_id, correl_id in todo:
             try:
-                got = conn.get(live.queue, msg_id=msg_id, correl_id=correl_id, syncpoint=True,
-                               buffer_size=buffer_size)
+                got = conn.get(live.queue, msg_id=msg_id, correl_id=correl_id, syncpoint=True, buffer_size=buffer_size)
             except MQError as exc:
                 if exc.reason == reasons.MQRC_NO_MSG_AVAILABLE:
                     gone += 1
                     continue
-                raise LiveError(f"settle: getting a message from {live.label} failed: {exc}; the unit of work is "
-                                "backed out, nothing of this batch was removed") from exc
+                raise LiveError(
+                    f"settle: getting a message from {live.label} failed: {exc}; the unit of work is "
+                    "backed out, nothing of this batch was removed"
+                ) from exc
             if key_of(got) != key:
                 wrong = (key, msg_id, correl_id)
                 break
@@ -446,15 +482,27 @@ def _settle_batch(conn, live: LiveQueue, batch: list[tuple[str, bytes, bytes]], 
             try:
                 conn.commit()
             except MQError as exc:
-                raise LiveError(f"settle: committing the removal of {removed} messages from {live.label} failed: "
-                                f"{exc}; a rerun of settle finishes the job") from exc
+                raise LiveError(
+                    f"settle: committing the removal of {removed} messages from {live.label} failed: "
+                    f"{exc}; a rerun of settle finishes the job"
+                ) from exc
             result.removed += removed
             result.gone += gone
             return
         conn.backout()
-        log.warning("settle: the message got for MsgId %s on %s is not the one browsed (key %s); left on the queue",
-                    wrong[1].hex(), live.label, wrong[0])
-        result.mismatched.append({"message_key": wrong[0], "msg_id": wrong[1].hex(), "correl_id": wrong[2].hex(),
-                                  "reason": "the first message with this MsgId and CorrelId has another data digest "
-                                            "or put time: left on the queue"})
+        log.warning(
+            "settle: the message got for MsgId %s on %s is not the one browsed (key %s); left on the queue",
+            wrong[1].hex(),
+            live.label,
+            wrong[0],
+        )
+        result.mismatched.append(
+            {
+                "message_key": wrong[0],
+                "msg_id": wrong[1].hex(),
+                "correl_id": wrong[2].hex(),
+                "reason": "the first message with this MsgId and CorrelId has another data digest "
+                "or put time: left on the queue",
+            }
+        )
         todo.remove(wrong)

@@ -86,8 +86,13 @@ class FileLock:
 
 
 def holder_info(command: str, run_id: str) -> dict:
-    return {"pid": os.getpid(), "host": socket.gethostname(), "command": command, "run_id": run_id,
-            "since": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "command": command,
+        "run_id": run_id,
+        "since": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
 
 
 def describe_holder(doc: dict) -> str:
@@ -139,9 +144,10 @@ class WarehouseLock(FileLock):
         return WarehouseLocked(
             f"warehouse {self.warehouse} is being written by {holder} (lock file {self.path}); nothing was "
             f"touched. Only one command writes a warehouse at a time: wait for it to end, or schedule runs so "
-            f"they do not overlap")
+            f"they do not overlap"
+        )
 
-    def __enter__(self) -> "WarehouseLock":
+    def __enter__(self) -> WarehouseLock:
         key = self.path.absolute()
         with _held_guard:
             if key in _held:
@@ -201,9 +207,10 @@ def writer_lock(storage, *, command: str, run_id: str = ""):
             return NoLock()  # the writer lease (dlq_pipeline.spark.lease) guards a Delta warehouse anywhere
         raise LockUnavailable(
             f"storage.path {path!r} is not a file system path, so the Parquet warehouse cannot be locked against a "
-            "second writer: use storage.format = \"delta\" (its lease works there), put storage.path on a local, NFS "
+            'second writer: use storage.format = "delta" (its lease works there), put storage.path on a local, NFS '
             "or /dbfs path, or set storage.lock = false and make sure "
-            "your scheduler never starts two writing commands for these tables at once") from None
+            "your scheduler never starts two writing commands for these tables at once"
+        ) from None
     return WarehouseLock(warehouse, command=command, run_id=run_id)
 
 

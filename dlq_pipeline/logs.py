@@ -39,7 +39,8 @@ _current: dict[str, str] = {"format": "text", "level": "warning"}
 def record_fields(record: logging.LogRecord) -> dict[str, Any]:
     """The JSON object for one record (pure)."""
     doc: dict[str, Any] = {
-        "ts": dt.datetime.fromtimestamp(record.created, dt.timezone.utc).isoformat(timespec="milliseconds")
+        "ts": dt.datetime.fromtimestamp(record.created, dt.UTC)
+        .isoformat(timespec="milliseconds")
         .replace("+00:00", "Z"),
         "level": record.levelname.lower(),
         "logger": record.name,

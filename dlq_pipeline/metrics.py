@@ -12,7 +12,8 @@ Every metric is a gauge describing the *last* run, which is how batch jobs are m
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 PREFIX = "dlq_pipeline"
 
@@ -29,7 +30,7 @@ def _seconds(stamp: str) -> float | None:
         return None
     parsed = dt.datetime.fromisoformat(stamp.rstrip("Z"))
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.timezone.utc)
+        parsed = parsed.replace(tzinfo=dt.UTC)
     return parsed.timestamp()
 
 
@@ -88,23 +89,49 @@ def prometheus_text(summary: Mapping[str, Any], *, labels: Mapping[str, str] | N
     m = run_metrics(summary)
     base = dict(labels or {})
     families: list[tuple[str, str, list[tuple[dict, float]]]] = [
-        ("last_run_info", "the last run (value 1; labels identify it)",
-         [({"run_id": summary.get("run_id", ""), "target": summary.get("target", "")}, 1)]),
-        ("last_run_exit_status", "exit status of the last run (0 done, 3 needs attention, 1 failed)",
-         [({}, m["exit_status"])]),
+        (
+            "last_run_info",
+            "the last run (value 1; labels identify it)",
+            [({"run_id": summary.get("run_id", ""), "target": summary.get("target", "")}, 1)],
+        ),
+        (
+            "last_run_exit_status",
+            "exit status of the last run (0 done, 3 needs attention, 1 failed)",
+            [({}, m["exit_status"])],
+        ),
     ]
     if m["finished_at_s"] is not None:
-        families.append(("last_run_finished_timestamp_seconds", "when the last run finished (Unix time)",
-                         [({}, m["finished_at_s"])]))
+        families.append(
+            (
+                "last_run_finished_timestamp_seconds",
+                "when the last run finished (Unix time)",
+                [({}, m["finished_at_s"])],
+            )
+        )
     for name, value in m["counts"].items():
         families.append((f"last_run_{name}", f"{name.replace('_', ' ')} in the last run", [({}, value)]))
     for name, key in (("decisions", "action"), ("outcomes", "outcome"), ("ignore_reasons", "reason")):
-        families.append((f"last_run_{name}", f"{name.replace('_', ' ')} in the last run, by {key}",
-                         [({key: k}, v) for k, v in sorted(m[name].items())]))
-    families.append(("last_run_stage_duration_seconds", "wall-clock seconds per stage of the last run",
-                     [({"stage": k}, v) for k, v in m["durations_s"].items()]))
-    families.append(("last_run_stage_rate_per_second", "items per second per stage of the last run",
-                     [({"stage": k}, v) for k, v in m["rates_per_s"].items()]))
+        families.append(
+            (
+                f"last_run_{name}",
+                f"{name.replace('_', ' ')} in the last run, by {key}",
+                [({key: k}, v) for k, v in sorted(m[name].items())],
+            )
+        )
+    families.append(
+        (
+            "last_run_stage_duration_seconds",
+            "wall-clock seconds per stage of the last run",
+            [({"stage": k}, v) for k, v in m["durations_s"].items()],
+        )
+    )
+    families.append(
+        (
+            "last_run_stage_rate_per_second",
+            "items per second per stage of the last run",
+            [({"stage": k}, v) for k, v in m["rates_per_s"].items()],
+        )
+    )
     lines: list[str] = []
     for name, help_text, samples in families:
         full = f"{PREFIX}_{name}"

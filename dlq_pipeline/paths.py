@@ -40,8 +40,10 @@ def local_path(path: str, *, needed_for: str = "this") -> str:
     parsed = urlparse(path)
     if parsed.scheme == "dbfs":
         return "/dbfs/" + (parsed.netloc + parsed.path).lstrip("/")
-    raise PathError(f"{path!r} is not on a file system every node mounts (local, NFS, /dbfs/..., /Volumes/...), "
-                    f"which {needed_for} needs")
+    raise PathError(
+        f"{path!r} is not on a file system every node mounts (local, NFS, /dbfs/..., /Volumes/...), "
+        f"which {needed_for} needs"
+    )
 
 
 def local_dir(path: str, *, needed_for: str = "this") -> Path:
@@ -60,8 +62,10 @@ def default_fs_problem(path: str, default_fs: str, qualified: str) -> str | None
     if urlparse(path).scheme or urlparse(default_fs).scheme in ("", "file"):
         return None
     local = Path(path).absolute().as_posix()
-    return (f"storage.path {path!r} has no scheme and Spark's default file system (fs.defaultFS) is {default_fs}: "
-            f"Spark would keep the tables in {qualified} while the lock, replay's checkpoints and the run "
-            f"summaries would use the local directory {local}. Write the full URI: storage.path = "
-            f"\"{qualified}\" (on HDFS: storage.format = \"delta\", storage.lock = false) or "
-            f"\"file://{local}\" (a directory every node mounts)")
+    return (
+        f"storage.path {path!r} has no scheme and Spark's default file system (fs.defaultFS) is {default_fs}: "
+        f"Spark would keep the tables in {qualified} while the lock, replay's checkpoints and the run "
+        f"summaries would use the local directory {local}. Write the full URI: storage.path = "
+        f'"{qualified}" (on HDFS: storage.format = "delta", storage.lock = false) or '
+        f'"file://{local}" (a directory every node mounts)'
+    )

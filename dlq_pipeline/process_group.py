@@ -28,7 +28,7 @@ class RunGroup:
     group: int
 
     @classmethod
-    def of_this_process(cls) -> "RunGroup | None":
+    def of_this_process(cls) -> RunGroup | None:
         """The calling process's session and group; None where there are none (not POSIX)."""
         if not hasattr(os, "getsid"):
             return None

@@ -24,7 +24,7 @@ import logging
 import sys
 import threading
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +67,15 @@ class Progress:
     ``mode`` (default: `display_mode`). ``sink``: a callable that takes each line instead
     (``lines`` mode). Safe to call from a poller thread and the main thread at once."""
 
-    def __init__(self, stream=None, mode: str | None = None, *, sink: Report | None = None,
-                 interval: float | None = None, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        stream=None,
+        mode: str | None = None,
+        *,
+        sink: Report | None = None,
+        interval: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.stream = stream if stream is not None else sys.stderr
         self.sink = sink
         self.mode = mode or ("lines" if sink is not None else display_mode(self.stream))
@@ -118,8 +125,10 @@ class Progress:
                 return
             self._last[label] = (now, done, total)
             if self.mode == "events":
-                log.info(count_line(label, done, total, unit),
-                         extra={"event": "stage_progress", "stage": label, "done": done, "total": total, "unit": unit})
+                log.info(
+                    count_line(label, done, total, unit),
+                    extra={"event": "stage_progress", "stage": label, "done": done, "total": total, "unit": unit},
+                )
             elif self.mode == "lines":
                 self._write(count_line(label, done, total, unit) + "\n")
             else:

@@ -20,22 +20,49 @@ SECTIONS = [
     ("Decisions by action", "run", ("run", "by_action"), ["action", "count"], "bar"),
     ("Ignored, by reason", "run", ("run", "ignored_by_reason"), ["ignore_reason", "count"], None),
     ("Outcomes", "run", ("run", "by_outcome"), ["outcome", "count"], "bar"),
-    ("Failed and deferred puts by target queue", "run", ("run", "failures_by_target"),
-     ["target_qmgr", "target_q", "outcome", "reason_code", "reason_name", "count"], None),
-    ("RETRY rules: attempts and results", "run", ("run", "retry_rules"),
-     ["rule_line", "attempts", "delivered", "failed", "main_reason_name"], None),
-    ("Circuit breakers opened", "run", ("run", "breakers"), ["target_qmgr", "target_q", "deferred", "error_text"], None),
+    (
+        "Failed and deferred puts by target queue",
+        "run",
+        ("run", "failures_by_target"),
+        ["target_qmgr", "target_q", "outcome", "reason_code", "reason_name", "count"],
+        None,
+    ),
+    (
+        "RETRY rules: attempts and results",
+        "run",
+        ("run", "retry_rules"),
+        ["rule_line", "attempts", "delivered", "failed", "main_reason_name"],
+        None,
+    ),
+    (
+        "Circuit breakers opened",
+        "run",
+        ("run", "breakers"),
+        ["target_qmgr", "target_q", "deferred", "error_text"],
+        None,
+    ),
     ("Messages by reason", "all_time", ("overall", "by_reason"), ["reason", "reason_name", "count"], "bar"),
-    ("Messages by original destination", "all_time", ("overall", "by_destination"),
-     ["dest_qmgr", "dest_q", "count"], "bar"),
-    ("Who sends dead letters (originating queue manager, application)", "all_time", ("overall", "originators"),
-     ["qmgr", "application", "count", "main_reason_name", "dead_lettered_by"], "bar"),
+    (
+        "Messages by original destination",
+        "all_time",
+        ("overall", "by_destination"),
+        ["dest_qmgr", "dest_q", "count"],
+        "bar",
+    ),
+    (
+        "Who sends dead letters (originating queue manager, application)",
+        "all_time",
+        ("overall", "originators"),
+        ["qmgr", "application", "count", "main_reason_name", "dead_lettered_by"],
+        "bar",
+    ),
     ("Messages by current state", "all_time", ("overall", "states"), ["state", "count"], "bar"),
     ("Messages without a dead-letter header", "all_time", ("overall", "without_dlh"), ["dlh_problem", "count"], None),
 ]
 SCOPE_TITLES = {"run": "This run", "pending": "Pending now", "all_time": "All time"}
 LABEL_COLUMNS = {  # what names a bar (the others are details in the table)
-    "Pending by reason": ["reason_name"], "Messages by reason": ["reason_name"],
+    "Pending by reason": ["reason_name"],
+    "Messages by reason": ["reason_name"],
     "Who sends dead letters (originating queue manager, application)": ["qmgr", "application"],
 }
 BURST_COLOR = "rgba(214, 39, 40, 0.12)"
@@ -60,8 +87,14 @@ def run_facts(report: dict) -> list[tuple[str, str]]:
     """(label, value) lines about the run the report is on (pure)."""
     info = report.get("run_info") or {}
     facts = [("run", _cell(report.get("run_id")) or "(no run yet)")]
-    for key, label in (("target", "target"), ("rules_file", "rules file"), ("started_at", "started"),
-                       ("finished_at", "finished"), ("duration_s", "duration (s)"), ("exit_status", "exit status")):
+    for key, label in (
+        ("target", "target"),
+        ("rules_file", "rules file"),
+        ("started_at", "started"),
+        ("finished_at", "finished"),
+        ("duration_s", "duration (s)"),
+        ("exit_status", "exit status"),
+    ):
         if info.get(key) not in (None, ""):
             facts.append((label, _cell(info[key])))
     if info.get("inputs"):
@@ -73,14 +106,19 @@ def _arrivals_text(arrivals: dict) -> list[str]:
     series = arrivals.get("series") or []
     if not series:
         return []
-    out = ["", f"Arrivals on the DLQ, per {arrivals['bucket']} (all time): {len(series)} buckets from "
-           f"{series[0]['start']}, median {arrivals['median']:g}, burst threshold {arrivals['threshold']:g}",
-           f"  rule: {arrivals['rule']}"]
+    out = [
+        "",
+        f"Arrivals on the DLQ, per {arrivals['bucket']} (all time): {len(series)} buckets from "
+        f"{series[0]['start']}, median {arrivals['median']:g}, burst threshold {arrivals['threshold']:g}",
+        f"  rule: {arrivals['rule']}",
+    ]
     for b in arrivals.get("bursts") or []:
         reasons = ", ".join(f"{r['reason']} {r['count']}" for r in b["reasons"])
         qmgrs = ", ".join(f"{q['qmgr']} {q['count']}" for q in b["qmgrs"])
-        out.append(f"  BURST {b['start']} - {b['end']}: {b['count']} messages (peak {b['peak']}) "
-                   f"reasons: {reasons}; from: {qmgrs}")
+        out.append(
+            f"  BURST {b['start']} - {b['end']}: {b['count']} messages (peak {b['peak']}) "
+            f"reasons: {reasons}; from: {qmgrs}"
+        )
     if not arrivals.get("bursts"):
         out.append("  no bursts")
     return out
@@ -89,7 +127,8 @@ def _arrivals_text(arrivals: dict) -> list[str]:
 def render_text(report: dict) -> str:
     overall, pending = report["overall"], report.get("pending") or {}
     out = [
-        f"DLQ report, as of {report['as_of']} (time travel)" if report.get("as_of")
+        f"DLQ report, as of {report['as_of']} (time travel)"
+        if report.get("as_of")
         else f"DLQ report, generated {report['generated_at']}",
         f"all time: {overall['messages']} messages landed, {overall['truncated']} truncated, "
         f"{len(report['runs'])} runs; pending now: {pending.get('messages', 0)}",
@@ -117,8 +156,9 @@ def _label(row: dict, columns: list[str]) -> str:
 
 
 def _figure_html(fig, div_id: str) -> str:
-    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
-                       config={"displaylogo": False, "responsive": True})
+    return fig.to_html(
+        full_html=False, include_plotlyjs=False, div_id=div_id, config={"displaylogo": False, "responsive": True}
+    )
 
 
 def bar_figure(rows: list[dict], label_columns: list[str], *, title: str = ""):
@@ -127,13 +167,26 @@ def bar_figure(rows: list[dict], label_columns: list[str], *, title: str = ""):
 
     labels = [_label(r, label_columns) for r in rows]
     counts = [r["count"] for r in rows]
-    fig = go.Figure(go.Bar(x=counts[::-1], y=labels[::-1], orientation="h", text=counts[::-1],
-                           textposition="outside", cliponaxis=False, marker_color="#3b6ea5",
-                           hovertemplate="%{y}: %{x}<extra></extra>"))
-    fig.update_layout(title=title or None, height=90 + 26 * len(rows), margin=dict(l=10, r=50, t=30 if title else 10,
-                                                                                 b=30),
-                      yaxis=dict(automargin=True, type="category"), xaxis=dict(title="messages", automargin=True),
-                      plot_bgcolor="white")
+    fig = go.Figure(
+        go.Bar(
+            x=counts[::-1],
+            y=labels[::-1],
+            orientation="h",
+            text=counts[::-1],
+            textposition="outside",
+            cliponaxis=False,
+            marker_color="#3b6ea5",
+            hovertemplate="%{y}: %{x}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=title or None,
+        height=90 + 26 * len(rows),
+        margin=dict(l=10, r=50, t=30 if title else 10, b=30),
+        yaxis=dict(automargin=True, type="category"),
+        xaxis=dict(title="messages", automargin=True),
+        plot_bgcolor="white",
+    )
     return fig
 
 
@@ -143,17 +196,43 @@ def arrivals_figure(arrivals: dict, by: str):
 
     series = arrivals["series"]
     names = sorted({k for s in series for k in s[by]}, key=lambda k: -sum(s[by].get(k, 0) for s in series))
-    fig = go.Figure([go.Bar(x=[s["start"] for s in series], y=[s[by].get(name, 0) for s in series], name=name,
-                            hovertemplate=f"{name}<br>%{{x}}: %{{y}}<extra></extra>") for name in names])
+    fig = go.Figure(
+        [
+            go.Bar(
+                x=[s["start"] for s in series],
+                y=[s[by].get(name, 0) for s in series],
+                name=name,
+                hovertemplate=f"{name}<br>%{{x}}: %{{y}}<extra></extra>",
+            )
+            for name in names
+        ]
+    )
     for burst in arrivals.get("bursts") or []:
-        fig.add_vrect(x0=burst["start"], x1=burst["end"], fillcolor=BURST_COLOR, line_width=0,
-                      annotation_text=f"burst: {burst['count']}", annotation_position="top left")
-    fig.add_hline(y=arrivals["threshold"], line_dash="dot", line_color="#d62728",
-                  annotation_text="burst threshold", annotation_position="top right")
-    fig.update_layout(barmode="stack", height=420, bargap=0.05, legend=dict(orientation="h", y=-0.2),
-                      margin=dict(l=10, r=10, t=30, b=10), plot_bgcolor="white",
-                      xaxis=dict(type="date", automargin=True),
-                      yaxis=dict(title=f"messages per {arrivals['bucket']}", automargin=True))
+        fig.add_vrect(
+            x0=burst["start"],
+            x1=burst["end"],
+            fillcolor=BURST_COLOR,
+            line_width=0,
+            annotation_text=f"burst: {burst['count']}",
+            annotation_position="top left",
+        )
+    fig.add_hline(
+        y=arrivals["threshold"],
+        line_dash="dot",
+        line_color="#d62728",
+        annotation_text="burst threshold",
+        annotation_position="top right",
+    )
+    fig.update_layout(
+        barmode="stack",
+        height=420,
+        bargap=0.05,
+        legend=dict(orientation="h", y=-0.2),
+        margin=dict(l=10, r=10, t=30, b=10),
+        plot_bgcolor="white",
+        xaxis=dict(type="date", automargin=True),
+        yaxis=dict(title=f"messages per {arrivals['bucket']}", automargin=True),
+    )
     return fig
 
 
@@ -174,32 +253,50 @@ def advice_html(advice: list[dict]) -> str:
         evidence = html.escape(json.dumps(item["evidence"], indent=2, sort_keys=True, default=str))
         items.append(
             f'<li class="advice {html.escape(item["severity"])}"><span class="sev">{html.escape(item["severity"])}'
-            f'</span> <strong>{html.escape(item["title"])}</strong><p>{html.escape(item["action"])}</p>'
-            f"<details><summary>evidence</summary><pre>{evidence}</pre></details></li>")
-    return f"<ul class=\"advice-list\">{''.join(items)}</ul>"
+            f"</span> <strong>{html.escape(item['title'])}</strong><p>{html.escape(item['action'])}</p>"
+            f"<details><summary>evidence</summary><pre>{evidence}</pre></details></li>"
+        )
+    return f'<ul class="advice-list">{"".join(items)}</ul>'
 
 
 def _arrivals_html(arrivals: dict) -> str:
     if not arrivals.get("series"):
         return "<p>No messages yet.</p>"
     bursts = arrivals.get("bursts") or []
-    rows = [{"from": b["start"], "to": b["end"], "messages": b["count"], "peak": b["peak"],
-             "reasons": ", ".join(f"{r['reason']} {r['count']}" for r in b["reasons"]),
-             "from queue managers": ", ".join(f"{q['qmgr']} {q['count']}" for q in b["qmgrs"]),
-             "for": ", ".join(f"{d['dest']} {d['count']}" for d in b["destinations"])} for b in bursts]
-    table = (_html_table(rows, list(rows[0])) if rows else "<p>No bursts.</p>")
-    return (f"<p class=\"scope\">All time, per {html.escape(arrivals['bucket'])}, from the MQDLH put date and time. "
-            f"Median {arrivals['median']:g} per {html.escape(arrivals['bucket'])}; "
-            f"{html.escape(arrivals['rule'])}.</p>"
-            f"<h3>By reason</h3>{_figure_html(arrivals_figure(arrivals, 'by_reason'), 'chart-arrivals-reason')}"
-            f"<h3>By originating queue manager</h3>"
-            f"{_figure_html(arrivals_figure(arrivals, 'by_qmgr'), 'chart-arrivals-qmgr')}"
-            f"<h3>Bursts</h3>{table}")
+    rows = [
+        {
+            "from": b["start"],
+            "to": b["end"],
+            "messages": b["count"],
+            "peak": b["peak"],
+            "reasons": ", ".join(f"{r['reason']} {r['count']}" for r in b["reasons"]),
+            "from queue managers": ", ".join(f"{q['qmgr']} {q['count']}" for q in b["qmgrs"]),
+            "for": ", ".join(f"{d['dest']} {d['count']}" for d in b["destinations"]),
+        }
+        for b in bursts
+    ]
+    table = _html_table(rows, list(rows[0])) if rows else "<p>No bursts.</p>"
+    return (
+        f'<p class="scope">All time, per {html.escape(arrivals["bucket"])}, from the MQDLH put date and time. '
+        f"Median {arrivals['median']:g} per {html.escape(arrivals['bucket'])}; "
+        f"{html.escape(arrivals['rule'])}.</p>"
+        f"<h3>By reason</h3>{_figure_html(arrivals_figure(arrivals, 'by_reason'), 'chart-arrivals-reason')}"
+        f"<h3>By originating queue manager</h3>"
+        f"{_figure_html(arrivals_figure(arrivals, 'by_qmgr'), 'chart-arrivals-qmgr')}"
+        f"<h3>Bursts</h3>{table}"
+    )
 
 
 def _rule_label_rows(rows: list[dict]) -> list[dict]:
-    return [{"label": f"line {r['rule_line']}: {r['action']}" if r.get("rule_line") is not None
-             else f"no rule: {r['action']}", "count": r["count"]} for r in rows]
+    return [
+        {
+            "label": f"line {r['rule_line']}: {r['action']}"
+            if r.get("rule_line") is not None
+            else f"no rule: {r['action']}",
+            "count": r["count"],
+        }
+        for r in rows
+    ]
 
 
 def render_html(report: dict) -> str:
@@ -221,8 +318,11 @@ def render_html(report: dict) -> str:
         blocks[scope].append(f"<section><h3>{html.escape(title)}</h3>{figure}{_html_table(rows, columns)}</section>")
     scopes = report.get("scopes") or {}
     body = "".join(
-        f"<h2>{html.escape(SCOPE_TITLES[scope])}</h2><p class=\"scope\">{html.escape(scopes.get(scope, ''))}</p>"
-        + "".join(sections) for scope, sections in blocks.items() if sections)
+        f'<h2>{html.escape(SCOPE_TITLES[scope])}</h2><p class="scope">{html.escape(scopes.get(scope, ""))}</p>'
+        + "".join(sections)
+        for scope, sections in blocks.items()
+        if sections
+    )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>DLQ report</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -240,15 +340,15 @@ background:#fafafa}}
 <script>{plotly.offline.get_plotlyjs()}</script>
 </head><body>
 <h1>Dead-letter queue report</h1>
-<p>Generated {html.escape(report['generated_at'])}</p>
+<p>Generated {html.escape(report["generated_at"])}</p>
 <table class="facts">{facts}</table>
-<p><span class="kpi">{overall['messages']} messages<small>all time</small></span>
-<span class="kpi">{pending.get('messages', 0)} pending<small>now</small></span>
-<span class="kpi">{(report.get('run') or {}).get('messages', 0)} decided<small>this run</small></span>
-<span class="kpi">{overall['truncated']} truncated<small>all time</small></span>
-<span class="kpi">{len(report['runs'])} runs<small>all time</small></span></p>
-<h2>Advice</h2>{advice_html(report.get('advice') or [])}
-<h2>Arrivals over time</h2>{_arrivals_html(report.get('arrivals') or {})}
+<p><span class="kpi">{overall["messages"]} messages<small>all time</small></span>
+<span class="kpi">{pending.get("messages", 0)} pending<small>now</small></span>
+<span class="kpi">{(report.get("run") or {}).get("messages", 0)} decided<small>this run</small></span>
+<span class="kpi">{overall["truncated"]} truncated<small>all time</small></span>
+<span class="kpi">{len(report["runs"])} runs<small>all time</small></span></p>
+<h2>Advice</h2>{advice_html(report.get("advice") or [])}
+<h2>Arrivals over time</h2>{_arrivals_html(report.get("arrivals") or {})}
 {body}
 </body></html>
 """

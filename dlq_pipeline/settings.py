@@ -13,8 +13,9 @@ configuration's defaults (``XSettings.from_config(load_config()) == XSettings()`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH
 from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES
@@ -37,11 +38,18 @@ class StorageSettings:
     webhdfs: str = ""  # ingest.webhdfs: how the pipeline's Python reaches an hdfs:// warehouse (checkpoints, fence)
 
     @classmethod
-    def from_config(cls, config) -> "StorageSettings":
+    def from_config(cls, config) -> StorageSettings:
         s = config.section("storage")
-        return cls(format=s["format"], path=s["path"], catalog=s["catalog"] or None, schema=s["schema"] or None,
-                   lock=s["lock"], lease_seconds=float(s["lease_seconds"]), lease_wait=float(s["lease_wait"]),
-                   webhdfs=config.get("ingest", "webhdfs"))
+        return cls(
+            format=s["format"],
+            path=s["path"],
+            catalog=s["catalog"] or None,
+            schema=s["schema"] or None,
+            lock=s["lock"],
+            lease_seconds=float(s["lease_seconds"]),
+            lease_wait=float(s["lease_wait"]),
+            webhdfs=config.get("ingest", "webhdfs"),
+        )
 
 
 @dataclass(frozen=True)
@@ -56,10 +64,15 @@ class IngestSettings:
     reader: str = "auto"  # auto: the JVM reader where the session has it (spark.jvm_reader); python
 
     @classmethod
-    def from_config(cls, config) -> "IngestSettings":
+    def from_config(cls, config) -> IngestSettings:
         s = config.section("ingest")
-        return cls(split_bytes=s["split_bytes"], max_line_length=s["max_line_length"],
-                   max_message_bytes=s["max_message_bytes"], webhdfs=s["webhdfs"], reader=s["reader"])
+        return cls(
+            split_bytes=s["split_bytes"],
+            max_line_length=s["max_line_length"],
+            max_message_bytes=s["max_message_bytes"],
+            webhdfs=s["webhdfs"],
+            reader=s["reader"],
+        )
 
 
 @dataclass(frozen=True)
@@ -70,7 +83,7 @@ class ClassifySettings:
     retry_interval: int | None = None
 
     @classmethod
-    def from_config(cls, config) -> "ClassifySettings":
+    def from_config(cls, config) -> ClassifySettings:
         interval = config.get("classify", "retry_interval")
         return cls(retry_interval=None if interval < 0 else interval)
 
@@ -79,9 +92,9 @@ class ClassifySettings:
 class ReplaySettings:
     """``[replay]``: ``max_connections`` bounds the replay stage's partitions (one MQ
     connection each), ``connections_per_qmgr`` how many of them one target queue manager's
-    messages may use (`dlq_pipeline.spark.replay.partition_key`); the rest is what each partition's writer (`dlq_pipeline.replay.writer`)
-    does: syncpoint batches, asynchronous puts, rate limit, circuit breakers, depth check,
-    reconnect backoff (seconds)."""
+    messages may use (`dlq_pipeline.spark.replay.partition_key`); the rest is what each
+    partition's writer (`dlq_pipeline.replay.writer`) does: syncpoint batches, asynchronous
+    puts, rate limit, circuit breakers, depth check, reconnect backoff (seconds)."""
 
     batch_size: int = 200
     rate_limit: float = 0.0
@@ -97,14 +110,21 @@ class ReplaySettings:
     dir_mode: int = 0o600  # the dir: target's files (replay.dir_mode, checked by the configuration)
 
     @classmethod
-    def from_config(cls, config) -> "ReplaySettings":
+    def from_config(cls, config) -> ReplaySettings:
         r = config.section("replay")
-        return cls(batch_size=r["batch_size"], rate_limit=float(r["rate_limit"]),
-                   breaker_threshold=r["breaker_threshold"], depth_check=r["depth_check"],
-                   depth_headroom=float(r["depth_headroom"]), reconnect_attempts=r["reconnect_attempts"],
-                   backoff_initial=float(r["reconnect_backoff"]), max_connections=r["max_connections"],
-                   connections_per_qmgr=r["connections_per_qmgr"], async_put=r["async_put"],
-                   dir_mode=int(r["dir_mode"], 8))
+        return cls(
+            batch_size=r["batch_size"],
+            rate_limit=float(r["rate_limit"]),
+            breaker_threshold=r["breaker_threshold"],
+            depth_check=r["depth_check"],
+            depth_headroom=float(r["depth_headroom"]),
+            reconnect_attempts=r["reconnect_attempts"],
+            backoff_initial=float(r["reconnect_backoff"]),
+            max_connections=r["max_connections"],
+            connections_per_qmgr=r["connections_per_qmgr"],
+            async_put=r["async_put"],
+            dir_mode=int(r["dir_mode"], 8),
+        )
 
 
 @dataclass(frozen=True)
@@ -119,7 +139,7 @@ class DrainSettings:
     batch_size: int = 200
 
     @classmethod
-    def from_config(cls, config) -> "DrainSettings":
+    def from_config(cls, config) -> DrainSettings:
         d = config.section("drain")
         return cls(source=d["source"], mode=d["mode"], queue=d["queue"], qmgr=d["qmgr"], batch_size=d["batch_size"])
 
@@ -134,7 +154,7 @@ class ReportSettings:
     redact_payloads: bool = False
 
     @classmethod
-    def from_config(cls, config) -> "ReportSettings":
+    def from_config(cls, config) -> ReportSettings:
         r = config.section("report")
         return cls(top=r["top"], html=r["html"], redact_payloads=r["redact_payloads"])
 
@@ -147,7 +167,7 @@ class LogSettings:
     level: str = ""  # "": info for JSON, warning for text (logs.default_level)
 
     @classmethod
-    def from_config(cls, config) -> "LogSettings":
+    def from_config(cls, config) -> LogSettings:
         return cls(format=config.get("log", "format"), level=config.get("log", "level"))
 
 
@@ -170,8 +190,13 @@ class RunSettings:
     metrics_textfile: str = ""  # also write each run's metrics here (Prometheus text format)
 
     @classmethod
-    def from_config(cls, config) -> "RunSettings":
-        return cls(storage=StorageSettings.from_config(config), ingest=IngestSettings.from_config(config),
-                   classify=ClassifySettings.from_config(config), replay=ReplaySettings.from_config(config),
-                   drain=DrainSettings.from_config(config), qmgrs=mq_qmgrs(config),
-                   metrics_textfile=config.get("metrics", "textfile"))
+    def from_config(cls, config) -> RunSettings:
+        return cls(
+            storage=StorageSettings.from_config(config),
+            ingest=IngestSettings.from_config(config),
+            classify=ClassifySettings.from_config(config),
+            replay=ReplaySettings.from_config(config),
+            drain=DrainSettings.from_config(config),
+            qmgrs=mq_qmgrs(config),
+            metrics_textfile=config.get("metrics", "textfile"),
+        )

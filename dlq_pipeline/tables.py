@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import operator
 import re
-from functools import lru_cache
+from collections.abc import Mapping
+from functools import cache
 from importlib import resources
-from typing import Any, Mapping
+from typing import Any
 
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.formats.mqmd import MQMD, MQMD_CHAR_LENGTHS, MQMD_FIELDS, bytes_to_text, text_to_bytes
@@ -52,7 +53,7 @@ def _read_text(name: str) -> tuple[str, str]:
     return packaged.read_text(encoding="utf-8"), str(packaged)
 
 
-@lru_cache(maxsize=None)
+@cache
 def table_document(name: str) -> dict[str, Any]:
     """The parsed schema file of ``name`` (``table``, ``description``, ``key``, ``schema``)."""
     text, where = _read_text(name)
@@ -125,8 +126,11 @@ def stored_text(text: str | None) -> str | None:
 def stored_md(md: MQMD) -> MQMD:
     """The MQMD as the ``messages`` table's columns show it (character fields through
     ``stored_text``): what rules match, in `rules test` and in Spark alike."""
-    changed = {name: stored_text(getattr(md, name)) for name in MQMD_CHAR_LENGTHS
-               if stored_text(getattr(md, name)) != getattr(md, name)}
+    changed = {
+        name: stored_text(getattr(md, name))
+        for name in MQMD_CHAR_LENGTHS
+        if stored_text(getattr(md, name)) != getattr(md, name)
+    }
     return md.replace(**changed) if changed else md
 
 

@@ -31,16 +31,26 @@ from __future__ import annotations
 import datetime as dt
 import os
 import signal
-from typing import Callable
+from collections.abc import Callable
 
 from dlq_pipeline.clock import utc_now
 
 CRASH_AT_ENV = "DLQ_PIPELINE_CRASH_AT"
 MARKER_ENV = "DLQ_PIPELINE_CRASH_MARKER"
 CLOCK_SHIFT_ENV = "DLQ_PIPELINE_CLOCK_SHIFT"
-POINTS = ("after-ingest", "ingest-messages-stored", "ingest-record", "after-classify", "replay-batch",
-          "dir-files-written", "dir-publish-recorded", "dir-file-renamed", "dir-published", "replay-ledger-appended",
-          "after-replay")
+POINTS = (
+    "after-ingest",
+    "ingest-messages-stored",
+    "ingest-record",
+    "after-classify",
+    "replay-batch",
+    "dir-files-written",
+    "dir-publish-recorded",
+    "dir-file-renamed",
+    "dir-published",
+    "replay-ledger-appended",
+    "after-replay",
+)
 
 
 def crash_point(name: str, count: int | None = None) -> None:

@@ -5,7 +5,8 @@ counting, the what-if) is ``dlq_pipeline.spark.triage``.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from dlq_pipeline.formats.codepages import decode
 from dlq_pipeline.formats.structures import DLH_LENGTH
@@ -13,8 +14,15 @@ from dlq_pipeline.formats.structures import DLH_LENGTH
 PREVIEW_CHARS = 80
 
 
-def body_preview(data: bytes | None, ccsid: int | None, *, has_dlh: bool, limit: int = PREVIEW_CHARS,
-                 redact: bool = False, data_length: int | None = None) -> str:
+def body_preview(
+    data: bytes | None,
+    ccsid: int | None,
+    *,
+    has_dlh: bool,
+    limit: int = PREVIEW_CHARS,
+    redact: bool = False,
+    data_length: int | None = None,
+) -> str:
     """The start of the message body as text: after the MQDLH when there is one, decoded with
     the CCSID of the data (the MQDLH's CodedCharSetId, else the MQMD's), unprintable
     characters shown as ``.``. ``redact`` shows only the size (payloads may hold personal data)."""

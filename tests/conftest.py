@@ -31,8 +31,9 @@ def without_created(data: bytes) -> bytes:
 
 def dump_tree(root: Path) -> dict[str, bytes]:
     """Every file below ``root`` (its POSIX path relative to ``root``), without the dumps' creation time."""
-    return {p.relative_to(root).as_posix(): without_created(p.read_bytes())
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): without_created(p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 # A test's tier is the heaviest of these markers it carries, "unit" when it carries none: the
@@ -57,6 +58,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(TIER_OF_FIXTURE[fixture])
         if tier(item) == "unit":
             item.add_marker("unit")
+        item.user_properties.append(("tier", tier(item)))  # read from the reports, a worker's too
         # `make test` runs two pytest-xdist workers (--dist loadgroup): a file's tests stay on one
         # worker, so its module fixtures are made once, and the cluster tier's do too (one test bed)
         item.add_marker(pytest.mark.xdist_group("cluster" if folder == "cluster" else item.path.name))
@@ -64,14 +66,13 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter):
-    """The time each tier took (setup, call and teardown of its tests), after the slowest tests.
-    A report's keywords carry its test's markers, in a pytest-xdist worker's reports too."""
+    """The time each tier took (setup, call and teardown of its tests), after the slowest tests."""
     seconds: dict[str, float] = {}
     tests: dict[str, set[str]] = {}
     for reports in terminalreporter.stats.values():
         for report in reports:
             if isinstance(report, pytest.TestReport):
-                name = next((t for t in TIERS if t in report.keywords), "unit")
+                name = dict(report.user_properties).get("tier", "unit")
                 seconds[name] = seconds.get(name, 0.0) + report.duration
                 tests.setdefault(name, set()).add(report.nodeid)
     if seconds:
@@ -95,8 +96,14 @@ def spark(tmp_path_factory):
     from dlq_pipeline.spark.session import get_spark
 
     catalog_dir = tmp_path_factory.mktemp("spark-catalog")
-    session = get_spark({"master": "local[2]", "app_name": "dlq-pipeline-tests", "format": "delta",
-                         "spark_conf": {"spark.sql.warehouse.dir": str(catalog_dir)}})
+    session = get_spark(
+        {
+            "master": "local[2]",
+            "app_name": "dlq-pipeline-tests",
+            "format": "delta",
+            "spark_conf": {"spark.sql.warehouse.dir": str(catalog_dir)},
+        }
+    )
     yield session
     session.stop()
 
@@ -132,8 +139,12 @@ def storage_settings(kind: str, warehouse) -> dict:
         return {"format": "parquet", "path": str(warehouse)}
     if kind == "delta":
         return {"format": "delta", "path": str(warehouse)}
-    return {"format": "delta", "path": str(warehouse), "catalog": "spark_catalog",
-            "schema": f"dlq_{secrets.token_hex(4)}"}
+    return {
+        "format": "delta",
+        "path": str(warehouse),
+        "catalog": "spark_catalog",
+        "schema": f"dlq_{secrets.token_hex(4)}",
+    }
 
 
 def make_storage(spark, kind: str, warehouse):

@@ -16,9 +16,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 START_TIMEOUT = 180.0
@@ -42,9 +42,14 @@ def server_command(port: int, warehouse_dir: Path) -> list[str]:
 
     from dlq_pipeline.spark.session import session_conf
 
-    conf = session_conf({"master": "local[2]", "app_name": "dlq-pipeline-connect-tests", "format": "delta",
-                         "spark_conf": {"spark.driver.memory": "1g",
-                                        "spark.sql.warehouse.dir": str(warehouse_dir)}})
+    conf = session_conf(
+        {
+            "master": "local[2]",
+            "app_name": "dlq-pipeline-connect-tests",
+            "format": "delta",
+            "spark_conf": {"spark.driver.memory": "1g", "spark.sql.warehouse.dir": str(warehouse_dir)},
+        }
+    )
     conf["spark.connect.grpc.binding.port"] = str(port)
     conf["spark.connect.grpc.binding.address"] = "127.0.0.1"
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
@@ -62,13 +67,23 @@ def connect_server(workdir: Path) -> Iterator[str]:
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     repo = str(Path(__file__).resolve().parents[1])
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)}
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p),
+    }
     env.pop("SPARK_REMOTE", None)
     env.pop("PYSPARK_GATEWAY_PORT", None)
     log = open(workdir / "server.log", "wb")
-    proc = subprocess.Popen(server_command(port, workdir / "catalog"), cwd=workdir, env=env, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        server_command(port, workdir / "catalog"),
+        cwd=workdir,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + START_TIMEOUT
         while not _accepts(port):

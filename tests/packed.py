@@ -30,8 +30,12 @@ def cache_dir() -> Path:
 
 def source_key() -> str:
     """A hash of every input of the archive (pure but for reading the files)."""
-    inputs = [REPO / "pyproject.toml", CONSTRAINTS, REPO / "tools" / "package.py",
-              *(p for p in (REPO / "dlq_pipeline").rglob("*") if "__pycache__" not in p.parts)]
+    inputs = [
+        REPO / "pyproject.toml",
+        CONSTRAINTS,
+        REPO / "tools" / "package.py",
+        *(p for p in (REPO / "dlq_pipeline").rglob("*") if "__pycache__" not in p.parts),
+    ]
     digest = hashlib.sha256(sys.version.encode())
     for path in sorted(p for p in inputs if p.is_file()):
         digest.update(path.relative_to(REPO).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
@@ -56,9 +60,23 @@ def packed_dist() -> Path:
         if not done.is_dir():
             staging = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
             try:
-                subprocess.run([sys.executable, str(REPO / "tools" / "package.py"), "--dist", str(staging),
-                                "--constraints", str(CONSTRAINTS), "--compress-level", "1"],
-                               env=clean_env(), check=True, capture_output=True, text=True, timeout=1800)
+                subprocess.run(
+                    [
+                        sys.executable,
+                        str(REPO / "tools" / "package.py"),
+                        "--dist",
+                        str(staging),
+                        "--constraints",
+                        str(CONSTRAINTS),
+                        "--compress-level",
+                        "1",
+                    ],
+                    env=clean_env(),
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                    timeout=1800,
+                )
             except subprocess.CalledProcessError as exc:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise RuntimeError(f"tools/package.py failed:\n{exc.stderr[-3000:]}") from None

@@ -32,8 +32,14 @@ def clean_env() -> dict[str, str]:
 
 
 def pip(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([str(root / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", *args],
-                          env=clean_env(), capture_output=True, text=True, check=check, timeout=1800)
+    return subprocess.run(
+        [str(root / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", *args],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        check=check,
+        timeout=1800,
+    )
 
 
 @contextlib.contextmanager
@@ -60,8 +66,9 @@ def cached_venv(name: str, requirements: list[str], constraints: Path) -> Path:
 
 def installed(root: Path) -> dict[str, str]:
     """name -> version of every distribution installed in ``root`` (``pip list``)."""
-    return {d["name"].lower().replace("_", "-"): d["version"]
-            for d in json.loads(pip(root, "list", "--format=json").stdout)}
+    return {
+        d["name"].lower().replace("_", "-"): d["version"] for d in json.loads(pip(root, "list", "--format=json").stdout)
+    }
 
 
 RUNTIME_PACKAGES = ("pyspark", "pandas", "numpy", "pyarrow")
@@ -75,8 +82,10 @@ ENVIRONMENTS: dict[str, tuple[list[str], Path]] = {
     # a Databricks 17.3 runtime's packages, plotly included (tests/unit/test_dependencies.py)
     "runtime-spark-4.0-plotly": ([*RUNTIME_PACKAGES, "click", "plotly"], CONSTRAINTS / "spark-4.0.txt"),
     # the wheel's own dependencies and no pyspark at all (tests/unit/test_dependencies.py)
-    "no-pyspark": (tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"],
-                   CONSTRAINTS / "spark-4.2.txt"),
+    "no-pyspark": (
+        tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"],
+        CONSTRAINTS / "spark-4.2.txt",
+    ),
 }
 
 

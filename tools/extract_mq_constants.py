@@ -29,6 +29,7 @@ _BUILD = re.compile(r"(Generated on|Build Level):\s*(.+?)\s*$", re.M)
 
 def _evaluate(expression: str, known: dict[str, int | str], where: str) -> int | str:
     """Values are literals, earlier names, `|`, `+` and unary minus; anything else is refused."""
+
     def value(node):
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
             return node.value
@@ -43,6 +44,7 @@ def _evaluate(expression: str, known: dict[str, int | str], where: str) -> int |
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             return value(node.left) + value(node.right)
         raise ValueError(f"{where}: cannot evaluate {ast.unparse(node)!r}")
+
     return value(ast.parse(expression.strip(), mode="eval").body)
 
 
@@ -110,8 +112,7 @@ def build(cmqc_path: Path, cmqstrc_path: Path) -> dict:
             "generator": "tools/extract_mq_constants.py",
         },
         "families": {
-            family: {"values": declarations[family], "primary": list(primary[family].values())}
-            for family in FAMILIES
+            family: {"values": declarations[family], "primary": list(primary[family].values())} for family in FAMILIES
         },
     }
 

@@ -70,8 +70,9 @@ def build_wheel(dist: Path) -> Path:
     return target
 
 
-def pack_environment(wheel: Path, dist: Path, requirements: list[str], compress_level: int,
-                     constraints: Path = DEFAULT_CONSTRAINTS) -> Path:
+def pack_environment(
+    wheel: Path, dist: Path, requirements: list[str], compress_level: int, constraints: Path = DEFAULT_CONSTRAINTS
+) -> Path:
     version = wheel.name.split("-")[1]
     target = dist / f"dlq-pipeline-env-{version}.tar.gz"
     with tempfile.TemporaryDirectory(prefix="dlq-env-") as tmp:
@@ -82,8 +83,18 @@ def pack_environment(wheel: Path, dist: Path, requirements: list[str], compress_
         run([*pip, "--no-deps", str(wheel)])
         if target.exists():
             target.unlink()
-        run([str(Path(sys.executable).with_name("venv-pack")), "--prefix", str(env), "--output", str(target),
-             "--compress-level", str(compress_level), "--quiet"])
+        run(
+            [
+                str(Path(sys.executable).with_name("venv-pack")),
+                "--prefix",
+                str(env),
+                "--output",
+                str(target),
+                "--compress-level",
+                str(compress_level),
+                "--quiet",
+            ]
+        )
     return target
 
 
@@ -92,8 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dist", default=str(REPO / "dist"), help="output directory (default: dist/)")
     parser.add_argument("--extra", action="append", default=[], help="also install this extra (e.g. mq)")
     parser.add_argument("--with-pyspark", action="store_true", help="put PySpark in the environment too")
-    parser.add_argument("--constraints", default=str(DEFAULT_CONSTRAINTS),
-                        help="pins for the packed environment (default: constraints/spark-4.2.txt)")
+    parser.add_argument(
+        "--constraints",
+        default=str(DEFAULT_CONSTRAINTS),
+        help="pins for the packed environment (default: constraints/spark-4.2.txt)",
+    )
     parser.add_argument("--compress-level", type=int, default=4, help="gzip level of the archive (0-9)")
     parser.add_argument("--wheel-only", action="store_true", help="build only the wheel")
     args = parser.parse_args(argv)

@@ -11,9 +11,11 @@ import click
 from dlq_pipeline import __version__, exitcodes
 
 # What a Spark command says, on one line, when no pyspark can be imported (exit 2).
-NO_PYSPARK = ("error: this command needs PySpark, which is not installed here: "
-              "pip install 'dlq-pipeline[spark]' (or run it where a Spark runtime provides pyspark; "
-              "inspect, generate and rules work without it)")
+NO_PYSPARK = (
+    "error: this command needs PySpark, which is not installed here: "
+    "pip install 'dlq-pipeline[spark]' (or run it where a Spark runtime provides pyspark; "
+    "inspect, generate and rules work without it)"
+)
 
 
 @contextlib.contextmanager
@@ -38,9 +40,12 @@ class _Cli(click.Group):
 @click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="dlq-pipeline")
 @click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
-@click.option("--log-format", type=click.Choice(["text", "json"]), default=None,
-              help="Log lines as text or one JSON object per line (default: log.format, "
-                   "or $DLQ_PIPELINE_LOG_FORMAT).")
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default=None,
+    help="Log lines as text or one JSON object per line (default: log.format, or $DLQ_PIPELINE_LOG_FORMAT).",
+)
 def cli(verbose: int, log_format: str | None) -> None:
     """Reprocess IBM MQ dead-letter queues with the runmqdlq rules-table language.
 

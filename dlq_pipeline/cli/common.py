@@ -73,15 +73,32 @@ def config_options(command):
     """--config/--profile/--warehouse/--format/--set, shared by every stage: the command gets
     the validated ``config``; any problem exits 2 listing every one."""
 
-    @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-                  help="Configuration file (TOML, see docs/configuration.md).")
-    @click.option("--profile", default=None, help="Profile in the configuration file (local, cluster, databricks, ...).")
+    @click.option(
+        "--config",
+        "config_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Configuration file (TOML, see docs/configuration.md).",
+    )
+    @click.option(
+        "--profile", default=None, help="Profile in the configuration file (local, cluster, databricks, ...)."
+    )
     @click.option("--warehouse", default=None, help="Warehouse path (overrides storage.path).")
-    @click.option("--format", "storage_format", type=click.Choice(["parquet", "delta"]), default=None,
-                  help="Table format (overrides storage.format).")
-    @click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE",
-                  help="Override any option, e.g. --set storage.catalog=main --set replay.batch_size=50 "
-                       "(VALUE is read as TOML, else as a string; repeatable).")
+    @click.option(
+        "--format",
+        "storage_format",
+        type=click.Choice(["parquet", "delta"]),
+        default=None,
+        help="Table format (overrides storage.format).",
+    )
+    @click.option(
+        "--set",
+        "settings",
+        multiple=True,
+        metavar="SECTION.KEY=VALUE",
+        help="Override any option, e.g. --set storage.catalog=main --set replay.batch_size=50 "
+        "(VALUE is read as TOML, else as a string; repeatable).",
+    )
     @functools.wraps(command)
     def wrapper(*args, config_path, profile, warehouse, storage_format, settings, **kwargs):
         from dlq_pipeline import logs
@@ -185,9 +202,10 @@ def load_valid_rules(path: str, *, strict: bool = False) -> RulesTable:
 def check_target(target: str, config: Config) -> None:
     """The replay target must be usable before anything is touched (exit 2, one line each):
     its spec, the warehouse replay keeps checkpoints in (anywhere for Delta, a file system
-    path for Parquet), a ``dir:`` directory that can be made and written (or reached), for ``mq:`` its [mq.qmgrs.X] table, the MQ client and the secrets."""
-    from dlq_pipeline.mq.client import MQClientMissing
+    path for Parquet), a ``dir:`` directory that can be made and written (or reached), for
+    ``mq:`` its [mq.qmgrs.X] table, the MQ client and the secrets."""
     from dlq_pipeline.dumps.files import is_local
+    from dlq_pipeline.mq.client import MQClientMissing
     from dlq_pipeline.replay.targets import TargetError, open_target, parse_target
 
     try:
@@ -198,13 +216,20 @@ def check_target(target: str, config: Config) -> None:
     require_classic(config, needs_classic(target=target))
     storage = StorageSettings.from_config(config)
     if storage.format != "delta" and not is_local(storage.path):
-        err(f"error: replay keeps its checkpoints in the warehouse, and a Parquet warehouse on {storage.path!r} "
-            "cannot be guarded to one writer there: set storage.format = \"delta\" (its lease works on HDFS and "
-            "object storage) or storage.path to a local, NFS or /dbfs path")
+        err(
+            f"error: replay keeps its checkpoints in the warehouse, and a Parquet warehouse on {storage.path!r} "
+            'cannot be guarded to one writer there: set storage.format = "delta" (its lease works on HDFS and '
+            "object storage) or storage.path to a local, NFS or /dbfs path"
+        )
         sys.exit(exitcodes.USAGE)
     try:
-        open_target(target, warehouse=storage.path, qmgrs=mq_qmgrs(config), webhdfs=storage.webhdfs,
-                    file_mode=ReplaySettings.from_config(config).dir_mode).preflight()
+        open_target(
+            target,
+            warehouse=storage.path,
+            qmgrs=mq_qmgrs(config),
+            webhdfs=storage.webhdfs,
+            file_mode=ReplaySettings.from_config(config).dir_mode,
+        ).preflight()
     except (TargetError, MQClientMissing) as exc:
         err(f"error: {exc}")
         sys.exit(exitcodes.USAGE)
@@ -225,9 +250,14 @@ def live_source(config: Config, source: str, table: RulesTable | None, *, queue:
     require_classic(config, needs_classic(source=source))
     try:
         warehouse = local_warehouse(config.get("storage", "path"))
-        live = live_queue(source, warehouse=warehouse, qmgrs=mq_qmgrs(config),
-                          queue=queue or config.get("drain", "queue"), qmgr=qmgr or config.get("drain", "qmgr"),
-                          control=table.control if table is not None else None)
+        live = live_queue(
+            source,
+            warehouse=warehouse,
+            qmgrs=mq_qmgrs(config),
+            queue=queue or config.get("drain", "queue"),
+            qmgr=qmgr or config.get("drain", "qmgr"),
+            control=table.control if table is not None else None,
+        )
     except TargetError as exc:
         err(f"error: {exc}")
         sys.exit(exitcodes.USAGE)
@@ -273,9 +303,11 @@ def require_classic(config: Config, what: str, why: str = "") -> None:
     (``why``: an existing Connect session, Databricks serverless)."""
     why = why or connect_requested(config)
     if what and why:
-        err(f"error: {what} cannot run over Spark Connect ({why}): it needs IBM MQ's client and a route to the queue "
+        err(
+            f"error: {what} cannot run over Spark Connect ({why}): it needs IBM MQ's client and a route to the queue "
             "manager on the driver and every executor, and a warehouse directory they share; run it on classic Spark "
-            "(spark.remote unset: the CLI's own session, spark-submit, a Databricks classic job cluster)")
+            "(spark.remote unset: the CLI's own session, spark-submit, a Databricks classic job cluster)"
+        )
         sys.exit(exitcodes.USAGE)
 
 
@@ -293,9 +325,15 @@ def start_spark(config: Config, classic_for: str = "", inputs: list[str] | None 
     from dlq_pipeline.spark.session import DELTA_FIX, delta_available, delta_missing, get_spark, is_connect
 
     s = config.section("spark")
-    settings = {"master": s["master"], "remote": s["remote"], "app_name": s["app_name"], "spark_conf": s["conf"],
-                "format": config.get("storage", "format"), "quick_jit_bytes": s["quick_jit_bytes"],
-                "work_bytes": None if inputs is None else input_bytes(inputs, config.get("ingest", "webhdfs"))}
+    settings = {
+        "master": s["master"],
+        "remote": s["remote"],
+        "app_name": s["app_name"],
+        "spark_conf": s["conf"],
+        "format": config.get("storage", "format"),
+        "quick_jit_bytes": s["quick_jit_bytes"],
+        "work_bytes": None if inputs is None else input_bytes(inputs, config.get("ingest", "webhdfs")),
+    }
     spark = None if delta_missing(settings) else get_spark(settings)
     if spark is not None and is_connect(spark):  # the settings were checked before (check_target, live_source)
         require_classic(config, classic_for, "the session is a Spark Connect session")
@@ -366,9 +404,11 @@ def heap_advice(config: Config) -> str:
 
     conf = config.get("spark", "conf") or {}
     now = conf.get("spark.driver.memory") or f"{local_driver_memory()} by default"
-    return (f"raise spark.driver.memory (now {now}), e.g. --set 'spark.conf={{\"spark.driver.memory\"=\"8g\"}}' "
-            "or [spark] conf in the configuration; under spark-submit pass --driver-memory (and --executor-memory "
-            "on a cluster). See docs/configuration.md")
+    return (
+        f'raise spark.driver.memory (now {now}), e.g. --set \'spark.conf={{"spark.driver.memory"="8g"}}\' '
+        "or [spark] conf in the configuration; under spark-submit pass --driver-memory (and --executor-memory "
+        "on a cluster). See docs/configuration.md"
+    )
 
 
 @contextlib.contextmanager
@@ -397,6 +437,7 @@ def spark_errors(config: Config):
             return str(exc)
         what = out_of_memory(exc)
         return None if what is None else f"Spark ran out of memory ({what}): {heap_advice(config)}"
+
     return failing_in_one_line(explain)
 
 

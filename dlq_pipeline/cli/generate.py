@@ -68,21 +68,37 @@ Examples:
   dlq-pipeline generate --out dumps --count 20000 --seed 7 --files 4 --max-size 64K
   dlq-pipeline generate --out zos --count 500 --seed 1 --mix aix=0,linux=0,windows=0
   dlq-pipeline inspect --summary dumps/dlq-0000.dmp
-""".format(platforms=", ".join(f"{k}={v}" for k, v in PLATFORMS.items()),
-           payloads=", ".join(f"{k}={v}" for k, v in PAYLOADS.items()))
+""".format(
+    platforms=", ".join(f"{k}={v}" for k, v in PLATFORMS.items()),
+    payloads=", ".join(f"{k}={v}" for k, v in PAYLOADS.items()),
+)
 
 
 @click.command("generate", help=_HELP)
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Directory for the dumps (created if needed).")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Directory for the dumps (created if needed).",
+)
 @click.option("--count", required=True, type=click.IntRange(min=0), help="Messages to generate.")
 @click.option("--seed", required=True, type=int, help="Same seed and options, same bytes.")
-@click.option("--files", default=1, show_default=True, type=click.IntRange(min=1),
-              help="Dumps to spread the messages over (consecutive slices).")
-@click.option("--mix", type=_Mix(), default=None,
-              help="Weights to change, e.g. zos=5,jms=0 (see below).")
-@click.option("--max-size", type=Size(), default=DEFAULT_MAX_SIZE, show_default=True,
-              help=f"Largest message data, in bytes (K/M suffixes; at least {MIN_MAX_SIZE}).")
+@click.option(
+    "--files",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Dumps to spread the messages over (consecutive slices).",
+)
+@click.option("--mix", type=_Mix(), default=None, help="Weights to change, e.g. zos=5,jms=0 (see below).")
+@click.option(
+    "--max-size",
+    type=Size(),
+    default=DEFAULT_MAX_SIZE,
+    show_default=True,
+    help=f"Largest message data, in bytes (K/M suffixes; at least {MIN_MAX_SIZE}).",
+)
 def generate_cmd(out_dir, count, seed, files, mix, max_size):
     try:
         paths = write_generated(out_dir, count, seed, files=files, mix=mix, max_size=max_size)

@@ -6,10 +6,9 @@ message as it is read (so a large dump streams), and carries on past bad records
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import json
 import sys
+from dataclasses import replace
 
 import click
 
@@ -32,24 +31,41 @@ def _json_line(obj) -> str:
 
 
 def _error_object(error: RecordError) -> dict:
-    return {"error": {"file": error.file, "line": error.line, "offset": error.offset,
-                      "code": error.code, "message": error.message, "index": error.index}}
+    return {
+        "error": {
+            "file": error.file,
+            "line": error.line,
+            "offset": error.offset,
+            "code": error.code,
+            "message": error.message,
+            "index": error.index,
+        }
+    }
 
 
 @click.command("inspect")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True,
-              help="One JSON object per line per message, in file order.")
-@click.option("--summary", is_flag=True,
-              help="Only counts: by reason, by destination, messages without an MQDLH by problem.")
-@click.option("--limit", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Stop after N messages (over all files).")
-@click.option("--redact", is_flag=True,
-              help="Show no message data: no preview, and bad records without their text (bodies may hold "
-                   "personal data; report.redact_payloads does the same for reports).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-              help="Configuration file: its ingest limits (max_message_bytes, max_line_length) apply, "
-                   "as in a run (default: the default limits).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line per message, in file order.")
+@click.option(
+    "--summary", is_flag=True, help="Only counts: by reason, by destination, messages without an MQDLH by problem."
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=None, metavar="N", help="Stop after N messages (over all files)."
+)
+@click.option(
+    "--redact",
+    is_flag=True,
+    help="Show no message data: no preview, and bad records without their text (bodies may hold "
+    "personal data; report.redact_payloads does the same for reports).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Configuration file: its ingest limits (max_message_bytes, max_line_length) apply, "
+    "as in a run (default: the default limits).",
+)
 @click.option("--profile", default=None, help="Profile in the configuration file.")
 def inspect_cmd(files, as_json, summary, limit, redact, config_path, profile):
     """Decode dmpmqmsg dumps and amqsbcg listings: MQMD, MQDLH (with reason names) and a
@@ -86,8 +102,14 @@ def inspect_cmd(files, as_json, summary, limit, redact, config_path, profile):
     a dump or listing (or bad usage).
     """
     state = _Tally()
-    descs = _describe_all(files, limit, state, errors_inline=as_json and not summary, redact=redact,
-                          limits=ingest_settings(config_path, profile))
+    descs = _describe_all(
+        files,
+        limit,
+        state,
+        errors_inline=as_json and not summary,
+        redact=redact,
+        limits=ingest_settings(config_path, profile),
+    )
     if summary:
         counts = summarize(descs)  # streams: nothing is kept per message
         counts["bad_records"] = state.bad_records
@@ -105,8 +127,15 @@ class _Tally:
     unreadable = False
 
 
-def _describe_all(files, limit: int | None, state: _Tally, *, errors_inline: bool, redact: bool = False,
-                  limits: IngestSettings = IngestSettings()):
+def _describe_all(
+    files,
+    limit: int | None,
+    state: _Tally,
+    *,
+    errors_inline: bool,
+    redact: bool = False,
+    limits: IngestSettings = IngestSettings(),
+):
     """`describe` objects of every message, in file order, up to ``limit``. Bad records go
     to stderr as they are met (and inline on stdout as error objects when asked); ``limits``
     are the ingest limits (``max_line_length``, ``max_message_bytes``) a run would apply."""
@@ -115,8 +144,9 @@ def _describe_all(files, limit: int | None, state: _Tally, *, errors_inline: boo
     shown = 0
     for path in files:
         try:
-            for record in read_source(path, name=path, max_line_length=limits.max_line_length,
-                                      max_message_bytes=limits.max_message_bytes):
+            for record in read_source(
+                path, name=path, max_line_length=limits.max_line_length, max_message_bytes=limits.max_message_bytes
+            ):
                 if isinstance(record, RecordError):
                     if redact:
                         record = replace(record, snippet=redact_snippet(record.snippet))

@@ -12,19 +12,37 @@ import sys
 import click
 
 from dlq_pipeline import exitcodes
-from dlq_pipeline.cli.common import (check_target, config_options, echo_json, err, fail, live_source, load_valid_rules,
-                                     needs_classic, open_tables, run_id_for, start_spark, storage_with_tables, writing)
+from dlq_pipeline.cli.common import (
+    check_target,
+    config_options,
+    echo_json,
+    err,
+    fail,
+    live_source,
+    load_valid_rules,
+    needs_classic,
+    open_tables,
+    run_id_for,
+    start_spark,
+    storage_with_tables,
+    writing,
+)
 from dlq_pipeline.config import Config
 from dlq_pipeline.progress import stage, to_stderr
 from dlq_pipeline.settings import DrainSettings, ReplaySettings, mq_qmgrs
 
 
 def _source_options(command):
-    command = click.option("--rules", "rules_path", metavar="FILE",
-                           help="Rules table whose INPUTQ/INPUTQM name the queue (default: pipeline.rules, if set).")(command)
+    command = click.option(
+        "--rules",
+        "rules_path",
+        metavar="FILE",
+        help="Rules table whose INPUTQ/INPUTQM name the queue (default: pipeline.rules, if set).",
+    )(command)
     command = click.option("--qmgr", default="", help="Queue manager (overrides drain.qmgr and INPUTQM).")(command)
-    command = click.option("--queue", default="",
-                           help="Queue (overrides drain.queue and INPUTQ; default: the queue manager's DEADQ).")(command)
+    command = click.option(
+        "--queue", default="", help="Queue (overrides drain.queue and INPUTQ; default: the queue manager's DEADQ)."
+    )(command)
     command = click.option("--source", help="mq:QMGR or sim:NAME (default: drain.source).")(command)
     return command
 
@@ -51,9 +69,13 @@ def _live_errors():
 
 @click.command("drain")
 @_source_options
-@click.option("--mode", type=click.Choice(["browse", "move"]), default=None,
-              help="browse: land a copy, leave the queue as it is (default: drain.mode); "
-                   "move: destructive gets under syncpoint, committed after the rows are written.")
+@click.option(
+    "--mode",
+    type=click.Choice(["browse", "move"]),
+    default=None,
+    help="browse: land a copy, leave the queue as it is (default: drain.mode); "
+    "move: destructive gets under syncpoint, committed after the rows are written.",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many messages.")
 @click.option("--run-id", help="Run identifier stamped on the landed rows (default: generated).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -81,8 +103,17 @@ def drain_cmd(source, queue, qmgr, rules_path, mode, limit, run_id, as_json, con
         spark = start_spark(config, needs_classic(source=live.spec))
         try:
             with stage(progress, "drain", run_id=run_id) as counts:
-                result = drain(spark, open_tables(spark, config), live, warehouse=warehouse, run_id=run_id,
-                               mode=mode, batch_size=settings.batch_size, limit=limit, progress=progress)
+                result = drain(
+                    spark,
+                    open_tables(spark, config),
+                    live,
+                    warehouse=warehouse,
+                    run_id=run_id,
+                    mode=mode,
+                    batch_size=settings.batch_size,
+                    limit=limit,
+                    progress=progress,
+                )
                 counts.update(result.as_dict())
         except _live_errors() as exc:
             fail(exc)
@@ -90,8 +121,10 @@ def drain_cmd(source, queue, qmgr, rules_path, mode, limit, run_id, as_json, con
     if as_json:
         echo_json(doc)
     else:
-        click.echo(f"drained {result.queue} on {result.qmgr} ({mode}): read {result.read}, landed {result.landed} new "
-                   f"({result.already_landed} already landed), removed {result.removed}")
+        click.echo(
+            f"drained {result.queue} on {result.qmgr} ({mode}): read {result.read}, landed {result.landed} new "
+            f"({result.already_landed} already landed), removed {result.removed}"
+        )
 
 
 @click.command("settle")
@@ -118,17 +151,26 @@ def settle_cmd(source, queue, qmgr, rules_path, run_id, as_json, config: Config)
         spark = start_spark(config, needs_classic(source=live.spec))
         try:
             with stage(progress, "settle", run_id=run_id) as counts:
-                result = settle(spark, storage_with_tables(spark, config), live, warehouse=warehouse, run_id=run_id,
-                                batch_size=DrainSettings.from_config(config).batch_size, progress=progress)
+                result = settle(
+                    spark,
+                    storage_with_tables(spark, config),
+                    live,
+                    warehouse=warehouse,
+                    run_id=run_id,
+                    batch_size=DrainSettings.from_config(config).batch_size,
+                    progress=progress,
+                )
                 counts.update(result.as_dict())
         except _live_errors() as exc:
             fail(exc)
     if as_json:
         echo_json({"run_id": run_id, **result.as_dict()})
     else:
-        click.echo(f"settled {result.queue} on {result.qmgr}: {result.removed} removed of {result.ended} ended "
-                   f"({result.browsed} on the queue, {result.gone} already gone, "
-                   f"{len(result.mismatched)} left because they are not the message processed)")
+        click.echo(
+            f"settled {result.queue} on {result.qmgr}: {result.removed} removed of {result.ended} ended "
+            f"({result.browsed} on the queue, {result.gone} already gone, "
+            f"{len(result.mismatched)} left because they are not the message processed)"
+        )
         for m in result.mismatched:
             click.echo(f"  left: MsgId {m['msg_id']} (key {m['message_key']}): {m['reason']}")
     sys.exit(exitcodes.ATTENTION if result.mismatched else exitcodes.OK)
@@ -161,11 +203,21 @@ def replay_cmd(run_id, target, as_json, config: Config):
         spark = start_spark(config, needs_classic(target=target))
         try:
             with stage(progress, "replay", run_id=run_id or "") as counts:
-                result = replay_decisions(spark, storage_with_tables(spark, config), target=target,
-                                          settings=ReplaySettings.from_config(config), qmgrs=mq_qmgrs(config),
-                                          run_id=run_id or None, progress=progress)
-                counts.update(run_id=result["run_id"], decisions_run_id=result["decisions_run_id"],
-                              outcomes=result["outcomes"], stale=result["stale"])
+                result = replay_decisions(
+                    spark,
+                    storage_with_tables(spark, config),
+                    target=target,
+                    settings=ReplaySettings.from_config(config),
+                    qmgrs=mq_qmgrs(config),
+                    run_id=run_id or None,
+                    progress=progress,
+                )
+                counts.update(
+                    run_id=result["run_id"],
+                    decisions_run_id=result["decisions_run_id"],
+                    outcomes=result["outcomes"],
+                    stale=result["stale"],
+                )
         except (ReplayError, TargetError) as exc:
             err(f"error: {exc}")
             sys.exit(exitcodes.USAGE)
@@ -174,9 +226,11 @@ def replay_cmd(run_id, target, as_json, config: Config):
     if as_json:
         echo_json(result)
     else:
-        click.echo(f"replayed the decisions of run {result['decisions_run_id']} to {target} as run {result['run_id']}: "
-                   + (", ".join(f"{k} {v}" for k, v in sorted(result["outcomes"].items())) or "nothing to do")
-                   + (f"; {result['stale']} stale decisions skipped (classify again)" if result["stale"] else ""))
+        click.echo(
+            f"replayed the decisions of run {result['decisions_run_id']} to {target} as run {result['run_id']}: "
+            + (", ".join(f"{k} {v}" for k, v in sorted(result["outcomes"].items())) or "nothing to do")
+            + (f"; {result['stale']} stale decisions skipped (classify again)" if result["stale"] else "")
+        )
     outcomes = result["outcomes"]
     attention = result["stale"] or outcomes.get("failed") or outcomes.get("deferred")
     sys.exit(exitcodes.ATTENTION if attention else exitcodes.OK)

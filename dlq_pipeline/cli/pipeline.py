@@ -12,9 +12,23 @@ from pathlib import Path
 import click
 
 from dlq_pipeline import exitcodes
-from dlq_pipeline.cli.common import (INPUT, check_target, config_options, echo_json, err, fail, live_source,
-                                     load_valid_rules, needs_classic, open_tables, run_id_for, spark_errors,
-                                     start_spark, storage_with_tables, writing)
+from dlq_pipeline.cli.common import (
+    INPUT,
+    check_target,
+    config_options,
+    echo_json,
+    err,
+    fail,
+    live_source,
+    load_valid_rules,
+    needs_classic,
+    open_tables,
+    run_id_for,
+    spark_errors,
+    start_spark,
+    storage_with_tables,
+    writing,
+)
 from dlq_pipeline.cli.generate import Size
 from dlq_pipeline.config import Config, load_config
 from dlq_pipeline.dumps.files import INPUT_ERRORS
@@ -43,8 +57,14 @@ def ingest_cmd(paths, as_json, config: Config):
         spark = start_spark(config, inputs=list(paths))
         with stage(progress, "ingest", run_id=run_id) as counts:
             try:
-                result = ingest(spark, open_tables(spark, config), list(paths), run_id=run_id,
-                                settings=IngestSettings.from_config(config), progress=progress)
+                result = ingest(
+                    spark,
+                    open_tables(spark, config),
+                    list(paths),
+                    run_id=run_id,
+                    settings=IngestSettings.from_config(config),
+                    progress=progress,
+                )
             except INPUT_ERRORS as exc:
                 fail(exc)
             counts.update(result.as_dict())
@@ -52,8 +72,10 @@ def ingest_cmd(paths, as_json, config: Config):
     if as_json:
         echo_json(doc)
     else:
-        click.echo(f"landed {result.messages_landed} messages from {result.files} files "
-                   f"({result.duplicates_skipped} already landed, {result.quarantined} quarantined)")
+        click.echo(
+            f"landed {result.messages_landed} messages from {result.files} files "
+            f"({result.duplicates_skipped} already landed, {result.quarantined} quarantined)"
+        )
     sys.exit(exitcodes.ATTENTION if result.quarantined else exitcodes.OK)
 
 
@@ -78,9 +100,15 @@ def classify_cmd(rules_path, as_json, config: Config):
     with writing(config, "classify", run_id):
         spark = start_spark(config)
         with stage(progress, "classify", run_id=run_id) as event:
-            decisions, counted = decide_pending(spark, open_tables(spark, config), table, run_id=run_id, now=now,
-                                                retry_interval=ClassifySettings.from_config(config).retry_interval,
-                                                progress=progress)
+            decisions, counted = decide_pending(
+                spark,
+                open_tables(spark, config),
+                table,
+                run_id=run_id,
+                now=now,
+                retry_interval=ClassifySettings.from_config(config).retry_interval,
+                progress=progress,
+            )
             decisions.unpersist()  # decide_pending hands them back persisted
             counts = counted.actions
             event["decisions"] = counts
@@ -99,8 +127,13 @@ def _required(config: Config, key: str) -> str:
 
 
 @click.command("run")
-@click.option("--input", "inputs", multiple=True, type=INPUT,
-              help="Dump file or directory to ingest (repeatable; default: pipeline.inputs).")
+@click.option(
+    "--input",
+    "inputs",
+    multiple=True,
+    type=INPUT,
+    help="Dump file or directory to ingest (repeatable; default: pipeline.inputs).",
+)
 @click.option("--rules", "rules_path", metavar="FILE", help="Rules table (default: pipeline.rules).")
 @click.option("--target", help="dry-run | dir:PATH | sim:[NAME] | mq:QMGR (default: pipeline.target).")
 @click.option("--run-id", help="Run identifier (default: generated).")
@@ -137,8 +170,17 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
     with writing(config, "run", run_id, inputs=read):
         spark = start_spark(config, needs_classic(target, source), inputs=read)
         try:
-            summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=inputs, target=target,
-                                   run_id=run_id, now=now, progress=to_stderr(), source=source)
+            summary = run_pipeline(
+                spark,
+                RunSettings.from_config(config),
+                table,
+                inputs=inputs,
+                target=target,
+                run_id=run_id,
+                now=now,
+                progress=to_stderr(),
+                source=source,
+            )
         except INPUT_ERRORS as exc:
             fail(exc)
     if as_json:
@@ -150,8 +192,10 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
 
 def _print_summary(summary) -> None:
     click.echo(f"run {summary.run_id} -> {summary.target}")
-    click.echo(f"  landed {summary.messages_landed} new messages from {summary.files} files "
-               f"({summary.duplicates_skipped} already landed, {summary.quarantined} quarantined)")
+    click.echo(
+        f"  landed {summary.messages_landed} new messages from {summary.files} files "
+        f"({summary.duplicates_skipped} already landed, {summary.quarantined} quarantined)"
+    )
     click.echo(f"  pending {summary.pending}: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.decisions.items())))
     if summary.ignore_reasons:
         click.echo("  ignored because: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.ignore_reasons.items())))
@@ -165,15 +209,27 @@ def _print_summary(summary) -> None:
 
 @click.command("report")
 @click.option("--run-id", help="Run to report on (default: the latest).")
-@click.option("--rules", "rules_path", metavar="FILE",
-              help="Rules table the run used, for the rule text beside each rule line "
-                   "(default: the one in the run's summary).")
+@click.option(
+    "--rules",
+    "rules_path",
+    metavar="FILE",
+    help="Rules table the run used, for the rule text beside each rule line (default: the one in the run's summary).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Also write a self-contained HTML page (charts work offline).")
-@click.option("--as-of", "as_of", metavar="RUN_ID|TIMESTAMP",
-              help="Delta only: the tables as they were at the end of that run, or at that instant (ISO 8601, UTC "
-                   "unless it says otherwise).")
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Also write a self-contained HTML page (charts work offline).",
+)
+@click.option(
+    "--as-of",
+    "as_of",
+    metavar="RUN_ID|TIMESTAMP",
+    help="Delta only: the tables as they were at the end of that run, or at that instant (ISO 8601, UTC "
+    "unless it says otherwise).",
+)
 @config_options
 def report_cmd(run_id, rules_path, as_json, html_path, as_of, config: Config):
     """What happened, since when, and what to do: advice with its evidence, arrivals over
@@ -189,7 +245,7 @@ def report_cmd(run_id, rules_path, as_json, html_path, as_of, config: Config):
     from dlq_pipeline.spark.storage import StorageError
 
     if as_of and config.get("storage", "format") != "delta":
-        err("error: --as-of needs storage.format = \"delta\": Parquet tables keep no history")
+        err('error: --as-of needs storage.format = "delta": Parquet tables keep no history')
         sys.exit(exitcodes.USAGE)
     table = load_valid_rules(rules_path) if rules_path else None
     settings = ReportSettings.from_config(config)
@@ -202,8 +258,9 @@ def report_cmd(run_id, rules_path, as_json, html_path, as_of, config: Config):
                 err(f"error: {exc}")
                 sys.exit(exitcodes.USAGE)
             run_id = run_id or (as_of if storage.as_of_time and not _is_instant(as_of) else None)
-        report = _build_and_write_report(storage, settings, run_id=run_id, table=table,
-                                         html_path=html_path or settings.html or None)
+        report = _build_and_write_report(
+            storage, settings, run_id=run_id, table=table, html_path=html_path or settings.html or None
+        )
     if as_json:
         echo_json(report)
     else:
@@ -227,9 +284,14 @@ def _build_and_write_report(storage, settings: ReportSettings, *, run_id=None, h
     from dlq_pipeline.spark.report import build_report
 
     # as of a past instant, pending messages age up to that instant, not to now
-    report = build_report(storage, now=storage.as_of_time or utc_now(), run_id=run_id, top=settings.top,
-                          rules=rules_listing(table) if table is not None else None,
-                          rules_file=table.path if table is not None else None)
+    report = build_report(
+        storage,
+        now=storage.as_of_time or utc_now(),
+        run_id=run_id,
+        top=settings.top,
+        rules=rules_listing(table) if table is not None else None,
+        rules_file=table.path if table is not None else None,
+    )
     if html_path:
         from dlq_pipeline.private import open_private
 
@@ -239,17 +301,36 @@ def _build_and_write_report(storage, settings: ReportSettings, *, run_id=None, h
 
 
 @click.command("demo")
-@click.option("--out", default="demo-out", show_default=True, type=click.Path(file_okay=False),
-              help="Where the generated dumps, the warehouse and the HTML report go.")
+@click.option(
+    "--out",
+    default="demo-out",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where the generated dumps, the warehouse and the HTML report go.",
+)
 @click.option("--count", default=20000, show_default=True, help="Messages to generate.")
 @click.option("--seed", default=42, show_default=True, help="Generator seed (same seed, same DLQ).")
 @click.option("--files", default=4, show_default=True, help="Dump files to spread the messages over.")
-@click.option("--max-size", type=Size(), default="256K", show_default=True,
-              help="Largest generated message in bytes, K or M suffix allowed (sizes are long-tailed up to this).")
-@click.option("--rules", "rules_path", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
-              help="Rules table (default: the shipped starter table, `dlq-pipeline rules example starter`).")
-@click.option("--target", default="sim:DEMO", show_default=True,
-              help="Replay target: the simulated queue manager, dry-run or dir:PATH.")
+@click.option(
+    "--max-size",
+    type=Size(),
+    default="256K",
+    show_default=True,
+    help="Largest generated message in bytes, K or M suffix allowed (sizes are long-tailed up to this).",
+)
+@click.option(
+    "--rules",
+    "rules_path",
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="FILE",
+    help="Rules table (default: the shipped starter table, `dlq-pipeline rules example starter`).",
+)
+@click.option(
+    "--target",
+    default="sim:DEMO",
+    show_default=True,
+    help="Replay target: the simulated queue manager, dry-run or dir:PATH.",
+)
 @click.option("--master", default="local[*]", show_default=True, help="Spark master.")
 def demo_cmd(out, count, seed, files, max_size, rules_path, target, master):
     """Generate a realistic DLQ and run the whole pipeline on it, locally.
@@ -261,8 +342,8 @@ def demo_cmd(out, count, seed, files, max_size, rules_path, target, master):
     Runs offline; re-running with the same --out changes nothing that should not change.
     """
     from dlq_pipeline.dumps.generator import write_generated
-    from dlq_pipeline.spark.run import run_pipeline
     from dlq_pipeline.report_render import render_text
+    from dlq_pipeline.spark.run import run_pipeline
 
     out_dir = Path(out)
     if rules_path is None:
@@ -273,8 +354,7 @@ def demo_cmd(out, count, seed, files, max_size, rules_path, target, master):
         err(f"error: no rules table at {rules_path}; pass --rules FILE")
         sys.exit(exitcodes.USAGE)
     table = load_valid_rules(rules_path)
-    config = load_config(None, overrides={"storage": {"path": str(out_dir / "warehouse")},
-                                          "spark": {"master": master}})
+    config = load_config(None, overrides={"storage": {"path": str(out_dir / "warehouse")}, "spark": {"master": master}})
     check_target(target, config)
     with writing(config, "demo"):
         err(f"generating {count} messages (seed {seed}) into {out_dir / 'dumps'}")
@@ -282,11 +362,18 @@ def demo_cmd(out, count, seed, files, max_size, rules_path, target, master):
         if target.startswith("sim:"):
             _prepare_demo_sim(out_dir / "warehouse", target)
         spark = start_spark(config)
-        summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=[str(p) for p in paths],
-                               target=target, progress=to_stderr())
+        summary = run_pipeline(
+            spark,
+            RunSettings.from_config(config),
+            table,
+            inputs=[str(p) for p in paths],
+            target=target,
+            progress=to_stderr(),
+        )
         html_path = out_dir / "report.html"
-        report = _build_and_write_report(open_tables(spark, config), ReportSettings.from_config(config),
-                                         run_id=summary.run_id, html_path=html_path)
+        report = _build_and_write_report(
+            open_tables(spark, config), ReportSettings.from_config(config), run_id=summary.run_id, html_path=html_path
+        )
     click.echo(render_text(report), nl=False)
     _print_summary(summary)
     click.echo(f"HTML report: {html_path}")

@@ -16,6 +16,7 @@ from dlq_pipeline.cli.rules_test import rules_test_cmd
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.rules.parser import diagnostic_as_dict, format_table, load_rules, table_as_dict
 
+
 def passes(table: RulesTable, *, strict: bool) -> bool:
     return table.ok and not (strict and table.warnings)
 
@@ -40,10 +41,12 @@ def rules_group() -> None:
 
 @rules_group.command("check")
 @click.argument("file", type=FILE)
-@click.option("--strict", is_flag=True,
-              help="Fail on warnings too (lines over 72 characters, shadowed rules, no catch-all...).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print {file, valid, strict, rules, errors, warnings} as JSON on stdout.")
+@click.option(
+    "--strict", is_flag=True, help="Fail on warnings too (lines over 72 characters, shadowed rules, no catch-all...)."
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print {file, valid, strict, rules, errors, warnings} as JSON on stdout."
+)
 def check_cmd(file: str, strict: bool, as_json: bool) -> None:
     """Validate FILE as a whole and list every problem at once.
 
@@ -67,14 +70,19 @@ def check_cmd(file: str, strict: bool, as_json: bool) -> None:
     table = load_rules(file)
     ok = passes(table, strict=strict)
     if as_json:
-        click.echo(json.dumps({
-            "file": table.path,
-            "valid": ok,
-            "strict": strict,
-            "rules": len(table.rules),
-            "errors": [diagnostic_as_dict(d) for d in table.errors],
-            "warnings": [diagnostic_as_dict(d) for d in table.warnings],
-        }, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "file": table.path,
+                    "valid": ok,
+                    "strict": strict,
+                    "rules": len(table.rules),
+                    "errors": [diagnostic_as_dict(d) for d in table.errors],
+                    "warnings": [diagnostic_as_dict(d) for d in table.warnings],
+                },
+                indent=2,
+            )
+        )
     else:
         for diagnostic in table.diagnostics:
             click.echo(str(diagnostic), err=True)
@@ -84,9 +92,13 @@ def check_cmd(file: str, strict: bool, as_json: bool) -> None:
 
 @rules_group.command("show")
 @click.argument("file", type=FILE)
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the normalized table as JSON: control data, then per rule its line,"
-                   " pattern, action, retry, fwdq, fwdqm, header and putaut.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the normalized table as JSON: control data, then per rule its line,"
+    " pattern, action, retry, fwdq, fwdqm, header and putaut.",
+)
 def show_cmd(file: str, as_json: bool) -> None:
     """Print FILE as dlq-pipeline understood it.
 

@@ -19,14 +19,30 @@ from dlq_pipeline.dumps.records import RecordError
 
 @click.command("test")
 @click.argument("file", type=FILE)
-@click.option("--input", "inputs", multiple=True, required=True, metavar="DUMP",
-              help="dmpmqmsg dump or amqsbcg listing, a directory of them, or a glob (repeatable).")
-@click.option("--attempts", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
-              help="Attempts already made on every message (cumulative RETRY counts them).")
-@click.option("--json", "as_json", is_flag=True,
-              help="One JSON object per line per message, in input order.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-              help="Configuration file: its ingest limits apply, as in a run.")
+@click.option(
+    "--input",
+    "inputs",
+    multiple=True,
+    required=True,
+    metavar="DUMP",
+    help="dmpmqmsg dump or amqsbcg listing, a directory of them, or a glob (repeatable).",
+)
+@click.option(
+    "--attempts",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    metavar="N",
+    help="Attempts already made on every message (cumulative RETRY counts them).",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line per message, in input order.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Configuration file: its ingest limits apply, as in a run.",
+)
 @click.option("--profile", default=None, help="Profile in the configuration file.")
 def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
     """Decide every message of the dumps with rules table FILE, as `run` would, without
@@ -57,11 +73,11 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
     A record that cannot be read is reported on stderr as FILE:LINE: CODE: MESSAGE and
     the rest is still read (exit 3 at the end). Exit 0 when every record was read.
     """
+    from dlq_pipeline.dumps.files import InputUnreachable
     from dlq_pipeline.dumps.inspect import printable
+    from dlq_pipeline.dumps.sources import expand_paths, read_source
     from dlq_pipeline.rules.parser import load_rules
     from dlq_pipeline.rules.whatif import Tally, decide_message, file_width, format_outcome, format_tally, text_header
-    from dlq_pipeline.dumps.files import InputUnreachable
-    from dlq_pipeline.dumps.sources import expand_paths, read_source
 
     table = load_rules(file)
     for diagnostic in table.diagnostics:
@@ -82,17 +98,19 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
         click.echo(text_header(width))
     for path in paths:
         try:
-            for record in read_source(path, name=path, max_line_length=limits.max_line_length,
-                                      max_message_bytes=limits.max_message_bytes):
+            for record in read_source(
+                path, name=path, max_line_length=limits.max_line_length, max_message_bytes=limits.max_message_bytes
+            ):
                 if not isinstance(record, RecordError):
-                    record = decide_message(table, record, path, attempts,
-                                            max_message_bytes=limits.max_message_bytes)
+                    record = decide_message(table, record, path, attempts, max_message_bytes=limits.max_message_bytes)
                 if isinstance(record, RecordError):
                     click.echo(printable(str(record)), err=True)
                     tally.bad_records += 1
                     continue
                 tally.add(record)
-                click.echo(json.dumps(record.as_dict(), ensure_ascii=True) if as_json else format_outcome(record, width))
+                click.echo(
+                    json.dumps(record.as_dict(), ensure_ascii=True) if as_json else format_outcome(record, width)
+                )
         except OSError as exc:
             click.echo(printable(f"{path}: cannot read: {exc.strerror or exc}"), err=True)
             tally.bad_records += 1

@@ -45,12 +45,12 @@ from __future__ import annotations
 import binascii
 import re
 import struct
-from typing import Iterator
+from collections.abc import Iterator
 
-from dlq_pipeline.formats import codepages
 from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH, LineReader, mqlong, open_source, shown_number
-from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
+from dlq_pipeline.formats import codepages
+from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text
 
 __all__ = ["read_amqsbcg", "DLH_LENGTH", "NOTE_DLH_REBUILT", "NOTE_LISTING_CUT", "NOTE_LISTING_PARTIAL"]
 
@@ -64,37 +64,66 @@ INT, TEXT, HEX = "int", "text", "hex"
 
 # amqsbcg's printed names -> (MQMD field, kind)
 _MD_NAMES: dict[bytes, tuple[str, str]] = {
-    b"Version": ("version", INT), b"Report": ("report", INT), b"MsgType": ("msg_type", INT),
-    b"Expiry": ("expiry", INT), b"Feedback": ("feedback", INT),
-    b"Encoding": ("encoding", INT), b"CodedCharSetId": ("ccsid", INT),
-    b"Format": ("format", TEXT), b"Priority": ("priority", INT),
-    b"Persistence": ("persistence", INT), b"MsgId": ("msg_id", HEX),
-    b"CorrelId": ("correl_id", HEX), b"BackoutCount": ("backout_count", INT),
-    b"ReplyToQ": ("reply_to_q", TEXT), b"ReplyToQMgr": ("reply_to_qmgr", TEXT),
-    b"UserIdentifier": ("user_id", TEXT), b"AccountingToken": ("accounting_token", HEX),
+    b"Version": ("version", INT),
+    b"Report": ("report", INT),
+    b"MsgType": ("msg_type", INT),
+    b"Expiry": ("expiry", INT),
+    b"Feedback": ("feedback", INT),
+    b"Encoding": ("encoding", INT),
+    b"CodedCharSetId": ("ccsid", INT),
+    b"Format": ("format", TEXT),
+    b"Priority": ("priority", INT),
+    b"Persistence": ("persistence", INT),
+    b"MsgId": ("msg_id", HEX),
+    b"CorrelId": ("correl_id", HEX),
+    b"BackoutCount": ("backout_count", INT),
+    b"ReplyToQ": ("reply_to_q", TEXT),
+    b"ReplyToQMgr": ("reply_to_qmgr", TEXT),
+    b"UserIdentifier": ("user_id", TEXT),
+    b"AccountingToken": ("accounting_token", HEX),
     b"ApplIdentityData": ("appl_identity_data", TEXT),
-    b"PutApplType": ("put_appl_type", INT), b"PutApplName": ("put_appl_name", TEXT),
-    b"PutDate": ("put_date", TEXT), b"PutTime": ("put_time", TEXT),
-    b"ApplOriginData": ("appl_origin_data", TEXT), b"GroupId": ("group_id", HEX),
-    b"MsgSeqNumber": ("msg_seq_number", INT), b"Offset": ("offset", INT),
-    b"MsgFlags": ("msg_flags", INT), b"OriginalLength": ("original_length", INT),
+    b"PutApplType": ("put_appl_type", INT),
+    b"PutApplName": ("put_appl_name", TEXT),
+    b"PutDate": ("put_date", TEXT),
+    b"PutTime": ("put_time", TEXT),
+    b"ApplOriginData": ("appl_origin_data", TEXT),
+    b"GroupId": ("group_id", HEX),
+    b"MsgSeqNumber": ("msg_seq_number", INT),
+    b"Offset": ("offset", INT),
+    b"MsgFlags": ("msg_flags", INT),
+    b"OriginalLength": ("original_length", INT),
     b"StrucId": ("strucid", TEXT),
 }
 # the printed Dead Letter Header block -> (DeadLetterHeader field, kind, length)
 _DLH_NAMES: dict[bytes, tuple[str, str, int]] = {
-    b"StrucId": ("strucid", TEXT, 4), b"Version": ("version", INT, 4),
-    b"Reason": ("reason", INT, 4), b"DestQName": ("dest_q", TEXT, 48),
-    b"DestQMgrName": ("dest_qmgr", TEXT, 48), b"Encoding": ("encoding", INT, 4),
-    b"CodedCharSetId": ("ccsid", INT, 4), b"Format": ("format", TEXT, 8),
-    b"PutApplType": ("put_appl_type", INT, 4), b"PutApplName": ("put_appl_name", TEXT, 28),
-    b"PutDate": ("put_date", TEXT, 8), b"PutTime": ("put_time", TEXT, 8),
+    b"StrucId": ("strucid", TEXT, 4),
+    b"Version": ("version", INT, 4),
+    b"Reason": ("reason", INT, 4),
+    b"DestQName": ("dest_q", TEXT, 48),
+    b"DestQMgrName": ("dest_qmgr", TEXT, 48),
+    b"Encoding": ("encoding", INT, 4),
+    b"CodedCharSetId": ("ccsid", INT, 4),
+    b"Format": ("format", TEXT, 8),
+    b"PutApplType": ("put_appl_type", INT, 4),
+    b"PutApplName": ("put_appl_name", TEXT, 28),
+    b"PutDate": ("put_date", TEXT, 8),
+    b"PutTime": ("put_time", TEXT, 8),
 }
 # where each DLH character field sits in the 172 bytes (message-formats.md §2)
-_DLH_CHAR_OFFSETS = {"dest_q": 12, "dest_qmgr": 60, "format": 116, "put_appl_name": 128,
-                     "put_date": 156, "put_time": 164}
-_TEXT_LENGTHS = {**{name: MQMD_CHAR_LENGTHS[f] for name, (f, k) in _MD_NAMES.items()
-                    if k == TEXT and f in MQMD_CHAR_LENGTHS},
-                 b"StrucId": 4, b"DestQName": 48, b"DestQMgrName": 48}
+_DLH_CHAR_OFFSETS = {
+    "dest_q": 12,
+    "dest_qmgr": 60,
+    "format": 116,
+    "put_appl_name": 128,
+    "put_date": 156,
+    "put_time": 164,
+}
+_TEXT_LENGTHS = {
+    **{name: MQMD_CHAR_LENGTHS[f] for name, (f, k) in _MD_NAMES.items() if k == TEXT and f in MQMD_CHAR_LENGTHS},
+    b"StrucId": 4,
+    b"DestQName": 48,
+    b"DestQMgrName": 48,
+}
 
 _GET_LINE = re.compile(rb"\s*MQGET of message number (\d+)")
 _GET_FAILED = re.compile(rb"\s*MQGET (\d+), failed with CompCode:(-?\d+) Reason:(-?\d+)")
@@ -131,8 +160,7 @@ def _pairs(line: bytes) -> list[tuple[bytes, tuple[str, object] | None]]:
     while line[pos:].strip():
         name_match = _NAME.match(line, pos)
         if name_match is None:
-            raise _Bad("bad_field", f"cannot read {bytes_to_text(line[pos:].strip())!r} "
-                       "as 'Name : value'", line)
+            raise _Bad("bad_field", f"cannot read {bytes_to_text(line[pos:].strip())!r} as 'Name : value'", line)
         name, pos = name_match.group(1), name_match.end()
         if pos >= size:
             pairs.append((name, None))
@@ -141,19 +169,18 @@ def _pairs(line: bytes) -> list[tuple[bytes, tuple[str, object] | None]]:
             close = line.find(b"'", pos + 2)
             if close < 0:
                 raise _Bad("bad_field", f"{name.decode()} hex value has no closing quote", line)
-            pairs.append((name, (HEX, line[pos + 2:close])))
+            pairs.append((name, (HEX, line[pos + 2 : close])))
             pos = close + 1
-        elif line[pos:pos + 1] == b"'":
+        elif line[pos : pos + 1] == b"'":
             close = _closing_quote(line, pos, _TEXT_LENGTHS.get(name, size))
             if close is None:
                 raise _Bad("bad_field", f"{name.decode()} value has no closing quote", line)
-            pairs.append((name, (TEXT, line[pos + 1:close])))
+            pairs.append((name, (TEXT, line[pos + 1 : close])))
             pos = close + 1
         else:
             number = _NUMBER.match(line, pos)
             if number is None:
-                raise _Bad("bad_field", f"{name.decode()} value is not a number, 'text' or "
-                           "X'hex'", line)
+                raise _Bad("bad_field", f"{name.decode()} value is not a number, 'text' or X'hex'", line)
             pairs.append((name, (INT, number.group())))  # digits: _set checks the range
             pos = number.end()
             reason_name = _REASON_NAME.match(line, pos)  # "Reason : 2053 [MQRC_Q_FULL]"
@@ -171,7 +198,7 @@ def _closing_quote(line: bytes, opening: int, length: int) -> int | None:
     best = None
     close = line.find(b"'", opening + 1)
     while 0 <= close <= opening + 1 + length:
-        if not line[close + 1:].strip() or _NAME.match(line, close + 1):
+        if not line[close + 1 :].strip() or _NAME.match(line, close + 1):
             best = close
         close = line.find(b"'", close + 1)
     return best
@@ -190,12 +217,17 @@ def _set(target: dict, names: dict, name: bytes, value: tuple[str, object], line
     if kind == INT:
         digits, raw = raw, mqlong(raw)
         if raw is None:
-            raise _Bad("number_out_of_range", f"{bytes_to_text(name)} value {shown_number(digits)} does "
-                       "not fit a 4-byte MQLONG (amqsbcg never prints one)", line)
+            raise _Bad(
+                "number_out_of_range",
+                f"{bytes_to_text(name)} value {shown_number(digits)} does "
+                "not fit a 4-byte MQLONG (amqsbcg never prints one)",
+                line,
+            )
     if kind == HEX:
         if not _HEX_GROUP.fullmatch(raw) or len(raw) != 2 * MQMD_BYTE_LENGTHS[field_name]:
-            raise _Bad("bad_field", f"{bytes_to_text(name)} should be "
-                       f"{MQMD_BYTE_LENGTHS[field_name]} bytes of hex", line)
+            raise _Bad(
+                "bad_field", f"{bytes_to_text(name)} should be {MQMD_BYTE_LENGTHS[field_name]} bytes of hex", line
+            )
         raw = binascii.a2b_hex(raw)
     target[field_name] = raw
 
@@ -242,8 +274,7 @@ class _Listing:
         elif self.section == "length":
             length = _LENGTH_LINE.match(line)
             if length is None:
-                raise _Bad("bad_length_line", "expected ' length - N of M bytes' or "
-                           "' length - N bytes'", line)
+                raise _Bad("bad_length_line", "expected ' length - N of M bytes' or ' length - N bytes'", line)
             total = length.group(2)
             self.length = (int(length.group(1)), int(total) if total is not None else None)
             self.section = "hex"
@@ -273,11 +304,9 @@ class _Listing:
 
     def _hex(self, offset: int, rest: bytes, line: bytes) -> None:
         if self.cut_line is not None:
-            raise _Bad("bad_hex", "a hex group with an odd number of digits before the last hex "
-                       "line", self.cut_line)
+            raise _Bad("bad_hex", "a hex group with an odd number of digits before the last hex line", self.cut_line)
         if offset != self.size:
-            raise _Bad("bad_offset", f"hex line offset {offset:08X} where {self.size:08X} "
-                       "was expected", line)
+            raise _Bad("bad_offset", f"hex line offset {offset:08X} where {self.size:08X} was expected", line)
         groups = rest.split()
         for at, group in enumerate(groups):
             if group[:1] == b"'":
@@ -298,8 +327,15 @@ class _Listing:
                 raise self.error
             return self._message(index)
         except _Bad as bad:
-            return RecordError(name, self.lineno, self.offset, bad.code, bad.reason,
-                               bytes_to_text((bad.line or self.head)[:SNIPPET_LENGTH]), index)
+            return RecordError(
+                name,
+                self.lineno,
+                self.offset,
+                bad.code,
+                bad.reason,
+                bytes_to_text((bad.line or self.head)[:SNIPPET_LENGTH]),
+                index,
+            )
 
     def _message(self, index: int) -> DumpedMessage:
         if self.section in ("start", "md", "props", "dlh", "length"):
@@ -308,8 +344,9 @@ class _Listing:
         data = binascii.a2b_hex(b"".join(self.hex))
         printed, total = self.length
         if len(data) > printed:
-            raise _Bad("length_mismatch", f"the length line says {printed} bytes but the hex "
-                       f"holds {len(data)}", self.head)
+            raise _Bad(
+                "length_mismatch", f"the length line says {printed} bytes but the hex holds {len(data)}", self.head
+            )
         notes: list[str] = []
         if len(data) < printed:
             notes.append(f"{NOTE_LISTING_CUT}:{len(data)}/{printed}")
@@ -322,8 +359,9 @@ class _Listing:
             notes.insert(0, NOTE_DLH_REBUILT)
             total += DLH_LENGTH
         truncated = len(data) < total
-        return DumpedMessage(md, data, index, self.lineno, self.offset, truncated,
-                             total if truncated else None, tuple(notes))
+        return DumpedMessage(
+            md, data, index, self.lineno, self.offset, truncated, total if truncated else None, tuple(notes)
+        )
 
 
 def _mqmd(fields: dict, head: bytes) -> MQMD:
@@ -331,12 +369,12 @@ def _mqmd(fields: dict, head: bytes) -> MQMD:
     strucid = fields.pop("strucid", None)
     if strucid is not None and strucid != b"MD  ":
         raise _Bad("bad_field", f"message descriptor StrucId {bytes_to_text(strucid)!r} is not 'MD  '", head)
-    missing = [name.decode() for name, (f, _) in _MD_NAMES.items()
-               if f != "strucid" and f not in fields]
+    missing = [name.decode() for name, (f, _) in _MD_NAMES.items() if f != "strucid" and f not in fields]
     if missing:
         raise _Bad("incomplete_descriptor", "message descriptor lacks " + ", ".join(missing), head)
-    return MQMD(**{f: bytes_to_text(v) if isinstance(v, bytes) and f in MQMD_CHAR_LENGTHS else v
-                   for f, v in fields.items()})
+    return MQMD(
+        **{f: bytes_to_text(v) if isinstance(v, bytes) and f in MQMD_CHAR_LENGTHS else v for f, v in fields.items()}
+    )
 
 
 def _swap(value: int) -> int:
@@ -356,8 +394,10 @@ def _rebuild_dlh(printed: dict, md: MQMD) -> bytes:
     if printed["version"] == _swap(1):
         ints = {f: _swap(v) for f, v in ints.items()}
     elif printed["version"] != 1:
-        raise _Bad("bad_dlh_block", f"Dead Letter Header Version {printed['version']} is "
-                   "neither 1 nor 1 with its bytes swapped")
+        raise _Bad(
+            "bad_dlh_block",
+            f"Dead Letter Header Version {printed['version']} is neither 1 nor 1 with its bytes swapped",
+        )
     raw_text = {}
     for name, kind, length in _DLH_NAMES.values():
         if kind == TEXT and name != "strucid":
@@ -369,13 +409,15 @@ def _rebuild_dlh(printed: dict, md: MQMD) -> bytes:
     try:
         rebuilt = encode_dlh(DeadLetterHeader(**ints, **text), md.encoding, md.ccsid)
     except ValueError as exc:
-        raise _Bad("dlh_rebuild_failed", f"cannot rebuild the MQDLH in Encoding {md.encoding} "
-                   f"CCSID {md.ccsid}: {exc}") from None
+        raise _Bad(
+            "dlh_rebuild_failed", f"cannot rebuild the MQDLH in Encoding {md.encoding} CCSID {md.ccsid}: {exc}"
+        ) from None
     for name, raw in raw_text.items():
         at = _DLH_CHAR_OFFSETS[name]
-        if rebuilt[at:at + len(raw)] != raw:
-            raise _Bad("dlh_rebuild_failed", f"CCSID {md.ccsid} does not reproduce the printed "
-                       f"Dead Letter Header {name} bytes")
+        if rebuilt[at : at + len(raw)] != raw:
+            raise _Bad(
+                "dlh_rebuild_failed", f"CCSID {md.ccsid} does not reproduce the printed Dead Letter Header {name} bytes"
+            )
     return rebuilt
 
 
@@ -406,10 +448,16 @@ def read_amqsbcg(
             failed = _GET_FAILED.match(line)
             if failed:
                 yield RecordError(
-                    label, lineno, offset, "listing_get_failed",
+                    label,
+                    lineno,
+                    offset,
+                    "listing_get_failed",
                     f"amqsbcg could not get message {int(failed.group(1))} (CompCode "
                     f"{failed.group(2).decode()}, Reason {failed.group(3).decode()}): it is not "
-                    "in the listing", bytes_to_text(line[:SNIPPET_LENGTH]), index)
+                    "in the listing",
+                    bytes_to_text(line[:SNIPPET_LENGTH]),
+                    index,
+                )
                 index += 1
             elif _GET_LINE.match(line) or line.strip() == _MD_START:
                 current = _Listing(offset, lineno, line[:SNIPPET_LENGTH])
@@ -421,8 +469,7 @@ def read_amqsbcg(
 
 def _ends_message(line: bytes, stripped: bytes) -> bool:
     """The next message's MQGET line, a failed MQGET, or the closing summary."""
-    return bool(_GET_LINE.match(line) or _GET_FAILED.match(line)
-                or _SUMMARY_START.match(stripped))
+    return bool(_GET_LINE.match(line) or _GET_FAILED.match(line) or _SUMMARY_START.match(stripped))
 
 
 def _continues(current: _Listing, line: bytes, too_long: bool) -> bool:

@@ -38,15 +38,16 @@ import binascii
 import datetime as _dt
 import os
 import re
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO
 
 import numpy as np
 
 from dlq_pipeline.dumps.files import file_size, open_input
-from dlq_pipeline.formats.mqmd import MQMD, bytes_to_text, text_to_bytes
 from dlq_pipeline.dumps.records import DumpedMessage, DumpInfo, RecordError
+from dlq_pipeline.formats.mqmd import MQMD, bytes_to_text, text_to_bytes
 
 __all__ = [
     "MAX_LINE_LENGTH",
@@ -89,6 +90,7 @@ def shown_number(digits: bytes, limit: int = 24) -> str:
     """A number from a file for an error message, shortened when it is very long."""
     text = bytes_to_text(digits)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
 
 # --- the attribute table (message-formats.md §4, qload's Flds[] order) ---------------------
 
@@ -144,8 +146,12 @@ _DEFAULT_MD = MQMD()
 
 def _md_block_regex(order: tuple[_Attr, ...]) -> re.Pattern:
     """The 28 A lines exactly as dmpmqmsg writes them, one group per value."""
-    value = {LONG: rb"(-?[0-9]{1,10})", CHAR: rb"([^\r\n]{0,%d})", BYTE: rb"([0-9A-Fa-f]{%d})",
-             HEXTEXT: rb"([0-9A-Fa-f]{0,%d})"}
+    value = {
+        LONG: rb"(-?[0-9]{1,10})",
+        CHAR: rb"([^\r\n]{0,%d})",
+        BYTE: rb"([0-9A-Fa-f]{%d})",
+        HEXTEXT: rb"([0-9A-Fa-f]{0,%d})",
+    }
     parts = []
     for attr in order:
         pattern = value[attr.kind]
@@ -186,6 +192,7 @@ def _md_block_fields(values, order: tuple[_Attr, ...]) -> dict | None:
             fields[attr.field] = bytes_to_text(binascii.a2b_hex(value))
     return fields
 
+
 # --- line kinds ----------------------------------------------------------------------------
 
 K_ATTR, K_NOMD, K_HEX, K_STRING, K_TEXT = "A", "N", "X", "S", "T"
@@ -197,8 +204,10 @@ MD_KINDS = (K_ATTR, K_NOMD)
 # dmpmqmsg's own statistics (printed to stderr; present when 2>&1 was captured), and the
 # banner it prints before the header with -f stdout: files concatenated from several runs
 # hold it between the last message of one run and the header of the next.
-_STATS_LINE = re.compile(rb"(Read|Written) +- Files:|\d{4}-[0-9A-Z]{3} \(C\) Copyright IBM Corp\.|"
-                         rb"(IBM MQ|WebSphere MQ|MQSeries) Queue Load/Unload Utility\s*$")
+_STATS_LINE = re.compile(
+    rb"(Read|Written) +- Files:|\d{4}-[0-9A-Z]{3} \(C\) Copyright IBM Corp\.|"
+    rb"(IBM MQ|WebSphere MQ|MQSeries) Queue Load/Unload Utility\s*$"
+)
 HEADER_TOOLS = ("DMPMQMSG", "QLOAD")  # a header line starts "* TOOL Version:"
 _HEADER_LINE = re.compile(rb"\* (%s) Version:(\S*)(?: Created:(.*))?" % "|".join(HEADER_TOOLS).encode())
 _QMGR_LINE = re.compile(rb"\* Qmgr +=(.*)")
@@ -279,7 +288,7 @@ class LineReader:
 
     def _more(self) -> bool:
         if self.pos >= self.BLOCK:  # forget what has been read
-            del self.buf[:self.pos]
+            del self.buf[: self.pos]
             self.base += self.pos
             self.scanned = max(self.scanned - self.pos, 0)
             self.pos = 0
@@ -290,7 +299,7 @@ class LineReader:
         self.buf += chunk
         return True
 
-    def __iter__(self) -> "LineReader":
+    def __iter__(self) -> LineReader:
         return self
 
     def __next__(self) -> _Line:
@@ -326,7 +335,7 @@ class LineReader:
 
     def _skip_long_line(self) -> _Line:
         offset = self.base + self.pos
-        head = bytes(self.buf[self.pos:self.pos + SNIPPET_LENGTH])
+        head = bytes(self.buf[self.pos : self.pos + SNIPPET_LENGTH])
         while True:
             newline = self.buf.find(b"\n", max(self.pos, self.scanned))
             if newline >= 0:
@@ -352,19 +361,17 @@ class LineReader:
             return None
         if len(self.buf) - self.pos < 4096 and not self.eof:
             self._more()
-        start = self.pos + 1 if self.buf[self.pos:self.pos + 1] == b"\n" else self.pos
-        if self.buf[start:start + 6] != b"A VER ":
+        start = self.pos + 1 if self.buf[self.pos : self.pos + 1] == b"\n" else self.pos
+        if self.buf[start : start + 6] != b"A VER ":
             return None
-        for regex, order in _MD_BLOCKS:
-            block = regex.match(self.buf, start)
-            if block is not None:
-                break
-        else:
+        found = next(((b, order) for regex, order in _MD_BLOCKS if (b := regex.match(self.buf, start))), None)
+        if found is None:
             return None
+        block, order = found
         fields = _md_block_fields(block.groups(), order)
         if fields is None:
             return None
-        first = bytes(self.buf[start:block.end(1)])
+        first = bytes(self.buf[start : block.end(1)])
         lineno = self.lineno + (self.step if start > self.pos else 0)
         item = (self.base + start, lineno, first, fields)
         self.pos = block.end()
@@ -383,7 +390,7 @@ class LineReader:
             return None
         if len(self.buf) - self.pos < 65536 and not self.eof:
             self._more()
-        first = self.buf[self.pos:self.pos + 1]
+        first = self.buf[self.pos : self.pos + 1]
         if first == b"X":
             data = self._even_x_run(budget)
             if data is None:
@@ -405,8 +412,9 @@ class LineReader:
             data = _unescape(text) if b"~" in text else text
         return self._take(raw, lines, data, budget, hexed=regex is self.x_run)
 
-    def _take(self, raw: list[bytes], lines: list[bytes], data: bytes, budget: int | None, *,
-              hexed: bool) -> bytes | None:
+    def _take(
+        self, raw: list[bytes], lines: list[bytes], data: bytes, budget: int | None, *, hexed: bool
+    ) -> bytes | None:
         """Consume the lines of a run and return their data, or only the lines whose data
         fits ``budget`` (None when not even the first one does)."""
         if budget is not None and len(data) > budget:
@@ -456,7 +464,7 @@ class LineReader:
         digits = _line_digits(buf, pos, width, lines)
         last = self._short_last_line(pos + size, width, None if budget is None else budget - lines * grows)
         if last:  # the message's shorter last line, taken in the same run (one call less a message)
-            digits += buf[pos + size + 2:pos + size + last]
+            digits += buf[pos + size + 2 : pos + size + last]
             size += last + 1
             lines += 1
         try:
@@ -471,7 +479,7 @@ class LineReader:
         """The length of the ``X`` line at ``pos`` if it is shorter than ``width``, has an even
         length, ends in a newline without a CR and its data fits ``budget``; else 0."""
         buf = self.buf
-        if buf[pos:pos + 2] != b"X ":
+        if buf[pos : pos + 2] != b"X ":
             return 0
         newline = buf.find(b"\n", pos + 2, pos + width)
         length = newline - pos
@@ -483,9 +491,12 @@ class LineReader:
         """How many of the ``count`` lines of ``width`` from ``pos`` are ``X `` ... newline."""
         buf, stride = self.buf, width + 1
         end = pos + count * stride
-        heads, spaces, ends = buf[pos:end:stride], buf[pos + 1:end:stride], buf[pos + width:end:stride]
-        return min(len(heads) - len(heads.lstrip(b"X")), len(spaces) - len(spaces.lstrip(b" ")),
-                   len(ends) - len(ends.lstrip(b"\n")))
+        heads, spaces, ends = buf[pos:end:stride], buf[pos + 1 : end : stride], buf[pos + width : end : stride]
+        return min(
+            len(heads) - len(heads.lstrip(b"X")),
+            len(spaces) - len(spaces.lstrip(b" ")),
+            len(ends) - len(ends.lstrip(b"\n")),
+        )
 
     def _plain_x_run(self, budget: int | None = None) -> bytes | None:
         """``data_run`` for X lines without the regular expression, which matched at about
@@ -495,7 +506,7 @@ class LineReader:
         stop = self.x_end.search(self.buf, self.pos)
         if stop is None:
             return None
-        block = bytes(self.buf[self.pos:stop.start() + 1])
+        block = bytes(self.buf[self.pos : stop.start() + 1])
         if not block.startswith(b"X "):
             return None
         kept = self._good_lines(block, hexed=True)
@@ -665,7 +676,10 @@ def _scan_prologue(lines: Iterator[_Line], name: str, *, header_only: bool = Fal
         listing = _non_dump_kind(line) if kind == K_OTHER and not too_long else None
         if listing:
             prologue.verdict = RecordError(
-                name, lineno, offset, "not_a_message_dump",
+                name,
+                lineno,
+                offset,
+                "not_a_message_dump",
                 f"this is dmpmqmsg {listing} output, not a message dump: it holds no "
                 "messages (dump the queue without -dT/-ds to get one)",
                 _snippet(line),
@@ -675,14 +689,28 @@ def _scan_prologue(lines: Iterator[_Line], name: str, *, header_only: bool = Fal
     if body_start is not None or header_only:
         return _Prologue(info, body_start or 0, None)  # header and no messages: an empty queue
     if first_nonblank is None:
-        return _Prologue(info, 0, None, RecordError(
-            name, 1, 0, "empty_file", "the file is empty: no dmpmqmsg header and no messages"))
+        return _Prologue(
+            info,
+            0,
+            None,
+            RecordError(name, 1, 0, "empty_file", "the file is empty: no dmpmqmsg header and no messages"),
+        )
     offset, lineno, line, _, _ = first_nonblank
     hint = " (it looks like an amqsbcg listing)" if line.startswith(b"AMQSBCG0") else ""
-    return _Prologue(info, 0, None, RecordError(
-        name, lineno, offset, "missing_header",
-        f"no '* DMPMQMSG' or '* QLOAD' header line in the first {HEADER_SEARCH_LINES} "
-        f"non-blank lines{hint}: not a dmpmqmsg dump", _snippet(line)))
+    return _Prologue(
+        info,
+        0,
+        None,
+        RecordError(
+            name,
+            lineno,
+            offset,
+            "missing_header",
+            f"no '* DMPMQMSG' or '* QLOAD' header line in the first {HEADER_SEARCH_LINES} "
+            f"non-blank lines{hint}: not a dmpmqmsg dump",
+            _snippet(line),
+        ),
+    )
 
 
 def _non_dump_kind(line: bytes) -> str | None:
@@ -725,24 +753,25 @@ class _Record:
         self.size += len(data)
         if self.limit is not None and self.size > self.limit:
             self.chunks = []
-            self.error = ("message_too_large",
-                          f"the message data reaches byte {self.size} at the line at byte {offset}, more than "
-                          f"the {self.limit}-byte limit (ingest.max_message_bytes); the message was skipped",
-                          line or self.head)
+            self.error = (
+                "message_too_large",
+                f"the message data reaches byte {self.size} at the line at byte {offset}, more than "
+                f"the {self.limit}-byte limit (ingest.max_message_bytes); the message was skipped",
+                line or self.head,
+            )
             return
         self.chunks.append(data)
         self.has_data = True
 
     def add(self, kind: str, line: bytes, offset: int, too_long: bool, limit: int) -> None:
         if too_long:
-            self.fail("line_too_long", offset,
-                      f"line is longer than the {limit}-byte limit; the message was skipped",
-                      line)
+            self.fail(
+                "line_too_long", offset, f"line is longer than the {limit}-byte limit; the message was skipped", line
+            )
         elif kind == K_HEX:
             digits = _X_LINE.match(line).group(1)
             if len(digits) & 1:
-                self.fail("odd_length_hex", offset,
-                          f"X line has an odd number of hex digits ({len(digits)})", line)
+                self.fail("odd_length_hex", offset, f"X line has an odd number of hex digits ({len(digits)})", line)
                 return
             self.take(binascii.a2b_hex(digits), offset, line)
         elif kind == K_ATTR:
@@ -759,8 +788,9 @@ class _Record:
             self.take(line[2:] + b"\n", offset, line)
             self.notes.append(NOTE_TEXT_LINES)
         else:
-            self.fail("unexpected_line", offset,
-                      "unexpected line inside a message: expected an A, X, S or T line", line)
+            self.fail(
+                "unexpected_line", offset, "unexpected line inside a message: expected an A, X, S or T line", line
+            )
 
     def finish(self, name: str, index: int) -> DumpedMessage | RecordError:
         if self.error is not None:
@@ -768,12 +798,22 @@ class _Record:
             return RecordError(name, self.lineno, self.offset, code, message, _snippet(line), index)
         if not self.has_data:
             return RecordError(
-                name, self.lineno, self.offset, "missing_data",
+                name,
+                self.lineno,
+                self.offset,
+                "missing_data",
                 "message attributes without any data line (X, S or T); a zero-length "
-                "message is written as a bare 'X ' line", _snippet(self.head), index)
+                "message is written as a bare 'X ' line",
+                _snippet(self.head),
+                index,
+            )
         md = MQMD(**self.fields) if self.fields else _DEFAULT_MD
         return DumpedMessage(
-            md, b"".join(self.chunks), index, self.lineno, self.offset,
+            md,
+            b"".join(self.chunks),
+            index,
+            self.lineno,
+            self.offset,
             notes=tuple(dict.fromkeys(self.notes)),
         )
 
@@ -794,8 +834,9 @@ def _apply_attribute(line: bytes, fields: dict, notes: list[str]) -> tuple[str, 
             return "bad_number", f"{attr.code} value {bytes_to_text(value)!r} is not a decimal integer"
         n = mqlong(number.group(1))
         if n is None:
-            return "number_out_of_range", (f"{attr.code} value {shown_number(number.group(1))} does not "
-                                           "fit a 4-byte MQLONG")
+            return "number_out_of_range", (
+                f"{attr.code} value {shown_number(number.group(1))} does not fit a 4-byte MQLONG"
+            )
         fields[attr.field] = n
     elif attr.kind is CHAR:
         if len(value) > attr.length:
@@ -805,15 +846,14 @@ def _apply_attribute(line: bytes, fields: dict, notes: list[str]) -> tuple[str, 
     else:
         digits = value.rstrip(b" \t")
         if not _HEX.fullmatch(digits) or len(digits) & 1:
-            return "bad_hex", (f"{attr.code} value {bytes_to_text(digits[:80])!r} is not "
-                               "hex digit pairs")
+            return "bad_hex", (f"{attr.code} value {bytes_to_text(digits[:80])!r} is not hex digit pairs")
         raw = binascii.a2b_hex(digits)
         if len(raw) > attr.length:
             raw = raw[: attr.length]
             notes.append(f"byte_field_truncated:{attr.field}")
         if attr.kind is BYTE:
             if len(raw) < attr.length:
-                raw += getattr(_DEFAULT_MD, attr.field)[len(raw):]
+                raw += getattr(_DEFAULT_MD, attr.field)[len(raw) :]
                 notes.append(f"byte_field_padded:{attr.field}")
             fields[attr.field] = raw
         else:
@@ -838,9 +878,8 @@ def _string_line(line: bytes) -> bytes | tuple[str, str]:
     quoted = _QUOTED.match(body)
     if quoted is None:
         stop = _QUOTED_PREFIX.match(body).end()
-        if body[stop:stop + 1] == b"~":
-            return "bad_escape", ("S line has an escape other than ~\" or ~~ "
-                                  f"(at character {stop + 3})")
+        if body[stop : stop + 1] == b"~":
+            return "bad_escape", (f'S line has an escape other than ~" or ~~ (at character {stop + 3})')
         return "unterminated_string", 'S line has no closing "'
     return _unescape(quoted.group(1))
 
@@ -853,8 +892,10 @@ def _unescape(text: bytes) -> bytes:
 
 def _orphan_error(kind: str) -> tuple[str, str]:
     if kind in _DATA_KINDS:
-        return ("data_without_attributes",
-                "data line before any message attributes: a message starts with an A or N line")
+        return (
+            "data_without_attributes",
+            "data line before any message attributes: a message starts with an A or N line",
+        )
     return "unexpected_line", "unexpected line: a message starts with an A or N line"
 
 
@@ -990,8 +1031,16 @@ def read_dump(
             prev_kind = _previous_kind(f, pos, prologue.body_start, max_line_length)
         lineno = 1 + newlines_between(f, start, pos)
         f.seek(pos)
-        yield from _records(LineReader(f, pos, lineno, max_line_length), label, prologue.first,
-                            end, False, prev_kind, max_line_length, max_message_bytes)
+        yield from _records(
+            LineReader(f, pos, lineno, max_line_length),
+            label,
+            prologue.first,
+            end,
+            False,
+            prev_kind,
+            max_line_length,
+            max_message_bytes,
+        )
 
 
 def read_dump_info(source) -> DumpInfo:
@@ -1064,7 +1113,7 @@ class DumpLayout:
         step = self.hex_width * HEX_LINES_PER_WRITE
         if self.data_style == "hex" and len(data) > step:
             for start in range(0, len(data), step):
-                out.write(b"".join(_hex_lines(bytes(data[start:start + step]), self.hex_width, self.ascii_column)))
+                out.write(b"".join(_hex_lines(bytes(data[start : start + step]), self.hex_width, self.ascii_column)))
         else:
             out.write(b"".join(_DATA_WRITERS[self.data_style](bytes(data), self)))
         out.write(b"\n")
@@ -1077,8 +1126,7 @@ def _format_md(md: MQMD, char_context: bool) -> list[bytes]:
         value = getattr(md, attr.field)
         code = attr.code.encode("ascii")
         if attr.kind is LONG:
-            if isinstance(value, bool) or not isinstance(value, int) or not (
-                    _MQLONG_MIN <= value <= _MQLONG_MAX):
+            if isinstance(value, bool) or not isinstance(value, int) or not (_MQLONG_MIN <= value <= _MQLONG_MAX):
                 raise ValueError(f"{attr.field} must be a 4-byte signed integer, not {value!r}")
             out.append(b"A %s %d\n" % (code, value))
             continue
@@ -1093,8 +1141,8 @@ def _format_md(md: MQMD, char_context: bool) -> list[bytes]:
                 raise ValueError(
                     f"{attr.field} {value!r} cannot be written as a dmpmqmsg text attribute "
                     "(NUL, newline or a trailing CR)"
-                    + ("; write it as hex (char_context=False)" if attr.code in ("AID", "AOD")
-                       else ""))
+                    + ("; write it as hex (char_context=False)" if attr.code in ("AID", "AOD") else "")
+                )
             out.append(b"A %s %s\n" % (code, raw))
         else:
             out.append(b"A %s %s\n" % (code, binascii.b2a_hex(raw).upper()))
@@ -1119,7 +1167,7 @@ def _hex_lines(data: bytes, width: int, ascii_column: bool) -> list[bytes]:
         return [b"X \n"]
     out = []
     for i in range(0, len(data), width):
-        chunk = data[i:i + width]
+        chunk = data[i : i + width]
         line = b"X " + binascii.b2a_hex(chunk).upper()
         if ascii_column:
             line += b"  " * (width + 1 - len(chunk)) + b"<" + chunk.translate(_DOTS) + b">"
@@ -1134,7 +1182,7 @@ def _string_lines(text: bytes, width: int) -> list[bytes]:
     per_line = max(2 * width - 2, 1)
     out = []
     for i in range(0, len(text), per_line):
-        chunk = text[i:i + per_line].replace(b"~", b"~~").replace(b'"', b'~"')
+        chunk = text[i : i + per_line].replace(b"~", b"~~").replace(b'"', b'~"')
         out.append(b'S "' + chunk + b'"\n')
     return out
 

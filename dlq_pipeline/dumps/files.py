@@ -69,14 +69,32 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from typing import BinaryIO, Union
+from typing import BinaryIO
 
 from dlq_pipeline.paths import local_path, plain_path
 from dlq_pipeline.private import DIR_MODE, FILE_MODE, private_dirs
 
-__all__ = ["InputUnreachable", "InputNotFound", "INPUT_ERRORS", "open_input", "file_size", "list_files", "is_local",
-           "reading_url", "files_uri", "write_file", "rename", "read_bytes", "list_names", "delete", "remove_empty_dir",
-           "is_dir", "exists", "join", "mount"]
+__all__ = [
+    "InputUnreachable",
+    "InputNotFound",
+    "INPUT_ERRORS",
+    "open_input",
+    "file_size",
+    "list_files",
+    "is_local",
+    "reading_url",
+    "files_uri",
+    "write_file",
+    "rename",
+    "read_bytes",
+    "list_names",
+    "delete",
+    "remove_empty_dir",
+    "is_dir",
+    "exists",
+    "join",
+    "mount",
+]
 
 BUFFER = 1 << 20
 WEBHDFS_PORT = 9870  # the NameNode's HTTP port since Hadoop 3
@@ -112,8 +130,10 @@ def reading_url(uri: str, webhdfs: str = "") -> str:
             raise ValueError(f"ingest.webhdfs must be http://HOST:PORT or https://HOST:PORT, not {webhdfs!r}")
         return f"{scheme}://{base.netloc}{parsed.path}"
     if not parsed.hostname:
-        raise InputUnreachable(f"{uri!r} names no NameNode (hdfs:///path): write hdfs://NAMENODE/path or set "
-                               "ingest.webhdfs to the NameNode's HTTP address")
+        raise InputUnreachable(
+            f"{uri!r} names no NameNode (hdfs:///path): write hdfs://NAMENODE/path or set "
+            "ingest.webhdfs to the NameNode's HTTP address"
+        )
     return f"webhdfs://{parsed.hostname}:{WEBHDFS_PORT}{parsed.path}"
 
 
@@ -152,7 +172,7 @@ class _Local:
     def open(self, uri: str) -> BinaryIO:
         return open(local_path(uri), "rb", buffering=BUFFER)
 
-    def put(self, uri: str, source: "Source", mode: int, replace: bool, dir_mode: int) -> bool:
+    def put(self, uri: str, source: Source, mode: int, replace: bool, dir_mode: int) -> bool:
         path = local_path(uri)
         directory = private_dirs(os.path.dirname(os.path.abspath(path)), dir_mode)
         tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(4)}.tmp")
@@ -258,8 +278,10 @@ class _WebHdfs:
     def children(self, uri: str) -> list[Entry]:
         found = self._call(uri, "GET", "LISTSTATUS", missing_ok=True) or {"FileStatuses": {"FileStatus": []}}
         parent = uri.rstrip("/")
-        return [Entry(f"{parent}/{s['pathSuffix']}", s["type"] == "DIRECTORY", int(s["length"]))
-                for s in found["FileStatuses"]["FileStatus"]]
+        return [
+            Entry(f"{parent}/{s['pathSuffix']}", s["type"] == "DIRECTORY", int(s["length"]))
+            for s in found["FileStatuses"]["FileStatus"]
+        ]
 
     def open(self, uri: str) -> BinaryIO:
         size = self.info(uri)
@@ -281,28 +303,36 @@ class _WebHdfs:
         except urllib.error.HTTPError as exc:
             if exc.code == 404 and missing_ok:
                 return None
-            raise InputUnreachable(f"{uri!r}: WebHDFS {op} at {self.base} failed: HTTP {exc.code} "
-                                   f"{_remote_message(exc)}") from None
+            raise InputUnreachable(
+                f"{uri!r}: WebHDFS {op} at {self.base} failed: HTTP {exc.code} {_remote_message(exc)}"
+            ) from None
         except (urllib.error.URLError, OSError) as exc:
-            raise InputUnreachable(f"{uri!r}: WebHDFS at {self.base} cannot be reached: "
-                                   f"{getattr(exc, 'reason', exc)}") from None
+            raise InputUnreachable(
+                f"{uri!r}: WebHDFS at {self.base} cannot be reached: {getattr(exc, 'reason', exc)}"
+            ) from None
 
-    def _create(self, uri: str, source: "Source", mode: int) -> None:
+    def _create(self, uri: str, source: Source, mode: int) -> None:
         """CREATE (never overwriting): the NameNode names a DataNode, the bytes go there."""
-        location = self._call(uri, "PUT", "CREATE", overwrite="false", permission=f"{mode:o}",
-                              noredirect="true")["Location"]
+        location = self._call(uri, "PUT", "CREATE", overwrite="false", permission=f"{mode:o}", noredirect="true")[
+            "Location"
+        ]
         data = source if isinstance(source, (bytes, bytearray)) else None
         size = len(data) if data is not None else os.path.getsize(source)
-        with (open(source, "rb") if data is None else io.BytesIO(data)) as body:
-            request = urllib.request.Request(location, data=body, method="PUT", headers={
-                "Content-Type": "application/octet-stream", "Content-Length": str(size)})
+        with open(source, "rb") if data is None else io.BytesIO(data) as body:
+            request = urllib.request.Request(
+                location,
+                data=body,
+                method="PUT",
+                headers={"Content-Type": "application/octet-stream", "Content-Length": str(size)},
+            )
             try:
                 urllib.request.urlopen(request, timeout=TIMEOUT).read()
             except (urllib.error.URLError, OSError) as exc:
-                raise InputUnreachable(f"{uri!r}: WebHDFS CREATE at a DataNode failed: "
-                                       f"{getattr(exc, 'reason', exc)}") from None
+                raise InputUnreachable(
+                    f"{uri!r}: WebHDFS CREATE at a DataNode failed: {getattr(exc, 'reason', exc)}"
+                ) from None
 
-    def put(self, uri: str, source: "Source", mode: int, replace: bool, dir_mode: int) -> bool:
+    def put(self, uri: str, source: Source, mode: int, replace: bool, dir_mode: int) -> bool:
         parent, _, name = uri.rstrip("/").rpartition("/")
         self._call(parent, "PUT", "MKDIRS", permission=f"{dir_mode:o}")
         tmp = f"{parent}/.{name}.{secrets.token_hex(4)}.tmp"
@@ -377,11 +407,13 @@ class _HttpRanges(io.RawIOBase):
         if self.response is None or self.response_pos != self.pos:
             self._drop()
             try:
-                self.response = urllib.request.urlopen(self.store.url(self.uri, "OPEN", offset=self.pos),
-                                                       timeout=TIMEOUT)
+                self.response = urllib.request.urlopen(
+                    self.store.url(self.uri, "OPEN", offset=self.pos), timeout=TIMEOUT
+                )
             except (urllib.error.URLError, OSError) as exc:
-                raise InputUnreachable(f"{self.uri!r}: WebHDFS OPEN at byte {self.pos} failed: "
-                                       f"{getattr(exc, 'reason', exc)}") from None
+                raise InputUnreachable(
+                    f"{self.uri!r}: WebHDFS OPEN at byte {self.pos} failed: {getattr(exc, 'reason', exc)}"
+                ) from None
             self.response_pos = self.pos
         n = self.response.readinto(buffer)
         self.pos += n
@@ -412,8 +444,12 @@ class _Arrow:
             self.root = parsed.netloc
         elif kind == "s3":
             endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
-            self.fs = pafs.S3FileSystem(endpoint_override=endpoint, connect_timeout=10, request_timeout=60,
-                                        retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=3))
+            self.fs = pafs.S3FileSystem(
+                endpoint_override=endpoint,
+                connect_timeout=10,
+                request_timeout=60,
+                retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=3),
+            )
             self.root = parsed.netloc
         elif kind == "gcs":
             self.fs = pafs.GcsFileSystem()
@@ -458,7 +494,7 @@ class _Arrow:
         native = self._call(uri, self.fs.open_input_file, self._path(uri))
         return io.BufferedReader(_ArrowRaw(native), BUFFER)
 
-    def put(self, uri: str, source: "Source", mode: int, replace: bool, dir_mode: int) -> bool:
+    def put(self, uri: str, source: Source, mode: int, replace: bool, dir_mode: int) -> bool:
         if not replace and self.info(uri) is not None:
             return False
         path = self._path(uri)
@@ -531,7 +567,7 @@ class _ArrowRaw(io.RawIOBase):
         super().close()
 
 
-Source = Union[bytes, str]  # what a write copies: the bytes, or a local file's path
+Source = bytes | str  # what a write copies: the bytes, or a local file's path
 
 _MOUNTS: dict = {}  # scheme -> pyarrow filesystem that replaces the built-in one (`mount`)
 
@@ -565,8 +601,9 @@ def _store(uri: str):
         return _Arrow(uri)
     if scheme == "hdfs":
         return _WebHdfs(reading_url(uri))
-    raise InputUnreachable(f"{uri!r}: no filesystem for '{scheme}:' here (local, dbfs:, /Volumes, hdfs:, "
-                           "webhdfs:, s3a:, gs:, abfss:)")
+    raise InputUnreachable(
+        f"{uri!r}: no filesystem for '{scheme}:' here (local, dbfs:, /Volumes, hdfs:, webhdfs:, s3a:, gs:, abfss:)"
+    )
 
 
 # --- the functions the readers use ---------------------------------------------------------
@@ -594,7 +631,9 @@ def list_files(given: str, webhdfs: str = "") -> list[tuple[str, str]]:
     keep the URI given. FileNotFoundError when nothing is there."""
     url = reading_url(given, webhdfs)
     store = _store(url)
-    name_of = os.path.abspath if is_local(url) else (lambda u: u) if url == given else (lambda u: _renamed(u, url, given))
+    name_of = (
+        os.path.abspath if is_local(url) else (lambda u: u) if url == given else (lambda u: _renamed(u, url, given))
+    )
     found = store.info(url)
     if found is not None:
         files = [found.uri] if not found.is_dir else _walk(store, found.uri)
@@ -609,7 +648,7 @@ def list_files(given: str, webhdfs: str = "") -> list[tuple[str, str]]:
 
 def _renamed(url: str, base_url: str, base_name: str) -> str:
     """``url`` under ``base_url`` named the way the user named ``base_url``."""
-    return base_name.rstrip("/") + url[len(base_url.rstrip("/")):]
+    return base_name.rstrip("/") + url[len(base_url.rstrip("/")) :]
 
 
 def _walk(store, uri: str) -> list[str]:
@@ -617,8 +656,9 @@ def _walk(store, uri: str) -> list[str]:
     subdirectory's, by name; hidden and ``_`` names skipped."""
     if isinstance(store, _Local):
         return store.walk(uri)
-    entries = sorted((e for e in store.children(uri) if not e.uri.rsplit("/", 1)[-1].startswith((".", "_"))),
-                     key=lambda e: e.uri)
+    entries = sorted(
+        (e for e in store.children(uri) if not e.uri.rsplit("/", 1)[-1].startswith((".", "_"))), key=lambda e: e.uri
+    )
     found = [e.uri for e in entries if not e.is_dir]
     for sub in (e for e in entries if e.is_dir):
         found += _walk(store, sub.uri)
@@ -654,8 +694,15 @@ def join(uri: str, *names: str) -> str:
     return "/".join([uri.rstrip("/"), *names]) if names else uri
 
 
-def write_file(uri: str, source: Source, *, mode: int = FILE_MODE, replace: bool = False,
-               dir_mode: int = DIR_MODE, move: bool = False) -> bool:
+def write_file(
+    uri: str,
+    source: Source,
+    *,
+    mode: int = FILE_MODE,
+    replace: bool = False,
+    dir_mode: int = DIR_MODE,
+    move: bool = False,
+) -> bool:
     """Publish ``source`` (bytes, or a local file's path) whole at ``uri``: readers see all of
     it or nothing. Create-exclusive unless ``replace``: False (nothing written) when ``uri``
     exists. ``mode``: the file's permissions, ``dir_mode`` those of directories made for it

@@ -22,16 +22,14 @@ import itertools
 import math
 import random
 import zlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dlq_pipeline.private import private_dirs
-from typing import Iterator, Mapping
-
-from dlq_pipeline.formats import codepages
 from dlq_pipeline.dumps.dmpmqmsg import write_dump
-from dlq_pipeline.formats.mqmd import MQMD, MQMD_CHAR_LENGTHS
 from dlq_pipeline.dumps.records import DumpedMessage
+from dlq_pipeline.formats import codepages
+from dlq_pipeline.formats.mqmd import MQMD, MQMD_CHAR_LENGTHS
 from dlq_pipeline.formats.structures import (
     DLH_LENGTH,
     DeadLetterHeader,
@@ -43,12 +41,28 @@ from dlq_pipeline.formats.structures import (
     encode_tm,
     encode_xqh,
 )
+from dlq_pipeline.private import private_dirs
 
 __all__ = [
-    "DEFAULT_END", "DEFAULT_SPAN", "DEFAULT_MAX_SIZE", "MIN_MAX_SIZE", "DEFAULT_MIX",
-    "PLATFORMS", "PAYLOADS", "FLEET", "HUB_QMGR", "HUB_QUEUE",
-    "QueueManager", "GeneratedMessage", "Storm", "STORMS",
-    "parse_mix", "generate", "generate_messages", "split_counts", "write_generated",
+    "DEFAULT_END",
+    "DEFAULT_SPAN",
+    "DEFAULT_MAX_SIZE",
+    "MIN_MAX_SIZE",
+    "DEFAULT_MIX",
+    "PLATFORMS",
+    "PAYLOADS",
+    "FLEET",
+    "HUB_QMGR",
+    "HUB_QUEUE",
+    "QueueManager",
+    "GeneratedMessage",
+    "Storm",
+    "STORMS",
+    "parse_mix",
+    "generate",
+    "generate_messages",
+    "split_counts",
+    "write_generated",
 ]
 
 # --- options ------------------------------------------------------------------------------
@@ -120,14 +134,25 @@ class _App:
 
 
 _APPS = {
-    "zos": (_App(_AT_ZOS, "ORDB0012", "BATCHPRD"), _App(_AT_CICS, "CICSPA01", "CICSUSER"),
-            _App(_AT_ZOS, "PAYJ0420", "PAYBATCH")),
-    "aix": (_App(_AT_UNIX, "payengine", "payapp"), _App(_AT_UNIX, "amqsput", "mqm"),
-            _App(_AT_UNIX, "clearing_batch", "clrbatch")),
-    "linux": (_App(_AT_UNIX, "order-router", "svcorder"), _App(_AT_UNIX, "amqsput", "mqm"),
-              _App(_AT_UNIX, "inventory-sync", "invsync")),
-    "windows": (_App(_AT_WINDOWS_NT, "OrderGateway.exe", "svcgateway"),
-                _App(_AT_WINDOWS_NT, "BillingExport.exe", "MUSR_MQADMIN")),
+    "zos": (
+        _App(_AT_ZOS, "ORDB0012", "BATCHPRD"),
+        _App(_AT_CICS, "CICSPA01", "CICSUSER"),
+        _App(_AT_ZOS, "PAYJ0420", "PAYBATCH"),
+    ),
+    "aix": (
+        _App(_AT_UNIX, "payengine", "payapp"),
+        _App(_AT_UNIX, "amqsput", "mqm"),
+        _App(_AT_UNIX, "clearing_batch", "clrbatch"),
+    ),
+    "linux": (
+        _App(_AT_UNIX, "order-router", "svcorder"),
+        _App(_AT_UNIX, "amqsput", "mqm"),
+        _App(_AT_UNIX, "inventory-sync", "invsync"),
+    ),
+    "windows": (
+        _App(_AT_WINDOWS_NT, "OrderGateway.exe", "svcgateway"),
+        _App(_AT_WINDOWS_NT, "BillingExport.exe", "MUSR_MQADMIN"),
+    ),
 }
 _JAVA_APPS = (
     _App(_AT_JAVA, "com.acme.orders.OrderService", "app01"),
@@ -151,23 +176,41 @@ _TRIGGER_MONITORS = {
 # --- destinations and reasons --------------------------------------------------------------
 
 # (name, weight): shared by every queue manager so that rules group them.
-_BUSY_QUEUES = (("ORDERS.IN", 8), ("PAYMENTS.REQUEST", 4), ("INVENTORY.UPDATE", 3),
-                ("BILLING.BATCH.IN", 2), ("SHIPPING.NOTIFY", 2), ("CUSTOMER.EVENTS", 1))
-_MISTYPED_QUEUES = (("ORDRES.IN", 3), ("PAYMENT.REQUEST", 3), ("INVENTORY.UPDTE", 1),
-                    ("SHIPPING.NOTIFY.V2", 2))
+_BUSY_QUEUES = (
+    ("ORDERS.IN", 8),
+    ("PAYMENTS.REQUEST", 4),
+    ("INVENTORY.UPDATE", 3),
+    ("BILLING.BATCH.IN", 2),
+    ("SHIPPING.NOTIFY", 2),
+    ("CUSTOMER.EVENTS", 1),
+)
+_MISTYPED_QUEUES = (("ORDRES.IN", 3), ("PAYMENT.REQUEST", 3), ("INVENTORY.UPDTE", 1), ("SHIPPING.NOTIFY.V2", 2))
 _SECURE_QUEUES = (("PAYROLL.SECURE.IN", 3), ("PAYMENTS.REQUEST", 2), ("HR.EMPLOYEE.UPDATE", 1))
 _INHIBITED_QUEUES = (("INVENTORY.UPDATE", 3), ("LEGACY.FEED.IN", 2))
 _SMALL_QUEUES = (("DOCS.ARCHIVE.IN", 2), ("ORDERS.IN", 1), ("CUSTOMER.EVENTS", 1))
 _CLUSTER_QUEUES = (("CLUS.ORDERS.ROUTER", 2), ("CLUS.PAYMENTS", 1))
 _REPLY_QUEUES = (("ORDERS.REPLY", 3), ("PAYMENTS.REPLY", 2), ("INVENTORY.REPLY", 1))
-_INITIATION_QUEUES = {"zos": "CICS01.INITQ", "aix": "SYSTEM.DEFAULT.INITIATION.QUEUE",
-                      "linux": "SYSTEM.DEFAULT.INITIATION.QUEUE",
-                      "windows": "SYSTEM.DEFAULT.INITIATION.QUEUE"}
+_INITIATION_QUEUES = {
+    "zos": "CICS01.INITQ",
+    "aix": "SYSTEM.DEFAULT.INITIATION.QUEUE",
+    "linux": "SYSTEM.DEFAULT.INITIATION.QUEUE",
+    "windows": "SYSTEM.DEFAULT.INITIATION.QUEUE",
+}
 
 # DLH Reason weights per payload. 265/267 are MQFB values; the rest MQRC.
 _REASONS = {
-    "general": ((2053, 26), (2085, 16), (2035, 11), (2051, 9), (2030, 4), (2087, 6),
-                (2189, 5), (2052, 3), (2048, 2), (258, 1)),
+    "general": (
+        (2053, 26),
+        (2085, 16),
+        (2035, 11),
+        (2051, 9),
+        (2030, 4),
+        (2087, 6),
+        (2189, 5),
+        (2052, 3),
+        (2048, 2),
+        (258, 1),
+    ),
     "jms": ((2362, 35), (2053, 25), (2085, 15), (2035, 15), (2051, 10)),
     "xmit": ((2087, 35), (2218, 15), (2053, 25), (2051, 13), (2189, 12)),
     "trigger": ((265, 85), (267, 15)),
@@ -197,8 +240,16 @@ class Storm:
 # The two storms every generated DLQ has (when the mix allows text messages on their home's
 # platform): an orders queue full for four hours, and a channel sending to a mistyped queue.
 STORMS = (
-    Storm("q_full", 2053, "ORDQM01", "ORDERS.IN", (("CSQ1", 6), ("QMAIX01", 3), ("WINQM01", 1)),
-          at=0.62, hours=4, share=0.12),
+    Storm(
+        "q_full",
+        2053,
+        "ORDQM01",
+        "ORDERS.IN",
+        (("CSQ1", 6), ("QMAIX01", 3), ("WINQM01", 1)),
+        at=0.62,
+        hours=4,
+        share=0.12,
+    ),
     Storm("unknown_queue", 2085, "QM1", "PAYMENT.REQUEST", (("PAYAIX1", 1),), at=0.31, hours=2, share=0.05),
 )
 _QMGRS = {qm.name: qm for qm in FLEET}
@@ -254,8 +305,10 @@ def parse_mix(text: str) -> dict[str, float]:
 def _check_mix(mix: Mapping[str, float]) -> None:
     unknown = sorted(set(mix) - set(DEFAULT_MIX))
     if unknown:
-        raise ValueError(f"unknown mix name(s) {', '.join(unknown)}; choose from "
-                         f"platforms {', '.join(PLATFORMS)} and payloads {', '.join(PAYLOADS)}")
+        raise ValueError(
+            f"unknown mix name(s) {', '.join(unknown)}; choose from "
+            f"platforms {', '.join(PLATFORMS)} and payloads {', '.join(PAYLOADS)}"
+        )
     for name, weight in mix.items():
         if not (isinstance(weight, (int, float)) and math.isfinite(weight) and weight >= 0):
             raise ValueError(f"{name}={weight}: a weight is a number >= 0")
@@ -270,8 +323,18 @@ def _axis(axis: Mapping[str, float], mix: Mapping[str, float], what: str) -> tup
 
 # --- bodies ----------------------------------------------------------------------------------
 
-_CUSTOMERS = ("Müller GmbH", "José Álvarez", "Françoise Dubois", "Acme Corp", "Nørre Logistik",
-              "Siân O'Neill", "Zoë Ltd", "Grüne Energie AG", "Oficina São João", "Björk & Co")
+_CUSTOMERS = (
+    "Müller GmbH",
+    "José Álvarez",
+    "Françoise Dubois",
+    "Acme Corp",
+    "Nørre Logistik",
+    "Siân O'Neill",
+    "Zoë Ltd",
+    "Grüne Energie AG",
+    "Oficina São João",
+    "Björk & Co",
+)
 _CURRENCIES = ("EUR", "USD", "GBP", "CHF", "BRL")
 _ITEMS = ("WIDGET-A", "BOLT-M8", "PUMP-220V", "CABLE-5M", "FILTER-XL", "VALVE-3/4")
 _TEXT_STYLES = (("json", 5), ("xml", 3), ("csv", 2), ("fixed", 2))
@@ -285,19 +348,26 @@ def _record(rng: random.Random, style: str) -> str:
     item = rng.choice(_ITEMS)
     quantity = rng.randrange(1, 500)
     if style == "json":
-        return (f'{{"orderId":"{order}","customer":"{customer}","item":"{item}",'
-                f'"quantity":{quantity},"amount":{amount},"currency":"{currency}"}}')
+        return (
+            f'{{"orderId":"{order}","customer":"{customer}","item":"{item}",'
+            f'"quantity":{quantity},"amount":{amount},"currency":"{currency}"}}'
+        )
     if style == "xml":
-        return (f"<order id=\"{order}\"><customer>{customer}</customer><item qty=\"{quantity}\">"
-                f"{item}</item><amount currency=\"{currency}\">{amount}</amount></order>")
+        return (
+            f'<order id="{order}"><customer>{customer}</customer><item qty="{quantity}">'
+            f'{item}</item><amount currency="{currency}">{amount}</amount></order>'
+        )
     if style == "csv":
-        return f"{order},\"{customer}\",{item},{quantity},{amount},{currency}\n"
+        return f'{order},"{customer}",{item},{quantity},{amount},{currency}\n'
     return f"{order}{customer[:20]:<20}{item:<12}{quantity:07d}{amount:>12}{currency}\n"
 
 
-_OPENERS = {"json": ('{"orders":[', ",", "]}"), "xml": ("<orders>", "", "</orders>"),
-            "csv": ("order,customer,item,quantity,amount,currency\n", "", ""),
-            "fixed": ("", "", "")}
+_OPENERS = {
+    "json": ('{"orders":[', ",", "]}"),
+    "xml": ("<orders>", "", "</orders>"),
+    "csv": ("order,customer,item,quantity,amount,currency\n", "", ""),
+    "fixed": ("", "", ""),
+}
 # Above this many characters a body is drawn from a pool of records (a batch of similar
 # records, and megabytes made in milliseconds rather than seconds).
 _POOLED_ABOVE = 8192
@@ -329,25 +399,35 @@ def _binary_body(rng: random.Random, size: int, encoding: int) -> bytes:
     if size <= 0:
         return b""
     order = "big" if encoding & 0x0F == 1 else "little"
-    head = b"\x1f\x8b\x08\x00" if rng.random() < 0.3 else (
-        b"\x01\x02" + min(size, 65535).to_bytes(2, order))
+    head = b"\x1f\x8b\x08\x00" if rng.random() < 0.3 else (b"\x01\x02" + min(size, 65535).to_bytes(2, order))
     return (head + rng.randbytes(max(0, size - len(head))))[:size]
 
 
 # Size buckets: (weight, low, high) bytes, log-uniform inside a bucket; long-tailed overall.
-_SIZE_BUCKETS = ((2.0, 0, 0), (68.0, 20, 2048), (27.0, 2048, 16384), (2.75, 16384, 262144),
-                 (0.2, 262144, 1048576), (0.05, 1048576, 8 * 1048576))
+_SIZE_BUCKETS = (
+    (2.0, 0, 0),
+    (68.0, 20, 2048),
+    (27.0, 2048, 16384),
+    (2.75, 16384, 262144),
+    (0.2, 262144, 1048576),
+    (0.05, 1048576, 8 * 1048576),
+)
 # Too big for a queue or a channel: above its MAXMSGL, which is often set low.
 _BIG_BUCKETS = ((90.0, 8192, 131072), (9.0, 131072, 1048576), (1.0, 1048576, 8 * 1048576))
 
 
-def _size(rng: random.Random, buckets, cap: int) -> int:
-    weight_sum = sum(w for w, _, _ in buckets)
-    point = rng.random() * weight_sum
+def _bucket(rng: random.Random, buckets) -> tuple[int, int]:
+    """(low, high) of a bucket drawn by weight (the last one when rounding runs past them all)."""
+    point = rng.random() * sum(w for w, _, _ in buckets)
     for weight, low, high in buckets:
         point -= weight
         if point < 0:
-            break
+            return low, high
+    return buckets[-1][1], buckets[-1][2]
+
+
+def _size(rng: random.Random, buckets, cap: int) -> int:
+    low, high = _bucket(rng, buckets)
     if high == 0:
         return 0
     high = min(high, cap)
@@ -421,8 +501,16 @@ class _Built:
 
 
 class _Generator:
-    def __init__(self, count: int, seed: int, mix: Mapping[str, float] | None, max_size: int,
-                 nul_padded_rate: float, end: _dt.datetime, span: _dt.timedelta):
+    def __init__(
+        self,
+        count: int,
+        seed: int,
+        mix: Mapping[str, float] | None,
+        max_size: int,
+        nul_padded_rate: float,
+        end: _dt.datetime,
+        span: _dt.timedelta,
+    ):
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ValueError(f"count must be an integer >= 0, not {count!r}")
         if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < MIN_MAX_SIZE:
@@ -448,10 +536,15 @@ class _Generator:
         on their home's platform), each at most a tenth of the span."""
         platforms, payloads = dict(self.platforms), dict(self.payloads)
         start = self.end_cs - self.span_cs
-        return [(storm, start + int(storm.at * self.span_cs),
-                 max(1, min(int(storm.hours * 3600 * _HUNDREDTHS), self.span_cs // 10)))
-                for storm in STORMS
-                if platforms.get(_QMGRS[storm.home].platform, 0) > 0 and payloads.get("text", 0) > 0]
+        return [
+            (
+                storm,
+                start + int(storm.at * self.span_cs),
+                max(1, min(int(storm.hours * 3600 * _HUNDREDTHS), self.span_cs // 10)),
+            )
+            for storm in STORMS
+            if platforms.get(_QMGRS[storm.home].platform, 0) > 0 and payloads.get("text", 0) > 0
+        ]
 
     def _segments(self) -> list[tuple[int, int, float, list]]:
         """The span cut where storms start and end: (start cs, end cs, share of all messages,
@@ -463,8 +556,11 @@ class _Generator:
         cuts = sorted(cuts)
         segments = []
         for a, b in zip(cuts, cuts[1:]):
-            inside = [(s, s.share * (b - a) / length) for s, first, length in self.storms
-                      if first <= a and b <= first + length]
+            inside = [
+                (s, s.share * (b - a) / length)
+                for s, first, length in self.storms
+                if first <= a and b <= first + length
+            ]
             share = trickle * (b - a) / self.span_cs + sum(x for _, x in inside)
             segments.append((a, b, share, inside))
         return segments
@@ -520,8 +616,9 @@ class _Generator:
             return home
         return self.rng.choice(FLEET)
 
-    def original_md(self, origin: QueueManager, app: _App, put_cs: int, *, msg_type: int,
-                    persistence: int, backout_count: int = 0) -> MQMD:
+    def original_md(
+        self, origin: QueueManager, app: _App, put_cs: int, *, msg_type: int, persistence: int, backout_count: int = 0
+    ) -> MQMD:
         rng = self.rng
         put_date, put_time = _stamp(put_cs)
         reply_q, reply_qmgr = "", origin.name
@@ -538,16 +635,28 @@ class _Generator:
         elif rng.random() < 0.3:
             correl_id = f"ORD{rng.randrange(10**7):07d}".encode("ascii").ljust(24, b"\x00")
         return MQMD(
-            version=2, report=report, msg_type=msg_type,
+            version=2,
+            report=report,
+            msg_type=msg_type,
             expiry=-1 if rng.random() < 0.8 else rng.randrange(600, 36000),
-            feedback=feedback, encoding=origin.encoding, ccsid=origin.ccsid,
-            format=_pad("", "format"), priority=_pick(rng, ((0, 30), (4, 30), (5, 25), (9, 5), (2, 10))),
-            persistence=persistence, msg_id=self.next_msg_id(origin, put_cs), correl_id=correl_id,
-            backout_count=backout_count, reply_to_q=_pad(reply_q, "reply_to_q"),
-            reply_to_qmgr=_pad(reply_qmgr, "reply_to_qmgr"), user_id=_pad(app.user, "user_id"),
+            feedback=feedback,
+            encoding=origin.encoding,
+            ccsid=origin.ccsid,
+            format=_pad("", "format"),
+            priority=_pick(rng, ((0, 30), (4, 30), (5, 25), (9, 5), (2, 10))),
+            persistence=persistence,
+            msg_id=self.next_msg_id(origin, put_cs),
+            correl_id=correl_id,
+            backout_count=backout_count,
+            reply_to_q=_pad(reply_q, "reply_to_q"),
+            reply_to_qmgr=_pad(reply_qmgr, "reply_to_qmgr"),
+            user_id=_pad(app.user, "user_id"),
             accounting_token=_accounting_token(rng, origin.platform),
-            appl_identity_data=_pad("", "appl_identity_data"), put_appl_type=app.appl_type,
-            put_appl_name=_pad(app.name, "put_appl_name"), put_date=put_date, put_time=put_time,
+            appl_identity_data=_pad("", "appl_identity_data"),
+            put_appl_type=app.appl_type,
+            put_appl_name=_pad(app.name, "put_appl_name"),
+            put_date=put_date,
+            put_time=put_time,
             appl_origin_data=_pad("", "appl_origin_data"),
         )
 
@@ -583,15 +692,17 @@ class _Generator:
             text += b" " * (-len(text) % 4)  # folders are padded to a multiple of 4 bytes
             encoded.append(len(text).to_bytes(4, "big") + text)
         header_length = 36 + sum(len(f) for f in encoded)
-        rfh2 = encode_rfh2(RulesFormattingHeader2(struc_length=header_length, encoding=273,
-                                                  ccsid=1208, format="MQSTR   ", flags=0,
-                                                  name_value_ccsid=1208), 273, 1208)
+        rfh2 = encode_rfh2(
+            RulesFormattingHeader2(
+                struc_length=header_length, encoding=273, ccsid=1208, format="MQSTR   ", flags=0, name_value_ccsid=1208
+            ),
+            273,
+            1208,
+        )
         body = self.text(size, 273, 1208, max(0, limit - header_length))
-        return _Built(rfh2 + b"".join(encoded) + body.data, 273, 1208, "MQHRF2  ",
-                      ("MQHRF2", "MQSTR"))
+        return _Built(rfh2 + b"".join(encoded) + body.data, 273, 1208, "MQHRF2  ", ("MQHRF2", "MQSTR"))
 
-    def app_payload(self, origin: QueueManager, payload: str, size: int, limit: int,
-                    dest_q: str) -> _Built:
+    def app_payload(self, origin: QueueManager, payload: str, size: int, limit: int, dest_q: str) -> _Built:
         """The body an application on ``origin`` put: its own encoding and code page."""
         if payload == "jms":
             return self.jms(size, limit, dest_q)
@@ -601,8 +712,9 @@ class _Generator:
 
     # --- dead letters --------------------------------------------------------------------------
 
-    def dead_letter(self, index: int, home: QueueManager, payload: str, arrival: int, *,
-                    storm: Storm | None = None) -> GeneratedMessage:
+    def dead_letter(
+        self, index: int, home: QueueManager, payload: str, arrival: int, *, storm: Storm | None = None
+    ) -> GeneratedMessage:
         rng = self.rng
         reasons = _REASONS.get(payload, _REASONS["general"])
         reason = _pick(rng, reasons)
@@ -622,24 +734,33 @@ class _Generator:
         if payload == "trigger":
             app = _TRIGGER_MONITORS[home.platform]
             built = self.trigger(home, reason)
-            md = self.original_md(home, _App(_AT_QMGR, home.name, app.user), put_cs,
-                                  msg_type=8, persistence=0).replace(correl_id=b"\x00" * 24)
+            md = self.original_md(home, _App(_AT_QMGR, home.name, app.user), put_cs, msg_type=8, persistence=0).replace(
+                correl_id=b"\x00" * 24
+            )
             writer_type, writer_name = app.appl_type, app.name
         elif payload == "xmit":
             built, md = self.xmit(origin, size, limit, dest_q, dest_qmgr, put_cs, msg_type, persistence)
             writer_type, writer_name = self.channel_writer(home)
         else:
             app = rng.choice(_JAVA_APPS) if payload == "jms" else rng.choice(_APPS[origin.platform])
-            md = self.original_md(origin, app, put_cs, msg_type=msg_type, persistence=persistence,
-                                  backout_count=self.backouts(reason, nul_padded))
+            md = self.original_md(
+                origin,
+                app,
+                put_cs,
+                msg_type=msg_type,
+                persistence=persistence,
+                backout_count=self.backouts(reason, nul_padded),
+            )
             built = self.app_payload(origin, payload, size, limit, dest_q)
             if reason == 2362:  # the JMS ConnectionConsumer dead-lettered it
                 writer_type, writer_name = _AT_JAVA, app.name
             else:
                 writer_type, writer_name = self.channel_writer(home)
             if storm is not None:
-                writer_type, writer_name = _AT_QMGR, {"zos": home.name + "CHIN", "windows": "amqrmppa.exe"}.get(
-                    home.platform, "amqrmppa")
+                writer_type, writer_name = (
+                    _AT_QMGR,
+                    {"zos": home.name + "CHIN", "windows": "amqrmppa.exe"}.get(home.platform, "amqrmppa"),
+                )
 
         fill = " "
         if nul_padded:  # an application wrote this MQDLH with strncpy-style NUL padding
@@ -650,18 +771,30 @@ class _Generator:
             reason=reason,
             dest_q=_dlh_pad(dest_q, 48, fill),
             dest_qmgr=_dlh_pad(dest_qmgr, 48, fill if rng.random() < 0.5 else " "),
-            encoding=built.encoding, ccsid=built.ccsid, format=built.format,
-            put_appl_type=writer_type, put_appl_name=_dlh_pad(writer_name, 28),
-            put_date=dlq_date, put_time=dlq_time,
+            encoding=built.encoding,
+            ccsid=built.ccsid,
+            format=built.format,
+            put_appl_type=writer_type,
+            put_appl_name=_dlh_pad(writer_name, 28),
+            put_date=dlq_date,
+            put_time=dlq_time,
         )
         data = encode_dlh(dlh, home.encoding, home.ccsid) + built.data
         md = md.replace(encoding=home.encoding, ccsid=home.ccsid, format="MQDEAD  ")
         message = DumpedMessage(md=md, data=data, index=index)
-        return GeneratedMessage(message, home.platform, payload, home.name, dlh, built.chain,
-                                None, nul_padded, storm.name if storm else None)
+        return GeneratedMessage(
+            message,
+            home.platform,
+            payload,
+            home.name,
+            dlh,
+            built.chain,
+            None,
+            nul_padded,
+            storm.name if storm else None,
+        )
 
-    def destination(self, reason: int, home: QueueManager, msg_type: int, *,
-                    remote: bool) -> tuple[str, str]:
+    def destination(self, reason: int, home: QueueManager, msg_type: int, *, remote: bool) -> tuple[str, str]:
         """(DestQName, DestQMgrName): queues shared across the fleet, chosen by what the
         reason says about them; replies and reports go to reply queues. ``remote``: the
         message was on its way to another queue manager (a transmission-queue message)."""
@@ -678,8 +811,13 @@ class _Generator:
             return _dynamic_queue(rng), qmgr  # a temporary dynamic queue, gone or refusing
         if msg_type in (2, 4):
             return _pick(rng, _REPLY_QUEUES), qmgr
-        pools = {2085: _MISTYPED_QUEUES, 2035: _SECURE_QUEUES, 2051: _INHIBITED_QUEUES,
-                 2030: _SMALL_QUEUES, 2189: _CLUSTER_QUEUES}
+        pools = {
+            2085: _MISTYPED_QUEUES,
+            2035: _SECURE_QUEUES,
+            2051: _INHIBITED_QUEUES,
+            2030: _SMALL_QUEUES,
+            2189: _CLUSTER_QUEUES,
+        }
         return _pick(rng, pools.get(reason, _BUSY_QUEUES)), qmgr
 
     def backouts(self, reason: int, by_application: bool) -> int:
@@ -710,24 +848,38 @@ class _Generator:
     def trigger(self, home: QueueManager, reason: int) -> _Built:
         rng = self.rng
         if home.platform == "zos":
-            tm = TriggerMessage(q_name=_dlh_pad("CICS.ORDERS.TRIGGERED", 48),
-                                process_name=_dlh_pad("ORDERS.PROCESS", 48),
-                                trigger_data=_dlh_pad("", 64), appl_type=_AT_CICS,
-                                appl_id=_dlh_pad(rng.choice(("ORD1", "PAY2")), 256),
-                                env_data=_dlh_pad("", 128), user_data=_dlh_pad("", 128))
+            tm = TriggerMessage(
+                q_name=_dlh_pad("CICS.ORDERS.TRIGGERED", 48),
+                process_name=_dlh_pad("ORDERS.PROCESS", 48),
+                trigger_data=_dlh_pad("", 64),
+                appl_type=_AT_CICS,
+                appl_id=_dlh_pad(rng.choice(("ORD1", "PAY2")), 256),
+                env_data=_dlh_pad("", 128),
+                user_data=_dlh_pad("", 128),
+            )
         else:
-            tm = TriggerMessage(q_name=_dlh_pad(rng.choice(("ORDERS.IN", "BILLING.BATCH.IN")), 48),
-                                process_name=_dlh_pad("ORDERS.PROCESS", 48),
-                                trigger_data=_dlh_pad("", 64),
-                                appl_type=_AT_WINDOWS_NT if home.platform == "windows" else _AT_UNIX,
-                                appl_id=_dlh_pad(rng.choice(("/opt/acme/bin/orderproc",
-                                                             "/opt/acme/bin/billing")), 256),
-                                env_data=_dlh_pad("", 128), user_data=_dlh_pad("", 128))
-        return _Built(encode_tm(tm, home.encoding, home.ccsid), home.encoding, home.ccsid,
-                      "MQTRIG  ", ("MQTRIG",))
+            tm = TriggerMessage(
+                q_name=_dlh_pad(rng.choice(("ORDERS.IN", "BILLING.BATCH.IN")), 48),
+                process_name=_dlh_pad("ORDERS.PROCESS", 48),
+                trigger_data=_dlh_pad("", 64),
+                appl_type=_AT_WINDOWS_NT if home.platform == "windows" else _AT_UNIX,
+                appl_id=_dlh_pad(rng.choice(("/opt/acme/bin/orderproc", "/opt/acme/bin/billing")), 256),
+                env_data=_dlh_pad("", 128),
+                user_data=_dlh_pad("", 128),
+            )
+        return _Built(encode_tm(tm, home.encoding, home.ccsid), home.encoding, home.ccsid, "MQTRIG  ", ("MQTRIG",))
 
-    def xmit(self, origin: QueueManager, size: int, limit: int, dest_q: str, dest_qmgr: str,
-             put_cs: int, msg_type: int, persistence: int) -> tuple[_Built, MQMD]:
+    def xmit(
+        self,
+        origin: QueueManager,
+        size: int,
+        limit: int,
+        dest_q: str,
+        dest_qmgr: str,
+        put_cs: int,
+        msg_type: int,
+        persistence: int,
+    ) -> tuple[_Built, MQMD]:
         """A message taken off a transmission queue: MQXQH with the application's MQMD
         (version 1) in the origin queue manager's encoding, then the application data."""
         rng = self.rng
@@ -735,13 +887,13 @@ class _Generator:
         app = rng.choice(_JAVA_APPS) if inner_payload == "jms" else rng.choice(_APPS[origin.platform])
         md = self.original_md(origin, app, put_cs, msg_type=msg_type, persistence=persistence)
         inner = self.app_payload(origin, inner_payload, size, max(0, limit - 428), dest_q)
-        inner_md = md.replace(version=1, encoding=inner.encoding, ccsid=inner.ccsid,
-                              format=inner.format)
-        xqh = encode_xqh(TransmissionQueueHeader(remote_q=_dlh_pad(dest_q, 48),
-                                                 remote_qmgr=_dlh_pad(dest_qmgr, 48), md=inner_md),
-                         origin.encoding, origin.ccsid)
-        built = _Built(xqh + inner.data, origin.encoding, origin.ccsid, "MQXMIT  ",
-                       ("MQXMIT",) + inner.chain)
+        inner_md = md.replace(version=1, encoding=inner.encoding, ccsid=inner.ccsid, format=inner.format)
+        xqh = encode_xqh(
+            TransmissionQueueHeader(remote_q=_dlh_pad(dest_q, 48), remote_qmgr=_dlh_pad(dest_qmgr, 48), md=inner_md),
+            origin.encoding,
+            origin.ccsid,
+        )
+        built = _Built(xqh + inner.data, origin.encoding, origin.ccsid, "MQXMIT  ", ("MQXMIT",) + inner.chain)
         return built, md
 
     # --- messages without an MQDLH --------------------------------------------------------------
@@ -754,8 +906,16 @@ class _Generator:
         md = self.original_md(home, app, arrival, msg_type=8, persistence=self.persistence())
         if payload == "empty":
             md = md.replace(format=rng.choice(("MQSTR   ", " " * 8)))
-            return GeneratedMessage(DumpedMessage(md=md, data=b"", index=index), home.platform,
-                                    payload, home.name, None, (), "too_short", False)
+            return GeneratedMessage(
+                DumpedMessage(md=md, data=b"", index=index),
+                home.platform,
+                payload,
+                home.name,
+                None,
+                (),
+                "too_short",
+                False,
+            )
         variant = _pick(rng, (("record", 80), ("wrong_byte_order", 12), ("cut_short", 8)))
         if variant == "record":
             size = max(1, _size(rng, _SIZE_BUCKETS, self.max_size))
@@ -771,20 +931,28 @@ class _Generator:
             # An application built the MQDLH itself and got it wrong.
             dead_cs = arrival
             dlq_date, dlq_time = _stamp(dead_cs)
-            dlh = DeadLetterHeader(reason=2053, dest_q=_dlh_pad(_pick(rng, _BUSY_QUEUES), 48),
-                                   dest_qmgr=_dlh_pad(home.name, 48), encoding=home.encoding,
-                                   ccsid=home.ccsid, format="MQSTR   ", put_appl_type=app.appl_type,
-                                   put_appl_name=_dlh_pad(app.name, 28), put_date=dlq_date,
-                                   put_time=dlq_time)
+            dlh = DeadLetterHeader(
+                reason=2053,
+                dest_q=_dlh_pad(_pick(rng, _BUSY_QUEUES), 48),
+                dest_qmgr=_dlh_pad(home.name, 48),
+                encoding=home.encoding,
+                ccsid=home.ccsid,
+                format="MQSTR   ",
+                put_appl_type=app.appl_type,
+                put_appl_name=_dlh_pad(app.name, 28),
+                put_date=dlq_date,
+                put_time=dlq_time,
+            )
             body = self.text(rng.randrange(40, 400), home.encoding, home.ccsid, self.max_size).data
             if variant == "wrong_byte_order":  # host order on a big-endian declaration, or back
                 wrong = 546 if home.encoding & 0x0F == 1 else 273
                 data, problem = encode_dlh(dlh, wrong, home.ccsid) + body, "bad_version"
             else:
-                data, problem = encode_dlh(dlh, home.encoding, home.ccsid)[:rng.randrange(8, 172)], "too_short"
+                data, problem = encode_dlh(dlh, home.encoding, home.ccsid)[: rng.randrange(8, 172)], "too_short"
             md = md.replace(format="MQDEAD  ")
-        return GeneratedMessage(DumpedMessage(md=md, data=data, index=index), home.platform,
-                                payload, home.name, None, (), problem, False)
+        return GeneratedMessage(
+            DumpedMessage(md=md, data=data, index=index), home.platform, payload, home.name, None, (), problem, False
+        )
 
     def error_record(self, size: int, home: QueueManager) -> bytes:
         """An application's own 'could not process' record, like the real MQ 10 fixture."""
@@ -794,8 +962,10 @@ class _Generator:
             order = f"ORD{rng.randrange(10**7):07d}"
             code = rng.choice((2951, 4001, 5003))
             problem = rng.choice(("validation failed", "unknown customer", "timeout"))
-            entries.append(f'{{"original":{{"orderId":"{order}"}},"error":{{"code":{code},'
-                           f'"message":"{problem}","attempts":{rng.randrange(1, 6)}}}}}')
+            entries.append(
+                f'{{"original":{{"orderId":"{order}"}},"error":{{"code":{code},'
+                f'"message":"{problem}","attempts":{rng.randrange(1, 6)}}}}}'
+            )
             length += len(entries[-1]) + 1
         return _encode_text("\n".join(entries), home.ccsid, self.max_size)
 
@@ -803,10 +973,16 @@ class _Generator:
 # --- public API --------------------------------------------------------------------------------
 
 
-def generate(count: int, seed: int, mix: Mapping[str, float] | None = None, *,
-             max_size: int = DEFAULT_MAX_SIZE, nul_padded_rate: float = DEFAULT_NUL_PADDED_RATE,
-             end: _dt.datetime = DEFAULT_END, span: _dt.timedelta = DEFAULT_SPAN,
-             ) -> Iterator[GeneratedMessage]:
+def generate(
+    count: int,
+    seed: int,
+    mix: Mapping[str, float] | None = None,
+    *,
+    max_size: int = DEFAULT_MAX_SIZE,
+    nul_padded_rate: float = DEFAULT_NUL_PADDED_RATE,
+    end: _dt.datetime = DEFAULT_END,
+    span: _dt.timedelta = DEFAULT_SPAN,
+) -> Iterator[GeneratedMessage]:
     """``count`` messages in DLQ arrival order, each with what it was made to be.
 
     ``mix`` overrides weights of the platform axis (zos, aix, linux, windows) and of the
@@ -817,8 +993,9 @@ def generate(count: int, seed: int, mix: Mapping[str, float] | None = None, *,
     return _Generator(count, seed, mix, max_size, nul_padded_rate, end, span).messages()
 
 
-def generate_messages(count: int, seed: int, mix: Mapping[str, float] | None = None,
-                      **options) -> Iterator[DumpedMessage]:
+def generate_messages(
+    count: int, seed: int, mix: Mapping[str, float] | None = None, **options
+) -> Iterator[DumpedMessage]:
     """The messages of `generate` alone (``index`` 0..count-1)."""
     return (generated.message for generated in generate(count, seed, mix, **options))
 
@@ -830,9 +1007,17 @@ def split_counts(count: int, files: int) -> list[int]:
     return [count // files + (1 if k < count % files else 0) for k in range(files)]
 
 
-def write_generated(out_dir, count: int, seed: int, files: int = 1,
-                    mix: Mapping[str, float] | None = None, *, qmgr: str = HUB_QMGR,
-                    queue: str = HUB_QUEUE, **options) -> list[Path]:
+def write_generated(
+    out_dir,
+    count: int,
+    seed: int,
+    files: int = 1,
+    mix: Mapping[str, float] | None = None,
+    *,
+    qmgr: str = HUB_QMGR,
+    queue: str = HUB_QUEUE,
+    **options,
+) -> list[Path]:
     """Write ``count`` generated messages as ``files`` dmpmqmsg dumps ``dlq-NNNN.dmp`` in
     ``out_dir`` (created if needed): consecutive slices of one stream, like successive
     ``dmpmqmsg -I`` runs, each with a Created stamp five minutes after its last message can
@@ -847,7 +1032,6 @@ def write_generated(out_dir, count: int, seed: int, files: int = 1,
         written += n
         created = end - span + span * written / max(count, 1) + _dt.timedelta(minutes=5)
         path = out / f"dlq-{k:04d}.dmp"
-        write_dump(itertools.islice(stream, n), path, qmgr=qmgr, queue=queue,
-                   created=created.replace(microsecond=0))
+        write_dump(itertools.islice(stream, n), path, qmgr=qmgr, queue=queue, created=created.replace(microsecond=0))
         paths.append(path)
     return paths

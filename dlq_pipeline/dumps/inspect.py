@@ -10,12 +10,11 @@ the MQMD), because it changes how rules match (APAR IT31856).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
 
-from dlq_pipeline.formats import codepages
-from dlq_pipeline.formats import constants
-from dlq_pipeline.formats.mqmd import MQMD_CHAR_LENGTHS
 from dlq_pipeline.dumps.records import DumpedMessage
+from dlq_pipeline.formats import codepages, constants
+from dlq_pipeline.formats.mqmd import MQMD_CHAR_LENGTHS
 from dlq_pipeline.formats.structures import DLH_LENGTH, MQCCSI_INHERIT, decode_dlh
 from dlq_pipeline.redact import REDACTED, redact_preview
 
@@ -39,7 +38,7 @@ def printable(text: str) -> str:
 
 
 def _preview(data: bytes, offset: int, ccsid: int) -> dict:
-    chunk = data[offset:offset + PREVIEW_BYTES]
+    chunk = data[offset : offset + PREVIEW_BYTES]
     text, _exact = codepages.decode(chunk, ccsid)
     return {"offset": offset, "hex": chunk.hex().upper(), "text": printable(text)}
 
@@ -55,8 +54,9 @@ def describe(msg: DumpedMessage, file: str, *, redact: bool = False) -> dict:
     md = msg.md
     header = decode_dlh(msg.data, md.encoding, md.ccsid, md.format)
     dlh = header.dlh  # also a cut MQDLH's fields (has_dlh false), for people to see
-    flags = list(header.flags) + [f"md_nul_padded:{field}" for field in MQMD_CHAR_LENGTHS
-                                  if "\x00" in getattr(md, field)]
+    flags = list(header.flags) + [
+        f"md_nul_padded:{field}" for field in MQMD_CHAR_LENGTHS if "\x00" in getattr(md, field)
+    ]
     if header.has_dlh:
         body_ccsid = md.ccsid if dlh.ccsid in (MQCCSI_INHERIT, 0) else dlh.ccsid
         preview = _preview(msg.data, DLH_LENGTH, body_ccsid)
@@ -114,7 +114,7 @@ def describe(msg: DumpedMessage, file: str, *, redact: bool = False) -> dict:
 def _named(family: str, value: int) -> str:
     """``8 DATAGRAM``: the number, then its constant name without the family prefix."""
     name = constants.name_of(family, value)
-    return f"{value} {name[len(family) + 1:]}" if name else str(value)
+    return f"{value} {name[len(family) + 1 :]}" if name else str(value)
 
 
 def _quoted(text: str | None) -> str:
@@ -127,7 +127,7 @@ def _shown(value) -> str:
 
 
 def _hex_groups(hex_text: str) -> str:
-    return " ".join(hex_text[i:i + 8] for i in range(0, len(hex_text), 8))
+    return " ".join(hex_text[i : i + 8] for i in range(0, len(hex_text), 8))
 
 
 def format_message(desc: dict) -> str:
@@ -136,13 +136,15 @@ def format_message(desc: dict) -> str:
     lines.append(
         f"  MQMD   Format {_quoted(desc['format'])}  Encoding {desc['encoding']}  "
         f"CCSID {desc['ccsid']}  MsgType {_named('MQMT', desc['msg_type'])}  "
-        f"Persistence {_named('MQPER', desc['persistence'])}  BackoutCount {desc['backout_count']}")
+        f"Persistence {_named('MQPER', desc['persistence'])}  BackoutCount {desc['backout_count']}"
+    )
     lines.append(f"         MsgId    {desc['msg_id']}")
     lines.append(f"         CorrelId {desc['correl_id']}")
     lines.append(
         f"         Put      {desc['put_date']} {desc['put_time']} by "
         f"{_named('MQAT', desc['put_appl_type'])} {_quoted(desc['put_appl_name'])}  "
-        f"UserId {_quoted(desc['user_id'])}")
+        f"UserId {_quoted(desc['user_id'])}"
+    )
     lines.append(f"         ReplyTo  {_quoted(desc['reply_to_q'])} at {_quoted(desc['reply_to_qmgr'])}")
     dlh = desc["dlh"]
     if dlh is None:
@@ -155,11 +157,13 @@ def format_message(desc: dict) -> str:
         chain = f"  Chain {printable(dlh['chain'])}" if dlh["chain"] is not None else ""
         lines.append(
             f"         Next     Encoding {_shown(dlh['encoding'])}  CCSID {_shown(dlh['ccsid'])}  "
-            f"Format {_quoted(dlh['format'])}{chain}")
+            f"Format {_quoted(dlh['format'])}{chain}"
+        )
         appl_type = _named("MQAT", dlh["put_appl_type"]) if dlh["put_appl_type"] is not None else "?"
         lines.append(
             f"         Put      {_shown(dlh['put_date'])} {_shown(dlh['put_time'])} by "
-            f"{appl_type} {_quoted(dlh['put_appl_name'])}")
+            f"{appl_type} {_quoted(dlh['put_appl_name'])}"
+        )
     if desc["flags"] or desc["notes"]:
         lines.append("  Flags  " + " ".join(desc["flags"] + desc["notes"]))
     preview = desc["preview"]
@@ -179,8 +183,7 @@ def format_message(desc: dict) -> str:
 
 def _ranked(counter: Counter) -> list:
     """Most frequent first; ties in key order (None sorts as empty)."""
-    return sorted(counter.items(), key=lambda item: (-item[1], tuple("" if k is None else k
-                                                                     for k in item[0])))
+    return sorted(counter.items(), key=lambda item: (-item[1], tuple("" if k is None else k for k in item[0])))
 
 
 def summarize(descs: Iterable[dict], bad_records: int = 0) -> dict:
@@ -206,10 +209,13 @@ def summarize(descs: Iterable[dict], bad_records: int = 0) -> dict:
         "without_dlh": messages - with_dlh,
         "truncated": truncated,
         "bad_records": bad_records,
-        "by_reason": [{"reason": reason, "reason_name": constants.reason_name(reason), "count": n}
-                      for (reason,), n in _ranked(reasons)],
-        "by_destination": [{"dest_qmgr": qmgr, "dest_q": queue, "count": n}
-                           for (qmgr, queue), n in _ranked(destinations)],
+        "by_reason": [
+            {"reason": reason, "reason_name": constants.reason_name(reason), "count": n}
+            for (reason,), n in _ranked(reasons)
+        ],
+        "by_destination": [
+            {"dest_qmgr": qmgr, "dest_q": queue, "count": n} for (qmgr, queue), n in _ranked(destinations)
+        ],
         "by_problem": [{"problem": problem, "count": n} for (problem,), n in _ranked(problems)],
     }
 
@@ -221,8 +227,9 @@ def _table(title: str, header: tuple[str, ...], rows: list[tuple]) -> list[str]:
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     out = [title]
     for row in cells:
-        padded = [value.rjust(width) if right else value.ljust(width)
-                  for value, width, right in zip(row, widths, numeric)]
+        padded = [
+            value.rjust(width) if right else value.ljust(width) for value, width, right in zip(row, widths, numeric)
+        ]
         out.append(("  " + "  ".join(padded)).rstrip())
     return out
 
@@ -236,15 +243,23 @@ def format_summary(summary: dict) -> str:
     ]
     if summary["by_reason"]:
         lines.append("")
-        lines += _table("by reason", ("count", "reason", "name"),
-                        [(r["count"], r["reason"], r["reason_name"] or "(unknown)")
-                         for r in summary["by_reason"]])
+        lines += _table(
+            "by reason",
+            ("count", "reason", "name"),
+            [(r["count"], r["reason"], r["reason_name"] or "(unknown)") for r in summary["by_reason"]],
+        )
     if summary["by_destination"]:
         lines.append("")
-        lines += _table("by destination", ("count", "queue manager", "queue"),
-                        [(d["count"], d["dest_qmgr"], d["dest_q"]) for d in summary["by_destination"]])
+        lines += _table(
+            "by destination",
+            ("count", "queue manager", "queue"),
+            [(d["count"], d["dest_qmgr"], d["dest_q"]) for d in summary["by_destination"]],
+        )
     if summary["by_problem"]:
         lines.append("")
-        lines += _table("without an MQDLH, by problem", ("count", "problem"),
-                        [(p["count"], p["problem"]) for p in summary["by_problem"]])
+        lines += _table(
+            "without an MQDLH, by problem",
+            ("count", "problem"),
+            [(p["count"], p["problem"]) for p in summary["by_problem"]],
+        )
     return "\n".join(lines)

@@ -5,8 +5,8 @@ large file is read by several tasks; an amqsbcg listing is one split."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from dlq_pipeline.dumps.dmpmqmsg import plan_splits, read_dump_info
 from dlq_pipeline.dumps.files import file_size, open_input
@@ -66,8 +66,10 @@ def plan_work(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES, webh
             ranges = plan_splits(url, split_bytes)
             # as the tables store text: a byte of the header that is not UTF-8 becomes U+FFFD
             qmgr, queue = stored_text(info.qmgr) or None, stored_text(info.queue) or None
-            items += [FileSplit(path, kind, start, end, k, len(ranges), qmgr, queue, read_at)
-                      for k, (start, end) in enumerate(ranges)]
+            items += [
+                FileSplit(path, kind, start, end, k, len(ranges), qmgr, queue, read_at)
+                for k, (start, end) in enumerate(ranges)
+            ]
         elif kind == "amqsbcg":
             items.append(FileSplit(path, kind, 0, None, 0, 1, None, _listing_queue(url), read_at))
         else:

@@ -27,7 +27,7 @@ class DumpedMessage:
     total_length: int | None = None
     notes: tuple[str, ...] = ()
 
-    def same_message(self, other: "DumpedMessage") -> bool:
+    def same_message(self, other: DumpedMessage) -> bool:
         """Equal as MQ messages (descriptor and data), wherever they were read from."""
         return self.md == other.md and self.data == other.data
 

@@ -16,20 +16,21 @@ with NUL bytes near its start is binary and ``unknown_format``, as is text of an
 from __future__ import annotations
 
 import os
-from typing import Iterable, Iterator, Literal
+from collections.abc import Iterable, Iterator
+from typing import Literal
 
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
 from dlq_pipeline.dumps.dmpmqmsg import (
     HEADER_SEARCH_LINES,
     MAX_LINE_LENGTH,
+    MD_KINDS,
     SNIPPET_LENGTH,
     line_kind,
-    MD_KINDS,
     read_dump,
 )
+from dlq_pipeline.dumps.files import list_files, open_input
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.formats.mqmd import bytes_to_text
-from dlq_pipeline.dumps.files import list_files, open_input
 
 __all__ = ["SNIFF_BYTES", "sniff", "read_source", "expand_paths", "expand_inputs"]
 
@@ -40,7 +41,7 @@ Kind = Literal["dmpmqmsg", "amqsbcg"]
 
 
 def sniff(path) -> Kind | None:
-    """"dmpmqmsg", "amqsbcg" or None, from the first ``SNIFF_BYTES`` of the file."""
+    """ "dmpmqmsg", "amqsbcg" or None, from the first ``SNIFF_BYTES`` of the file."""
     with open_input(path) as f:
         return _sniff_head(f.read(SNIFF_BYTES))
 
@@ -82,8 +83,9 @@ def read_source(
     label = name if name is not None else os.fspath(path)
     kind = sniff(path)
     if kind == "dmpmqmsg":
-        records = read_dump(path, name=label, start=start, end=end,
-                            max_line_length=max_line_length, max_message_bytes=max_message_bytes)
+        records = read_dump(
+            path, name=label, start=start, end=end, max_line_length=max_line_length, max_message_bytes=max_message_bytes
+        )
     elif start > 0:
         return
     elif kind == "amqsbcg":
@@ -103,39 +105,67 @@ def too_large(msg: DumpedMessage, file: str, max_message_bytes: int) -> RecordEr
     length = msg.total_length if msg.truncated and msg.total_length is not None else len(msg.data)
     if length <= max_message_bytes:
         return None
-    return RecordError(file, msg.line, msg.offset, "message_too_large",
-                       f"the message has {length} bytes of data, more than the {max_message_bytes}-byte "
-                       "limit (ingest.max_message_bytes)", "", msg.index)
+    return RecordError(
+        file,
+        msg.line,
+        msg.offset,
+        "message_too_large",
+        f"the message has {length} bytes of data, more than the {max_message_bytes}-byte "
+        "limit (ingest.max_message_bytes)",
+        "",
+        msg.index,
+    )
 
 
 def _unknown(path, label: str) -> RecordError:
     with open_input(path) as f:
         head = f.read(SNIFF_BYTES)
     if not head.strip():
-        return RecordError(label, 1, 0, "empty_file",
-                           "the file is empty: neither a dmpmqmsg dump nor an amqsbcg listing")
+        return RecordError(
+            label, 1, 0, "empty_file", "the file is empty: neither a dmpmqmsg dump nor an amqsbcg listing"
+        )
     if b"\x00" in head:
-        return RecordError(label, 1, 0, "unknown_format",
-                           "binary data (NUL bytes near the start): neither a dmpmqmsg dump "
-                           "nor an amqsbcg listing", head[:32].hex(" "))
+        return RecordError(
+            label,
+            1,
+            0,
+            "unknown_format",
+            "binary data (NUL bytes near the start): neither a dmpmqmsg dump nor an amqsbcg listing",
+            head[:32].hex(" "),
+        )
     ebcdic = _ebcdic_kind(head)
     if ebcdic is not None:
         return RecordError(
-            label, 1, 0, "unknown_format",
+            label,
+            1,
+            0,
+            "unknown_format",
             f"this is a {ebcdic} in EBCDIC (a z/OS text file transferred in binary), which is not "
             "read: transfer it as text (FTP ASCII mode), or convert it, e.g. "
             "iconv -f IBM-1047 -t ISO-8859-1 (newline 0x15 becomes 0x85: tr '\\205' '\\n')",
-            head[:32].hex(" "))
+            head[:32].hex(" "),
+        )
+    number, line, offset = _first_text_line(head)
+    return RecordError(
+        label,
+        number,
+        offset,
+        "unknown_format",
+        "no '* DMPMQMSG'/'* QLOAD' header and no 'AMQSBCG0' banner near the start: "
+        "neither a dmpmqmsg dump nor an amqsbcg listing",
+        bytes_to_text(line.rstrip(b"\r")[:SNIPPET_LENGTH]),
+    )
+
+
+def _first_text_line(head: bytes) -> tuple[int, bytes, int]:
+    """(line number, line, offset) of the first line of ``head`` that is not blank (the last
+    line when all are)."""
     offset = 0
     for number, line in enumerate(head.split(b"\n"), 1):
         if line.strip():
-            break
+            return number, line, offset
         offset += len(line) + 1
-    return RecordError(
-        label, number, offset, "unknown_format",
-        "no '* DMPMQMSG'/'* QLOAD' header and no 'AMQSBCG0' banner near the start: "
-        "neither a dmpmqmsg dump nor an amqsbcg listing",
-        bytes_to_text(line.rstrip(b"\r")[:SNIPPET_LENGTH]))
+    return number, line, offset
 
 
 def _ebcdic_kind(head: bytes) -> str | None:

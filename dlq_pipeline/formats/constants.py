@@ -21,8 +21,7 @@ import difflib
 import json
 from importlib import resources
 
-_DATA = json.loads(
-    resources.files("dlq_pipeline").joinpath("data", "mq_constants.json").read_text("utf-8"))
+_DATA = json.loads(resources.files("dlq_pipeline").joinpath("data", "mq_constants.json").read_text("utf-8"))
 SOURCE: dict[str, str] = _DATA["source"]
 
 MQRC: dict[str, int] = _DATA["families"]["MQRC"]["values"]
@@ -33,12 +32,18 @@ MQAT: dict[str, int] = _DATA["families"]["MQAT"]["values"]
 MQENC: dict[str, int] = _DATA["families"]["MQENC"]["values"]
 MQFMT: dict[str, str] = _DATA["families"]["MQFMT"]["values"]
 
-FAMILIES: dict[str, dict] = {"MQRC": MQRC, "MQFB": MQFB, "MQMT": MQMT, "MQPER": MQPER,
-                             "MQAT": MQAT, "MQENC": MQENC, "MQFMT": MQFMT}
+FAMILIES: dict[str, dict] = {
+    "MQRC": MQRC,
+    "MQFB": MQFB,
+    "MQMT": MQMT,
+    "MQPER": MQPER,
+    "MQAT": MQAT,
+    "MQENC": MQENC,
+    "MQFMT": MQFMT,
+}
 
 _PRIMARY: dict[str, dict[int | str, str]] = {
-    family: {FAMILIES[family][name]: name for name in _DATA["families"][family]["primary"]}
-    for family in FAMILIES
+    family: {FAMILIES[family][name]: name for name in _DATA["families"][family]["primary"]} for family in FAMILIES
 }
 _BY_NAME: dict[str, tuple[str, int | str]] = {
     name: (family, value) for family, table in FAMILIES.items() for name, value in table.items()

@@ -81,7 +81,7 @@ class MQMD:
     msg_flags: int = 0
     original_length: int = -1  # MQOL_UNDEFINED
 
-    def replace(self, **changes) -> "MQMD":
+    def replace(self, **changes) -> MQMD:
         return replace(self, **changes)
 
     def as_dict(self) -> dict:

@@ -16,24 +16,52 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Sequence
 
 import numpy as np
 
-from dlq_pipeline.formats import codepages
-from dlq_pipeline.formats import constants
+from dlq_pipeline.formats import codepages, constants
 from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS
 
 __all__ = [
-    "CHAIN_SCAN_LIMIT", "DECODE_COLUMNS", "DLH_LENGTH", "dlh_head", "MQMD_V1_LENGTH", "MQMD_V2_LENGTH",
-    "XQH_LENGTH", "MDE_LENGTH", "RFH2_FIXED_LENGTH", "TM_LENGTH",
-    "StructureError", "DeadLetterHeader", "TransmissionQueueHeader", "MessageDescriptorExtension",
-    "RulesFormattingHeader2", "TriggerMessage", "HeaderResult",
-    "byte_order", "decode_mqmd", "encode_mqmd", "decode_dlh", "encode_dlh", "decode_xqh",
-    "encode_xqh", "decode_mde", "encode_mde", "decode_rfh2", "encode_rfh2", "decode_tm",
-    "encode_tm", "to_columns", "decode_dlh_batch", "decode_dlh_arrow", "decode_arrow_schema",
-    "chain_format_prefixes", "chain_possible", "chain_format_offset",
+    "CHAIN_SCAN_LIMIT",
+    "DECODE_COLUMNS",
+    "DLH_LENGTH",
+    "dlh_head",
+    "MQMD_V1_LENGTH",
+    "MQMD_V2_LENGTH",
+    "XQH_LENGTH",
+    "MDE_LENGTH",
+    "RFH2_FIXED_LENGTH",
+    "TM_LENGTH",
+    "StructureError",
+    "DeadLetterHeader",
+    "TransmissionQueueHeader",
+    "MessageDescriptorExtension",
+    "RulesFormattingHeader2",
+    "TriggerMessage",
+    "HeaderResult",
+    "byte_order",
+    "decode_mqmd",
+    "encode_mqmd",
+    "decode_dlh",
+    "encode_dlh",
+    "decode_xqh",
+    "encode_xqh",
+    "decode_mde",
+    "encode_mde",
+    "decode_rfh2",
+    "encode_rfh2",
+    "decode_tm",
+    "encode_tm",
+    "to_columns",
+    "decode_dlh_batch",
+    "decode_dlh_arrow",
+    "decode_arrow_schema",
+    "chain_format_prefixes",
+    "chain_possible",
+    "chain_format_offset",
 ]
 
 # The decoder never looks further into a message than this: the Spark stage ships only this
@@ -56,9 +84,20 @@ _NO_CCSID = 0
 
 # The decode columns of data/schemas/decoded.json, in schema order.
 DECODE_COLUMNS = (
-    "has_dlh", "dlh_problem", "dlh_reason", "dlh_dest_q", "dlh_dest_qmgr", "dlh_encoding",
-    "dlh_ccsid", "dlh_format", "dlh_put_appl_type", "dlh_put_appl_name", "dlh_put_date",
-    "dlh_put_time", "dlh_chain", "decode_flags",
+    "has_dlh",
+    "dlh_problem",
+    "dlh_reason",
+    "dlh_dest_q",
+    "dlh_dest_qmgr",
+    "dlh_encoding",
+    "dlh_ccsid",
+    "dlh_format",
+    "dlh_put_appl_type",
+    "dlh_put_appl_name",
+    "dlh_put_date",
+    "dlh_put_time",
+    "dlh_chain",
+    "decode_flags",
 )
 
 
@@ -117,46 +156,105 @@ def _md_bytes(name):
 
 
 _MQMD_V1_SPEC = (
-    ("report", _LONG, 4), ("msg_type", _LONG, 4), ("expiry", _LONG, 4), ("feedback", _LONG, 4),
-    ("encoding", _LONG, 4), ("ccsid", _LONG, 4), _md_char("format"), ("priority", _LONG, 4),
-    ("persistence", _LONG, 4), _md_bytes("msg_id"), _md_bytes("correl_id"),
-    ("backout_count", _LONG, 4), _md_char("reply_to_q"), _md_char("reply_to_qmgr"),
-    _md_char("user_id"), _md_bytes("accounting_token"), _md_char("appl_identity_data"),
-    ("put_appl_type", _LONG, 4), _md_char("put_appl_name"), _md_char("put_date"),
-    _md_char("put_time"), _md_char("appl_origin_data"),
+    ("report", _LONG, 4),
+    ("msg_type", _LONG, 4),
+    ("expiry", _LONG, 4),
+    ("feedback", _LONG, 4),
+    ("encoding", _LONG, 4),
+    ("ccsid", _LONG, 4),
+    _md_char("format"),
+    ("priority", _LONG, 4),
+    ("persistence", _LONG, 4),
+    _md_bytes("msg_id"),
+    _md_bytes("correl_id"),
+    ("backout_count", _LONG, 4),
+    _md_char("reply_to_q"),
+    _md_char("reply_to_qmgr"),
+    _md_char("user_id"),
+    _md_bytes("accounting_token"),
+    _md_char("appl_identity_data"),
+    ("put_appl_type", _LONG, 4),
+    _md_char("put_appl_name"),
+    _md_char("put_date"),
+    _md_char("put_time"),
+    _md_char("appl_origin_data"),
 )
 _MQMD_V2_SPEC = _MQMD_V1_SPEC + (
-    _md_bytes("group_id"), ("msg_seq_number", _LONG, 4), ("offset", _LONG, 4),
-    ("msg_flags", _LONG, 4), ("original_length", _LONG, 4),
+    _md_bytes("group_id"),
+    ("msg_seq_number", _LONG, 4),
+    ("offset", _LONG, 4),
+    ("msg_flags", _LONG, 4),
+    ("original_length", _LONG, 4),
 )
 _MQMD_V1 = _layout("MQMD", "MD  ", (1, 2), _MQMD_V1_SPEC)
 _MQMD_V2 = _layout("MQMD", "MD  ", (1, 2), _MQMD_V2_SPEC)
-_DLH = _layout("MQDLH", "DLH ", (1,), (
-    ("reason", _LONG, 4), ("dest_q", _CHAR, 48), ("dest_qmgr", _CHAR, 48), ("encoding", _LONG, 4),
-    ("ccsid", _LONG, 4), ("format", _CHAR, 8), ("put_appl_type", _LONG, 4),
-    ("put_appl_name", _CHAR, 28), ("put_date", _CHAR, 8), ("put_time", _CHAR, 8),
-))
+_DLH = _layout(
+    "MQDLH",
+    "DLH ",
+    (1,),
+    (
+        ("reason", _LONG, 4),
+        ("dest_q", _CHAR, 48),
+        ("dest_qmgr", _CHAR, 48),
+        ("encoding", _LONG, 4),
+        ("ccsid", _LONG, 4),
+        ("format", _CHAR, 8),
+        ("put_appl_type", _LONG, 4),
+        ("put_appl_name", _CHAR, 28),
+        ("put_date", _CHAR, 8),
+        ("put_time", _CHAR, 8),
+    ),
+)
 _XQH_NAMES = _layout("MQXQH", "XQH ", (1,), (("remote_q", _CHAR, 48), ("remote_qmgr", _CHAR, 48)))
 _XQH_MD_OFFSET = _XQH_NAMES.length  # the embedded version-1 MQMD follows the names
 _XQH = replace(_XQH_NAMES, length=_XQH_MD_OFFSET + MQMD_V1_LENGTH)
-_MDE = _layout("MQMDE", "MDE ", (2,), (
-    ("struc_length", _LONG, 4), ("encoding", _LONG, 4), ("ccsid", _LONG, 4), ("format", _CHAR, 8),
-    ("flags", _LONG, 4), ("group_id", _BYTES, 24), ("msg_seq_number", _LONG, 4),
-    ("offset", _LONG, 4), ("msg_flags", _LONG, 4), ("original_length", _LONG, 4),
-))
-_RFH2 = _layout("MQRFH2", "RFH ", (2,), (
-    ("struc_length", _LONG, 4), ("encoding", _LONG, 4), ("ccsid", _LONG, 4), ("format", _CHAR, 8),
-    ("flags", _LONG, 4), ("name_value_ccsid", _LONG, 4),
-))
-_TM = _layout("MQTM", "TM  ", (1,), (
-    ("q_name", _CHAR, 48), ("process_name", _CHAR, 48), ("trigger_data", _CHAR, 64),
-    ("appl_type", _LONG, 4), ("appl_id", _CHAR, 256), ("env_data", _CHAR, 128),
-    ("user_data", _CHAR, 128),
-))
+_MDE = _layout(
+    "MQMDE",
+    "MDE ",
+    (2,),
+    (
+        ("struc_length", _LONG, 4),
+        ("encoding", _LONG, 4),
+        ("ccsid", _LONG, 4),
+        ("format", _CHAR, 8),
+        ("flags", _LONG, 4),
+        ("group_id", _BYTES, 24),
+        ("msg_seq_number", _LONG, 4),
+        ("offset", _LONG, 4),
+        ("msg_flags", _LONG, 4),
+        ("original_length", _LONG, 4),
+    ),
+)
+_RFH2 = _layout(
+    "MQRFH2",
+    "RFH ",
+    (2,),
+    (
+        ("struc_length", _LONG, 4),
+        ("encoding", _LONG, 4),
+        ("ccsid", _LONG, 4),
+        ("format", _CHAR, 8),
+        ("flags", _LONG, 4),
+        ("name_value_ccsid", _LONG, 4),
+    ),
+)
+_TM = _layout(
+    "MQTM",
+    "TM  ",
+    (1,),
+    (
+        ("q_name", _CHAR, 48),
+        ("process_name", _CHAR, 48),
+        ("trigger_data", _CHAR, 64),
+        ("appl_type", _LONG, 4),
+        ("appl_id", _CHAR, 256),
+        ("env_data", _CHAR, 128),
+        ("user_data", _CHAR, 128),
+    ),
+)
 
 assert (_MQMD_V1.length, _MQMD_V2.length, _DLH.length) == (MQMD_V1_LENGTH, MQMD_V2_LENGTH, DLH_LENGTH)
-assert (_XQH.length, _MDE.length, _RFH2.length, _TM.length) == (
-    XQH_LENGTH, MDE_LENGTH, RFH2_FIXED_LENGTH, TM_LENGTH)
+assert (_XQH.length, _MDE.length, _RFH2.length, _TM.length) == (XQH_LENGTH, MDE_LENGTH, RFH2_FIXED_LENGTH, TM_LENGTH)
 
 
 # ---------------------------------------------------------------------------------------
@@ -284,7 +382,7 @@ _ENDIAN = {">": "big", "<": "little"}
 
 
 def _long(raw, offset: int, order: str) -> int:
-    return int.from_bytes(raw[offset:offset + 4], _ENDIAN[order], signed=True)
+    return int.from_bytes(raw[offset : offset + 4], _ENDIAN[order], signed=True)
 
 
 def _choose_order(raw, encoding: int | None, versions) -> tuple[str | None, str | None, bool]:
@@ -308,7 +406,7 @@ def _order_for_encode(encoding: int) -> str:
     return order
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _strucid_bytes(strucid: str, ebcdic: bool) -> bytes:
     # StrucIds are invariant characters: any ASCII or EBCDIC table spells them the same.
     return codepages.encode(strucid, 500 if ebcdic else 819)
@@ -324,7 +422,7 @@ def _strucid_family(raw, strucid: str) -> bool | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ccsid_reads(ccsid: int, strucid: str, ebcdic: bool) -> bool:
     """Whether ``ccsid`` decodes this family's StrucId bytes as the StrucId."""
     return codepages.decode(_strucid_bytes(strucid, ebcdic), ccsid)[0] == strucid
@@ -352,7 +450,7 @@ def _encode_chars(text: str, length: int, ccsid: int, where: str) -> bytes:
 def _read_fields(layout_fields, raw, order: str, ccsid: int, ebcdic: bool | None) -> dict:
     values = {}
     for attribute, kind, offset, length in layout_fields:
-        chunk = raw[offset:offset + length]
+        chunk = raw[offset : offset + length]
         if kind == _LONG:
             values[attribute] = int.from_bytes(chunk, _ENDIAN[order], signed=True)
         elif kind == _CHAR:
@@ -367,15 +465,15 @@ def _write_fields(layout: _Layout, layout_fields, values: dict, out: bytearray, 
         value = values[attribute]
         where = f"{layout.name}.{attribute}"
         if kind == _LONG:
-            if not -2**31 <= value < 2**31:
+            if not -(2**31) <= value < 2**31:
                 raise ValueError(f"{where}: {value} does not fit an MQLONG")
-            out[offset:offset + 4] = value.to_bytes(4, _ENDIAN[order], signed=True)
+            out[offset : offset + 4] = value.to_bytes(4, _ENDIAN[order], signed=True)
         elif kind == _CHAR:
-            out[offset:offset + length] = _encode_chars(value, length, ccsid, where)
+            out[offset : offset + length] = _encode_chars(value, length, ccsid, where)
         else:
             if len(value) > length:
                 raise ValueError(f"{where}: {len(value)} bytes; the field holds {length}")
-            out[offset:offset + length] = bytes(value).ljust(length, b"\x00")
+            out[offset : offset + length] = bytes(value).ljust(length, b"\x00")
 
 
 def _open(layout: _Layout, raw, encoding: int | None, ccsid: int | None) -> tuple[str, bool, int, int]:
@@ -386,8 +484,9 @@ def _open(layout: _Layout, raw, encoding: int | None, ccsid: int | None) -> tupl
         raise StructureError(name, 0, f"needs {layout.length} bytes, got {len(raw)}")
     ebcdic = _strucid_family(raw, layout.strucid)
     if ebcdic is None:
-        raise StructureError(name, 0, f"StrucId is {bytes(raw[:4]).hex().upper()}, "
-                                      f"not {layout.strucid!r} in ASCII or EBCDIC")
+        raise StructureError(
+            name, 0, f"StrucId is {bytes(raw[:4]).hex().upper()}, not {layout.strucid!r} in ASCII or EBCDIC"
+        )
     if ccsid is None:
         ccsid = 500 if ebcdic else 819
     if codepages.is_known(ccsid) and not _ccsid_reads(ccsid, layout.strucid, ebcdic):
@@ -397,11 +496,19 @@ def _open(layout: _Layout, raw, encoding: int | None, ccsid: int | None) -> tupl
         raise StructureError(name, 4, f"needs {layout.length} bytes, got {len(raw)}")
     order, problem, _ = _choose_order(raw, encoding, layout.versions)
     if problem == "bad_version":
-        raise StructureError(name, 4, f"Version reads {_long(raw, 4, order)} in byte order of Encoding "
-                                      f"{encoding}; expected {' or '.join(map(str, layout.versions))}")
+        raise StructureError(
+            name,
+            4,
+            f"Version reads {_long(raw, 4, order)} in byte order of Encoding "
+            f"{encoding}; expected {' or '.join(map(str, layout.versions))}",
+        )
     if problem:
-        raise StructureError(name, 4, f"Encoding {encoding} names no byte order and Version reads "
-                                      f"{' or '.join(map(str, layout.versions))} neither way")
+        raise StructureError(
+            name,
+            4,
+            f"Encoding {encoding} names no byte order and Version reads "
+            f"{' or '.join(map(str, layout.versions))} neither way",
+        )
     if len(raw) < layout.length:
         raise StructureError(name, len(raw), f"needs {layout.length} bytes, got {len(raw)}")
     return order, ebcdic, ccsid, _long(raw, 4, order)
@@ -465,8 +572,9 @@ def decode_xqh(raw: bytes, encoding: int | None, ccsid: int | None) -> Transmiss
     names = _read_fields(_XQH.fields, raw, order, ccsid, ebcdic)
     md_raw = raw[_XQH_MD_OFFSET:XQH_LENGTH]
     if _strucid_family(md_raw, "MD  ") is not ebcdic:
-        raise StructureError("MQXQH", _XQH_MD_OFFSET,
-                             f"embedded MQMD StrucId is {bytes(md_raw[:4]).hex().upper()}, not 'MD  '")
+        raise StructureError(
+            "MQXQH", _XQH_MD_OFFSET, f"embedded MQMD StrucId is {bytes(md_raw[:4]).hex().upper()}, not 'MD  '"
+        )
     md_version = _long(md_raw, 4, order)
     md = MQMD(version=md_version, **_read_fields(_MQMD_V1.fields, md_raw, order, ccsid, ebcdic))
     return TransmissionQueueHeader(md=md, **names)
@@ -592,11 +700,14 @@ def _next_after(name: str, raw, encoding: int, ccsid: int):
         order, ebcdic, ccsid, _ = _open(_XQH, raw, encoding, ccsid)
         md_raw = raw[_XQH_MD_OFFSET:XQH_LENGTH]
         if _strucid_family(md_raw, "MD  ") is not ebcdic:
-            raise StructureError("MQXQH", _XQH_MD_OFFSET,
-                                 f"embedded MQMD StrucId is {bytes(md_raw[:4]).hex().upper()}, not 'MD  '")
+            raise StructureError(
+                "MQXQH", _XQH_MD_OFFSET, f"embedded MQMD StrucId is {bytes(md_raw[:4]).hex().upper()}, not 'MD  '"
+            )
         md = _read_fields(_NEXT_FIELDS["MQMD"], md_raw, order, ccsid, ebcdic)
         return XQH_LENGTH, md["encoding"], md["ccsid"], md["format"]
-    layout, minimum = {_FMT_DEAD: (_DLH, None), _FMT_RFH2: (_RFH2, RFH2_FIXED_LENGTH), _FMT_MDE: (_MDE, MDE_LENGTH)}[name]
+    layout, minimum = {_FMT_DEAD: (_DLH, None), _FMT_RFH2: (_RFH2, RFH2_FIXED_LENGTH), _FMT_MDE: (_MDE, MDE_LENGTH)}[
+        name
+    ]
     order, ebcdic, ccsid, _ = _open(layout, raw, encoding, ccsid)
     values = _read_fields(_NEXT_FIELDS[layout.name], raw, order, ccsid, ebcdic)
     if minimum is None:
@@ -608,8 +719,13 @@ def _next_after(name: str, raw, encoding: int, ccsid: int):
 
 _FOLLOWED = frozenset({_FMT_DEAD, _FMT_XMIT, _FMT_RFH2, _FMT_MDE, _FMT_TRIGGER})
 # How much of a header `_next_after` reads: never more than the structure's own length.
-_HEADER_LENGTH = {_FMT_DEAD: DLH_LENGTH, _FMT_XMIT: XQH_LENGTH, _FMT_RFH2: RFH2_FIXED_LENGTH,
-                  _FMT_MDE: MDE_LENGTH, _FMT_TRIGGER: TM_LENGTH}
+_HEADER_LENGTH = {
+    _FMT_DEAD: DLH_LENGTH,
+    _FMT_XMIT: XQH_LENGTH,
+    _FMT_RFH2: RFH2_FIXED_LENGTH,
+    _FMT_MDE: MDE_LENGTH,
+    _FMT_TRIGGER: TM_LENGTH,
+}
 _STOPPED = object()  # a header in the chain could not be read
 
 
@@ -624,7 +740,9 @@ def _step(name: str, raw: bytes, encoding: int, ccsid: int):
         return _STOPPED
 
 
-def _follow_chain(data: bytes, offset: int, encoding: int, ccsid: int, fmt: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _follow_chain(
+    data: bytes, offset: int, encoding: int, ccsid: int, fmt: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Names of the formats from ``offset`` on, and a ``chain_stopped`` flag when a named
     header cannot be read. Every header advances by at least 36 bytes and ``data`` is at
     most CHAIN_SCAN_LIMIT bytes, so this ends."""
@@ -634,7 +752,7 @@ def _follow_chain(data: bytes, offset: int, encoding: int, ccsid: int, fmt: str)
         names.append(name)
         if name not in _FOLLOWED:
             return tuple(names), ()
-        step = _step(name, bytes(data[offset:offset + _HEADER_LENGTH[name]]), encoding, ccsid)
+        step = _step(name, bytes(data[offset : offset + _HEADER_LENGTH[name]]), encoding, ccsid)
         if step is _STOPPED:
             return tuple(names), (f"chain_stopped:{name}",)
         if step is None:
@@ -683,7 +801,7 @@ def dlh_restore_fields(data: bytes, encoding: int, ccsid: int) -> tuple[str | No
     if problem:
         return problem, None
     _charset, text_ccsid, family = _dlh_text_reading(data, ccsid)
-    text = _text(data[_DLH_FORMAT_OFFSET:_DLH_FORMAT_OFFSET + _DLH_FORMAT_LENGTH], text_ccsid, family)
+    text = _text(data[_DLH_FORMAT_OFFSET : _DLH_FORMAT_OFFSET + _DLH_FORMAT_LENGTH], text_ccsid, family)
     return None, (text, _long(data, _DLH_ENCODING_OFFSET, order), _long(data, _DLH_CCSID_OFFSET, order))
 
 
@@ -706,11 +824,11 @@ def _dlh_fields(data: bytes, order: str, ccsid: int, sniffed: bool) -> tuple[Dea
     values = {a: _long(data, o, order) if o + 4 <= len(data) else None for a, o in _DLH_LONGS}
     present = [(a, o, n) for a, o, n in _DLH_CHARS if o + n <= len(data)]
     values.update({a: None for a, _o, _n in _DLH_CHARS})
-    values.update({a: _text(data[o:o + n], text_ccsid, family) for a, o, n in present})
+    values.update({a: _text(data[o : o + n], text_ccsid, family) for a, o, n in present})
     flags = [charset] if charset else []
     if sniffed:
         flags.append("byte_order_sniffed")
-    flags.extend(f"nul_padded:{a}" for a, o, n in present if 0 in data[o:o + n])
+    flags.extend(f"nul_padded:{a}" for a, o, n in present if 0 in data[o : o + n])
     return DeadLetterHeader(**values), flags
 
 
@@ -743,8 +861,10 @@ def to_columns(result: HeaderResult) -> dict:
 
 _CHAR_INDEX = np.concatenate([np.arange(o, o + n) for _a, o, n in _DLH_CHARS])
 # (attribute, start, length) of each character field within the 148 gathered bytes
-_CHAR_SLICES = tuple((a, start, n) for (a, _o, n), start
-                     in zip(_DLH_CHARS, itertools.accumulate((n for _a, _o, n in _DLH_CHARS), initial=0)))
+_CHAR_SLICES = tuple(
+    (a, start, n)
+    for (a, _o, n), start in zip(_DLH_CHARS, itertools.accumulate((n for _a, _o, n in _DLH_CHARS), initial=0))
+)
 _WORD = {a: o // 4 for a, o in _DLH_LONGS}  # every MQDLH integer is 4-byte aligned
 _ASCII_128 = "".join(map(chr, range(128)))
 _MD_STATE = {None: 0, True: 1, False: 2}  # MQMD.Format: not given / MQDEAD / something else
@@ -769,7 +889,7 @@ def decode_arrow_schema():
     return pa.struct([pa.field(name, _arrow_type(name)) for name in DECODE_COLUMNS])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _batch_table(ccsid: int) -> tuple[bytes, bool] | None:
     """(ASCII view, ascii_only) for decoding this CCSID by table lookup, or None when its
     rows go to the scalar decoder. The view (a `bytes.translate` table: a C loop over the
@@ -790,7 +910,7 @@ def _batch_table(ccsid: int) -> tuple[bytes, bool] | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def chain_format_prefixes() -> frozenset[bytes]:
     """Every byte string an MQDLH Format field can start with when it names a header
     `decode_dlh` follows (MQXMIT, MQHRF2, ...), in every reading the decoder may use for
@@ -802,8 +922,11 @@ def chain_format_prefixes() -> frozenset[bytes]:
     readings += [codepages.decode(bytes(range(256)), 0, ebcdic=family)[0] for family in (False, True)]
     readings.append(_ASCII_128)
     for ccsid in codepages.KNOWN_CCSIDS:  # the multi-byte ones: ASCII-compatible, or 2+ bytes a character
-        assert codepages.is_single_byte(ccsid) or codepages.decode(bytes(range(128)), ccsid)[0] == _ASCII_128 \
-            or len(codepages.encode("M", ccsid)) >= 2, ccsid
+        assert (
+            codepages.is_single_byte(ccsid)
+            or codepages.decode(bytes(range(128)), ccsid)[0] == _ASCII_128
+            or len(codepages.encode("M", ccsid)) >= 2
+        ), ccsid
     prefixes = set()
     for name in _FOLLOWED:
         for reading in readings:
@@ -816,12 +939,12 @@ def chain_possible(data: bytes) -> bool:
     """Whether `decode_dlh` may read past the first 172 bytes of this message's data: its
     bytes at the MQDLH Format's offset start one of `chain_format_prefixes`."""
     for length, prefixes in _prefixes_by_length():
-        if bytes(data[_DLH_FORMAT_OFFSET:_DLH_FORMAT_OFFSET + length]) in prefixes:
+        if bytes(data[_DLH_FORMAT_OFFSET : _DLH_FORMAT_OFFSET + length]) in prefixes:
             return True
     return False
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _prefixes_by_length() -> tuple[tuple[int, frozenset[bytes]], ...]:
     """`chain_format_prefixes` grouped by length: one set lookup per length (ingest asks
     for every message) instead of one comparison per prefix."""
@@ -880,8 +1003,11 @@ def _values(array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = len(array)
     kind = np.int64 if pa.types.is_large_binary(array.type) else np.int32
     _validity, offsets, data = array.buffers()[:3]
-    bounds = np.frombuffer(offsets, dtype=kind)[array.offset:array.offset + n + 1].astype(np.int64) \
-        if offsets is not None and n else np.zeros(n + 1, dtype=np.int64)
+    bounds = (
+        np.frombuffer(offsets, dtype=kind)[array.offset : array.offset + n + 1].astype(np.int64)
+        if offsets is not None and n
+        else np.zeros(n + 1, dtype=np.int64)
+    )
     buffer = np.frombuffer(data, dtype=np.uint8) if data is not None and data.size else np.zeros(0, np.uint8)
     lengths = np.diff(bounds)
     if array.null_count:
@@ -895,11 +1021,11 @@ def _head_matrix(heads) -> np.ndarray:
     buffer, starts, lengths = _values(heads)
     n = len(heads)
     if n and (lengths == DLH_LENGTH).all() and (np.diff(starts) == DLH_LENGTH).all():
-        return buffer[starts[0]:starts[0] + n * DLH_LENGTH].reshape(n, DLH_LENGTH)
+        return buffer[starts[0] : starts[0] + n * DLH_LENGTH].reshape(n, DLH_LENGTH)
     matrix = np.zeros((n, DLH_LENGTH), dtype=np.uint8)
     for i in np.flatnonzero(lengths).tolist():
         size = min(int(lengths[i]), DLH_LENGTH)
-        matrix[i, :size] = buffer[starts[i]:starts[i] + size]
+        matrix[i, :size] = buffer[starts[i] : starts[i] + size]
     return matrix
 
 
@@ -935,10 +1061,15 @@ def decode_dlh_arrow(heads, tails, lengths, encodings, ccsids, md_formats=None):
     `decode_dlh`'s own code; rows that need more go to `decode_dlh`: a cut MQDLH, CCSIDs
     without an exact table, a StrucId in the other family than the CCSID."""
     n = len(heads)
-    if not (len(lengths) == len(encodings) == len(ccsids) == n and (tails is None or len(tails) == n)
-            and (md_formats is None or len(md_formats) == n)):
-        raise ValueError(f"decode_dlh_arrow: {n} headers but {len(lengths)} lengths, {len(encodings)} encodings, "
-                         f"{len(ccsids)} CCSIDs and {n if md_formats is None else len(md_formats)} formats")
+    if not (
+        len(lengths) == len(encodings) == len(ccsids) == n
+        and (tails is None or len(tails) == n)
+        and (md_formats is None or len(md_formats) == n)
+    ):
+        raise ValueError(
+            f"decode_dlh_arrow: {n} headers but {len(lengths)} lengths, {len(encodings)} encodings, "
+            f"{len(ccsids)} CCSIDs and {n if md_formats is None else len(md_formats)} formats"
+        )
     matrix = _head_matrix(heads)
     size = np.minimum(_int64(lengths, n), CHAIN_SCAN_LIMIT)
     encoding, ccsid = _int64(encodings, n), _int64(ccsids, n)
@@ -959,7 +1090,7 @@ def decode_dlh_arrow(heads, tails, lengths, encodings, ccsids, md_formats=None):
 
     def data(at: np.ndarray) -> list[bytes]:
         """These messages' data as `decode_dlh` reads it (at most CHAIN_SCAN_LIMIT bytes)."""
-        heads = [matrix[i, :min(k, DLH_LENGTH)].tobytes() for i, k in zip(at.tolist(), size[at].tolist())]
+        heads = [matrix[i, : min(k, DLH_LENGTH)].tobytes() for i, k in zip(at.tolist(), size[at].tolist())]
         return [head + bytes(rest) for head, rest in zip(heads, after(at))]
 
     parts: list = []
@@ -969,13 +1100,25 @@ def decode_dlh_arrow(heads, tails, lengths, encodings, ccsids, md_formats=None):
     spelled = [((strucid == np.frombuffer(s, np.uint8)) | ~inside).all(axis=1) for s in (_DLH_ASCII, _DLH_EBCDIC)]
     bad_strucid = np.flatnonzero(~(spelled[0] | spelled[1]))
     if bad_strucid.size:
-        parts.append(_invalid_part(bad_strucid, np.full(bad_strucid.size, "bad_strucid"),
-                                   md_state[bad_strucid], np.zeros(bad_strucid.size, dtype=bool)))
+        parts.append(
+            _invalid_part(
+                bad_strucid,
+                np.full(bad_strucid.size, "bad_strucid"),
+                md_state[bad_strucid],
+                np.zeros(bad_strucid.size, dtype=bool),
+            )
+        )
     # fewer bytes than StrucId and Version (empty data, mostly): too_short, no fields
     no_version = np.flatnonzero((size < _DLH_VERSION_END) & (spelled[0] | spelled[1]))
     if no_version.size:
-        parts.append(_invalid_part(no_version, np.full(no_version.size, "too_short"),
-                                   md_state[no_version], np.zeros(no_version.size, dtype=bool)))
+        parts.append(
+            _invalid_part(
+                no_version,
+                np.full(no_version.size, "too_short"),
+                md_state[no_version],
+                np.zeros(no_version.size, dtype=bool),
+            )
+        )
     whole = np.flatnonzero((size >= DLH_LENGTH) & (spelled[0] | spelled[1]))
     left = [np.flatnonzero((size >= _DLH_VERSION_END) & (size < DLH_LENGTH) & (spelled[0] | spelled[1]))]
     if whole.size:
@@ -985,10 +1128,13 @@ def decode_dlh_arrow(heads, tails, lengths, encodings, ccsids, md_formats=None):
         import pyarrow as pa
 
         formats = md_formats.take(pa.array(scalar)).to_pylist() if md_formats is not None else [None] * scalar.size
-        decoded = [to_columns(decode_dlh(d, e, c, f)) for d, e, c, f
-                   in zip(data(scalar), encoding[scalar].tolist(), ccsid[scalar].tolist(), formats)]
-        parts.append((scalar, {name: pa.array([row[name] for row in decoded], _arrow_type(name))
-                               for name in DECODE_COLUMNS}))
+        decoded = [
+            to_columns(decode_dlh(d, e, c, f))
+            for d, e, c, f in zip(data(scalar), encoding[scalar].tolist(), ccsid[scalar].tolist(), formats)
+        ]
+        parts.append(
+            (scalar, {name: pa.array([row[name] for row in decoded], _arrow_type(name)) for name in DECODE_COLUMNS})
+        )
     return _assembled(parts, n)
 
 
@@ -997,8 +1143,10 @@ def _invalid_part(rows: np.ndarray, problems: np.ndarray, md_state: np.ndarray, 
     the flags (mqdead_without_dlh, byte_order_mismatch); no fields."""
     import pyarrow as pa
 
-    choices = pa.array([[], ["mqdead_without_dlh"], ["byte_order_mismatch"],
-                        ["mqdead_without_dlh", "byte_order_mismatch"]], pa.list_(pa.string()))
+    choices = pa.array(
+        [[], ["mqdead_without_dlh"], ["byte_order_mismatch"], ["mqdead_without_dlh", "byte_order_mismatch"]],
+        pa.list_(pa.string()),
+    )
     dead = (md_state == _MD_STATE[True]).astype(np.int64)
     return rows, {
         "has_dlh": pa.array(np.zeros(rows.size, dtype=bool)),
@@ -1027,26 +1175,37 @@ def _assembled(parts: list, n: int):
     return pa.StructArray.from_arrays(columns, fields=list(decode_arrow_schema()))
 
 
-def decode_dlh_batch(headers: Sequence[bytes], encodings: Sequence[int], ccsids: Sequence[int],
-                     md_formats: Sequence[str | None] | None = None) -> dict[str, list]:
+def decode_dlh_batch(
+    headers: Sequence[bytes],
+    encodings: Sequence[int],
+    ccsids: Sequence[int],
+    md_formats: Sequence[str | None] | None = None,
+) -> dict[str, list]:
     """`to_columns(decode_dlh(...))` for many messages at once, one list per column:
     `decode_dlh_arrow` over Python values."""
     import pyarrow as pa
 
     n = len(headers)
     if not (len(encodings) == len(ccsids) == n and (md_formats is None or len(md_formats) == n)):
-        raise ValueError(f"decode_dlh_batch: {n} headers but {len(encodings)} encodings, "
-                         f"{len(ccsids)} CCSIDs and {n if md_formats is None else len(md_formats)} formats")
+        raise ValueError(
+            f"decode_dlh_batch: {n} headers but {len(encodings)} encodings, "
+            f"{len(ccsids)} CCSIDs and {n if md_formats is None else len(md_formats)} formats"
+        )
     datas = [bytes(h[:CHAIN_SCAN_LIMIT]) for h in headers]
     result = decode_dlh_arrow(
-        pa.array([d[:DLH_LENGTH] for d in datas], pa.binary()), pa.array([d[DLH_LENGTH:] for d in datas], pa.binary()),
-        [len(d) for d in datas], list(encodings), list(ccsids),
-        None if md_formats is None else pa.array(list(md_formats), pa.string()))
+        pa.array([d[:DLH_LENGTH] for d in datas], pa.binary()),
+        pa.array([d[DLH_LENGTH:] for d in datas], pa.binary()),
+        [len(d) for d in datas],
+        list(encodings),
+        list(ccsids),
+        None if md_formats is None else pa.array(list(md_formats), pa.string()),
+    )
     return {name: result.field(name).to_pylist() for name in DECODE_COLUMNS}
 
 
-def _decode_block(rows: np.ndarray, mat: np.ndarray, after, encoding: np.ndarray, ccsid: np.ndarray,
-                  md_state: np.ndarray, parts: list) -> np.ndarray:
+def _decode_block(
+    rows: np.ndarray, mat: np.ndarray, after, encoding: np.ndarray, ccsid: np.ndarray, md_state: np.ndarray, parts: list
+) -> np.ndarray:
     """Add the parts for the rows (172 bytes or more, a StrucId in either family; ``mat``
     their first 172) that array operations can decode; returns the row numbers left for
     the scalar decoder."""
@@ -1064,8 +1223,11 @@ def _decode_block(rows: np.ndarray, mat: np.ndarray, after, encoding: np.ndarray
     if invalid.size:
         bad_version = ~undeclared[invalid]
         mismatch = bad_version & (np.where(use_big, little[:, 1], big[:, 1]) == 1)[invalid]
-        parts.append(_invalid_part(rows[invalid], np.where(bad_version, "bad_version", "unknown_encoding"),
-                                   md_state[invalid], mismatch))
+        parts.append(
+            _invalid_part(
+                rows[invalid], np.where(bad_version, "bad_version", "unknown_encoding"), md_state[invalid], mismatch
+            )
+        )
 
     chars = mat[:, _CHAR_INDEX]
     done, raw, text = _table_decoded(ccsid, ebcdic, valid, chars)
@@ -1074,22 +1236,33 @@ def _decode_block(rows: np.ndarray, mat: np.ndarray, after, encoding: np.ndarray
     if done.size:
         got = {"has_dlh": pa.array(np.ones(done.size, dtype=bool)), "dlh_problem": pa.nulls(done.size, pa.string())}
         for attribute, word in _WORD.items():
-            got["dlh_" + attribute] = pa.array(np.where(use_big[done], big[done, word], little[done, word]).astype(np.int32))
+            got["dlh_" + attribute] = pa.array(
+                np.where(use_big[done], big[done, word], little[done, word]).astype(np.int32)
+            )
         key = undeclared[done].astype(np.int64) | (md_state[done] << 7)
         for bit, (attribute, start, width) in enumerate(_CHAR_SLICES):
-            field = text[:, start:start + width]
+            field = text[:, start : start + width]
             column = _ascii_strings(field)
             other = np.flatnonzero((field == _NOT_ASCII).any(axis=1))
             if other.size:  # characters outside ASCII: decoded one field at a time
-                field_raw = raw[other, start:start + width]
-                column = _patched(column, other, pa.array(
-                    [_text(field_raw[k].tobytes(), int(c), None) for k, c in enumerate(ccsid[done[other]].tolist())],
-                    pa.string()))
+                field_raw = raw[other, start : start + width]
+                column = _patched(
+                    column,
+                    other,
+                    pa.array(
+                        [
+                            _text(field_raw[k].tobytes(), int(c), None)
+                            for k, c in enumerate(ccsid[done[other]].tolist())
+                        ],
+                        pa.string(),
+                    ),
+                )
             got["dlh_" + attribute] = column
-            key |= (raw[:, start:start + width] == 0).any(axis=1).astype(np.int64) << (bit + 1)
+            key |= (raw[:, start : start + width] == 0).any(axis=1).astype(np.int64) << (bit + 1)
         keys, key_index = np.unique(key, return_inverse=True)
-        flags = pa.array([list(_flags_for(k)) for k in keys.tolist()], pa.list_(pa.string())) \
-            .take(pa.array(key_index.reshape(-1).astype(np.int64)))
+        flags = pa.array([list(_flags_for(k)) for k in keys.tolist()], pa.list_(pa.string())).take(
+            pa.array(key_index.reshape(-1).astype(np.int64))
+        )
         chain = pc.utf8_rtrim(got["dlh_format"], characters=" \x00")
         # a header after the MQDLH (MQXMIT, MQHRF2, ...): the chain is followed row by row,
         # with the scalar decoder's own code, from the table-decoded MQDLH fields
@@ -1098,8 +1271,13 @@ def _decode_block(rows: np.ndarray, mat: np.ndarray, after, encoding: np.ndarray
             at = pa.array(followed)
             chains, row_flags = [], flags.take(at).to_pylist()
             for rest, name, enc, field_ccsid, md_ccsid, extra in zip(
-                    after(rows[done[followed]]), chain.take(at).to_pylist(), got["dlh_encoding"].take(at).to_pylist(),
-                    got["dlh_ccsid"].take(at).to_pylist(), ccsid[done[followed]].tolist(), row_flags):
+                after(rows[done[followed]]),
+                chain.take(at).to_pylist(),
+                got["dlh_encoding"].take(at).to_pylist(),
+                got["dlh_ccsid"].take(at).to_pylist(),
+                ccsid[done[followed]].tolist(),
+                row_flags,
+            ):
                 next_ccsid = md_ccsid if field_ccsid == MQCCSI_INHERIT else field_ccsid
                 found, stopped = _follow_chain(rest, 0, enc, next_ccsid, name)
                 chains.append(">".join(found))
@@ -1130,10 +1308,10 @@ def _table_decoded(ccsid: np.ndarray, ebcdic: np.ndarray, valid: np.ndarray, cha
     for key, start, end in zip(keys.tolist(), starts.tolist(), [*starts[1:].tolist(), rows.size]):
         found = _batch_table(key >> 1)
         if found is None or not _ccsid_reads(key >> 1, "DLH ", bool(key & 1)):
-            pieces.append(flat[start * width:end * width])
+            pieces.append(flat[start * width : end * width])
             continue
         table, ascii_only = found
-        view = flat[start * width:end * width].translate(table)
+        view = flat[start * width : end * width].translate(table)
         pieces.append(view)
         if ascii_only:  # UTF-8 and the like: only rows whose characters are all ASCII
             keep[start:end] = ~(np.frombuffer(view, dtype=np.uint8).reshape(-1, width) == _NOT_ASCII).any(axis=1)

@@ -21,9 +21,10 @@ blank padded), connection settings. Choices (mq-client.md):
 
 from __future__ import annotations
 
+import functools
 import importlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Iterator, Mapping
 
 from dlq_pipeline.config import secret
 from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text, text_to_bytes
@@ -73,15 +74,34 @@ MQRC_MD_ERROR = 2026
 
 # snake_case MQMD attribute -> MQI field name
 MD_FIELD_NAMES = {
-    "version": "Version", "report": "Report", "msg_type": "MsgType", "expiry": "Expiry",
-    "feedback": "Feedback", "encoding": "Encoding", "ccsid": "CodedCharSetId", "format": "Format",
-    "priority": "Priority", "persistence": "Persistence", "msg_id": "MsgId", "correl_id": "CorrelId",
-    "backout_count": "BackoutCount", "reply_to_q": "ReplyToQ", "reply_to_qmgr": "ReplyToQMgr",
-    "user_id": "UserIdentifier", "accounting_token": "AccountingToken",
-    "appl_identity_data": "ApplIdentityData", "put_appl_type": "PutApplType",
-    "put_appl_name": "PutApplName", "put_date": "PutDate", "put_time": "PutTime",
-    "appl_origin_data": "ApplOriginData", "group_id": "GroupId", "msg_seq_number": "MsgSeqNumber",
-    "offset": "Offset", "msg_flags": "MsgFlags", "original_length": "OriginalLength",
+    "version": "Version",
+    "report": "Report",
+    "msg_type": "MsgType",
+    "expiry": "Expiry",
+    "feedback": "Feedback",
+    "encoding": "Encoding",
+    "ccsid": "CodedCharSetId",
+    "format": "Format",
+    "priority": "Priority",
+    "persistence": "Persistence",
+    "msg_id": "MsgId",
+    "correl_id": "CorrelId",
+    "backout_count": "BackoutCount",
+    "reply_to_q": "ReplyToQ",
+    "reply_to_qmgr": "ReplyToQMgr",
+    "user_id": "UserIdentifier",
+    "accounting_token": "AccountingToken",
+    "appl_identity_data": "ApplIdentityData",
+    "put_appl_type": "PutApplType",
+    "put_appl_name": "PutApplName",
+    "put_date": "PutDate",
+    "put_time": "PutTime",
+    "appl_origin_data": "ApplOriginData",
+    "group_id": "GroupId",
+    "msg_seq_number": "MsgSeqNumber",
+    "offset": "Offset",
+    "msg_flags": "MsgFlags",
+    "original_length": "OriginalLength",
 }
 
 
@@ -124,8 +144,12 @@ def put_options(*, syncpoint: bool, set_all_context: bool, asynchronous: bool = 
 
 def async_put_status(sts) -> AsyncPutStatus:
     """The library's MQSTS (from MQSTAT) as an `AsyncPutStatus`."""
-    return AsyncPutStatus(succeeded=int(sts.PutSuccessCount), warned=int(sts.PutWarningCount),
-                          failed=int(sts.PutFailureCount), reason=int(sts.Reason))
+    return AsyncPutStatus(
+        succeeded=int(sts.PutSuccessCount),
+        warned=int(sts.PutWarningCount),
+        failed=int(sts.PutFailureCount),
+        reason=int(sts.Reason),
+    )
 
 
 def browse_open_options() -> int:
@@ -253,8 +277,9 @@ class ClientConnection:
             sco = lib.SCO()
             sco.KeyRepository = s.key_repository.encode()
             if s.key_stash_password_env:
-                sco.KeyRepoPassword = secret(s.key_stash_password_env,
-                                             f"mq.qmgrs.{qmgr}.key_stash_password_env").encode()
+                sco.KeyRepoPassword = secret(
+                    s.key_stash_password_env, f"mq.qmgrs.{qmgr}.key_stash_password_env"
+                ).encode()
             kwargs["sco"] = sco
         if s.user:
             kwargs["user"] = s.user.encode()
@@ -262,8 +287,10 @@ class ClientConnection:
         self._open: dict = {}
         self._qm = lib.QueueManager(None)
         self.async_put = callable(getattr(self._qm, "stat", None))
-        self._call(lambda: self._qm.connect_with_options(qmgr.encode(), **kwargs),
-                   f"connecting to {qmgr} through channel {s.channel} at {s.conn_name}")
+        self._call(
+            lambda: self._qm.connect_with_options(qmgr.encode(), **kwargs),
+            f"connecting to {qmgr} through channel {s.channel} at {s.conn_name}",
+        )
 
     def _call(self, fn, what: str):
         """Run one MQI call; the library's error becomes an MQError (no secrets in it)."""
@@ -289,21 +316,28 @@ class ClientConnection:
         self._open = {}
         self._call(self._qm.disconnect, f"disconnecting from {self.qmgr_name}")
 
-    def open_for_put(self, q: str, qmgr: str = "", *, set_all_context: bool = True,
-                     alternate_user: str | None = None) -> PutHandle:
+    def open_for_put(
+        self, q: str, qmgr: str = "", *, set_all_context: bool = True, alternate_user: str | None = None
+    ) -> PutHandle:
         od = object_descriptor(q, qmgr, alternate_user)
         options = put_open_options(set_all_context=set_all_context, alternate_user=alternate_user)
         token = self._queue(od, options, f"opening {q} for output")
         return PutHandle(q, qmgr or "", set_all_context, alternate_user, token=token)
 
-    def put(self, handle: PutHandle, md: MQMD, data: bytes, *, syncpoint: bool = True,
-            asynchronous: bool = False) -> None:
+    def put(
+        self, handle: PutHandle, md: MQMD, data: bytes, *, syncpoint: bool = True, asynchronous: bool = False
+    ) -> None:
         try:
             mqmd = self._lib.MD(**md_fields(md))
         except ValueError as exc:
             raise MQError(MQRC_MD_ERROR, str(exc)) from None
-        pmo = self._lib.PMO(Options=put_options(syncpoint=syncpoint, set_all_context=handle.set_all_context,
-                                                asynchronous=asynchronous and self.async_put))
+        pmo = self._lib.PMO(
+            Options=put_options(
+                syncpoint=syncpoint,
+                set_all_context=handle.set_all_context,
+                asynchronous=asynchronous and self.async_put,
+            )
+        )
         self._call(lambda: handle.token.put(bytes(data), mqmd, pmo), f"putting to {handle.queue}")
 
     def async_status(self) -> AsyncPutStatus:
@@ -333,7 +367,7 @@ class ClientConnection:
         while True:
             options, match = browse_options(first)
             try:
-                message = read_whole(lambda n: self._get(queue, n, options, match), buffer_size)
+                message = read_whole(functools.partial(self._get, queue, options=options, match=match), buffer_size)
             except MQError as exc:
                 if exc.reason == reasons.MQRC_NO_MSG_AVAILABLE:
                     return
@@ -341,16 +375,24 @@ class ClientConnection:
             first = False
             yield message
 
-    def get(self, q: str, *, msg_id: bytes | None = None, correl_id: bytes | None = None,
-            syncpoint: bool = True, buffer_size: int = DEFAULT_BUFFER) -> Message:
+    def get(
+        self,
+        q: str,
+        *,
+        msg_id: bytes | None = None,
+        correl_id: bytes | None = None,
+        syncpoint: bool = True,
+        buffer_size: int = DEFAULT_BUFFER,
+    ) -> Message:
         queue = self._queue(object_descriptor(q), get_open_options(), f"opening {q} for input")
         options, match = get_options(syncpoint=syncpoint, msg_id=msg_id, correl_id=correl_id)
         return read_whole(lambda n: self._get(queue, n, options, match, msg_id, correl_id), buffer_size)
 
     def dead_letter_queue(self) -> str:
         """The queue manager's DEADQ attribute (MQINQ on the queue manager object)."""
-        value = self._call(lambda: self._qm.inquire(MQCA_DEAD_LETTER_Q_NAME),
-                           f"inquiring the dead-letter queue of {self.qmgr_name}")
+        value = self._call(
+            lambda: self._qm.inquire(MQCA_DEAD_LETTER_Q_NAME), f"inquiring the dead-letter queue of {self.qmgr_name}"
+        )
         return (bytes_to_text(bytes(value)) if isinstance(value, (bytes, bytearray)) else str(value)).rstrip(" \x00")
 
     def inquire_depth(self, q: str, qmgr: str = "") -> tuple[int, int]:

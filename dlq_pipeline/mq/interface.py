@@ -10,8 +10,9 @@ Every failure is an `MQError` carrying the MQ reason code; nothing else about MQ
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import reasons
@@ -70,8 +71,9 @@ class Connection(Protocol):
 
     def disconnect(self) -> None: ...
 
-    def open_for_put(self, q: str, qmgr: str = "", *, set_all_context: bool = True,
-                     alternate_user: str | None = None) -> PutHandle: ...
+    def open_for_put(
+        self, q: str, qmgr: str = "", *, set_all_context: bool = True, alternate_user: str | None = None
+    ) -> PutHandle: ...
 
     def put(self, handle: PutHandle, md: MQMD, data: bytes, *, syncpoint: bool = True) -> None: ...
 
@@ -81,8 +83,15 @@ class Connection(Protocol):
 
     def browse(self, q: str, *, buffer_size: int = DEFAULT_BUFFER) -> Iterator[Message]: ...
 
-    def get(self, q: str, *, msg_id: bytes | None = None, correl_id: bytes | None = None,
-            syncpoint: bool = True, buffer_size: int = DEFAULT_BUFFER) -> Message: ...
+    def get(
+        self,
+        q: str,
+        *,
+        msg_id: bytes | None = None,
+        correl_id: bytes | None = None,
+        syncpoint: bool = True,
+        buffer_size: int = DEFAULT_BUFFER,
+    ) -> Message: ...
 
     def inquire_depth(self, q: str, qmgr: str = "") -> tuple[int, int]: ...
 
@@ -110,8 +119,9 @@ class AsyncPuts(Protocol):
 
     async_put: bool
 
-    def put(self, handle: PutHandle, md: MQMD, data: bytes, *, syncpoint: bool = True,
-            asynchronous: bool = False) -> None: ...
+    def put(
+        self, handle: PutHandle, md: MQMD, data: bytes, *, syncpoint: bool = True, asynchronous: bool = False
+    ) -> None: ...
 
     def async_status(self) -> AsyncPutStatus: ...
 

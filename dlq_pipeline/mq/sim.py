@@ -55,16 +55,16 @@ import sqlite3
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator, Mapping
 from contextlib import closing
 from dataclasses import dataclass, fields
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
-from typing import Iterator, Mapping
 
 from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS
 from dlq_pipeline.mq import reasons
-from dlq_pipeline.private import private_file
 from dlq_pipeline.mq.interface import DEFAULT_BUFFER, AsyncPutStatus, Message, MQError, PutHandle, read_whole
+from dlq_pipeline.private import private_file
 
 DEFAULT_MAXDEPTH = 5000
 DEFAULT_MAXMSGL = 4 * 1024 * 1024
@@ -76,8 +76,17 @@ MQMI_NONE = b"\x00" * 24
 MQAT_UNIX = 6
 _SIM_APPL_NAME = "dlq_pipeline.mq.sim"
 
-_CONFIG_KEYS = {"auto_define", "maxdepth", "maxmsgl", "qmgr_maxmsgl", "remote_qmgrs", "queues", "faults", "seed",
-                "deadq"}
+_CONFIG_KEYS = {
+    "auto_define",
+    "maxdepth",
+    "maxmsgl",
+    "qmgr_maxmsgl",
+    "remote_qmgrs",
+    "queues",
+    "faults",
+    "seed",
+    "deadq",
+}
 DEFAULT_DEADQ = "SYSTEM.DEAD.LETTER.QUEUE"
 _QUEUE_KEYS = {"maxdepth", "maxmsgl", "put_inhibited", "get_inhibited", "authority", "exists"}
 _FAULT_KEYS = {"op", "reason", "queue", "after", "times", "probability", "delay", "committed"}
@@ -126,7 +135,9 @@ _DEPTHS = (
     "CREATE TRIGGER depth_out AFTER DELETE ON messages BEGIN "
     "UPDATE depths SET depth = depth - 1 WHERE qmgr = OLD.qmgr AND queue = OLD.queue; END",
 )
-_FAULT_SCHEMA = "CREATE TABLE IF NOT EXISTS counts (fault INTEGER PRIMARY KEY, seen INTEGER NOT NULL, fired INTEGER NOT NULL)"
+_FAULT_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS counts (fault INTEGER PRIMARY KEY, seen INTEGER NOT NULL, fired INTEGER NOT NULL)"
+)
 
 
 # --- configuration -------------------------------------------------------------------------
@@ -190,7 +201,9 @@ def normalize_config(config: Mapping | None) -> dict:
         authority = spec.get("authority")
         if authority is not None:
             for user, perms in authority.items():
-                problems += [f"queue {name}: unknown permission '{p}' for {user}" for p in perms if p not in PERMISSIONS]
+                problems += [
+                    f"queue {name}: unknown permission '{p}' for {user}" for p in perms if p not in PERMISSIONS
+                ]
             authority = {str(u): sorted(set(p)) for u, p in authority.items()}
         out["queues"][str(name)] = {
             "maxdepth": int(spec.get("maxdepth", out["maxdepth"])),
@@ -204,10 +217,13 @@ def normalize_config(config: Mapping | None) -> dict:
         spec = dict(spec)
         problems += [f"fault {i}: unknown setting '{k}'" for k in spec if k not in _FAULT_KEYS]
         fault = {
-            "op": str(spec.get("op", "put")), "reason": int(spec.get("reason", 0) or 0),
-            "queue": spec.get("queue"), "after": int(spec.get("after", 0)),
+            "op": str(spec.get("op", "put")),
+            "reason": int(spec.get("reason", 0) or 0),
+            "queue": spec.get("queue"),
+            "after": int(spec.get("after", 0)),
             "times": None if spec.get("times") is None else int(spec["times"]),
-            "probability": float(spec.get("probability", 1.0)), "delay": float(spec.get("delay", 0.0)),
+            "probability": float(spec.get("probability", 1.0)),
+            "delay": float(spec.get("delay", 0.0)),
             "committed": bool(spec.get("committed", False)),
         }
         if fault["op"] not in OPERATIONS:
@@ -259,8 +275,7 @@ _JSON = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
 def md_to_json(md: MQMD) -> str:
     values = list(_MD_VALUES(md))
     if tuple(map(type, values)) != _MD_TYPES:
-        return _JSON.encode([value.hex() if name in _BYTE_FIELDS else value
-                             for name, value in zip(_MD_NAMES, values)])
+        return _JSON.encode([value.hex() if name in _BYTE_FIELDS else value for name, value in zip(_MD_NAMES, values)])
     for i in _MD_STR_AT:
         values[i] = encode_basestring_ascii(values[i])
     for i in _MD_BYTES_AT:
@@ -302,8 +317,9 @@ class SimQueueManager:
     that opens the file sees the same queues and faults.
     """
 
-    def __init__(self, path: str | os.PathLike, name: str = "SIM", config: Mapping | None = None,
-                 *, busy_timeout: float = 120.0):
+    def __init__(
+        self, path: str | os.PathLike, name: str = "SIM", config: Mapping | None = None, *, busy_timeout: float = 120.0
+    ):
         self.name = name
         self.busy_timeout = busy_timeout
         self._tempdir = None
@@ -361,8 +377,15 @@ class SimQueueManager:
                     continue
                 db.execute(
                     "INSERT OR REPLACE INTO queues VALUES (?,?,?,?,?,?,?)",
-                    (qmgr, name, spec["maxdepth"], spec["maxmsgl"], int(spec["put_inhibited"]),
-                     int(spec["get_inhibited"]), None if spec["authority"] is None else json.dumps(spec["authority"])),
+                    (
+                        qmgr,
+                        name,
+                        spec["maxdepth"],
+                        spec["maxmsgl"],
+                        int(spec["put_inhibited"]),
+                        int(spec["get_inhibited"]),
+                        None if spec["authority"] is None else json.dumps(spec["authority"]),
+                    ),
                 )
             db.execute("COMMIT")
         with closing(sqlite3.connect(self.faults_path, timeout=self.busy_timeout)) as fdb:
@@ -377,7 +400,7 @@ class SimQueueManager:
 
     # connections
 
-    def connect(self, user: str = DEFAULT_USER) -> "SimConnection":
+    def connect(self, user: str = DEFAULT_USER) -> SimConnection:
         """A new connection (MQCONNX) as ``user``; may fail with an injected ``connect`` fault."""
         return SimConnection(self, user)
 
@@ -399,7 +422,8 @@ class SimQueueManager:
         with closing(self._open()) as db:
             rows = db.execute(
                 f"SELECT {_MD}, {_BODY}, 0 FROM get_log m {_BODY_JOIN} WHERE m.qmgr=? AND m.queue=? ORDER BY m.seq",
-                (qmgr or self.name, queue)).fetchall()
+                (qmgr or self.name, queue),
+            ).fetchall()
         return [Message(_as_got(md_from_json(r[0]), r[2]), bytes(r[1])) for r in rows]
 
     def messages(self, queue: str, qmgr: str | None = None) -> list[Message]:
@@ -408,7 +432,8 @@ class SimQueueManager:
             rows = db.execute(
                 f"SELECT {_MD}, {_BODY}, m.backout_count FROM messages m {_BODY_JOIN} "
                 "WHERE m.qmgr=? AND m.queue=? AND m.state=0 ORDER BY m.id",
-                (qmgr or self.name, queue)).fetchall()
+                (qmgr or self.name, queue),
+            ).fetchall()
         return [Message(_as_got(md_from_json(r[0]), r[2]), bytes(r[1])) for r in rows]
 
     def define(self, queue: str, qmgr: str | None = None, **settings) -> None:
@@ -428,6 +453,7 @@ class SimQueueManager:
 def _upgrade(db: sqlite3.Connection) -> None:
     """Bring a file made by an earlier simulator up to this layout: the ``depths`` table and
     its trigger (see ``_DEPTHS``), the ``log_seq`` columns (see ``_BODY``)."""
+
     def work(db):
         if db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='depths'").fetchone() is None:
             for statement in _DEPTHS:
@@ -501,14 +527,18 @@ def _insert_puts(db: sqlite3.Connection, rows: list[tuple]) -> None:
     # so that each message row can point at its body's put_log row
     last = db.execute("SELECT seq FROM sqlite_sequence WHERE name='put_log'").fetchone()
     first = (last[0] if last else 0) + 1
-    db.executemany("INSERT INTO put_log (seq, qmgr, queue, md, data, user, connection, committed) "
-                   "VALUES (?,?,?,?,?,?,?,1)",
-                   [(first + i, r[0], r[1], r[6], r[3], r[7], r[8]) for i, r in enumerate(rows)])
-    db.executemany("INSERT INTO messages (qmgr, queue, md, data, msg_id, correl_id, state, log_seq) "
-                   "VALUES (?,?,?,X'',?,?,0,?)",
-                   [(r[0], r[1], r[2], r[4], r[5], first + i) for i, r in enumerate(rows)])
-    db.executemany("INSERT INTO depths VALUES (?,?,?) ON CONFLICT (qmgr, queue) DO UPDATE SET depth = depth + excluded.depth",
-                   [(*key, n) for key, n in collections.Counter(r[:2] for r in rows).items()])
+    db.executemany(
+        "INSERT INTO put_log (seq, qmgr, queue, md, data, user, connection, committed) VALUES (?,?,?,?,?,?,?,1)",
+        [(first + i, r[0], r[1], r[6], r[3], r[7], r[8]) for i, r in enumerate(rows)],
+    )
+    db.executemany(
+        "INSERT INTO messages (qmgr, queue, md, data, msg_id, correl_id, state, log_seq) VALUES (?,?,?,X'',?,?,0,?)",
+        [(r[0], r[1], r[2], r[4], r[5], first + i) for i, r in enumerate(rows)],
+    )
+    db.executemany(
+        "INSERT INTO depths VALUES (?,?,?) ON CONFLICT (qmgr, queue) DO UPDATE SET depth = depth + excluded.depth",
+        [(*key, n) for key, n in collections.Counter(r[:2] for r in rows).items()],
+    )
 
 
 def _stored_queue(db: sqlite3.Connection, qmgr: str, queue: str) -> tuple[QueueDef, int] | None:
@@ -516,7 +546,8 @@ def _stored_queue(db: sqlite3.Connection, qmgr: str, queue: str) -> tuple[QueueD
     row = db.execute(
         "SELECT q.maxdepth, q.maxmsgl, q.put_inhibited, q.get_inhibited, q.authority, d.depth FROM queues q "
         "LEFT JOIN depths d ON d.qmgr = q.qmgr AND d.queue = q.name WHERE q.qmgr=? AND q.name=?",
-        (qmgr, queue)).fetchone()
+        (qmgr, queue),
+    ).fetchone()
     if row is None:
         return None
     return QueueDef(row[0], row[1], bool(row[2]), bool(row[3]), json.loads(row[4]) if row[4] else None), row[5] or 0
@@ -533,7 +564,7 @@ def _as_got(md: MQMD, backout_count: int) -> MQMD:
 
 
 def _now_gmt() -> tuple[str, str]:
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     return now.strftime("%Y%m%d"), now.strftime("%H%M%S") + f"{now.microsecond // 10000:02d}"
 
 
@@ -690,8 +721,11 @@ class SimConnection:
         # By the rows this unit touched: a scan for state 1/2 would cost the whole table per
         # commit (a runmqdlq-like loop commits every message).
         got = sorted(self._got)
-        db.executemany("INSERT INTO get_log (qmgr, queue, md, data, connection, log_seq) "
-                       "SELECT qmgr, queue, md, data, ?, log_seq FROM messages WHERE id=?", [(self.id, i) for i in got])
+        db.executemany(
+            "INSERT INTO get_log (qmgr, queue, md, data, connection, log_seq) "
+            "SELECT qmgr, queue, md, data, ?, log_seq FROM messages WHERE id=?",
+            [(self.id, i) for i in got],
+        )
         db.executemany("DELETE FROM messages WHERE id=?", [(i,) for i in got])
         _insert_puts(db, self._put)
         db.execute("COMMIT")
@@ -713,8 +747,10 @@ class SimConnection:
             qdef = self._uow_queues[key][0]
             if _depth(db, *key) + n > qdef.maxdepth:
                 self._rollback()
-                raise MQError(reasons.MQRC_BACKED_OUT,
-                              f"unit of work backed out: {key[1]} filled up (MAXDEPTH {qdef.maxdepth}) before its commit")
+                raise MQError(
+                    reasons.MQRC_BACKED_OUT,
+                    f"unit of work backed out: {key[1]} filled up (MAXDEPTH {qdef.maxdepth}) before its commit",
+                )
 
     def _queue_for_use(self, qmgr: str, queue: str) -> tuple[QueueDef, int]:
         """A queue's definition and CURDEPTH for MQOPEN or a unit's first put to it. Outside
@@ -750,8 +786,10 @@ class SimConnection:
         if qmgr in ("", self.qmgr_name):
             return self.qmgr_name
         if not qmgr.isascii():
-            raise MQError(reasons.MQRC_UNKNOWN_REMOTE_Q_MGR,
-                          f"queue manager {qmgr!r} cannot exist: MQ names are A-Z a-z 0-9 . / _ %")
+            raise MQError(
+                reasons.MQRC_UNKNOWN_REMOTE_Q_MGR,
+                f"queue manager {qmgr!r} cannot exist: MQ names are A-Z a-z 0-9 . / _ %",
+            )
         remotes = self._config["remote_qmgrs"]
         if qmgr in remotes or "*" in remotes:
             return qmgr
@@ -764,8 +802,10 @@ class SimConnection:
         """The queue's definition and CURDEPTH in one statement (a put needs both: one SQLite
         round trip fewer per put, about 10 µs of the simulator's own cost)."""
         if not queue.isascii():  # e.g. a Latin-1 ReplyToQ's exact bytes: no queue can have that name
-            raise MQError(reasons.MQRC_UNKNOWN_OBJECT_NAME,
-                          f"queue {queue!r} cannot exist on {qmgr}: MQ names are A-Z a-z 0-9 . / _ %")
+            raise MQError(
+                reasons.MQRC_UNKNOWN_OBJECT_NAME,
+                f"queue {queue!r} cannot exist on {qmgr}: MQ names are A-Z a-z 0-9 . / _ %",
+            )
         found = _stored_queue(db, qmgr, queue)
         if found is not None:
             return found
@@ -794,8 +834,9 @@ class SimConnection:
         self._db.close()
         self._db = None
 
-    def open_for_put(self, q: str, qmgr: str = "", *, set_all_context: bool = True,
-                     alternate_user: str | None = None) -> PutHandle:
+    def open_for_put(
+        self, q: str, qmgr: str = "", *, set_all_context: bool = True, alternate_user: str | None = None
+    ) -> PutHandle:
         self._usable()
         self._fault("open", q)
         target = self._resolve_qmgr(qmgr)
@@ -807,8 +848,9 @@ class SimConnection:
             self._check(qdef, q, "setall", alternate_user)
         return PutHandle(q, (qmgr or "").rstrip(" "), set_all_context, alternate_user, token=target)
 
-    def put(self, handle: PutHandle, md: MQMD, data: bytes, *, syncpoint: bool = True,
-            asynchronous: bool = False) -> None:
+    def put(
+        self, handle: PutHandle, md: MQMD, data: bytes, *, syncpoint: bool = True, asynchronous: bool = False
+    ) -> None:
         """MQPUT. ``asynchronous`` (MQPMO_ASYNC_RESPONSE): no wait for the answer (no latency)
         and a failure other than a broken connection is not raised but counted for
         `async_status`; the message is then not put, as on a queue manager."""
@@ -843,15 +885,30 @@ class SimConnection:
         if not handle.set_all_context:
             date, time_ = _now_gmt()
             stored = stored.replace(
-                user_id=self.user[:12].ljust(12), accounting_token=b"\x00" * 32, appl_identity_data=" " * 32,
-                put_appl_type=MQAT_UNIX, put_appl_name=_SIM_APPL_NAME.ljust(28), put_date=date, put_time=time_,
-                appl_origin_data=" " * 4)
+                user_id=self.user[:12].ljust(12),
+                accounting_token=b"\x00" * 32,
+                appl_identity_data=" " * 32,
+                put_appl_type=MQAT_UNIX,
+                put_appl_name=_SIM_APPL_NAME.ljust(28),
+                put_date=date,
+                put_time=time_,
+                appl_origin_data=" " * 4,
+            )
         given = md_to_json(md)
         stored_json = "" if stored is md else md_to_json(stored)  # "": as given (see _MD)
         key = (handle.token, handle.queue)
-        row = (*key, stored_json, data, stored.msg_id, stored.correl_id, given,
-               _readable((handle.alternate_user or self.user).strip()), self.id)
+        row = (
+            *key,
+            stored_json,
+            data,
+            stored.msg_id,
+            stored.correl_id,
+            given,
+            _readable((handle.alternate_user or self.user).strip()),
+            self.id,
+        )
         if not syncpoint:
+
             def work(db):
                 _admit(*self._queue_depth(db, *key, define=True), handle.queue, data, self._config["qmgr_maxmsgl"])
                 _insert_puts(db, [row])
@@ -893,8 +950,16 @@ class SimConnection:
         if owed:
             time.sleep(owed)
 
-    def mqget(self, q: str, *, max_length: int, browse: str | None = None, msg_id: bytes | None = None,
-              correl_id: bytes | None = None, syncpoint: bool = True) -> Message:
+    def mqget(
+        self,
+        q: str,
+        *,
+        max_length: int,
+        browse: str | None = None,
+        msg_id: bytes | None = None,
+        correl_id: bytes | None = None,
+        syncpoint: bool = True,
+    ) -> Message:
         """One MQGET, faithfully: ``browse`` "first"/"next" moves this connection's browse
         cursor on ``q``; otherwise destructive. 2033 when nothing matches; 2080 (with the real
         length in ``data_length``) when the data exceeds ``max_length``, cursor and message
@@ -908,8 +973,10 @@ class SimConnection:
         # by MsgId: SQLite would otherwise walk the queue's index in id order to find it,
         # O(depth) per get (a 100,000-message reference run spent most of its time there)
         table = "messages m INDEXED BY messages_by_msg_id" if msg_id is not None else "messages m"
-        sql = (f"SELECT m.id, {_MD}, {_BODY}, m.backout_count FROM {table} {_BODY_JOIN} "
-               "WHERE m.qmgr=? AND m.queue=? AND m.state=0")
+        sql = (
+            f"SELECT m.id, {_MD}, {_BODY}, m.backout_count FROM {table} {_BODY_JOIN} "
+            "WHERE m.qmgr=? AND m.queue=? AND m.state=0"
+        )
         args: list = [self.qmgr_name, q]
         if browse:
             after = 0 if browse == "first" else self._cursors.get(q, 0)
@@ -926,8 +993,11 @@ class SimConnection:
                 raise MQError(reasons.MQRC_NO_MSG_AVAILABLE, f"no message on {q}")
             data = bytes(row[2])
             if len(data) > max_length:
-                raise MQError(reasons.MQRC_TRUNCATED_MSG_FAILED, f"{len(data)} bytes do not fit {max_length}",
-                              data_length=len(data))
+                raise MQError(
+                    reasons.MQRC_TRUNCATED_MSG_FAILED,
+                    f"{len(data)} bytes do not fit {max_length}",
+                    data_length=len(data),
+                )
             return row[0], Message(_as_got(md_from_json(row[1]), row[3]), data)
 
         if browse:
@@ -939,8 +1009,11 @@ class SimConnection:
             ident, message = select(d)
             d.execute("UPDATE messages SET state=2 WHERE id=?", (ident,))
             if not syncpoint:
-                d.execute("INSERT INTO get_log (qmgr, queue, md, data, connection, log_seq) "
-                          "SELECT qmgr, queue, md, data, ?, log_seq FROM messages WHERE id=?", (self.id, ident))
+                d.execute(
+                    "INSERT INTO get_log (qmgr, queue, md, data, connection, log_seq) "
+                    "SELECT qmgr, queue, md, data, ?, log_seq FROM messages WHERE id=?",
+                    (self.id, ident),
+                )
                 d.execute("DELETE FROM messages WHERE id=?", (ident,))
             return ident, message
 
@@ -954,7 +1027,7 @@ class SimConnection:
         mode = "first"
         while True:
             try:
-                message = read_whole(lambda n: self.mqget(q, max_length=n, browse=mode), buffer_size)
+                message = read_whole(lambda n, mode=mode: self.mqget(q, max_length=n, browse=mode), buffer_size)
             except MQError as exc:
                 if exc.reason == reasons.MQRC_NO_MSG_AVAILABLE:
                     return
@@ -962,10 +1035,18 @@ class SimConnection:
             mode = "next"
             yield message
 
-    def get(self, q: str, *, msg_id: bytes | None = None, correl_id: bytes | None = None,
-            syncpoint: bool = True, buffer_size: int = DEFAULT_BUFFER) -> Message:
-        return read_whole(lambda n: self.mqget(q, max_length=n, msg_id=msg_id, correl_id=correl_id,
-                                               syncpoint=syncpoint), buffer_size)
+    def get(
+        self,
+        q: str,
+        *,
+        msg_id: bytes | None = None,
+        correl_id: bytes | None = None,
+        syncpoint: bool = True,
+        buffer_size: int = DEFAULT_BUFFER,
+    ) -> Message:
+        return read_whole(
+            lambda n: self.mqget(q, max_length=n, msg_id=msg_id, correl_id=correl_id, syncpoint=syncpoint), buffer_size
+        )
 
     def dead_letter_queue(self) -> str:
         """The queue manager's DEADQ attribute (MQINQ MQCA_DEAD_LETTER_Q_NAME), blanks removed."""

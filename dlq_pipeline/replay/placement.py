@@ -13,7 +13,7 @@ queues would share connections less evenly, nothing else.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 _MASK = 0xFFFFFFFF
 SPARK_HASH_SEED = 42  # the seed of Spark's `hash()` and of its hash partitioning

@@ -1,12 +1,15 @@
 """Replay targets: where replayed messages go. Every target hands the writer the same
 `Connection` interface, through `Target.partition` (one connector per Spark partition).
 
-| spec | target | checkpoints |
-|---|---|---|
-| ``dry-run`` | nothing is put; every RETRY/FWD is recorded ``dry_run`` | no (no side effects) |
-| ``dir:PATH`` | dmpmqmsg files ``PATH/<run>/<qmgr>/<queue>.dmp`` that ``dmpmqmsg -o QUEUE -f FILE`` loads | yes: the record of what each partition published (`DumpSink`) |
-| ``sim:NAME`` | the simulated queue manager in ``WAREHOUSE/_sim/NAME.sqlite`` (``sim:`` = ``SIM``) | yes |
-| ``mq:QMGR`` | a real queue manager, client settings from ``[mq.qmgrs.QMGR]`` | yes |
+``dry-run``
+    nothing is put; every RETRY/FWD is recorded ``dry_run``; no checkpoints (no side effects)
+``dir:PATH``
+    dmpmqmsg files ``PATH/<run>/<qmgr>/<queue>.dmp`` that ``dmpmqmsg -o QUEUE -f FILE`` loads;
+    checkpoints: the record of what each partition published (`DumpSink`)
+``sim:NAME``
+    the simulated queue manager in ``WAREHOUSE/_sim/NAME.sqlite`` (``sim:`` = ``SIM``); checkpoints
+``mq:QMGR``
+    a real queue manager, client settings from ``[mq.qmgrs.QMGR]``; checkpoints
 
 File names come from queue names, and ``&REPLYQ`` takes those from message content, so
 `safe_file_name` turns any name into one safe path component (see its doc).
@@ -22,10 +25,11 @@ import re
 import shutil
 import tempfile
 import uuid
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, NamedTuple
+from typing import NamedTuple
 
 from dlq_pipeline.dumps import files
 from dlq_pipeline.dumps.dmpmqmsg import DumpLayout, write_dump
@@ -48,8 +52,11 @@ MQRC_MD_ERROR = 2026
 _MQ_NAME = re.compile(r"[A-Za-z0-9._%]{1,48}")
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _KEEP = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%")
-_DEVICES = frozenset({"CON", "PRN", "AUX", "NUL", "CLOCK$", "CONIN$", "CONOUT$"}
-                     | {f"COM{i}" for i in range(10)} | {f"LPT{i}" for i in range(10)})
+_DEVICES = frozenset(
+    {"CON", "PRN", "AUX", "NUL", "CLOCK$", "CONIN$", "CONOUT$"}
+    | {f"COM{i}" for i in range(10)}
+    | {f"LPT{i}" for i in range(10)}
+)
 
 
 class TargetError(ValueError):
@@ -214,7 +221,7 @@ class DumpSink:
         self.progress = StagedCheckpoint(checkpoint)
         self.files: dict[tuple[str, str], Path] = {}
         self.counts: dict[tuple[str, str], int] = {}
-        self.hashes: dict[tuple[str, str], "hashlib._Hash"] = {}
+        self.hashes: dict[tuple[str, str], hashlib._Hash] = {}
 
     @property
     def writer_checkpoint(self) -> StagedCheckpoint:
@@ -255,8 +262,15 @@ class DumpSink:
             if not files.write_file(written, str(local), mode=self.mode, dir_mode=dir_modes(self.mode), move=True):
                 raise RuntimeError(f"{written} exists already: another attempt of this partition is running")
             local.unlink()
-            entries.append({"file": final, "staged": written, "sha256": self.hashes[key].hexdigest(),
-                            "messages": self.counts[key], "keys": keys.get(shown, [])})
+            entries.append(
+                {
+                    "file": final,
+                    "staged": written,
+                    "sha256": self.hashes[key].hexdigest(),
+                    "messages": self.counts[key],
+                    "keys": keys.get(shown, []),
+                }
+            )
         crash_point("dir-files-written")
         if entries or rows:
             self.checkpoint.record(rows, next_batch=staged.next_batch, breakers=staged.breakers, publish=entries)
@@ -367,7 +381,7 @@ class Partition(NamedTuple):
     """One partition's connector, and the checkpoint its writer records progress in."""
 
     connect: Callable[[], Connection]
-    checkpoint: "Checkpoint | StagedCheckpoint | None"
+    checkpoint: Checkpoint | StagedCheckpoint | None
 
 
 @dataclass(frozen=True)
@@ -454,8 +468,10 @@ def local_warehouse(path: str, needs: str = "the simulated queue managers (sim:)
     try:
         return local_dir(path)
     except PathError:
-        raise TargetError(f"{needs} need storage.path to be a file system path every executor can open (local, "
-                          f"NFS, /dbfs), not {path!r}") from None
+        raise TargetError(
+            f"{needs} need storage.path to be a file system path every executor can open (local, "
+            f"NFS, /dbfs), not {path!r}"
+        ) from None
 
 
 def parse_target(spec: str) -> tuple[str, str]:
@@ -474,8 +490,14 @@ def parse_target(spec: str) -> tuple[str, str]:
     return kind, arg
 
 
-def open_target(spec: str, *, warehouse: str | os.PathLike, qmgrs: Mapping[str, Mapping] | None = None,
-                file_mode: int = FILE_MODE, webhdfs: str = "") -> Target:
+def open_target(
+    spec: str,
+    *,
+    warehouse: str | os.PathLike,
+    qmgrs: Mapping[str, Mapping] | None = None,
+    file_mode: int = FILE_MODE,
+    webhdfs: str = "",
+) -> Target:
     """The `Target` for ``spec``; ``warehouse`` holds ``_sim/`` (a file system path);
     ``qmgrs`` are the client settings per queue manager (``[mq.qmgrs]``) an ``mq:`` target
     needs; ``file_mode`` the ``dir:`` files' permissions; ``webhdfs`` the NameNode's HTTP
@@ -493,5 +515,7 @@ def open_target(spec: str, *, warehouse: str | os.PathLike, qmgrs: Mapping[str, 
         return Target(spec, kind, location=str(where / "_sim" / f"{arg}.sqlite"), name=arg)
     qmgrs = qmgrs or {}
     if arg not in qmgrs:
-        raise TargetError(f"target mq:{arg} needs a [mq.qmgrs.{arg}] table (channel, conn_name, ...) in the configuration")
+        raise TargetError(
+            f"target mq:{arg} needs a [mq.qmgrs.{arg}] table (channel, conn_name, ...) in the configuration"
+        )
     return Target(spec, kind, location=arg, settings=dict(qmgrs[arg]))

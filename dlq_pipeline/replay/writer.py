@@ -59,14 +59,14 @@ import os
 import re
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
 
 from dlq_pipeline.clock import as_utc, epoch_micros, from_epoch, from_epoch_micros, iso_z
+from dlq_pipeline.dumps import files
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, MQError, PutHandle, puts_asynchronously
-from dlq_pipeline.dumps import files
 from dlq_pipeline.replay.rebuild import RebuildError, rebuild
 from dlq_pipeline.settings import ReplaySettings
 from dlq_pipeline.tables import PUT_ACTIONS, stored_text
@@ -193,7 +193,7 @@ class Checkpoint:
         self._next: int | None = None  # the number of the next record
 
     @classmethod
-    def for_partition(cls, root: str | os.PathLike, run_id: str, partition_id: int) -> "Checkpoint":
+    def for_partition(cls, root: str | os.PathLike, run_id: str, partition_id: int) -> Checkpoint:
         if not run_id or "/" in run_id or "\\" in run_id or run_id.startswith("."):
             raise ValueError(f"run id {run_id!r} cannot name a checkpoint directory")
         return cls(files.join(os.fspath(root), run_id, f"partition-{partition_id:05d}"))
@@ -238,8 +238,13 @@ class Checkpoint:
                 if value[n] is not None:
                     value[n] = epoch_micros(value[n])
             values.append(value)
-        record = {"next_batch": next_batch, "breakers": breakers, "columns": columns, "epoch_us": _TIME_COLUMNS,
-                  "rows": values}
+        record = {
+            "next_batch": next_batch,
+            "breakers": breakers,
+            "columns": columns,
+            "epoch_us": _TIME_COLUMNS,
+            "rows": values,
+        }
         if publish is not None:
             record["publish"] = publish
         self._append(record)
@@ -255,8 +260,10 @@ class Checkpoint:
             self._records()
         name = files.join(self.path, f"{self._next:08d}.json")
         if not files.write_file(name, json.dumps(record, separators=(",", ":")).encode()):
-            raise RuntimeError(f"checkpoint record {name} exists already: another attempt of this partition is "
-                               "running at the same time")
+            raise RuntimeError(
+                f"checkpoint record {name} exists already: another attempt of this partition is "
+                "running at the same time"
+            )
         self._next += 1
 
 
@@ -287,8 +294,9 @@ class _Breaker:
 
 
 class _Writer:
-    def __init__(self, connect, settings: ReplaySettings, run_id, partition_id, checkpoint, clock, sleep, now,
-                 on_commit):
+    def __init__(
+        self, connect, settings: ReplaySettings, run_id, partition_id, checkpoint, clock, sleep, now, on_commit
+    ):
         self.connect_fn, self.settings = connect, settings
         self.run_id, self.partition_id = run_id, partition_id
         self.checkpoint, self.clock, self.sleep, self.on_commit = checkpoint, clock, sleep, on_commit
@@ -310,25 +318,41 @@ class _Writer:
 
     # rows
 
-    def row(self, item: WorkItem, outcome: str, *, reason: int | None = None, text: str | None = None,
-            started: dt.datetime | None = None, batch_id: int | None = None) -> dict:
+    def row(
+        self,
+        item: WorkItem,
+        outcome: str,
+        *,
+        reason: int | None = None,
+        text: str | None = None,
+        started: dt.datetime | None = None,
+        batch_id: int | None = None,
+    ) -> dict:
         finished = utc_from_epoch(self.clock())
         puts = item.action in PUT_ACTIONS
         row = {
-            "run_id": self.run_id, "message_key": item.message_key, "action": item.action,
-            "rule_line": item.rule_line, "attempt": item.attempt,
+            "run_id": self.run_id,
+            "message_key": item.message_key,
+            "action": item.action,
+            "rule_line": item.rule_line,
+            "attempt": item.attempt,
             "target_q": stored_text(item.target_q) if puts else None,
             "target_qmgr": stored_text(item.target_qmgr) if puts else None,
-            "outcome": outcome, "reason_code": reason, "error_text": stored_text(text),  # may name a target
-            "started_at": started or finished, "finished_at": finished,
-            "partition_id": self.partition_id, "batch_id": batch_id,
+            "outcome": outcome,
+            "reason_code": reason,
+            "error_text": stored_text(text),  # may name a target
+            "started_at": started or finished,
+            "finished_at": finished,
+            "partition_id": self.partition_id,
+            "batch_id": batch_id,
         }
         self.unrecorded.append(row)
         return row
 
     def failed(self, p: _Pending, exc: MQError) -> dict:
-        return self.row(p.item, "failed", reason=exc.reason, text=str(exc), started=p.started_at,
-                        batch_id=self.batch_id)
+        return self.row(
+            p.item, "failed", reason=exc.reason, text=str(exc), started=p.started_at, batch_id=self.batch_id
+        )
 
     # connection
 
@@ -362,8 +386,14 @@ class _Writer:
                 return
             self.losses += 1
             delay = min(self.settings.backoff_max, self.settings.backoff_initial * 2 ** (self.losses - 1))
-            log.warning("partition %s: %s; reconnecting in %.1fs (%d/%d)", self.partition_id, last, delay,
-                        self.losses, self.settings.reconnect_attempts)
+            log.warning(
+                "partition %s: %s; reconnecting in %.1fs (%d/%d)",
+                self.partition_id,
+                last,
+                delay,
+                self.losses,
+                self.settings.reconnect_attempts,
+            )
             self.sleep(delay)
             try:
                 self.conn = self.connect_fn()
@@ -384,8 +414,10 @@ class _Writer:
         key = self.queue_key(p.item)
         breaker = self.breakers.get(key)
         if breaker is not None and breaker.open:
-            return (f"circuit breaker open for {key[1]} after {breaker.failures} consecutive transient failures "
-                    f"(last {reasons.describe(breaker.reason)}); not attempted")
+            return (
+                f"circuit breaker open for {key[1]} after {breaker.failures} consecutive transient failures "
+                f"(last {reasons.describe(breaker.reason)}); not attempted"
+            )
         if self.settings.depth_check:
             if key not in self.depths:
                 try:
@@ -396,8 +428,10 @@ class _Writer:
                     self.depths[key] = None  # cannot inquire (remote queue, no inq authority): unknown
             depth = self.depths[key]
             if depth is not None and depth[1] > 0 and depth[0] + 1 > self.settings.depth_headroom * depth[1]:
-                return (f"{key[1]} holds {depth[0]} of MAXDEPTH {depth[1]}, above the "
-                        f"{self.settings.depth_headroom:.0%} headroom; not attempted")
+                return (
+                    f"{key[1]} holds {depth[0]} of MAXDEPTH {depth[1]}, above the "
+                    f"{self.settings.depth_headroom:.0%} headroom; not attempted"
+                )
         return None
 
     def note(self, p: _Pending, exc: MQError | None) -> None:
@@ -531,8 +565,7 @@ class _Writer:
                 self.note(p, None)
         self.resending = False
         batch = self.take_batch()
-        rows = [self.row(p.item, "delivered", reason=0, started=p.started_at, batch_id=self.batch_id)
-                for p in batch]
+        rows = [self.row(p.item, "delivered", reason=0, started=p.started_at, batch_id=self.batch_id) for p in batch]
         self.batch_id += 1
         self.losses = 0
         self.depths.clear()
@@ -555,8 +588,12 @@ class _Writer:
             return True
         if not status.failed:
             return False
-        log.info("partition %s: %d of the batch's asynchronous puts failed (first: %s); putting it again "
-                 "synchronously", self.partition_id, status.failed, reasons.describe(status.reason))
+        log.info(
+            "partition %s: %d of the batch's asynchronous puts failed (first: %s); putting it again synchronously",
+            self.partition_id,
+            status.failed,
+            reasons.describe(status.reason),
+        )
         return True
 
     def save(self) -> None:
@@ -639,8 +676,9 @@ def replay_partition(
     is called with the number of batches committed so far, after each checkpoint write (tests
     and rehearsals use it to inject crashes).
     """
-    writer = _Writer(connect, settings, run_id, partition_id, checkpoint, clock, sleep,
-                     now or utc_from_epoch(clock()), on_commit)
+    writer = _Writer(
+        connect, settings, run_id, partition_id, checkpoint, clock, sleep, now or utc_from_epoch(clock()), on_commit
+    )
     done = checkpoint.load() if checkpoint is not None else CheckpointState()
     writer.restore(done)
     seen: set[str] = set()
@@ -648,8 +686,9 @@ def replay_partition(
     try:
         for item in items:
             if item.message_key in seen:
-                log.warning("partition %s: message %s appears twice; the second is skipped",
-                            partition_id, item.message_key)
+                log.warning(
+                    "partition %s: message %s appears twice; the second is skipped", partition_id, item.message_key
+                )
                 continue
             seen.add(item.message_key)
             if item.message_key in done.rows:

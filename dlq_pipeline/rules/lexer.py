@@ -90,10 +90,15 @@ def split_entries(text: str) -> tuple[list[Entry], list[Problem]]:
             continue
         significant = line.rstrip(BLANKS)
         if len(significant) > MAX_LINE:
-            problems.append(Problem(
-                (number, MAX_LINE + 1), "warning", "line_too_long",
-                f"line is {len(significant)} characters long; IBM's limit is {MAX_LINE}"
-                " (continue the entry with '+' on the next line)"))
+            problems.append(
+                Problem(
+                    (number, MAX_LINE + 1),
+                    "warning",
+                    "line_too_long",
+                    f"line is {len(significant)} characters long; IBM's limit is {MAX_LINE}"
+                    " (continue the entry with '+' on the next line)",
+                )
+            )
         start = 0 if continuation == "-" else first
         stop = len(significant)
         if significant[-1] in "+-":
@@ -109,9 +114,14 @@ def split_entries(text: str) -> tuple[list[Entry], list[Problem]]:
         if continuation is None:
             flush()
     if continuation is not None:
-        problems.append(Problem(
-            continued_at, "error", "continuation_at_eof",
-            f"the entry continues ('{continuation}') but the file ends"))
+        problems.append(
+            Problem(
+                continued_at,
+                "error",
+                "continuation_at_eof",
+                f"the entry continues ('{continuation}') but the file ends",
+            )
+        )
         flush()
     return entries, problems
 
@@ -148,9 +158,12 @@ def tokenize(entry: Entry) -> tuple[list[Item], list[Problem]]:
             separated = True
             continue
         if char == "*":
-            problem(index, "unexpected_text",
-                    "'*' does not start a keyword: there are no inline comments; a comment"
-                    " is a line of its own starting with '*'")
+            problem(
+                index,
+                "unexpected_text",
+                "'*' does not start a keyword: there are no inline comments; a comment"
+                " is a line of its own starting with '*'",
+            )
             break
         if char in "()'":
             problem(index, "unexpected_text", f"unexpected {char!r}: expected a keyword")
@@ -158,8 +171,7 @@ def tokenize(entry: Entry) -> tuple[list[Item], list[Problem]]:
             separated = False
             continue
         if not separated:
-            problem(index, "missing_separator",
-                    "items must be separated by a blank or a comma")
+            problem(index, "missing_separator", "items must be separated by a blank or a comma")
         separated = False
         end = _find_any(text, index, SEPARATORS + "()'")
         keyword, keyword_at = text[index:end], entry.position(index)
@@ -220,14 +232,15 @@ def _value(entry: Entry, open_paren: int) -> tuple[tuple, int, list[Problem]]:
         bad = _find_any(raw, 0, SEPARATORS)
         if bad < len(raw):
             what = "a comma" if raw[bad] == "," else "a blank"
-            problem(start, "bad_value",
-                    f"unquoted value {raw!r} contains {what}: quote it ('{raw}')")
+            problem(start, "bad_value", f"unquoted value {raw!r} contains {what}: quote it ('{raw}')")
             return (raw, False, value_at, True), stop + 1, problems
         return (raw, False, value_at, False), stop + 1, problems
     if stop < len(text) and text[stop] == "'":
-        problem(start, "bad_value",
-                "a quote inside an unquoted value: quote the whole value and double"
-                " the inner quote ('O''BRIEN')")
+        problem(
+            start,
+            "bad_value",
+            "a quote inside an unquoted value: quote the whole value and double the inner quote ('O''BRIEN')",
+        )
         resume = text.find(")", stop)
         return (raw, False, value_at, True), len(text) if resume < 0 else resume + 1, problems
     problem(open_paren, "unclosed_paren", "this '(' is never closed")

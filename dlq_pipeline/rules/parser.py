@@ -146,9 +146,11 @@ def parse_rules(text: str, path: str = "<string>") -> RulesTable:
     _warn_shadowed(rules, rule_starts, report)
     if last_rule_valid and not _is_catch_all(rules[-1]):
         report.warning(
-            rule_starts[rules[-1].index], "no_catch_all",
+            rule_starts[rules[-1].index],
+            "no_catch_all",
             "the last rule is not a catch-all, so messages no rule takes stay on the DLQ;"
-            f" end the table with a rule such as {CATCH_ALL_EXAMPLE}")
+            f" end the table with a rule such as {CATCH_ALL_EXAMPLE}",
+        )
     return RulesTable(path, control, tuple(rules), report.in_order())
 
 
@@ -161,8 +163,9 @@ def _not_text(data: bytes) -> tuple[int, str] | None:
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        problems.append((exc.start, f"not UTF-8 or ASCII text: byte 0x{data[exc.start]:02X}"
-                                    f" at byte offset {exc.start}"))
+        problems.append(
+            (exc.start, f"not UTF-8 or ASCII text: byte 0x{data[exc.start]:02X} at byte offset {exc.start}")
+        )
     return min(problems) if problems else None
 
 
@@ -181,38 +184,37 @@ def _is_control_entry(items: list[Item]) -> bool:
     return bool(known) and all(keyword in CONTROL_KEYWORDS for keyword in known)
 
 
-def _keywords(items: list[Item], allowed: tuple[str, ...], report: _Report,
-              misplaced: str) -> dict[str, Item]:
+def _keywords(items: list[Item], allowed: tuple[str, ...], report: _Report, misplaced: str) -> dict[str, Item]:
     """The usable items of an entry by keyword; unknown, duplicated, misplaced keywords and
     keywords without a value are reported here."""
     seen: dict[str, Item] = {}
     for item in items:
         keyword = fold(item.keyword)
         if keyword not in ALL_KEYWORDS:
-            report.error(item.keyword_at, "unknown_keyword",
-                         _unknown_keyword_message(item.keyword, allowed))
+            report.error(item.keyword_at, "unknown_keyword", _unknown_keyword_message(item.keyword, allowed))
             continue
         if keyword in seen:
             line, col = seen[keyword].keyword_at
-            report.error(item.keyword_at, "duplicate_keyword",
-                         f"{keyword} is written twice in this entry (first at line {line},"
-                         f" column {col})")
+            report.error(
+                item.keyword_at,
+                "duplicate_keyword",
+                f"{keyword} is written twice in this entry (first at line {line}, column {col})",
+            )
             continue
         seen[keyword] = item
         if keyword not in allowed:
             report.error(item.keyword_at, "control_keyword_in_rule", misplaced.format(keyword))
         elif item.value is None:
-            report.error(item.keyword_at, "missing_value",
-                         f"{keyword} needs a value in parentheses: {keyword}(value)")
-    return {k: item for k, item in seen.items()
-            if k in allowed and item.value is not None and not item.broken}
+            report.error(item.keyword_at, "missing_value", f"{keyword} needs a value in parentheses: {keyword}(value)")
+    return {k: item for k, item in seen.items() if k in allowed and item.value is not None and not item.broken}
 
 
 def _unknown_keyword_message(written: str, allowed: tuple[str, ...]) -> str:
     """Suggest the nearest keyword valid in this entry (so RETRIES gives RETRY in a rule,
     not RETRYINT), else the nearest of all."""
-    guess = (difflib.get_close_matches(fold(written), allowed, n=1, cutoff=0.6)
-             or difflib.get_close_matches(fold(written), ALL_KEYWORDS, n=1, cutoff=0.6))
+    guess = difflib.get_close_matches(fold(written), allowed, n=1, cutoff=0.6) or difflib.get_close_matches(
+        fold(written), ALL_KEYWORDS, n=1, cutoff=0.6
+    )
     hint = f" (did you mean {guess[0]}?)" if guess else ""
     return f"unknown keyword {written!r}{hint}; keywords are written in full"
 
@@ -231,16 +233,18 @@ def _control(entry: Entry, items: list[Item], report: _Report) -> ControlData:
     )
 
 
-def _rule(entry: Entry, items: list[Item], index: int, report: _Report,
-          lexically_sound: bool = True) -> Rule | None:
+def _rule(entry: Entry, items: list[Item], index: int, report: _Report, lexically_sound: bool = True) -> Rule | None:
     """A Rule, or None when the entry cannot make one (its errors are reported).
 
     ``missing_action`` is not reported for an entry with lexical errors: an unclosed quote
     or parenthesis may have swallowed the ACTION, and the error already points there."""
     written = {fold(item.keyword): item for item in reversed(items)}
     only_control = all(k in CONTROL_KEYWORDS for k in written if k in ALL_KEYWORDS)
-    misplaced = ("{} is control data: it may appear only in the first entry, on its own"
-                 if only_control else "{} is control data: it may not appear in a rule")
+    misplaced = (
+        "{} is control data: it may appear only in the first entry, on its own"
+        if only_control
+        else "{} is control data: it may not appear in a rule"
+    )
     present = _keywords(items, RULE_KEYWORDS, report, misplaced)
     values: dict[str, str | int | None] = {}
     for keyword, item in present.items():
@@ -248,24 +252,33 @@ def _rule(entry: Entry, items: list[Item], index: int, report: _Report,
 
     if "ACTION" not in written:
         if lexically_sound and not (only_control and any(k in CONTROL_KEYWORDS for k in written)):
-            report.error(entry.position(0), "missing_action",
-                         "this rule has no ACTION: write ACTION(DISCARD|IGNORE|RETRY|FWD)")
+            report.error(
+                entry.position(0), "missing_action", "this rule has no ACTION: write ACTION(DISCARD|IGNORE|RETRY|FWD)"
+            )
         return None
     action = values.get("ACTION")
     if action is None:
         return None
     if action == "FWD" and "FWDQ" not in written:
-        report.error(written["ACTION"].keyword_at, "fwd_without_fwdq",
-                     "ACTION(FWD) needs FWDQ(queue) to say where to forward the message")
+        report.error(
+            written["ACTION"].keyword_at,
+            "fwd_without_fwdq",
+            "ACTION(FWD) needs FWDQ(queue) to say where to forward the message",
+        )
     if action != "FWD":
         for keyword in FWD_ONLY_KEYWORDS:
             if keyword in written:
-                report.error(written[keyword].keyword_at, "fwd_only_keyword",
-                             f"{keyword} is valid only with ACTION(FWD); this rule's action"
-                             f" is {action}")
+                report.error(
+                    written[keyword].keyword_at,
+                    "fwd_only_keyword",
+                    f"{keyword} is valid only with ACTION(FWD); this rule's action is {action}",
+                )
     if action in ("IGNORE", "DISCARD") and "RETRY" in present:
-        report.warning(present["RETRY"].keyword_at, "retry_has_no_effect",
-                       f"RETRY has no effect with ACTION({action}), which cannot fail")
+        report.warning(
+            present["RETRY"].keyword_at,
+            "retry_has_no_effect",
+            f"RETRY has no effect with ACTION({action}), which cannot fail",
+        )
     if any(v is None for v in values.values()):
         return None
     return Rule(
@@ -296,8 +309,7 @@ def _control_value(keyword: str, item: Item, report: _Report) -> str | int | Non
         return wait
     if _DIGITS.fullmatch(wait) or _NEGATIVE.fullmatch(wait) or _has_wildcard(wait):
         return _count(keyword, item, 0, report)
-    report.error(item.value_at, "bad_choice",
-                 f"WAIT takes YES, NO or a number of seconds, not {item.value!r}")
+    report.error(item.value_at, "bad_choice", f"WAIT takes YES, NO or a number of seconds, not {item.value!r}")
     return None
 
 
@@ -319,9 +331,11 @@ def _rule_value(keyword: str, item: Item, report: _Report) -> str | int | None:
 def _has_value(keyword: str, item: Item, report: _Report) -> bool:
     if item.value == "":
         hint = "; * alone means any value" if keyword in PATTERN_FIELDS else ""
-        report.error(item.value_at, "empty_value",
-                     f"{keyword} has an empty value: a value needs at least one significant"
-                     f" character (' ' is one blank){hint}")
+        report.error(
+            item.value_at,
+            "empty_value",
+            f"{keyword} has an empty value: a value needs at least one significant character (' ' is one blank){hint}",
+        )
         return False
     return True
 
@@ -344,11 +358,12 @@ def _pattern_string(keyword: str, item: Item, max_length: int, report: _Report) 
         hint = ""
         found = constants.lookup(value) if _SYMBOL.fullmatch(value) else None
         if keyword == "FORMAT" and found is not None and found[0] == "MQFMT":
-            hint = (f"; FORMAT takes the format name itself: {value} is"
-                    f" FORMAT({str(found[1]).rstrip()})")
-        report.error(item.value_at, "value_too_long",
-                     f"{keyword} value is {length} characters long (not counting '*');"
-                     f" the field holds {max_length}{hint}")
+            hint = f"; FORMAT takes the format name itself: {value} is FORMAT({str(found[1]).rstrip()})"
+        report.error(
+            item.value_at,
+            "value_too_long",
+            f"{keyword} value is {length} characters long (not counting '*'); the field holds {max_length}{hint}",
+        )
         return None
     return value
 
@@ -358,15 +373,19 @@ def _pattern_number(keyword: str, item: Item, report: _Report) -> int | str | No
     if text == WILDCARD_ALL:
         return text
     if _has_wildcard(text):
-        report.error(item.value_at, "wildcard_not_allowed",
-                     f"{keyword} takes a number, a symbolic name or * alone; wildcards cannot"
-                     f" be part of a number ({item.value!r})")
+        report.error(
+            item.value_at,
+            "wildcard_not_allowed",
+            f"{keyword} takes a number, a symbolic name or * alone; wildcards cannot"
+            f" be part of a number ({item.value!r})",
+        )
         return None
     if _DIGITS.fullmatch(text) or _NEGATIVE.fullmatch(text):
         return _in_range(keyword, item, text, 0, report)
     if not _SYMBOL.fullmatch(text):
-        report.error(item.value_at, "bad_number",
-                     f"{keyword} takes a number, a symbolic name or * alone, not {item.value!r}")
+        report.error(
+            item.value_at, "bad_number", f"{keyword} takes a number, a symbolic name or * alone, not {item.value!r}"
+        )
         return None
     families = SYMBOL_FAMILIES[keyword]
     found = constants.lookup(text)
@@ -377,14 +396,17 @@ def _pattern_number(keyword: str, item: Item, report: _Report) -> int | str | No
         return None
     family, value = found
     if not isinstance(value, int):
-        report.error(item.value_at, "bad_number",
-                     f"{keyword} takes a number; {text} is not a numeric constant ({value!r})")
+        report.error(
+            item.value_at, "bad_number", f"{keyword} takes a number; {text} is not a numeric constant ({value!r})"
+        )
         return None
     if family not in families:
         expected = " or ".join(f"{f}_" for f in families)
-        report.warning(item.value_at, "symbol_family_mismatch",
-                       f"{keyword} normally takes {expected} names; {text} (value {value})"
-                       f" belongs to {family}_")
+        report.warning(
+            item.value_at,
+            "symbol_family_mismatch",
+            f"{keyword} normally takes {expected} names; {text} (value {value}) belongs to {family}_",
+        )
     return value
 
 
@@ -394,23 +416,29 @@ def _in_range(keyword: str, item: Item, text: str, low: int, report: _Report) ->
     digits = text.lstrip("-").lstrip("0") or "0"
     if not negative and len(digits) <= 9 and int(digits) >= low:
         return int(digits)
-    hint = (" (negative values only through their names, such as MQAT_UNKNOWN)"
-            if negative and keyword in PATTERN_FIELDS else "")
-    report.error(item.value_at, "number_out_of_range",
-                 f"{keyword}({item.value}) is out of range: {low} to 999 999 999{hint}")
+    hint = (
+        " (negative values only through their names, such as MQAT_UNKNOWN)"
+        if negative and keyword in PATTERN_FIELDS
+        else ""
+    )
+    report.error(
+        item.value_at, "number_out_of_range", f"{keyword}({item.value}) is out of range: {low} to 999 999 999{hint}"
+    )
     return None
 
 
 def _count(keyword: str, item: Item, low: int, report: _Report) -> int | None:
     text = fold(item.value)
     if _has_wildcard(text):
-        report.error(item.value_at, "wildcard_not_allowed",
-                     f"wildcards are not allowed in {keyword}: it takes a whole number")
+        report.error(
+            item.value_at, "wildcard_not_allowed", f"wildcards are not allowed in {keyword}: it takes a whole number"
+        )
         return None
     if _DIGITS.fullmatch(text) or _NEGATIVE.fullmatch(text):
         return _in_range(keyword, item, text, low, report)
-    report.error(item.value_at, "bad_number",
-                 f"{keyword} takes a whole number from {low} to 999 999 999, not {item.value!r}")
+    report.error(
+        item.value_at, "bad_number", f"{keyword} takes a whole number from {low} to 999 999 999, not {item.value!r}"
+    )
     return None
 
 
@@ -421,13 +449,11 @@ def _choice(keyword: str, item: Item, report: _Report) -> str | None:
     if value in choices:
         return value
     if _has_wildcard(value):
-        report.error(item.value_at, "wildcard_not_allowed",
-                     f"wildcards are not allowed in {keyword}")
+        report.error(item.value_at, "wildcard_not_allowed", f"wildcards are not allowed in {keyword}")
         return None
     guess = difflib.get_close_matches(value, choices, n=1, cutoff=0.6)
     hint = f" (did you mean {guess[0]}?)" if guess else ""
-    report.error(item.value_at, "bad_choice",
-                 f"{keyword} takes {', '.join(choices)}, not {item.value!r}{hint}")
+    report.error(item.value_at, "bad_choice", f"{keyword} takes {', '.join(choices)}, not {item.value!r}{hint}")
     return None
 
 
@@ -453,18 +479,21 @@ def _queue_name(keyword: str, item: Item, report: _Report) -> str | None:
         report.error(item.value_at, "bad_substitution", message)
         return None
     if _has_wildcard(value):
-        report.error(item.value_at, "wildcard_not_allowed",
-                     f"wildcards are not allowed in {keyword}: it names one object")
+        report.error(
+            item.value_at, "wildcard_not_allowed", f"wildcards are not allowed in {keyword}: it names one object"
+        )
         return None
     if not value.strip(" "):
         if keyword == "FWDQ":
-            report.error(item.value_at, "blank_name",
-                         "FWDQ(' ') is not valid: name the queue to forward to")
+            report.error(item.value_at, "blank_name", "FWDQ(' ') is not valid: name the queue to forward to")
             return None
         return " " if keyword == "FWDQM" else None
     if len(value) > NAME_LENGTH:
-        report.error(item.value_at, "value_too_long",
-                     f"{keyword} value is {len(value)} characters long; names hold {NAME_LENGTH}")
+        report.error(
+            item.value_at,
+            "value_too_long",
+            f"{keyword} value is {len(value)} characters long; names hold {NAME_LENGTH}",
+        )
         return None
     return value
 
@@ -544,17 +573,23 @@ def _warn_shadowed(rules: list[Rule], starts: dict[int, Position], report: _Repo
         for _, earlier in pool:
             budget -= 1
             if budget < 0:
-                report.warning(starts[later.index], "shadow_check_incomplete",
-                               f"too many rules to look for shadowed rules (more than {SHADOW_CHECK_BUDGET} "
-                               "comparisons): this rule and the ones after it were not checked")
+                report.warning(
+                    starts[later.index],
+                    "shadow_check_incomplete",
+                    f"too many rules to look for shadowed rules (more than {SHADOW_CHECK_BUDGET} "
+                    "comparisons): this rule and the ones after it were not checked",
+                )
                 return
             if subsumes(earlier, later):
                 winner = earlier
                 break
         if winner is not None:
-            report.warning(starts[later.index], "shadowed_rule",
-                           f"this rule can never be chosen: the rule at line {winner.line}"
-                           f" (ACTION({winner.action})) takes every message it matches")
+            report.warning(
+                starts[later.index],
+                "shadowed_rule",
+                f"this rule can never be chosen: the rule at line {winner.line}"
+                f" (ACTION({winner.action})) takes every message it matches",
+            )
         elif later.action in ("IGNORE", "DISCARD"):
             key = next((k for k in (_literal_key(kw, v) for kw, v in wanted.items()) if k is not None), None)
             (by_value.setdefault(key, []) if key is not None else general).append((position, later))
@@ -667,8 +702,13 @@ def format_table(table: RulesTable, *, annotate: bool = False) -> str:
 
 
 def diagnostic_as_dict(diagnostic: Diagnostic) -> dict:
-    return {"line": diagnostic.line, "col": diagnostic.col, "severity": diagnostic.severity,
-            "code": diagnostic.code, "message": diagnostic.message}
+    return {
+        "line": diagnostic.line,
+        "col": diagnostic.col,
+        "severity": diagnostic.severity,
+        "code": diagnostic.code,
+        "message": diagnostic.message,
+    }
 
 
 def rule_target(rule: Rule) -> str:
@@ -696,10 +736,18 @@ def rules_listing(table: RulesTable) -> list[dict]:
     """The rules as a report shows them beside its counts (and a run summary keeps them):
     line, index, canonical text, action, target, RETRY count and whether the rule matches
     every message (a catch-all: no pattern tested)."""
-    return [{"line": rule.line, "index": rule.index, "text": _NUMBERED.sub(_named, format_rule(rule)),
-             "action": rule.action,
-             "target": rule_target(rule), "retry": rule.retry, "catch_all": not rule.tested_patterns()}
-            for rule in table.rules]
+    return [
+        {
+            "line": rule.line,
+            "index": rule.index,
+            "text": _NUMBERED.sub(_named, format_rule(rule)),
+            "action": rule.action,
+            "target": rule_target(rule),
+            "retry": rule.retry,
+            "catch_all": not rule.tested_patterns(),
+        }
+        for rule in table.rules
+    ]
 
 
 def table_as_dict(table: RulesTable) -> dict:
@@ -708,12 +756,25 @@ def table_as_dict(table: RulesTable) -> dict:
     control = table.control
     return {
         "file": table.path,
-        "control": {"line": control.line, "inputq": control.inputq, "inputqm": control.inputqm,
-                    "retryint": control.retryint, "wait": control.wait},
+        "control": {
+            "line": control.line,
+            "inputq": control.inputq,
+            "inputqm": control.inputqm,
+            "retryint": control.retryint,
+            "wait": control.wait,
+        },
         "rules": [
-            {"index": rule.index, "line": rule.line, "pattern": dict(rule.patterns),
-             "action": rule.action, "retry": rule.retry, "fwdq": rule.fwdq,
-             "fwdqm": rule.fwdqm, "header": rule.header, "putaut": rule.putaut}
+            {
+                "index": rule.index,
+                "line": rule.line,
+                "pattern": dict(rule.patterns),
+                "action": rule.action,
+                "retry": rule.retry,
+                "fwdq": rule.fwdq,
+                "fwdqm": rule.fwdqm,
+                "header": rule.header,
+                "putaut": rule.putaut,
+            }
             for rule in table.rules
         ],
     }

@@ -12,19 +12,17 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 
-from dlq_pipeline.dumps.records import DumpedMessage, RecordError
-from dlq_pipeline.tables import stored_md
 from dlq_pipeline.dumps.inspect import printable
+from dlq_pipeline.dumps.records import DumpedMessage, RecordError
+from dlq_pipeline.dumps.sources import too_large
 from dlq_pipeline.rules.matcher import decide, rule_matches
 from dlq_pipeline.rules.model import Decision, RulesTable
 from dlq_pipeline.rules.parser import format_rule
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.dumps.sources import too_large
-from dlq_pipeline.tables import IGNORE_REASONS
+from dlq_pipeline.tables import IGNORE_REASONS, stored_md
 
 # The keys of a `rules test --json` object, in order.
-OUTPUT_KEYS = ("file", "index", "action", "rule_line", "target_q", "target_qmgr", "header", "putaut",
-               "ignore_reason")
+OUTPUT_KEYS = ("file", "index", "action", "rule_line", "target_q", "target_qmgr", "header", "putaut", "ignore_reason")
 ACTIONS = ("RETRY", "FWD", "DISCARD", "IGNORE")
 IMPLICIT_REASONS = IGNORE_REASONS
 
@@ -41,13 +39,22 @@ class Outcome:
 
     def as_dict(self) -> dict:
         d = self.decision
-        return {"file": self.file, "index": self.index, "action": d.action, "rule_line": d.rule_line,
-                "target_q": d.target_q, "target_qmgr": d.target_qmgr, "header": d.header,
-                "putaut": d.putaut, "ignore_reason": d.ignore_reason}
+        return {
+            "file": self.file,
+            "index": self.index,
+            "action": d.action,
+            "rule_line": d.rule_line,
+            "target_q": d.target_q,
+            "target_qmgr": d.target_qmgr,
+            "header": d.header,
+            "putaut": d.putaut,
+            "ignore_reason": d.ignore_reason,
+        }
 
 
-def decide_message(table: RulesTable, msg: DumpedMessage, file: str, attempts: int = 0, *,
-                   max_message_bytes: int | None = None) -> Outcome | RecordError:
+def decide_message(
+    table: RulesTable, msg: DumpedMessage, file: str, attempts: int = 0, *, max_message_bytes: int | None = None
+) -> Outcome | RecordError:
     """What ``table`` decides for ``msg`` after ``attempts`` prior attempts, as a run would."""
     if max_message_bytes is not None:
         error = too_large(msg, file, max_message_bytes)
@@ -134,14 +141,20 @@ def format_outcome(outcome: Outcome, width: int = 32, cwd: str | None = None) ->
 def format_tally(tally: Tally, attempts: int) -> str:
     """Counts per action, per rule (chosen and matched), implicit IGNOREs, and the rules
     that matched no message."""
-    lines = [f"{tally.messages} messages, {attempts} prior attempts each: "
-             + ", ".join(f"{a} {tally.actions[a]}" for a in ACTIONS)
-             + (f"; {tally.bad_records} bad record{'' if tally.bad_records == 1 else 's'}" if tally.bad_records else "")]
-    lines += ["", "per rule (chosen: messages it decided; matched: messages its pattern matched)",
-              f"  {'rule':>4} {'line':>5} {'action':<7} {'chosen':>7} {'matched':>8}"]
+    lines = [
+        f"{tally.messages} messages, {attempts} prior attempts each: "
+        + ", ".join(f"{a} {tally.actions[a]}" for a in ACTIONS)
+        + (f"; {tally.bad_records} bad record{'' if tally.bad_records == 1 else 's'}" if tally.bad_records else "")
+    ]
+    lines += [
+        "",
+        "per rule (chosen: messages it decided; matched: messages its pattern matched)",
+        f"  {'rule':>4} {'line':>5} {'action':<7} {'chosen':>7} {'matched':>8}",
+    ]
     for r in tally.table.rules:
-        lines.append(f"  {r.index + 1:>4} {r.line:>5} {r.action:<7} {tally.chosen[r.index]:>7} "
-                     f"{tally.matched[r.index]:>8}")
+        lines.append(
+            f"  {r.index + 1:>4} {r.line:>5} {r.action:<7} {tally.chosen[r.index]:>7} {tally.matched[r.index]:>8}"
+        )
     implicit = [f"{reason} {tally.implicit[reason]}" for reason in IMPLICIT_REASONS if tally.implicit[reason]]
     lines += ["", "left on the DLQ by no rule (implicit IGNORE): " + (", ".join(implicit) or "none")]
     unmatched = tally.unmatched_rules()

@@ -29,8 +29,8 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from dlq_pipeline.spark.delta import cache_root
 
@@ -54,9 +54,14 @@ def archive_path(classpath: Sequence[str] = ()) -> Path | None:
     if java is None:
         return None
     jars = Path(pyspark.__file__).resolve().parent / "jars"
-    identity = [str(java), java.stat().st_mtime_ns, pyspark.__version__, str(jars),
-                jars.stat().st_mtime_ns if jars.is_dir() else 0,
-                *[(jar, os.stat(jar).st_mtime_ns if os.path.exists(jar) else 0) for jar in classpath]]
+    identity = [
+        str(java),
+        java.stat().st_mtime_ns,
+        pyspark.__version__,
+        str(jars),
+        jars.stat().st_mtime_ns if jars.is_dir() else 0,
+        *[(jar, os.stat(jar).st_mtime_ns if os.path.exists(jar) else 0) for jar in classpath],
+    ]
     key = hashlib.sha256(repr(identity).encode()).hexdigest()[:16]
     return cache_root().parent / "cds" / f"spark-{pyspark.__version__}-{key}.jsa"
 
@@ -90,9 +95,18 @@ def build(force: bool = False) -> list[Path]:
         raise RuntimeError("no java found (JAVA_HOME, PATH): Spark cannot start either")
     built = []
     for storage_format in storage_formats():
-        done = subprocess.run([sys.executable, "-m", "dlq_pipeline.spark.class_archive_dump", storage_format,
-                               *(["--force"] if force else [])], capture_output=True, text=True,
-                              timeout=BUILD_TIMEOUT_S)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "dlq_pipeline.spark.class_archive_dump",
+                storage_format,
+                *(["--force"] if force else []),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=BUILD_TIMEOUT_S,
+        )
         if done.returncode != 0:
             tail = "\n".join((done.stderr or "").strip().splitlines()[-15:])
             raise RuntimeError(f"the class archive was not written (exit {done.returncode}):\n{tail}")
@@ -101,8 +115,10 @@ def build(force: bool = False) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dlq_pipeline.spark.class_archive",
-                                     description="Build the JVM class archive local Spark sessions start with.")
+    parser = argparse.ArgumentParser(
+        prog="python -m dlq_pipeline.spark.class_archive",
+        description="Build the JVM class archive local Spark sessions start with.",
+    )
     parser.add_argument("--force", action="store_true", help="build it again even when it exists")
     args = parser.parse_args(argv)
     try:

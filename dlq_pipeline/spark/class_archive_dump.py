@@ -35,11 +35,23 @@ def dump(storage_format: str, force: bool) -> Path:
     try:
         with tempfile.TemporaryDirectory(prefix="dlq-class-archive-") as work:
             dumps = write_generated(Path(work) / "dumps", 300, seed=1)
-            spark = get_spark({**settings, "spark_conf": {
-                "spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={shlex.quote(str(partial))} {QUIET}"}})
+            spark = get_spark(
+                {
+                    **settings,
+                    "spark_conf": {
+                        "spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={shlex.quote(str(partial))} {QUIET}"
+                    },
+                }
+            )
             storage = StorageSettings(path=str(Path(work) / "warehouse"), format=storage_format)
-            run_pipeline(spark, RunSettings(storage=storage), load_rules(str(shipped_path(STARTER))),
-                         inputs=[str(p) for p in dumps], target="dry-run", run_id="class-archive")
+            run_pipeline(
+                spark,
+                RunSettings(storage=storage),
+                load_rules(str(shipped_path(STARTER))),
+                inputs=[str(p) for p in dumps],
+                target="dry-run",
+                run_id="class-archive",
+            )
             gateway = SparkContext._gateway
             spark.stop()
             # the JVM exits (and writes the archive) when its stdin closes: wait for it

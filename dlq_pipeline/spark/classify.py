@@ -15,16 +15,15 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.clock import as_utc
 from dlq_pipeline.progress import Progress, Report
-from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns, decode_and_classify_columns
 from dlq_pipeline.rules.model import ACTIONS, RulesTable
-from dlq_pipeline.spark.schemas import conform
+from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns, decode_and_classify_columns
 from dlq_pipeline.spark.decode import without_data
 from dlq_pipeline.spark.ledger import pending_with_attempts, recover_interrupted
 from dlq_pipeline.spark.progress import TaskTicker
+from dlq_pipeline.spark.schemas import conform
 from dlq_pipeline.spark.storage import Storage
 from dlq_pipeline.spark.workers import start_python_workers
 from dlq_pipeline.tables import IGNORE_REASONS, PUT_ACTIONS
-
 
 
 def classify(
@@ -41,8 +40,9 @@ def classify(
     attempt is younger than the interval, the decision keeps its action but gets a
     ``not_before`` in the future; replay records it as ``deferred`` without trying.
     """
-    return _decisions(classify_columns(table, pending, "prior_attempts"), table, run_id=run_id, now=now,
-                      retry_interval=retry_interval)
+    return _decisions(
+        classify_columns(table, pending, "prior_attempts"), table, run_id=run_id, now=now, retry_interval=retry_interval
+    )
 
 
 def classify_pending(
@@ -56,12 +56,18 @@ def classify_pending(
     """``classify(decode_headers(pending), ...)`` for pending messages as stored (not
     decoded), with decode and the rule choice in one Python UDF
     (`compiler.decode_and_classify_columns`): one Python worker per task instead of two."""
-    return _decisions(decode_and_classify_columns(table, pending, "prior_attempts"), table, run_id=run_id, now=now,
-                      retry_interval=retry_interval)
+    return _decisions(
+        decode_and_classify_columns(table, pending, "prior_attempts"),
+        table,
+        run_id=run_id,
+        now=now,
+        retry_interval=retry_interval,
+    )
 
 
-def _decisions(decided: DataFrame, table: RulesTable, *, run_id: str, now: dt.datetime,
-               retry_interval: int | None) -> DataFrame:
+def _decisions(
+    decided: DataFrame, table: RulesTable, *, run_id: str, now: dt.datetime, retry_interval: int | None
+) -> DataFrame:
     """The ``decisions`` rows of messages with their decision columns (RETRYINT applied)."""
     interval = table.control.retryint if retry_interval is None or retry_interval < 0 else retry_interval
     now_lit = F.lit(as_utc(now)).cast("timestamp")  # aware: converted without the local zone
@@ -90,7 +96,7 @@ class Decided(NamedTuple):
     """What `decide_pending` made: the decisions (persisted) and their counts."""
 
     decisions: DataFrame
-    counts: "DecisionCounts"
+    counts: DecisionCounts
 
 
 def decide_pending(
@@ -163,8 +169,9 @@ def observed_counts(metrics: dict) -> DecisionCounts | None:
     reasons = {r: int(metrics.get(f"reason_{r}") or 0) for r in IGNORE_REASONS}
     if sum(actions.values()) != total or sum(reasons.values()) != int(metrics.get("ignored_with_reason") or 0):
         return None
-    return DecisionCounts(total, {a: n for a, n in sorted(actions.items()) if n},
-                          {r: n for r, n in sorted(reasons.items()) if n})
+    return DecisionCounts(
+        total, {a: n for a, n in sorted(actions.items()) if n}, {r: n for r, n in sorted(reasons.items()) if n}
+    )
 
 
 def decision_counts(decisions: DataFrame) -> DecisionCounts:

@@ -41,6 +41,7 @@ _PICK = "__dlq_rules_pick"  # the chosen rule's index, or how the choice ended
 
 # --- outputs -----------------------------------------------------------------------------
 
+
 def resolved_sql(column: str) -> str:
     """``matcher.resolve_name`` in Spark: cut at the first NUL, drop trailing blanks."""
     return f"rtrim(substring_index(coalesce({sql_column(column)}, ''), {sql_string(chr(0))}, 1))"
@@ -113,11 +114,12 @@ def _choices_udf(table: RulesTable, columns: list[str], arrow: bool):
 
     held: dict = {}
 
-    def codes(eligible, attempts, values) -> "pa.Array":
+    def codes(eligible, attempts, values) -> pa.Array:
         index = held.get("index") or held.setdefault("index", RuleIndex(table))
         return pa.array(index.choices(values, eligible, attempts).astype(np.int32), pa.int32())
 
     if arrow:
+
         def choose_arrow(batch):
             return codes(batch.field("eligible"), batch.field("attempts"), {c: batch.field(c) for c in columns})
 
@@ -130,16 +132,15 @@ def _choices_udf(table: RulesTable, columns: list[str], arrow: bool):
             kind = pa.int64() if _KINDS.get(column) == "int" else pa.string()
             return pa.array(series.astype(object).where(series.notna(), None).tolist(), kind)
 
-        got = codes(batch["eligible"].tolist(), batch["attempts"].tolist(),
-                    {c: arrow(batch[c], c) for c in columns})
+        got = codes(batch["eligible"].tolist(), batch["attempts"].tolist(), {c: arrow(batch[c], c) for c in columns})
         return pd.Series(got.to_numpy(zero_copy_only=False))
 
     return F.pandas_udf(choose_pandas, returnType="int")
 
 
-
-def classify_columns(table: RulesTable, df: DataFrame, attempts_col: str = "prior_attempts", *,
-                     arrow: bool | None = None) -> DataFrame:
+def classify_columns(
+    table: RulesTable, df: DataFrame, attempts_col: str = "prior_attempts", *, arrow: bool | None = None
+) -> DataFrame:
     """``df`` plus the decision columns (data/schemas/decisions.json types), in one narrow pass.
 
     ``df`` holds the match-view columns (names as in the view, strings as decoded, not
@@ -158,8 +159,10 @@ def classify_columns(table: RulesTable, df: DataFrame, attempts_col: str = "prio
         columns = list(RuleIndex(table).columns)
         if arrow is None:
             arrow = hasattr(F, "arrow_udf")
-        batch = F.expr(f"struct({_ELIGIBLE} AS eligible, {_attempts_sql(attempts_col)} AS attempts"
-                       f"{''.join(f', {sql_column(c)}' for c in columns)})")
+        batch = F.expr(
+            f"struct({_ELIGIBLE} AS eligible, {_attempts_sql(attempts_col)} AS attempts"
+            f"{''.join(f', {sql_column(c)}' for c in columns)})"
+        )
         chosen = _choices_udf(table, columns, arrow)(batch)
     else:
         chosen = F.lit(None).cast("int")
@@ -184,7 +187,10 @@ def _with_outputs(picked: DataFrame, rules: tuple[Rule, ...]) -> DataFrame:
 
 # --- decode and choose in one Python UDF -------------------------------------------------
 
-def decode_and_classify_columns(table: RulesTable, messages: DataFrame, attempts_col: str = "prior_attempts") -> DataFrame:
+
+def decode_and_classify_columns(
+    table: RulesTable, messages: DataFrame, attempts_col: str = "prior_attempts"
+) -> DataFrame:
     """``classify_columns(table, decode_headers(messages), attempts_col)``, with the MQDLH
     decoded and the rule chosen in one Arrow UDF instead of two.
 
@@ -205,8 +211,10 @@ def decode_and_classify_columns(table: RulesTable, messages: DataFrame, attempts
     decoded = set(decoded_struct().fieldNames())
     given = [c for c in columns if c not in decoded]  # the MQMD's, as stored
     prepared, arguments = decode_inputs(messages)
-    rest = F.expr(f"struct(NOT coalesce(`truncated`, false) AS whole, {_attempts_sql(attempts_col)} AS attempts"
-                  f"{''.join(f', {sql_column(c)}' for c in given)})")
+    rest = F.expr(
+        f"struct(NOT coalesce(`truncated`, false) AS whole, {_attempts_sql(attempts_col)} AS attempts"
+        f"{''.join(f', {sql_column(c)}' for c in given)})"
+    )
     both = prepared.withColumn(_DECIDED, _decide_udf(table, columns)(*arguments, rest))
     picked = both.select(*decoded_columns(messages, _DECIDED), F.col(f"{_DECIDED}.{_PICK}").alias(_PICK))
     return _with_outputs(picked, rules)

@@ -26,7 +26,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
 from dlq_pipeline.formats.structures import (
-    CHAIN_SCAN_LIMIT, DLH_LENGTH, chain_format_offset, chain_format_prefixes, decode_dlh_arrow,
+    CHAIN_SCAN_LIMIT,
+    DLH_LENGTH,
+    chain_format_offset,
+    chain_format_prefixes,
+    decode_dlh_arrow,
 )
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.tables import HEAD_COLUMN
@@ -44,16 +48,28 @@ def _decode_arrow(head, _head_again, tail, length, encoding, ccsid, md_format):
     return decode_dlh_arrow(head, tail, length, encoding, ccsid, md_format)
 
 
-def _decode_pandas(head: pd.Series, _head_again: pd.Series, tail: pd.Series, length: pd.Series, encoding: pd.Series,
-                   ccsid: pd.Series, md_format: pd.Series) -> pd.DataFrame:
+def _decode_pandas(
+    head: pd.Series,
+    _head_again: pd.Series,
+    tail: pd.Series,
+    length: pd.Series,
+    encoding: pd.Series,
+    ccsid: pd.Series,
+    md_format: pd.Series,
+) -> pd.DataFrame:
     import pyarrow as pa
 
     def binary(values: pd.Series):
         return pa.array([None if v is None else bytes(v) for v in values], pa.binary())
 
-    result = decode_dlh_arrow(binary(head), binary(tail), length.astype("int64").to_numpy(),
-                              encoding.astype("int64").to_numpy(), ccsid.astype("int64").to_numpy(),
-                              pa.array(md_format.tolist(), pa.string()))
+    result = decode_dlh_arrow(
+        binary(head),
+        binary(tail),
+        length.astype("int64").to_numpy(),
+        encoding.astype("int64").to_numpy(),
+        ccsid.astype("int64").to_numpy(),
+        pa.array(md_format.tolist(), pa.string()),
+    )
     return pd.DataFrame({f.name: result.field(f.name).to_pylist() for f in decoded_struct().fields})
 
 
@@ -74,8 +90,10 @@ def chain_possible_sql(data: str = "data") -> str:
 
 def head_sql(data: str = "data") -> str:
     """`structures.dlh_head` in Spark SQL: the bytes of ``data`` the decoder reads."""
-    return (f"CASE WHEN {chain_possible_sql(data)} THEN substring({data}, 1, {CHAIN_SCAN_LIMIT}) "
-            f"ELSE substring({data}, 1, {DLH_LENGTH}) END")
+    return (
+        f"CASE WHEN {chain_possible_sql(data)} THEN substring({data}, 1, {CHAIN_SCAN_LIMIT}) "
+        f"ELSE substring({data}, 1, {DLH_LENGTH}) END"
+    )
 
 
 def head_source(columns) -> str:
@@ -94,8 +112,10 @@ def header_columns(head: str) -> list[Column]:
     for its `structures.dlh_head`: 172 bytes, or up to CHAIN_SCAN_LIMIT where a chain may
     follow). The length of ``head`` stands for the data's: the decoder only compares it
     with 172 and CHAIN_SCAN_LIMIT, and reads past 172 only where a chain may follow."""
-    tail = F.when(F.expr(f"length({head})") > DLH_LENGTH,
-                  F.expr(f"substring({head}, {DLH_LENGTH + 1}, {CHAIN_SCAN_LIMIT - DLH_LENGTH})"))
+    tail = F.when(
+        F.expr(f"length({head})") > DLH_LENGTH,
+        F.expr(f"substring({head}, {DLH_LENGTH + 1}, {CHAIN_SCAN_LIMIT - DLH_LENGTH})"),
+    )
     return [F.expr(f"rpad({head}, {DLH_LENGTH})"), tail, F.expr(f"length({head})")]
 
 
@@ -141,7 +161,15 @@ def decode_inputs(messages: DataFrame) -> tuple[DataFrame, list[Column]]:
     head, tail, length = _INPUTS
     sources = header_columns(head_source(messages.columns))
     prepared = messages.select("*", *[c.alias(n) for c, n in zip(sources, _INPUTS)])
-    arguments = [F.col(head), F.col(head), F.col(tail), F.col(length), F.col("encoding"), F.col("ccsid"), F.col("format")]
+    arguments = [
+        F.col(head),
+        F.col(head),
+        F.col(tail),
+        F.col(length),
+        F.col("encoding"),
+        F.col("ccsid"),
+        F.col("format"),
+    ]
     return prepared, arguments
 
 
@@ -149,8 +177,7 @@ def decoded_columns(messages: DataFrame, result: str) -> list[str | Column]:
     """The columns of ``messages`` (but those decode replaces) and the decode columns, from
     the struct column ``result`` holding the decoder's output."""
     names = [f.name for f in decoded_struct().fields]
-    return [*[c for c in messages.columns if c not in names],
-            *[F.col(f"{result}.{n}").alias(n) for n in names]]
+    return [*[c for c in messages.columns if c not in names], *[F.col(f"{result}.{n}").alias(n) for n in names]]
 
 
 def decode_headers(messages: DataFrame, *, arrow: bool | None = None) -> DataFrame:

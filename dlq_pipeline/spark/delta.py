@@ -55,8 +55,9 @@ def package_for(version: str | None = None) -> str:
     try:
         return DELTA_PACKAGES[major_minor]
     except KeyError:
-        raise DeltaJarsError(f"no Delta Lake release is known for Spark {version} "
-                             f"(supported: {', '.join(sorted(DELTA_PACKAGES))})") from None
+        raise DeltaJarsError(
+            f"no Delta Lake release is known for Spark {version} (supported: {', '.join(sorted(DELTA_PACKAGES))})"
+        ) from None
 
 
 def cache_root() -> Path:

@@ -38,8 +38,9 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import operator
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark import StorageLevel
@@ -53,11 +54,11 @@ from dlq_pipeline.dumps.files import open_input
 from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES, FileSplit, plan_work
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES, IngestSettings
-from dlq_pipeline.tables import CHAR_BYTES_COLUMN, HEAD_COLUMN, MD_COLUMNS, message_row
+from dlq_pipeline.spark import jvm_reader, large_messages
 from dlq_pipeline.spark.progress import Report, TaskTicker
 from dlq_pipeline.spark.schemas import conform, table_schema
-from dlq_pipeline.spark import jvm_reader, large_messages
 from dlq_pipeline.spark.session import storage_memory_bytes
+from dlq_pipeline.tables import CHAR_BYTES_COLUMN, HEAD_COLUMN, MD_COLUMNS, message_row
 from dlq_pipeline.testhooks import crash_point
 
 log = logging.getLogger(__name__)
@@ -78,12 +79,15 @@ MEMORY_CACHE_SHARE = 0.5  # dumps up to this share of Spark's storage memory are
 # as a row group of its own (one row per vectorized batch, not a batch of 100 MB values).
 # On top of the table's own options (`storage.TABLE_PARQUET_OPTIONS`: no dictionary for data
 # and the unique columns).
-LARGE_MESSAGE_PARQUET = {"parquet.column.statistics.enabled#data": "false", "compression": "uncompressed",
-                         "parquet.page.size.row.check.min": "1", "parquet.page.size.row.check.max": "1",
-                         "parquet.page.size.check.estimate": "false"}
+LARGE_MESSAGE_PARQUET = {
+    "parquet.column.statistics.enabled#data": "false",
+    "compression": "uncompressed",
+    "parquet.page.size.row.check.min": "1",
+    "parquet.page.size.row.check.max": "1",
+    "parquet.page.size.check.estimate": "false",
+}
 
 # MQMD attribute -> messages column (only Version is renamed).
-
 
 
 # --- planning (driver) ---------------------------------------------------------------------
@@ -211,8 +215,13 @@ def _error_row(err: RecordError) -> dict[str, Any]:
     }
 
 
-def read_item(item: FileSplit, *, number: int = 0, max_line_length: int = MAX_LINE_LENGTH,
-              max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Iterator[dict[str, Any]]:
+def read_item(
+    item: FileSplit,
+    *,
+    number: int = 0,
+    max_line_length: int = MAX_LINE_LENGTH,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> Iterator[dict[str, Any]]:
     """The raw rows of one work item, ``number`` in the plan (plain dicts; runs on an executor)."""
     from dlq_pipeline.dumps.sources import read_source
 
@@ -232,8 +241,14 @@ def read_item(item: FileSplit, *, number: int = 0, max_line_length: int = MAX_LI
         "item": number,
     }
     try:
-        records = read_source(item.location, name=item.path, start=item.start, end=item.end,
-                              max_line_length=max_line_length, max_message_bytes=max_message_bytes)
+        records = read_source(
+            item.location,
+            name=item.path,
+            start=item.start,
+            end=item.end,
+            max_line_length=max_line_length,
+            max_message_bytes=max_message_bytes,
+        )
         for record in records:
             if isinstance(record, DumpedMessage):
                 row = message_row(record)
@@ -265,8 +280,16 @@ def read_item(item: FileSplit, *, number: int = 0, max_line_length: int = MAX_LI
     total = None
     if split_file:  # the last record's bytes up to the split's end (only they are read again)
         total = last_newlines + _newlines_between(item.location, last_offset, item.end)
-    yield {**common, "rec": "split", "source_offset": item.start, "ordinal": ordinal, "newlines": total,
-           "messages": messages, "errors": errors, "largest": largest}
+    yield {
+        **common,
+        "rec": "split",
+        "source_offset": item.start,
+        "ordinal": ordinal,
+        "newlines": total,
+        "messages": messages,
+        "errors": errors,
+        "largest": largest,
+    }
 
 
 def _read_items(numbered: Sequence[tuple[int, FileSplit]], max_line_length: int, max_message_bytes: int):
@@ -278,8 +301,9 @@ def _read_items(numbered: Sequence[tuple[int, FileSplit]], max_line_length: int,
         for batch in batches:
             for position in batch.column(0).to_pylist():
                 number, item = numbered[position]
-                for row in read_item(item, number=number, max_line_length=max_line_length,
-                                     max_message_bytes=max_message_bytes):
+                for row in read_item(
+                    item, number=number, max_line_length=max_line_length, max_message_bytes=max_message_bytes
+                ):
                     full = batcher.add(row)
                     if full is not None:
                         yield full
@@ -298,8 +322,14 @@ def jvm_items(spark: SparkSession, items: Sequence[FileSplit], reader: str = "au
     return frozenset(n for n, i in enumerate(items) if jvm_reader.readable(i))
 
 
-def scan(spark: SparkSession, items: Sequence[FileSplit], *, jvm: Collection[int] = (),
-         max_line_length: int = MAX_LINE_LENGTH, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> DataFrame:
+def scan(
+    spark: SparkSession,
+    items: Sequence[FileSplit],
+    *,
+    jvm: Collection[int] = (),
+    max_line_length: int = MAX_LINE_LENGTH,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> DataFrame:
     """The raw rows of ``items``, one work item per partition (``RAW_SCHEMA``): the items
     numbered in ``jvm`` read by the JVM reader (`jvm_items`), the rest by the Python readers."""
     if not items:
@@ -326,9 +356,25 @@ def read_summary(raw: DataFrame, keys: bool = False) -> list[Row]:
     Python (``rec`` fallback, the reason in ``error_text``). With ``keys``, every message's
     row too, for its ``message_key`` and position (`landing_keys`)."""
     kinds = ("split", "fallback", "message") if keys else ("split", "fallback")
-    return raw.where(F.col("rec").isin(*kinds)).select(
-        "rec", "source_file", "split", "splits", "item", "source_offset", "ordinal", "newlines", "messages", "errors",
-        "largest", "error_text", "message_key").collect()
+    return (
+        raw.where(F.col("rec").isin(*kinds))
+        .select(
+            "rec",
+            "source_file",
+            "split",
+            "splits",
+            "item",
+            "source_offset",
+            "ordinal",
+            "newlines",
+            "messages",
+            "errors",
+            "largest",
+            "error_text",
+            "message_key",
+        )
+        .collect()
+    )
 
 
 def landing_keys(summary: Sequence[Row]) -> list[tuple[str, str, int]]:
@@ -357,8 +403,11 @@ def fallbacks(summary: Sequence[Row]) -> dict[int, str]:
 def split_bases(summary: Sequence[Row]) -> dict[int, tuple[int, int]]:
     """Per work item of a split file (by its number): the records and newlines in the file's
     ranges before it (from `read_summary`; pure)."""
-    counts = [(r["source_file"], r["split"], r["item"], r["ordinal"], r["newlines"]) for r in summary
-              if r["splits"] > 1 and r["rec"] == "split"]
+    counts = [
+        (r["source_file"], r["split"], r["item"], r["ordinal"], r["newlines"])
+        for r in summary
+        if r["splits"] > 1 and r["rec"] == "split"
+    ]
     bases, running = {}, {}
     for path, _split, item, records, newlines in sorted(counts):
         before = running.get(path, (0, 0))
@@ -382,8 +431,9 @@ def _positioned(raw: DataFrame, bases: Mapping[int, tuple[int, int]] | None, ite
     split_file = F.col("splits") > 1
     return raw.withColumn(
         "source_index",
-        F.when(split_file & F.col("reader_index").isNotNull(), base(0) + F.col("ordinal"))
-        .otherwise(F.col("reader_index")),
+        F.when(split_file & F.col("reader_index").isNotNull(), base(0) + F.col("ordinal")).otherwise(
+            F.col("reader_index")
+        ),
     ).withColumn(
         "source_line",
         F.when(split_file, base(1) + F.col("newlines") + 1).otherwise(F.col("reader_line")),
@@ -400,8 +450,9 @@ def _occurrence():
     return F.row_number().over(Window.partitionBy("message_key").orderBy("source_file", "source_offset"))
 
 
-def messages_rows(positioned: DataFrame, *, run_id: str, landed_at: dt.datetime,
-                  skip: DataFrame | None = None, unique: bool = False) -> DataFrame:
+def messages_rows(
+    positioned: DataFrame, *, run_id: str, landed_at: dt.datetime, skip: DataFrame | None = None, unique: bool = False
+) -> DataFrame:
     """The ``messages`` rows, conformed: one per message key, the first in file order.
 
     Without ``skip`` the rows are deduplicated by a window over ``message_key``, which
@@ -427,8 +478,9 @@ def skipped_rows(raw: DataFrame, stored_keys: DataFrame | None = None) -> DataFr
     skip = narrow.withColumn("_n", _occurrence()).where(F.col("_n") > 1)
     if stored_keys is not None:
         skip = skip.select("source_file", "source_offset").unionByName(
-            narrow.join(stored_keys.select("message_key").distinct(), "message_key", "left_semi")
-            .select("source_file", "source_offset")
+            narrow.join(stored_keys.select("message_key").distinct(), "message_key", "left_semi").select(
+                "source_file", "source_offset"
+            )
         )
     return skip.select("source_file", "source_offset").distinct()
 
@@ -517,8 +569,20 @@ def _plan_line(items: Sequence[FileSplit]) -> str:
     return f"ingest: {files} files ({_split_bytes(items) / 1e6:,.1f} MB of dumps) in {len(items)} work items"
 
 
-def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_message_bytes,
-          persist: bool, progress: Report | None = None, webhdfs: str = "", reader: str = "auto") -> _Landing:
+def _land(
+    spark,
+    paths,
+    *,
+    run_id,
+    split_bytes,
+    landed_at,
+    max_line_length,
+    max_message_bytes,
+    persist: bool,
+    progress: Report | None = None,
+    webhdfs: str = "",
+    reader: str = "auto",
+) -> _Landing:
     items = plan_work(paths, split_bytes, webhdfs)
     if progress:
         progress(_plan_line(items))
@@ -548,8 +612,13 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
     if left:  # read again, those items with Python (the JVM reader's rows of them are dropped with the cache)
         for number, why in sorted(left.items()):
             item = items[number]
-            log.info("ingest: %s bytes %d..%s: read with the Python reader (the JVM reader: %s)",
-                     item.path, item.start, item.end if item.end is not None else "end", why)
+            log.info(
+                "ingest: %s bytes %d..%s: read with the Python reader (the JVM reader: %s)",
+                item.path,
+                item.start,
+                item.end if item.end is not None else "end",
+                why,
+            )
         if persisted:
             raw.unpersist()
         jvm = jvm - set(left)
@@ -569,8 +638,18 @@ def _land(spark, paths, *, run_id, split_bytes, landed_at, max_line_length, max_
             raw = scan(spark, items, jvm=jvm, **limits).persist(StorageLevel.DISK_ONLY)
     bases = split_bases(summary) if any(i.splits > 1 for i in items) else None
     keys = landing_keys(summary) if persisted and with_keys else None
-    return _Landing(items, raw, _positioned(raw, bases, len(items)), run_id, _timestamp(landed_at), persisted, per_file,
-                    largest, len(jvm), keys)
+    return _Landing(
+        items,
+        raw,
+        _positioned(raw, bases, len(items)),
+        run_id,
+        _timestamp(landed_at),
+        persisted,
+        per_file,
+        largest,
+        len(jvm),
+        keys,
+    )
 
 
 def land(
@@ -591,9 +670,17 @@ def land(
     the files each time an action runs on them. ``landed_at``
     (default: now) stamps ``landed_at`` and ``quarantined_at``; naive means UTC.
     """
-    landing = _land(spark, paths, run_id=run_id, split_bytes=split_bytes, landed_at=landed_at,
-                    max_line_length=max_line_length, max_message_bytes=max_message_bytes, persist=False,
-                    reader=reader)
+    landing = _land(
+        spark,
+        paths,
+        run_id=run_id,
+        split_bytes=split_bytes,
+        landed_at=landed_at,
+        max_line_length=max_line_length,
+        max_message_bytes=max_message_bytes,
+        persist=False,
+        reader=reader,
+    )
     return landing.messages(), landing.quarantine()
 
 
@@ -642,8 +729,10 @@ def _store_messages(storage, landing: _Landing, read: int) -> int:
         skip = rows_to_leave_out(landing.keys, stored_among(storage, landing.keys) if exists else ())
     else:
         stored = storage.read("messages").select("message_key") if exists else None
-        skip = [(r["source_file"], r["source_offset"])
-                for r in skipped_rows(landing.raw, stored).limit(SKIP_BROADCAST_ROWS + 1).collect()]
+        skip = [
+            (r["source_file"], r["source_offset"])
+            for r in skipped_rows(landing.raw, stored).limit(SKIP_BROADCAST_ROWS + 1).collect()
+        ]
     if len(skip) > SKIP_BROADCAST_ROWS:
         return storage.merge_new("messages", landing.messages())
     if len(skip) >= read:

@@ -22,10 +22,11 @@ against pyspark's own jars (``python -m dlq_pipeline.spark.jvm_reader``; ``make 
 which ``make demo``, ``test``, ``bench`` and ``package`` run), into the package directory,
 named by the sources' digest: a jar built from other sources is never used, and the digest
 is checked again by the data source itself (a cluster or a Connect server that has another
-build answers "unavailable"). `get_spark` puts it on the class path of a local JVM it starts (``spark.jars`` for another master);
-``make package`` copies it to ``dist/`` for ``spark-submit --jars`` and a Databricks cluster
-library (docs/deploy.md). Where it is not on the classpath (Databricks serverless, a Connect
-server started without it, ``ingest.reader = "python"``), ingest reads with Python as before.
+build answers "unavailable"). `get_spark` puts it on the class path of a local JVM it starts
+(``spark.jars`` for another master); ``make package`` copies it to ``dist/`` for
+``spark-submit --jars`` and a Databricks cluster library (docs/deploy.md). Where it is not
+on the classpath (Databricks serverless, a Connect server started without it,
+``ingest.reader = "python"``), ingest reads with Python.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ import sys
 import tempfile
 import urllib.parse
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -101,14 +103,31 @@ def build(force: bool = False) -> Path:
     classpath = os.pathsep.join(str(j) for j in sorted(jars.glob("*.jar")) if j.name.startswith(_COMPILE_JARS))
     with tempfile.TemporaryDirectory(prefix="dlq-jvm-reader-") as work:
         classes = Path(work) / "classes"
-        done = subprocess.run([javac, "--release", "17", "-nowarn", "-encoding", "UTF-8", "-cp", classpath,
-                               "-d", str(classes), *map(str, sources())],
-                              capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+        done = subprocess.run(
+            [
+                javac,
+                "--release",
+                "17",
+                "-nowarn",
+                "-encoding",
+                "UTF-8",
+                "-cp",
+                classpath,
+                "-d",
+                str(classes),
+                *map(str, sources()),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=BUILD_TIMEOUT_S,
+        )
         if done.returncode != 0:
             raise RuntimeError(f"javac failed ({done.returncode}):\n{done.stdout}{done.stderr}")
         partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
-        entries = {"META-INF/MANIFEST.MF": b"Manifest-Version: 1.0\nCreated-By: dlq-pipeline\n\n",
-                   DIGEST_RESOURCE: source_digest().encode()}
+        entries = {
+            "META-INF/MANIFEST.MF": b"Manifest-Version: 1.0\nCreated-By: dlq-pipeline\n\n",
+            DIGEST_RESOURCE: source_digest().encode(),
+        }
         entries.update({p.relative_to(classes).as_posix(): p.read_bytes() for p in sorted(classes.rglob("*.class"))})
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as jar:
             for name, data in entries.items():  # fixed times: the same sources give the same bytes
@@ -125,12 +144,12 @@ def build(force: bool = False) -> Path:
 
 def layout(max_line_length: int, max_message_bytes: int | None) -> dict[str, Any]:
     """The ``layout`` option: the format and the rows as this package states them (pure)."""
+    from dlq_pipeline import testhooks
     from dlq_pipeline.dumps import dmpmqmsg
     from dlq_pipeline.dumps.sources import SNIFF_BYTES
     from dlq_pipeline.formats import structures
     from dlq_pipeline.formats.mqmd import MQMD, MQMD_FIELDS
     from dlq_pipeline.tables import MD_COLUMNS
-    from dlq_pipeline import testhooks
 
     default, kinds = MQMD(), {}
     for attr in dmpmqmsg.ATTRIBUTES.values():
@@ -139,22 +158,29 @@ def layout(max_line_length: int, max_message_bytes: int | None) -> dict[str, Any
     def described(value, kind):
         return value.hex() if kind == dmpmqmsg.BYTE else value
 
-    orders = [[{"code": a.code, "column": MD_COLUMNS[a.field], "kind": a.kind, "length": a.length} for a in order]
-              for order in dmpmqmsg.MD_BLOCK_ORDERS]
+    orders = [
+        [{"code": a.code, "column": MD_COLUMNS[a.field], "kind": a.kind, "length": a.length} for a in order]
+        for order in dmpmqmsg.MD_BLOCK_ORDERS
+    ]
     return {
         "digest": source_digest(),
         "orders": orders,
-        "md_columns": [{"column": MD_COLUMNS[f], "kind": kinds[f], "default": described(getattr(default, f), kinds[f])}
-                       for f in MQMD_FIELDS],
+        "md_columns": [
+            {"column": MD_COLUMNS[f], "kind": kinds[f], "default": described(getattr(default, f), kinds[f])}
+            for f in MQMD_FIELDS
+        ],
         "key_columns": [MD_COLUMNS[f] for f in ("msg_id", "correl_id", "put_date", "put_time", "put_appl_name")],
         "max_line_length": max_line_length,
         "max_message_bytes": max_message_bytes,
         "sniff_bytes": SNIFF_BYTES,
         "header_prefixes": [f"* {tool} Version:" for tool in dmpmqmsg.HEADER_TOOLS],
         "header_search_lines": dmpmqmsg.HEADER_SEARCH_LINES,
-        "head": {"dlh_length": structures.DLH_LENGTH, "chain_scan_limit": structures.CHAIN_SCAN_LIMIT,
-                 "format_offset": structures.chain_format_offset(),
-                 "prefixes": sorted(p.hex() for p in structures.chain_format_prefixes())},
+        "head": {
+            "dlh_length": structures.DLH_LENGTH,
+            "chain_scan_limit": structures.CHAIN_SCAN_LIMIT,
+            "format_offset": structures.chain_format_offset(),
+            "prefixes": sorted(p.hex() for p in structures.chain_format_prefixes()),
+        },
         "crash": {"point": "ingest-record", "at_env": testhooks.CRASH_AT_ENV, "marker_env": testhooks.MARKER_ENV},
     }
 
@@ -176,17 +202,33 @@ def readable(item) -> bool:
 def items_option(numbered: Sequence[tuple[int, Any]]) -> str:
     """The ``items`` option: (number in the plan, FileSplit) pairs as JSON. The JVM opens an
     input at the name it was given (``hdfs://``, not the WebHDFS URL Python reads it at)."""
-    return json.dumps([{"number": n, "location": i.path, "source_file": i.path, "qmgr": i.qmgr,
-                        "queue": i.queue, "start": i.start, "end": i.end, "split": i.split, "splits": i.splits}
-                       for n, i in numbered])
+    return json.dumps(
+        [
+            {
+                "number": n,
+                "location": i.path,
+                "source_file": i.path,
+                "qmgr": i.qmgr,
+                "queue": i.queue,
+                "start": i.start,
+                "end": i.end,
+                "split": i.split,
+                "splits": i.splits,
+            }
+            for n, i in numbered
+        ]
+    )
 
 
 def reader(spark, schema, numbered: Sequence[tuple[int, Any]], max_line_length: int, max_message_bytes: int | None):
     """The DataFrame of the JVM reader over ``numbered`` work items (one partition each)."""
-    return (spark.read.format(SOURCE_CLASS).schema(schema)
-            .option("items", items_option(numbered))
-            .option("layout", json.dumps(layout(max_line_length, max_message_bytes)))
-            .load())
+    return (
+        spark.read.format(SOURCE_CLASS)
+        .schema(schema)
+        .option("items", items_option(numbered))
+        .option("layout", json.dumps(layout(max_line_length, max_message_bytes)))
+        .load()
+    )
 
 
 _PROBED = "_dlq_pipeline_jvm_reader"
@@ -201,11 +243,13 @@ def available(spark) -> bool:
     from pyspark.sql import types as T
 
     try:
-        reader(spark, T.StructType([T.StructField("rec", T.StringType())]), [], 80, None).schema
+        _ = reader(spark, T.StructType([T.StructField("rec", T.StringType())]), [], 80, None).schema  # analysed: loaded
         found = True
     except Exception as exc:  # noqa: BLE001 - not on the classpath, another build, no JVM: Python reads
-        log.info("ingest: the JVM reader is not available (%s); dumps are read with Python",
-                 str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__)
+        log.info(
+            "ingest: the JVM reader is not available (%s); dumps are read with Python",
+            str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__,
+        )
         found = False
     try:
         setattr(spark, _PROBED, found)
@@ -228,12 +272,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build the JVM reader's jar (into the package directory).")
     parser.add_argument("--force", action="store_true", help="build again even if it exists")
     parser.add_argument("--copy-to", metavar="DIR", help=f"also copy it to DIR/{DIST_NAME} (e.g. dist)")
-    parser.add_argument("--print-path", action="store_true",
-                        help="print where the jar of this installation is, without building (exit 1 if none)")
+    parser.add_argument(
+        "--print-path",
+        action="store_true",
+        help="print where the jar of this installation is, without building (exit 1 if none)",
+    )
     args = parser.parse_args(argv)
     if args.print_path:
         found = existing()
-        print(found or f"jvm-reader: no jar built for these sources ({jar_path()})", file=sys.stdout if found else sys.stderr)
+        print(
+            found or f"jvm-reader: no jar built for these sources ({jar_path()})",
+            file=sys.stdout if found else sys.stderr,
+        )
         return 0 if found else 1
     try:
         print(build(force=args.force))

@@ -49,13 +49,13 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 from pyspark.sql import functions as F
 
-from dlq_pipeline.dumps import files
 from dlq_pipeline.clock import epoch_micros, from_epoch_micros, iso_z, utc_now
+from dlq_pipeline.dumps import files
 from dlq_pipeline.locks import LOCKS_DIR, WarehouseLocked, held_warehouse_lock
 from dlq_pipeline.paths import PathError, local_dir
 from dlq_pipeline.settings import StorageSettings
@@ -96,15 +96,21 @@ class Holder:
 
     def describe(self) -> str:
         """``run (pid 4711 on host1, run R, since T, lease expires T2)``: as the file lock says it, plus the expiry."""
-        return (f"{self.command} (pid {self.pid} on {self.host}, run {self.run_id or '-'}, "
-                f"since {iso_z(self.acquired_at)}, lease expires {iso_z(self.expires_at)})")
+        return (
+            f"{self.command} (pid {self.pid} on {self.host}, run {self.run_id or '-'}, "
+            f"since {iso_z(self.acquired_at)}, lease expires {iso_z(self.expires_at)})"
+        )
 
 
 def may_take(current: Holder | None, *, token: str, now: dt.datetime, flock: str | None) -> bool:
     """Whether a claimer (``token``, holding the file lock ``flock`` or None) may take the
     lease from ``current`` at ``now`` (pure)."""
-    return (current is None or current.token == token or current.expires_at <= now
-            or (flock is not None and current.flock == flock))
+    return (
+        current is None
+        or current.token == token
+        or current.expires_at <= now
+        or (flock is not None and current.flock == flock)
+    )
 
 
 def lost_message(exc: BaseException) -> str | None:
@@ -138,11 +144,15 @@ class LeaseFence:
         try:
             doc = json.loads(files.read_bytes(self.path) or b"")  # on the warehouse's filesystem, from any executor
         except (OSError, ValueError):
-            raise LeaseLost(f"the writer lease {self.token} is no longer held (no fence file {self.path}); "
-                            "stopped before committing") from None
+            raise LeaseLost(
+                f"the writer lease {self.token} is no longer held (no fence file {self.path}); "
+                "stopped before committing"
+            ) from None
         if doc.get("token") != self.token or doc.get("state") != "held":
-            raise LeaseLost(f"the writer lease {self.token} was taken over by {doc.get('taken_by', 'another writer')} "
-                            f"at {doc.get('taken_at', '?')}; stopped before committing")
+            raise LeaseLost(
+                f"the writer lease {self.token} was taken over by {doc.get('taken_by', 'another writer')} "
+                f"at {doc.get('taken_at', '?')}; stopped before committing"
+            )
 
 
 class _FencedConnection:
@@ -173,9 +183,17 @@ class Lease:
     """The writer lease of ``storage``'s tables for one command (see the module docstring):
     `claim`, `renew`, `check`, `release`; `start_heartbeat` / `stop_heartbeat`."""
 
-    def __init__(self, storage: Storage, *, command: str, run_id: str = "", seconds: float = 120.0,
-                 flock: str | None = None, fence_dir: str | None = None,
-                 clock: Callable[[], dt.datetime] = utc_now):
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        command: str,
+        run_id: str = "",
+        seconds: float = 120.0,
+        flock: str | None = None,
+        fence_dir: str | None = None,
+        clock: Callable[[], dt.datetime] = utc_now,
+    ):
         self.storage, self.spark = storage, storage.spark
         self.command, self.run_id, self.seconds, self.flock, self.clock = command, run_id, float(seconds), flock, clock
         self.token = secrets.token_hex(8)
@@ -200,15 +218,34 @@ class Lease:
         """The row as stored now (None: never claimed)."""
         if not self.storage.exists(LEASES_TABLE):
             return None
-        rows = self.storage.read(LEASES_TABLE).where(F.col("name") == WAREHOUSE_LEASE).select(
-            "token", "run_id", "command", "host", "pid", "flock",
-            *[F.unix_micros(c).alias(c) for c in ("acquired_at", "renewed_at", "expires_at")]).collect()
+        rows = (
+            self.storage.read(LEASES_TABLE)
+            .where(F.col("name") == WAREHOUSE_LEASE)
+            .select(
+                "token",
+                "run_id",
+                "command",
+                "host",
+                "pid",
+                "flock",
+                *[F.unix_micros(c).alias(c) for c in ("acquired_at", "renewed_at", "expires_at")],
+            )
+            .collect()
+        )
         if not rows:
             return None
         row = min(rows, key=lambda r: (r["acquired_at"], r["token"]))  # one row; any reader picks the same
-        return Holder(token=row["token"], run_id=row["run_id"] or "", command=row["command"], host=row["host"],
-                      pid=row["pid"], flock=row["flock"], acquired_at=from_epoch_micros(row["acquired_at"]),
-                      renewed_at=from_epoch_micros(row["renewed_at"]), expires_at=from_epoch_micros(row["expires_at"]))
+        return Holder(
+            token=row["token"],
+            run_id=row["run_id"] or "",
+            command=row["command"],
+            host=row["host"],
+            pid=row["pid"],
+            flock=row["flock"],
+            acquired_at=from_epoch_micros(row["acquired_at"]),
+            renewed_at=from_epoch_micros(row["renewed_at"]),
+            expires_at=from_epoch_micros(row["expires_at"]),
+        )
 
     # writing
 
@@ -216,8 +253,18 @@ class Lease:
         """MERGE this holder's row where ``replace_when`` holds (or no row is there); the row
         read back. Ours when it carries our token: a MERGE slower than the lease still holds
         it until someone takes it (the module docstring)."""
-        row = (WAREHOUSE_LEASE, self.token, self.run_id or None, self.command, socket.gethostname(), os.getpid(),
-               self.flock, acquired, now, expires)
+        row = (
+            WAREHOUSE_LEASE,
+            self.token,
+            self.run_id or None,
+            self.command,
+            socket.gethostname(),
+            os.getpid(),
+            self.flock,
+            acquired,
+            now,
+            expires,
+        )
         self.storage.upsert(LEASES_TABLE, self.spark.createDataFrame([row], table_schema(LEASES_TABLE)), replace_when)
         return self.current()
 
@@ -252,10 +299,19 @@ class Lease:
 
     def _revoke(self, previous: Holder, now: dt.datetime) -> None:
         """Fence the holder this claim took the lease from, then give its commit in flight time to end."""
-        self._write_fence(previous.token, {"state": "revoked", "taken_by": f"{self.command} (pid {os.getpid()} on "
-                                           f"{socket.gethostname()}, run {self.run_id or '-'})", "taken_at": iso_z(now)})
-        log.warning("took over the writer lease of %s; waiting %.0f s for a commit it may have in flight",
-                    previous.describe(), REVOKE_GRACE)
+        self._write_fence(
+            previous.token,
+            {
+                "state": "revoked",
+                "taken_by": f"{self.command} (pid {os.getpid()} on {socket.gethostname()}, run {self.run_id or '-'})",
+                "taken_at": iso_z(now),
+            },
+        )
+        log.warning(
+            "took over the writer lease of %s; waiting %.0f s for a commit it may have in flight",
+            previous.describe(),
+            REVOKE_GRACE,
+        )
         time.sleep(REVOKE_GRACE)
 
     def try_claim(self) -> Holder | None:
@@ -268,7 +324,9 @@ class Lease:
             if current is None:
                 replace_when = "false"  # only an insert: someone else's row, committed meanwhile, stays
             else:
-                replace_when = f"t.token = '{current.token}' AND unix_micros(t.expires_at) = {epoch_micros(current.expires_at)}"
+                replace_when = (
+                    f"t.token = '{current.token}' AND unix_micros(t.expires_at) = {epoch_micros(current.expires_at)}"
+                )
             acquired = current.acquired_at if current is not None and current.token == self.token else now
             self._arm_fence()
             got = self._write(now, now + dt.timedelta(seconds=self.seconds), replace_when, acquired)
@@ -278,8 +336,11 @@ class Lease:
             self.lost = None
             taken = current is not None and current.token != self.token
             if taken and current.expires_at > now:
-                log.warning("took the writer lease of %s: its holder held %s, which this process holds now, so "
-                            "it has ended", current.describe(), current.flock)
+                log.warning(
+                    "took the writer lease of %s: its holder held %s, which this process holds now, so it has ended",
+                    current.describe(),
+                    current.flock,
+                )
             if taken and current.expires_at > current.renewed_at:  # not released: it may still be running
                 self._revoke(current, now)
             return None
@@ -307,20 +368,25 @@ class Lease:
     def refusal(self, holder: Holder) -> str:
         s = self.storage
         where = f"{s.catalog}.{s.schema}" if s.by_name else s.path
-        return (f"warehouse {where} is being written by {holder.describe()} (lease {self.where}); nothing was "
-                f"touched. Only one command writes a warehouse at a time: wait for it to end, or schedule runs so "
-                f"they do not overlap (a holder that died frees the lease when it expires)")
+        return (
+            f"warehouse {where} is being written by {holder.describe()} (lease {self.where}); nothing was "
+            f"touched. Only one command writes a warehouse at a time: wait for it to end, or schedule runs so "
+            f"they do not overlap (a holder that died frees the lease when it expires)"
+        )
 
     def renew(self) -> None:
         """Extend the lease by ``lease_seconds`` from now; `LeaseLost` when it is no longer ours."""
         with self._guard:
             now = from_epoch_micros(epoch_micros(self.clock()))
-            holder = self._write(now, now + dt.timedelta(seconds=self.seconds), f"t.token = '{self.token}'",
-                                 self.acquired_at or now)
+            holder = self._write(
+                now, now + dt.timedelta(seconds=self.seconds), f"t.token = '{self.token}'", self.acquired_at or now
+            )
             if holder is not None and holder.token == self.token:
                 return
-            self.lost = LeaseLost(f"the writer lease of {self.where} was taken by "
-                                  f"{holder.describe() if holder else 'nobody'}; stopped before committing")
+            self.lost = LeaseLost(
+                f"the writer lease of {self.where} was taken by "
+                f"{holder.describe() if holder else 'nobody'}; stopped before committing"
+            )
             self._drop_fence()
             raise self.lost
 
@@ -331,8 +397,10 @@ class Lease:
             raise self.lost
         holder = self.current()
         if holder is None or holder.token != self.token:
-            self.lost = LeaseLost(f"the writer lease of {self.where} is held by "
-                                  f"{holder.describe() if holder else 'nobody'} now; stopped before committing")
+            self.lost = LeaseLost(
+                f"the writer lease of {self.where} is held by "
+                f"{holder.describe() if holder else 'nobody'} now; stopped before committing"
+            )
             raise self.lost
 
     def release(self) -> None:
@@ -437,9 +505,15 @@ def writer_lease(spark, settings: StorageSettings, *, command: str, run_id: str 
             with _held_guard:
                 _held[key][1] -= 1
         return
-    lease = Lease(storage, command=command, run_id=run_id, seconds=settings.lease_seconds,
-                  flock=_flock_id(settings.path), fence_dir=files.join(storage.files_root, LOCKS_DIR),
-                  clock=lease_clock())
+    lease = Lease(
+        storage,
+        command=command,
+        run_id=run_id,
+        seconds=settings.lease_seconds,
+        flock=_flock_id(settings.path),
+        fence_dir=files.join(storage.files_root, LOCKS_DIR),
+        clock=lease_clock(),
+    )
     lease.claim(settings.lease_wait)
     with _held_guard:
         _held[key] = [lease, 1]

@@ -6,8 +6,9 @@ not consume a rule's RETRY count. A message whose processing has *ended* (``deli
 ``discarded``) is no longer pending and is never decided again.
 
 A replay that dies after putting (``kill -9``) leaves its ledger rows in per-partition
-checkpoints under ``WAREHOUSE/_checkpoints/<run_id>/`` (on the warehouse's filesystem); `recover_interrupted` appends them
-before anything is decided or replayed, so what a dead run delivered is never sent again.
+checkpoints under ``WAREHOUSE/_checkpoints/<run_id>/`` (on the warehouse's filesystem);
+`recover_interrupted` appends them before anything is decided or replayed, so what a dead run
+delivered is never sent again.
 Classify, replay, drain/settle and the report all read message states from here.
 """
 
@@ -93,12 +94,17 @@ def recover_checkpoints(spark: SparkSession, storage: Storage, root: str) -> set
     if not names:
         return set()
     runs = [files.join(root, n) for n in names]
-    appended = {r["run_id"] for r in storage.read("ledger").where(F.col("run_id").isin(names))
-                .select("run_id").distinct().collect()}
+    appended = {
+        r["run_id"]
+        for r in storage.read("ledger").where(F.col("run_id").isin(names)).select("run_id").distinct().collect()
+    }
     rows = checkpointed_rows(runs, appended)
     if rows:
-        log.warning("recovering %d ledger rows from the checkpoints of runs that did not finish: %s",
-                    len(rows), ", ".join(sorted(set(names) - appended)))
+        log.warning(
+            "recovering %d ledger rows from the checkpoints of runs that did not finish: %s",
+            len(rows),
+            ", ".join(sorted(set(names) - appended)),
+        )
         frame = spark.createDataFrame([tuple(r[c] for c in LEDGER_COLUMNS) for r in rows], table_schema("ledger"))
         check_lease(storage)
         storage.append("ledger", frame)

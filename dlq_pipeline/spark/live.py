@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from dlq_pipeline.live import (DrainResult, LiveQueue, SettleResult, drain_queue, live_queue, settle_queue)
+from dlq_pipeline.live import DrainResult, LiveQueue, SettleResult, drain_queue, live_queue, settle_queue
 from dlq_pipeline.replay.targets import local_warehouse
 from dlq_pipeline.settings import RunSettings
 from dlq_pipeline.spark import ledger
@@ -51,25 +51,48 @@ def settle(spark: SparkSession, storage: Storage, live: LiveQueue, **options) ->
 # --- as stages of a run --------------------------------------------------------------------
 
 
-def drain_stage(spark, storage: Storage, settings: RunSettings, table, *, source: str,
-                run_id: str, progress=None) -> tuple[LiveQueue, dict]:
+def drain_stage(
+    spark, storage: Storage, settings: RunSettings, table, *, source: str, run_id: str, progress=None
+) -> tuple[LiveQueue, dict]:
     """`run`'s drain: the queue from ``drain.queue``/``drain.qmgr``, else the rules table's
     INPUTQ/INPUTQM, else the queue manager's DEADQ; ``drain.mode``."""
     warehouse = local_warehouse(settings.storage.path)
-    live = live_queue(source, warehouse=warehouse, qmgrs=settings.qmgrs, queue=settings.drain.queue,
-                      qmgr=settings.drain.qmgr, control=table.control if table is not None else None)
-    result = drain(spark, storage, live, warehouse=warehouse, run_id=run_id, mode=settings.drain.mode,
-                   batch_size=settings.drain.batch_size, progress=progress)
+    live = live_queue(
+        source,
+        warehouse=warehouse,
+        qmgrs=settings.qmgrs,
+        queue=settings.drain.queue,
+        qmgr=settings.drain.qmgr,
+        control=table.control if table is not None else None,
+    )
+    result = drain(
+        spark,
+        storage,
+        live,
+        warehouse=warehouse,
+        run_id=run_id,
+        mode=settings.drain.mode,
+        batch_size=settings.drain.batch_size,
+        progress=progress,
+    )
     return LiveQueue(live.spec, live.kind, result.qmgr, result.queue, live.target), result.as_dict()
 
 
-def settle_stage(spark, storage: Storage, settings: RunSettings, live: LiveQueue, *, target: str,
-                 run_id: str, progress=None) -> dict:
+def settle_stage(
+    spark, storage: Storage, settings: RunSettings, live: LiveQueue, *, target: str, run_id: str, progress=None
+) -> dict:
     """`run`'s settle; skipped for a dry run (it removes nothing) and in move mode (the
     drained messages left the queue when they were landed)."""
     if target == "dry-run":
         return {"skipped": "dry run: nothing is removed from the live queue"}
     if settings.drain.mode == "move":
         return {"skipped": "move mode: the drained messages left the queue when they were landed"}
-    return settle(spark, storage, live, warehouse=local_warehouse(settings.storage.path), run_id=run_id,
-                  batch_size=settings.drain.batch_size, progress=progress).as_dict()
+    return settle(
+        spark,
+        storage,
+        live,
+        warehouse=local_warehouse(settings.storage.path),
+        run_id=run_id,
+        batch_size=settings.drain.batch_size,
+        progress=progress,
+    ).as_dict()

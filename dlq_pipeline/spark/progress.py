@@ -32,8 +32,16 @@ class TaskTicker:
     callable that takes lines like ``ingest: 3/12 work items done``; None reports nothing.
     ``stage``: which stage of the jobs run inside the block is counted (module doc)."""
 
-    def __init__(self, spark: SparkSession, report: Progress | Report | None, label: str, unit: str = "tasks",
-                 interval: float | None = None, *, stage: str = "first"):
+    def __init__(
+        self,
+        spark: SparkSession,
+        report: Progress | Report | None,
+        label: str,
+        unit: str = "tasks",
+        interval: float | None = None,
+        *,
+        stage: str = "first",
+    ):
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}, not {stage!r}")
         self.progress = as_progress(report)
@@ -57,7 +65,7 @@ class TaskTicker:
             job_ids = job_ids[-1:]
         for job_id in job_ids:
             job = tracker.getJobInfo(job_id)
-            for stage_id in (job.stageIds if job else []):
+            for stage_id in job.stageIds if job else []:
                 info = tracker.getStageInfo(stage_id)
                 if info is not None:
                     stages.append(info)
@@ -80,7 +88,7 @@ class TaskTicker:
         while not self._stop.wait(self.interval):
             self._tell()
 
-    def __enter__(self) -> "TaskTicker":
+    def __enter__(self) -> TaskTicker:
         self._started = time.monotonic()
         if self.sc is not None:
             self.sc.setJobGroup(self.group, f"dlq-pipeline {self.label}")

@@ -24,7 +24,10 @@ def redact_frame(df: DataFrame, *, enabled: bool = True) -> DataFrame:
             df = df.withColumn(column, F.lit(None).cast(df.schema[column].dataType))
     if "snippet" in df.columns:
         kind = F.regexp_extract(F.col("snippet"), r"^(A [A-Z]{3}|[A-Z](?= |$))", 1)
-        df = df.withColumn("snippet", F.when(F.col("snippet").isNull(), None)
-                           .when(kind != "", F.concat(kind, F.lit(" " + REDACTED)))
-                           .otherwise(F.lit(REDACTED)))
+        df = df.withColumn(
+            "snippet",
+            F.when(F.col("snippet").isNull(), None)
+            .when(kind != "", F.concat(kind, F.lit(" " + REDACTED)))
+            .otherwise(F.lit(REDACTED)),
+        )
     return df

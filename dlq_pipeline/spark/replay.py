@@ -25,29 +25,29 @@ import itertools
 import json
 import logging
 import secrets
-from typing import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from dlq_pipeline.clock import as_utc, from_epoch_micros, utc_now
+from dlq_pipeline.dumps import files
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.process_group import RunGroup, join_run_group
 from dlq_pipeline.progress import Progress, Report
 from dlq_pipeline.replay.placement import place_queues, slot_values
 from dlq_pipeline.replay.rebuild import exact_target
-from dlq_pipeline.dumps import files
 from dlq_pipeline.replay.targets import Target, check_run_id, open_target
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
 from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES, ReplaySettings
 from dlq_pipeline.spark.classify import decision_counts, target_key
 from dlq_pipeline.spark.large_messages import LARGE_MESSAGE_BYTES, large_message_tasks
 from dlq_pipeline.spark.lease import LeaseFence, check_lease, fenced, held_lease
+from dlq_pipeline.spark.ledger import CHECKPOINTS_DIR, message_states, recover_checkpoints
 from dlq_pipeline.spark.progress import TaskTicker
 from dlq_pipeline.spark.schemas import arrow_schema, table_schema
 from dlq_pipeline.spark.storage import Storage
 from dlq_pipeline.tables import CHAR_BYTES_COLUMN, LEDGER_COLUMNS, MD_COLUMNS, OUTCOMES, PUT_ACTIONS, exact_md
-from dlq_pipeline.spark.ledger import CHECKPOINTS_DIR, message_states, recover_checkpoints
 from dlq_pipeline.testhooks import crash_point
 
 log = logging.getLogger(__name__)
@@ -63,8 +63,19 @@ PIECE_COLUMN = "piece"
 # `messages` itself; the broadcast's own jobs cost a small run more than they save); more,
 # and the copies are too large (docs/performance.md, "Issue 16, session 27").
 BROADCAST_DECISIONS = (50_000, 200_000)
-DECISION_COLUMNS = ("message_key", "action", "rule_line", "attempt", "target_q", "target_qmgr", "header",
-                    "putaut", "not_before", "source_file", "source_index")
+DECISION_COLUMNS = (
+    "message_key",
+    "action",
+    "rule_line",
+    "attempt",
+    "target_q",
+    "target_qmgr",
+    "header",
+    "putaut",
+    "not_before",
+    "source_file",
+    "source_index",
+)
 
 
 # (MQMD field, column, the field's default for a null): built once, not a default MQMD per row
@@ -100,12 +111,38 @@ def batch_items(batch) -> list[WorkItem]:
 
 
 # the columns `_work_item` takes after the MQMD's values and md_char_bytes, in its order
-_ITEM_COLUMNS = ("has_message", "message_key", "action", "rule_line", "attempt", "target_q", "target_qmgr",
-                 "header", "putaut", "not_before_us", "data", "truncated")
+_ITEM_COLUMNS = (
+    "has_message",
+    "message_key",
+    "action",
+    "rule_line",
+    "attempt",
+    "target_q",
+    "target_qmgr",
+    "header",
+    "putaut",
+    "not_before_us",
+    "data",
+    "truncated",
+)
 
 
-def _work_item(md_values, exact, has_message, message_key, action, rule_line, attempt, target_q, target_qmgr,
-               header, putaut, not_before_us, data, truncated) -> WorkItem:
+def _work_item(
+    md_values,
+    exact,
+    has_message,
+    message_key,
+    action,
+    rule_line,
+    attempt,
+    target_q,
+    target_qmgr,
+    header,
+    putaut,
+    not_before_us,
+    data,
+    truncated,
+) -> WorkItem:
     """The work item of one joined row: the MQMD as got (``md_char_bytes`` put back, MQMD
     defaults for nulls in ``md_values``, MQMD field order), targets taken from its fields
     by their exact names (`rebuild.exact_target`)."""
@@ -117,16 +154,31 @@ def _work_item(md_values, exact, has_message, message_key, action, rule_line, at
             target_q = exact_target(target_q, shown.reply_to_q, md.reply_to_q)
             target_qmgr = exact_target(target_qmgr, shown.reply_to_qmgr, md.reply_to_qmgr)
     return WorkItem(
-        message_key=message_key, action=action, md=md,
-        data=data, truncated=bool(truncated),
-        rule_line=rule_line, attempt=attempt, target_q=target_q, target_qmgr=target_qmgr, header=header,
-        putaut=putaut, not_before=from_epoch_micros(not_before_us),
+        message_key=message_key,
+        action=action,
+        md=md,
+        data=data,
+        truncated=bool(truncated),
+        rule_line=rule_line,
+        attempt=attempt,
+        target_q=target_q,
+        target_qmgr=target_qmgr,
+        header=header,
+        putaut=putaut,
+        not_before=from_epoch_micros(not_before_us),
     )
 
 
-def partition_function(target: Target, settings: ReplaySettings, run_id: str, now: dt.datetime,
-                       checkpoint_root: str | None, task_hook: Callable[[int, int], None] | None,
-                       run_group: RunGroup | None = None, fence: LeaseFence | None = None):
+def partition_function(
+    target: Target,
+    settings: ReplaySettings,
+    run_id: str,
+    now: dt.datetime,
+    checkpoint_root: str | None,
+    task_hook: Callable[[int, int], None] | None,
+    run_group: RunGroup | None = None,
+    fence: LeaseFence | None = None,
+):
     """What each task runs; everything it closes over is picklable. Before it puts anything
     the task's worker joins the driver's process group (``run_group``, `process_group`), so
     killing the run's group stops its puts with it. With a Delta writer lease, ``fence`` is
@@ -137,8 +189,16 @@ def partition_function(target: Target, settings: ReplaySettings, run_id: str, no
         checkpoint = Checkpoint.for_partition(checkpoint_root, run_id, index) if checkpoint_root else None
         on_commit = (lambda batches: task_hook(index, batches)) if task_hook is not None else None
         with target.partition(run_id, index, checkpoint) as part:
-            for row in replay_partition(items, fenced(part.connect, fence), settings, run_id=run_id,
-                                        partition_id=index, checkpoint=part.checkpoint, now=now, on_commit=on_commit):
+            for row in replay_partition(
+                items,
+                fenced(part.connect, fence),
+                settings,
+                run_id=run_id,
+                partition_id=index,
+                checkpoint=part.checkpoint,
+                now=now,
+                on_commit=on_commit,
+            ):
                 yield tuple(row[c] for c in LEDGER_COLUMNS)
             if fence is not None:
                 fence.check()  # a dir: partition publishes its files when this block ends
@@ -192,8 +252,10 @@ def pieces(messages: DataFrame) -> DataFrame:
     numbered from 0 in ``piece`` (empty or null data: one row, as it was). Cut into an array
     first, so the rows the explode makes do not each carry the whole message."""
     size = PIECE_BYTES
-    cut = F.expr(f"transform(sequence(0, cast(greatest(ceil(octet_length(data) / {size}), 1) AS INT) - 1), "
-                 f"k -> substring(data, k * {size} + 1, {size}))")
+    cut = F.expr(
+        f"transform(sequence(0, cast(greatest(ceil(octet_length(data) / {size}), 1) AS INT) - 1), "
+        f"k -> substring(data, k * {size} + 1, {size}))"
+    )
     columns = [c for c in messages.columns if c != "data"]
     return messages.select(*columns, F.posexplode(cut).alias(PIECE_COLUMN, "data"))
 
@@ -231,8 +293,9 @@ def partition_rows(items: DataFrame, run: Callable) -> DataFrame:
 
         def flush():
             columns = list(zip(*pending))
-            return pa.RecordBatch.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, schema)],
-                                              schema=schema)
+            return pa.RecordBatch.from_arrays(
+                [pa.array(list(c), type=f.type) for c, f in zip(columns, schema)], schema=schema
+            )
 
         for row in run(TaskContext.get().partitionId(), arrow_items(batches)):
             pending.append(row)
@@ -245,8 +308,9 @@ def partition_rows(items: DataFrame, run: Callable) -> DataFrame:
     return items.mapInArrow(task, table_schema("ledger"))
 
 
-def partition_key(per_qmgr: int = 1, placed: Mapping[tuple[str, str], int] | None = None,
-                  partitions: int = 1) -> list[Column]:
+def partition_key(
+    per_qmgr: int = 1, placed: Mapping[tuple[str, str], int] | None = None, partitions: int = 1
+) -> list[Column]:
     """What replay partitions are hashed on: the target queue manager. With ``per_qmgr`` > 1
     one queue manager's messages (typically most of a DLQ go back to the local one) spread
     over up to that many connections while every target queue (and every ``dir:`` file)
@@ -274,8 +338,13 @@ def largest_put(storage: Storage, decisions: DataFrame) -> int:
     ``LARGE_MESSAGE_BYTES``): one job over the stored sizes, in which Parquet's statistics
     skip every row group without a large message, and only when some are large, one over the
     decisions. More large messages than ``LARGE_PUTS_LISTED``: the largest of them."""
-    large = (storage.read("messages").where(F.col("data_length") >= LARGE_MESSAGE_BYTES)
-             .select("message_key", "data_length").limit(LARGE_PUTS_LISTED + 1).collect())
+    large = (
+        storage.read("messages")
+        .where(F.col("data_length") >= LARGE_MESSAGE_BYTES)
+        .select("message_key", "data_length")
+        .limit(LARGE_PUTS_LISTED + 1)
+        .collect()
+    )
     sizes = {r["message_key"]: int(r["data_length"]) for r in large}
     if len(large) > LARGE_PUTS_LISTED or not sizes:
         return max(sizes.values(), default=0)
@@ -299,9 +368,16 @@ def put_tasks(spark: SparkSession, storage: Storage, decisions: DataFrame) -> in
     return large_message_tasks(spark, largest_put(storage, decisions))
 
 
-def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: set[str], per_qmgr: int = 1,
-               puts_per_queue: Mapping[tuple[str, str], int] | None = None,
-               large_tasks: int | None = None, decisions_total: int | None = None) -> DataFrame:
+def work_items(
+    storage: Storage,
+    decisions: DataFrame,
+    partitions: int,
+    skip: set[str],
+    per_qmgr: int = 1,
+    puts_per_queue: Mapping[tuple[str, str], int] | None = None,
+    large_tasks: int | None = None,
+    decisions_total: int | None = None,
+) -> DataFrame:
     """Decisions joined with their messages, one partition per target queue manager (hashed
     into ``partitions``; with ``per_qmgr`` > 1 its queues placed by size over up to that
     many: `partition_key`, from ``puts_per_queue``, `classify.decision_counts`'s, else counted
@@ -325,7 +401,8 @@ def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: se
         found = messages.join(F.broadcast(chosen), on, "inner").select(*item_columns(lambda c: F.col(f"m.{c}")))
         keys = messages.select(F.col("message_key").alias("stored_key"))
         missing = chosen.join(keys, F.col("d.message_key") == F.col("stored_key"), "left_anti").select(
-            *item_columns(lambda c: F.lit(None).cast(types[c])))
+            *item_columns(lambda c: F.lit(None).cast(types[c]))
+        )
         joined = found.unionByName(missing)
     if skip:
         ended = storage.spark.createDataFrame([(k,) for k in sorted(skip)], "message_key string")
@@ -336,7 +413,8 @@ def work_items(storage: Storage, decisions: DataFrame, partitions: int, skip: se
             puts_per_queue = decision_counts(decisions).puts_per_queue
         placed = place_queues(puts_per_queue, partitions, per_qmgr)
     return joined.repartition(partitions, *partition_key(per_qmgr, placed, partitions)).sortWithinPartitions(
-        "source_file", "source_index", "message_key", *([PIECE_COLUMN] if in_pieces else []))
+        "source_file", "source_index", "message_key", *([PIECE_COLUMN] if in_pieces else [])
+    )
 
 
 def item_columns(message: Callable[[str], Column], in_pieces: bool = False) -> list[Column]:
@@ -381,22 +459,40 @@ def replay(
     decisions there are, when the caller has counted them (`work_items`)."""
     check_run_id(run_id)
     now = as_utc(now)
-    chosen = open_target(target, warehouse=storage.path, qmgrs=qmgrs, file_mode=settings.dir_mode,
-                         webhdfs=storage.webhdfs)
+    chosen = open_target(
+        target, warehouse=storage.path, qmgrs=qmgrs, file_mode=settings.dir_mode, webhdfs=storage.webhdfs
+    )
     chosen.preflight()
     root = files.join(storage.files_root, CHECKPOINTS_DIR)
     skip = recover_checkpoints(spark, storage, root)
     checkpoint_root = root if chosen.resumable else None
 
-    items = work_items(storage, decisions, settings.max_connections, skip, settings.connections_per_qmgr,
-                       puts_per_queue, put_tasks(spark, storage, decisions), decisions_total)
+    items = work_items(
+        storage,
+        decisions,
+        settings.max_connections,
+        skip,
+        settings.connections_per_qmgr,
+        puts_per_queue,
+        put_tasks(spark, storage, decisions),
+        decisions_total,
+    )
     lease = held_lease(storage)
-    run = partition_function(chosen, settings, run_id, now, checkpoint_root, task_hook, RunGroup.of_this_process(),
-                             lease.fence() if lease is not None else None)
+    run = partition_function(
+        chosen,
+        settings,
+        run_id,
+        now,
+        checkpoint_root,
+        task_hook,
+        RunGroup.of_this_process(),
+        lease.fence() if lease is not None else None,
+    )
     ledger = partition_rows(items, run)
     observation = Observation(f"replay_{run_id}_{secrets.token_hex(4)}")
     observed = ledger.observe(
-        observation, *[F.sum(F.when(F.col("outcome") == o, 1).otherwise(0)).alias(o) for o in OUTCOMES])
+        observation, *[F.sum(F.when(F.col("outcome") == o, 1).otherwise(0)).alias(o) for o in OUTCOMES]
+    )
     check_lease(storage)
     # the puts run in the write's last stage, one task per partition: that stage is counted
     with TaskTicker(spark, progress, "replay", "partitions", stage="last"):
@@ -446,7 +542,8 @@ def replay_decisions(
     current = decisions.join(states, "message_key", "left")
     puts = F.col("action").isin(*PUT_ACTIONS)
     stale = F.coalesce(F.col("ended"), F.lit(False)) | (
-        puts & (F.coalesce(F.col("prior_attempts"), F.lit(0)) != F.col("attempt") - 1))
+        puts & (F.coalesce(F.col("prior_attempts"), F.lit(0)) != F.col("attempt") - 1)
+    )
     current = current.withColumn("_stale", stale).cache()
     try:
         total, stale_count = current.agg(F.count(F.lit(1)), F.count(F.when(F.col("_stale"), 1))).first()
@@ -454,9 +551,24 @@ def replay_decisions(
         ledger_run = run_id
         if not ledger.where(F.col("run_id") == run_id).isEmpty():
             ledger_run = check_run_id(f"{run_id}.replay-{secrets.token_hex(3)}")
-        counts = replay(spark, storage, fresh, target=target, settings=settings, qmgrs=qmgrs, run_id=ledger_run,
-                        now=as_utc(now) or utc_now(), progress=progress, decisions_total=total - stale_count)
+        counts = replay(
+            spark,
+            storage,
+            fresh,
+            target=target,
+            settings=settings,
+            qmgrs=qmgrs,
+            run_id=ledger_run,
+            now=as_utc(now) or utc_now(),
+            progress=progress,
+            decisions_total=total - stale_count,
+        )
     finally:
         current.unpersist()
-    return {"decisions_run_id": run_id, "run_id": ledger_run, "target": target, "outcomes": counts,
-            "stale": stale_count}
+    return {
+        "decisions_run_id": run_id,
+        "run_id": ledger_run,
+        "target": target,
+        "outcomes": counts,
+        "stale": stale_count,
+    }

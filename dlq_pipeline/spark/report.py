@@ -89,45 +89,89 @@ def arrivals(messages: DataFrame) -> dict:
     """The arrivals timeline (`dlq_pipeline.arrivals.timeline`) of decoded messages: buckets
     by when each reached the DLQ, counts by reason and originating queue manager."""
     at = F.unix_seconds(dead_lettered_at(messages))  # epoch seconds: a timestamp collected is local time
-    framed = messages.select(at.alias("at"), F.when(F.col("has_dlh"), F.col("dlh_reason")).alias("reason"),
-                             origin_qmgr().alias("qmgr"),
-                             F.when(F.col("has_dlh"), F.concat_ws("/", _strip("dlh_dest_qmgr"), _strip("dlh_dest_q")))
-                             .alias("dest"))
+    framed = messages.select(
+        at.alias("at"),
+        F.when(F.col("has_dlh"), F.col("dlh_reason")).alias("reason"),
+        origin_qmgr().alias("qmgr"),
+        F.when(F.col("has_dlh"), F.concat_ws("/", _strip("dlh_dest_qmgr"), _strip("dlh_dest_q"))).alias("dest"),
+    )
     span = framed.agg(F.min("at").alias("first"), F.max("at").alias("last")).collect()[0]
     if span["first"] is None:
         return timeline([])
     width = bucket_width(from_epoch(span["first"]), from_epoch(span["last"]))
     seconds = 3600 if width == "hour" else 86400
-    grouped = (framed.withColumn("bucket", F.floor(F.col("at") / seconds) * seconds)
-               .groupBy("bucket", "reason", "qmgr", "dest").agg(F.count("*").alias("count")).collect())
-    rows = [{"at": from_epoch(r["bucket"]), "reason": reason_name(r["reason"]) if r["reason"] is not None else NO_DLH,
-             "qmgr": r["qmgr"], "dest": r["dest"], "count": r["count"]} for r in grouped]
+    grouped = (
+        framed.withColumn("bucket", F.floor(F.col("at") / seconds) * seconds)
+        .groupBy("bucket", "reason", "qmgr", "dest")
+        .agg(F.count("*").alias("count"))
+        .collect()
+    )
+    rows = [
+        {
+            "at": from_epoch(r["bucket"]),
+            "reason": reason_name(r["reason"]) if r["reason"] is not None else NO_DLH,
+            "qmgr": r["qmgr"],
+            "dest": r["dest"],
+            "count": r["count"],
+        }
+        for r in grouped
+    ]
     return timeline(rows, width)
 
 
 def originators(messages: DataFrame, top: int) -> list[dict]:
     """Who sends dead letters: originating queue manager and putting application, with the
     commonest reason and who dead-lettered them (the MQDLH PutApplName)."""
-    m = messages.select(origin_qmgr().alias("qmgr"), _strip("put_appl_name").alias("application"),
-                        F.when(F.col("has_dlh"), F.col("dlh_reason")).alias("reason"),
-                        F.when(F.col("has_dlh"), _strip("dlh_put_appl_name")).alias("dead_lettered_by"))
+    m = messages.select(
+        origin_qmgr().alias("qmgr"),
+        _strip("put_appl_name").alias("application"),
+        F.when(F.col("has_dlh"), F.col("dlh_reason")).alias("reason"),
+        F.when(F.col("has_dlh"), _strip("dlh_put_appl_name")).alias("dead_lettered_by"),
+    )
     keys = ["qmgr", "application"]
-    main = (m.groupBy(*keys, "reason", "dead_lettered_by").count()
-            .withColumn("_n", F.row_number().over(Window.partitionBy(*keys).orderBy(
-                F.desc("count"), F.asc_nulls_last("reason"), "dead_lettered_by")))
-            .where("_n = 1").select(*keys, F.col("reason").alias("main_reason"), "dead_lettered_by"))
-    rows = (m.groupBy(*keys).agg(F.count("*").alias("count")).join(main, keys)
-            .orderBy(F.desc("count"), *keys).limit(top).collect())
-    return [{**r, "main_reason_name": r["main_reason_name"] or NO_DLH}
-            for r in _reason_names([r.asDict() for r in rows], "main_reason", "main_reason_name")]
+    main = (
+        m.groupBy(*keys, "reason", "dead_lettered_by")
+        .count()
+        .withColumn(
+            "_n",
+            F.row_number().over(
+                Window.partitionBy(*keys).orderBy(F.desc("count"), F.asc_nulls_last("reason"), "dead_lettered_by")
+            ),
+        )
+        .where("_n = 1")
+        .select(*keys, F.col("reason").alias("main_reason"), "dead_lettered_by")
+    )
+    rows = (
+        m.groupBy(*keys)
+        .agg(F.count("*").alias("count"))
+        .join(main, keys)
+        .orderBy(F.desc("count"), *keys)
+        .limit(top)
+        .collect()
+    )
+    return [
+        {**r, "main_reason_name": r["main_reason_name"] or NO_DLH}
+        for r in _reason_names([r.asDict() for r in rows], "main_reason", "main_reason_name")
+    ]
 
 
 def current_states(ledger: DataFrame, messages: DataFrame) -> list[dict]:
     """Every landed message once, by the outcome of its latest ledger row (`NOT_TRIED` without one)."""
-    latest = (ledger.withColumn("_n", F.row_number().over(Window.partitionBy("message_key").orderBy(
-        F.desc("finished_at"), F.desc("run_id"), F.desc("attempt")))).where("_n = 1").select("message_key", "outcome"))
-    states = messages.select("message_key").join(latest, "message_key", "left").select(
-        F.coalesce(F.col("outcome"), F.lit(NOT_TRIED)).alias("state"))
+    latest = (
+        ledger.withColumn(
+            "_n",
+            F.row_number().over(
+                Window.partitionBy("message_key").orderBy(F.desc("finished_at"), F.desc("run_id"), F.desc("attempt"))
+            ),
+        )
+        .where("_n = 1")
+        .select("message_key", "outcome")
+    )
+    states = (
+        messages.select("message_key")
+        .join(latest, "message_key", "left")
+        .select(F.coalesce(F.col("outcome"), F.lit(NOT_TRIED)).alias("state"))
+    )
     return _rows(states, ["state"])
 
 
@@ -135,40 +179,59 @@ def _rule_rows(decisions: DataFrame, rules: list[dict]) -> list[dict]:
     """Decisions per rule line with the rule's text and target; decisions no rule made
     (no MQDLH, no match, ...) per reason."""
     by_line = {r["line"]: r for r in rules}
-    keyed = decisions.select("rule_line", "action",
-                             F.when(F.col("rule_line").isNull(), F.col("ignore_reason")).alias("why"))
+    keyed = decisions.select(
+        "rule_line", "action", F.when(F.col("rule_line").isNull(), F.col("ignore_reason")).alias("why")
+    )
     rows = _rows(keyed, ["rule_line", "action", "why"])
     rows.sort(key=lambda r: (r["rule_line"] is None, r["rule_line"] or 0, r["action"], r["why"] or ""))
     out = []
     for r in rows:
         why = r.pop("why")
         rule = by_line.get(r["rule_line"], {})
-        out.append({**r, "rule": rule.get("text", f"(no rule: {why})" if r["rule_line"] is None else ""),
-                    "target": rule.get("target", "")})
+        out.append(
+            {
+                **r,
+                "rule": rule.get("text", f"(no rule: {why})" if r["rule_line"] is None else ""),
+                "target": rule.get("target", ""),
+            }
+        )
     return out
 
 
 def _retry_rules(ledger: DataFrame) -> list[dict]:
     """Per RETRY rule line: attempts, deliveries, failures and the commonest reason code."""
     tried = ledger.where((F.col("action") == "RETRY") & F.col("outcome").isin("delivered", "failed"))
-    top_reason = (tried.where(F.col("outcome") == "failed").groupBy("rule_line", "reason_code").count()
-                  .withColumn("_n", F.row_number().over(Window.partitionBy("rule_line").orderBy(
-                      F.desc("count"), "reason_code"))).where("_n = 1")
-                  .select("rule_line", F.col("reason_code").alias("main_reason")))
-    rows = (tried.groupBy("rule_line").agg(
-        F.count("*").alias("attempts"),
-        F.sum(F.when(F.col("outcome") == "delivered", 1).otherwise(0)).alias("delivered"),
-        F.sum(F.when(F.col("outcome") == "failed", 1).otherwise(0)).alias("failed"))
-        .join(top_reason, "rule_line", "left").orderBy("rule_line").collect())
+    top_reason = (
+        tried.where(F.col("outcome") == "failed")
+        .groupBy("rule_line", "reason_code")
+        .count()
+        .withColumn("_n", F.row_number().over(Window.partitionBy("rule_line").orderBy(F.desc("count"), "reason_code")))
+        .where("_n = 1")
+        .select("rule_line", F.col("reason_code").alias("main_reason"))
+    )
+    rows = (
+        tried.groupBy("rule_line")
+        .agg(
+            F.count("*").alias("attempts"),
+            F.sum(F.when(F.col("outcome") == "delivered", 1).otherwise(0)).alias("delivered"),
+            F.sum(F.when(F.col("outcome") == "failed", 1).otherwise(0)).alias("failed"),
+        )
+        .join(top_reason, "rule_line", "left")
+        .orderBy("rule_line")
+        .collect()
+    )
     return _reason_names([r.asDict() for r in rows], "main_reason", "main_reason_name")
 
 
 def _run_section(run_id: str, decisions: DataFrame, ledger: DataFrame, rules: list[dict], top: int) -> dict:
     failing = ledger.where(F.col("outcome").isin(*ATTENTION_OUTCOMES))
-    breakers = (ledger.where((F.col("outcome") == "deferred") & F.col("error_text").startswith(BREAKER_TEXT))
-                .groupBy("target_qmgr", "target_q").agg(F.count("*").alias("deferred"),
-                                                        F.min("error_text").alias("error_text"))
-                .orderBy(F.desc("deferred"), "target_qmgr", "target_q").collect())
+    breakers = (
+        ledger.where((F.col("outcome") == "deferred") & F.col("error_text").startswith(BREAKER_TEXT))
+        .groupBy("target_qmgr", "target_q")
+        .agg(F.count("*").alias("deferred"), F.min("error_text").alias("error_text"))
+        .orderBy(F.desc("deferred"), "target_qmgr", "target_q")
+        .collect()
+    )
     return {
         "scope": SCOPES["run"],
         "run_id": run_id,
@@ -179,7 +242,8 @@ def _run_section(run_id: str, decisions: DataFrame, ledger: DataFrame, rules: li
         "ignored_by_reason": _rows(decisions.where(F.col("action") == "IGNORE"), ["ignore_reason"]),
         "by_outcome": _rows(ledger, ["outcome"]),
         "failures_by_target": _reason_names(
-            _rows(failing, ["target_qmgr", "target_q", "outcome", "reason_code"], top), "reason_code"),
+            _rows(failing, ["target_qmgr", "target_q", "outcome", "reason_code"], top), "reason_code"
+        ),
         "retry_rules": _retry_rules(ledger),
         "breakers": [r.asDict() for r in breakers],
     }
@@ -191,8 +255,9 @@ def _run_info(storage: Storage, run_id: str | None, rules_file: str | None) -> d
     summary = storage.read_summary(run_id) if run_id else None
     info: dict = {"run_id": run_id, "summary": summary is not None}
     if summary:
-        info.update({k: summary.get(k) for k in ("target", "started_at", "finished_at", "exit_status", "inputs",
-                                                 "source")})
+        info.update(
+            {k: summary.get(k) for k in ("target", "started_at", "finished_at", "exit_status", "inputs", "source")}
+        )
         info["rules_file"] = summary.get("rules_file") or None
         info["duration_s"] = round(sum((summary.get("durations") or {}).values()), 3)
     if rules_file:
@@ -200,8 +265,15 @@ def _run_info(storage: Storage, run_id: str | None, rules_file: str | None) -> d
     return info
 
 
-def build_report(storage: Storage, *, now: dt.datetime, run_id: str | None = None, top: int = 10,
-                 rules: list[dict] | None = None, rules_file: str | None = None) -> dict:
+def build_report(
+    storage: Storage,
+    *,
+    now: dt.datetime,
+    run_id: str | None = None,
+    top: int = 10,
+    rules: list[dict] | None = None,
+    rules_file: str | None = None,
+) -> dict:
     """The report on run ``run_id`` (default: the latest), what is pending now and all time.
 
     ``rules``: the rules table the run used, as `dlq_pipeline.rules.parser.rules_listing`
@@ -212,7 +284,11 @@ def build_report(storage: Storage, *, now: dt.datetime, run_id: str | None = Non
     ledger = storage.read("ledger")
     try:
         runs = [
-            {"run_id": r["run_id"], "decided_at": iso_z(from_epoch_micros(r["decided_us"])), "decisions": r["decisions"]}
+            {
+                "run_id": r["run_id"],
+                "decided_at": iso_z(from_epoch_micros(r["decided_us"])),
+                "decisions": r["decisions"],
+            }
             for r in decisions.groupBy("run_id")
             .agg(F.min(F.unix_micros("decided_at")).alias("decided_us"), F.count("*").alias("decisions"))
             .orderBy("decided_us")
@@ -241,28 +317,34 @@ def build_report(storage: Storage, *, now: dt.datetime, run_id: str | None = Non
                 "by_reason": _reason_names(_rows(with_dlh.withColumnRenamed("dlh_reason", "reason"), ["reason"], top)),
                 "by_destination": _rows(
                     with_dlh.select(_strip("dlh_dest_qmgr").alias("dest_qmgr"), _strip("dlh_dest_q").alias("dest_q")),
-                    ["dest_qmgr", "dest_q"], top),
+                    ["dest_qmgr", "dest_q"],
+                    top,
+                ),
                 "originators": originators(messages, top),
                 "states": current_states(ledger, messages),
             },
             "pending": {
                 "scope": SCOPES["pending"],
                 "messages": pending.count(),
-                "by_reason": _reason_names(_rows(pending.where(F.col("has_dlh"))
-                                                 .withColumnRenamed("dlh_reason", "reason"), ["reason"], top)),
+                "by_reason": _reason_names(
+                    _rows(pending.where(F.col("has_dlh")).withColumnRenamed("dlh_reason", "reason"), ["reason"], top)
+                ),
                 "without_dlh": _rows(pending.where(~F.col("has_dlh")), ["dlh_problem"]),
                 "age": _age_buckets(pending, now),
             },
             "arrivals": {"scope": SCOPES["all_time"], **arrivals(messages)},
             "trend": [
                 {**r.asDict()}
-                for r in ledger.groupBy("run_id", "outcome").agg(F.count("*").alias("count"))
-                .orderBy("run_id", "outcome").collect()
+                for r in ledger.groupBy("run_id", "outcome")
+                .agg(F.count("*").alias("count"))
+                .orderBy("run_id", "outcome")
+                .collect()
             ],
         }
         if run_id:
-            report["run"] = _run_section(run_id, decisions.where(F.col("run_id") == run_id),
-                                         ledger.where(F.col("run_id") == run_id), rules, top)
+            report["run"] = _run_section(
+                run_id, decisions.where(F.col("run_id") == run_id), ledger.where(F.col("run_id") == run_id), rules, top
+            )
         pending.unpersist()
     finally:
         messages.unpersist()

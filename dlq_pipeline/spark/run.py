@@ -11,23 +11,23 @@ import contextlib
 import datetime as dt
 import logging
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
 
 from pyspark.sql import SparkSession
 
 from dlq_pipeline import exitcodes
-from dlq_pipeline.clock import as_utc, iso_z
-from dlq_pipeline.clock import utc_now
+from dlq_pipeline.clock import as_utc, iso_z, utc_now
+from dlq_pipeline.identity import new_run_id
 from dlq_pipeline.locks import writer_lock
-from dlq_pipeline.progress import Progress, Report, as_progress, stage as stage_events
 from dlq_pipeline.metrics import prometheus_text, run_metrics, write_textfile
+from dlq_pipeline.progress import Progress, Report, as_progress
+from dlq_pipeline.progress import stage as stage_events
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.rules.parser import rules_listing
-from dlq_pipeline.identity import new_run_id
+from dlq_pipeline.settings import RunSettings
 from dlq_pipeline.spark.classify import decide_pending
 from dlq_pipeline.spark.lease import writer_lease
-from dlq_pipeline.settings import RunSettings
 from dlq_pipeline.spark.storage import open_storage
 from dlq_pipeline.tables import ATTENTION_OUTCOMES, IGNORE_REASONS
 from dlq_pipeline.testhooks import crash_point
@@ -88,8 +88,9 @@ class _Stages:
     @contextlib.contextmanager
     def __call__(self, name: str):
         self.index += 1
-        with stage_events(self.progress, name, run_id=self.summary.run_id,
-                          header=f"[{self.index}/{self.total}] {name}") as counts:
+        with stage_events(
+            self.progress, name, run_id=self.summary.run_id, header=f"[{self.index}/{self.total}] {name}"
+        ) as counts:
             yield
         self.summary.durations[name] = counts["duration_s"]
 
@@ -119,18 +120,35 @@ def run_pipeline(
     now = as_utc(now) or utc_now()
     run_id = run_id or new_run_id(now)
     # both re-entrant: no-ops under the `run` command
-    with writer_lock(settings.storage, command="run", run_id=run_id), \
-            writer_lease(spark, settings.storage, command="run", run_id=run_id):
-        return _run_pipeline(spark, settings, table, inputs=inputs, target=target, run_id=run_id, now=now,
-                             progress=as_progress(progress), source=source)
+    with (
+        writer_lock(settings.storage, command="run", run_id=run_id),
+        writer_lease(spark, settings.storage, command="run", run_id=run_id),
+    ):
+        return _run_pipeline(
+            spark,
+            settings,
+            table,
+            inputs=inputs,
+            target=target,
+            run_id=run_id,
+            now=now,
+            progress=as_progress(progress),
+            source=source,
+        )
 
 
 def _run_pipeline(spark, settings: RunSettings, table, *, inputs, target, run_id, now, progress, source) -> RunSummary:
     from dlq_pipeline.spark.ingest import ingest
     from dlq_pipeline.spark.replay import replay
 
-    summary = RunSummary(run_id=run_id, target=target, started_at=iso_z(now), inputs=list(inputs),
-                         rules_file=table.path or "", rules=rules_listing(table))
+    summary = RunSummary(
+        run_id=run_id,
+        target=target,
+        started_at=iso_z(now),
+        inputs=list(inputs),
+        rules_file=table.path or "",
+        rules=rules_listing(table),
+    )
     stage = _Stages(summary, 6 if source else 4, progress)
     storage = open_storage(spark, settings.storage)
     if source:
@@ -138,12 +156,16 @@ def _run_pipeline(spark, settings: RunSettings, table, *, inputs, target, run_id
 
         summary.source = source
         with stage("drain"):
-            live, summary.drain = drain_stage(spark, storage, settings, table, source=source, run_id=run_id,
-                                              progress=progress)
+            live, summary.drain = drain_stage(
+                spark, storage, settings, table, source=source, run_id=run_id, progress=progress
+            )
 
     with stage("ingest"):
-        landed = ingest(spark, storage, list(inputs), run_id=run_id, settings=settings.ingest,
-                        progress=progress) if inputs else None
+        landed = (
+            ingest(spark, storage, list(inputs), run_id=run_id, settings=settings.ingest, progress=progress)
+            if inputs
+            else None
+        )
         if landed is not None:
             summary.files = landed.files
             summary.messages_landed = landed.messages_landed
@@ -152,18 +174,38 @@ def _run_pipeline(spark, settings: RunSettings, table, *, inputs, target, run_id
     crash_point("after-ingest")
 
     with stage("classify"):
-        decisions, counted = decide_pending(spark, storage, table, run_id=run_id, now=now,
-                                            retry_interval=settings.classify.retry_interval, progress=progress)
-        summary.pending, summary.decisions, summary.ignore_reasons = counted.total, counted.actions, \
-            counted.ignore_reasons
+        decisions, counted = decide_pending(
+            spark,
+            storage,
+            table,
+            run_id=run_id,
+            now=now,
+            retry_interval=settings.classify.retry_interval,
+            progress=progress,
+        )
+        summary.pending, summary.decisions, summary.ignore_reasons = (
+            counted.total,
+            counted.actions,
+            counted.ignore_reasons,
+        )
         summary.messages_without_dlh = summary.ignore_reasons.get("no_dlh", 0)
     crash_point("after-classify")
 
     with stage("replay"):
         try:
-            outcomes = replay(spark, storage, decisions, target=target, settings=settings.replay, qmgrs=settings.qmgrs,
-                              run_id=run_id, now=now, progress=progress, puts_per_queue=counted.puts_per_queue,
-                              decisions_total=counted.total)
+            outcomes = replay(
+                spark,
+                storage,
+                decisions,
+                target=target,
+                settings=settings.replay,
+                qmgrs=settings.qmgrs,
+                run_id=run_id,
+                now=now,
+                progress=progress,
+                puts_per_queue=counted.puts_per_queue,
+                decisions_total=counted.total,
+            )
         finally:
             decisions.unpersist()
         summary.outcomes = dict(sorted(Counter(outcomes).items()))
@@ -173,8 +215,9 @@ def _run_pipeline(spark, settings: RunSettings, table, *, inputs, target, run_id
         from dlq_pipeline.spark.live import settle_stage
 
         with stage("settle"):
-            summary.settle = settle_stage(spark, storage, settings, live, target=target, run_id=run_id,
-                                          progress=progress)
+            summary.settle = settle_stage(
+                spark, storage, settings, live, target=target, run_id=run_id, progress=progress
+            )
 
     with stage("summary"):
         summary.finished_at = iso_z(utc_now())
@@ -183,7 +226,16 @@ def _run_pipeline(spark, settings: RunSettings, table, *, inputs, target, run_id
         where = storage.write_summary(run_id, summary.as_dict())
         if settings.metrics_textfile:
             write_textfile(settings.metrics_textfile, prometheus_text(summary.as_dict()))
-    log.info("run %s finished with status %d", run_id, summary.exit_status,
-             extra={"event": "run_finished", "run_id": run_id, "summary_path": where,
-                    "exit_status": summary.exit_status, "metrics": summary.metrics})
+    log.info(
+        "run %s finished with status %d",
+        run_id,
+        summary.exit_status,
+        extra={
+            "event": "run_finished",
+            "run_id": run_id,
+            "summary_path": where,
+            "exit_status": summary.exit_status,
+            "metrics": summary.metrics,
+        },
+    )
     return summary

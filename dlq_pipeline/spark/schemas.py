@@ -7,7 +7,7 @@ field's ``type`` may be Spark's JSON form or a DDL type string (``array<string>`
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -35,7 +35,8 @@ from pyspark.sql.types import (
 from dlq_pipeline.spark.sql_text import sql_column, sql_string
 from dlq_pipeline.tables import TABLES, SchemaError, table_document
 
-@lru_cache(maxsize=None)
+
+@cache
 def table_schema(name: str) -> StructType:
     """The Spark schema of table ``name``: types, nullability and column comments."""
     doc = table_document(name)
@@ -130,7 +131,7 @@ def _ddl(text: str) -> tuple[DataType, str]:
     lower = text.lower()
     for prefix in ("array<", "map<", "struct<"):
         if lower.startswith(prefix):
-            rest = text[len(prefix):]
+            rest = text[len(prefix) :]
             if prefix == "array<":
                 element, rest = _ddl(rest.lstrip())
                 return ArrayType(element, True), _expect(rest, ">")
@@ -151,10 +152,10 @@ def _ddl(text: str) -> tuple[DataType, str]:
                     rest = rest[1:]
     decimal = _DECIMAL.match(lower)
     if decimal:
-        return DecimalType(int(decimal.group(1)), int(decimal.group(2))), text[decimal.end():]
+        return DecimalType(int(decimal.group(1)), int(decimal.group(2))), text[decimal.end() :]
     word = re.match(r"[a-z_]+", lower)
     if word and word.group(0) in _ATOMIC:
-        return _ATOMIC[word.group(0)], text[word.end():]
+        return _ATOMIC[word.group(0)], text[word.end() :]
     raise ValueError(f"cannot parse type {text!r}")
 
 
@@ -162,7 +163,7 @@ def _expect(rest: str, token: str) -> str:
     rest = rest.lstrip()
     if not rest.startswith(token):
         raise ValueError(f"expected {token!r} at {rest[:20]!r}")
-    return rest[len(token):]
+    return rest[len(token) :]
 
 
 # --- conforming a DataFrame to a table ------------------------------------------------------
@@ -250,7 +251,8 @@ def render_tables_md() -> str:
         "     tests/spark/test_storage.py fails when this page and the schemas disagree. -->",
         "",
         "The schemas in `dlq_pipeline/data/schemas/*.json` are the single source of truth: the code",
-        "loads them (`dlq_pipeline.tables`, `dlq_pipeline.spark.schemas`), every stored table is written through `conform`, and",
+        "loads them (`dlq_pipeline.tables`, `dlq_pipeline.spark.schemas`), "
+        "every stored table is written through `conform`, and",
         "the tests compare what was written with them. `messages`, `decisions`, `ledger` and",
         "`quarantine` are stored (Parquet dataset directories `WAREHOUSE/<table>`, or Delta",
         "tables by path or by catalog name); `decoded` lists the columns the decode stage adds",
@@ -282,8 +284,16 @@ def render_tables_md() -> str:
         doc = table_document(name)
         schema = table_schema(name)
         key = ", ".join(f"`{k}`" for k in doc["key"]) or "none (append-only)"
-        lines += [f"## {name}", "", doc["description"], "", f"Key: {key}", "",
-                  "| column | type | null | meaning |", "|---|---|---|---|"]
+        lines += [
+            f"## {name}",
+            "",
+            doc["description"],
+            "",
+            f"Key: {key}",
+            "",
+            "| column | type | null | meaning |",
+            "|---|---|---|---|",
+        ]
         for field in schema.fields:
             comment = (field.metadata or {}).get("comment", "").replace("|", "\\|")
             null = "yes" if field.nullable else "no"

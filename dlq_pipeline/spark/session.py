@@ -15,7 +15,8 @@ import os
 import re
 import sys
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -31,7 +32,7 @@ DELTA_FIX = (
     "fetch Delta Lake's jars once with `python -m dlq_pipeline.spark.delta` (from Maven Central into "
     "~/.cache/dlq-pipeline/jars; `make delta-jars` in a clone), or start Spark with "
     "--packages io.delta:delta-spark_<spark>_2.13:<release>, or run on Databricks, "
-    "or use storage.format = \"parquet\""
+    'or use storage.format = "parquet"'
 )
 
 # Settings every locally built session gets; `spark_conf` entries override them.
@@ -89,8 +90,17 @@ CLASSPATH = "spark.driver.extraClassPath"
 
 def _settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
     s = dict(settings or {})
-    unknown = set(s) - {"master", "remote", "app_name", "spark_conf", "format", "log_level", "work_bytes",
-                        "quick_jit_bytes", "class_archive"}
+    unknown = set(s) - {
+        "master",
+        "remote",
+        "app_name",
+        "spark_conf",
+        "format",
+        "log_level",
+        "work_bytes",
+        "quick_jit_bytes",
+        "class_archive",
+    }
     if unknown:
         raise ValueError(f"get_spark: unknown settings {sorted(unknown)}")
     return s
@@ -193,7 +203,9 @@ def connect_conf(settings: Mapping[str, Any] | None = None) -> dict[str, str]:
     return conf
 
 
-def session_conf(settings: Mapping[str, Any] | None = None, launcher: Mapping[str, str] | None = None) -> dict[str, str]:
+def session_conf(
+    settings: Mapping[str, Any] | None = None, launcher: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The Spark settings ``get_spark`` uses for a new local session (pure; for tests and docs).
 
     Delta's SQL extension and catalog are added only when ``format`` is ``delta`` *and* Delta
@@ -286,8 +298,14 @@ _START_UP_LINES = (
     "To adjust logging level use sc.setLogLevel",
     ":: loading settings ::",
 )
-_LOG4J_LEVELS = {"TRACE": logging.DEBUG, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.INFO,
-                 "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
+_LOG4J_LEVELS = {
+    "TRACE": logging.DEBUG,
+    "DEBUG": logging.DEBUG,
+    "INFO": logging.INFO,
+    "WARN": logging.INFO,
+    "ERROR": logging.ERROR,
+    "FATAL": logging.CRITICAL,
+}
 
 
 def jvm_line_level(line: str) -> int:

@@ -26,16 +26,17 @@ bodies may hold personal data.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import os
 import re
-import datetime as dt
 import secrets
 import shutil
 import time
+from collections.abc import Mapping, Sequence
 from functools import reduce
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -44,10 +45,10 @@ from dlq_pipeline.clock import as_utc, epoch_micros, iso_z
 from dlq_pipeline.paths import plain_path
 from dlq_pipeline.private import private_dirs
 from dlq_pipeline.settings import StorageSettings
-from dlq_pipeline.spark.sql_text import sql_column
 from dlq_pipeline.spark.schemas import conform, table_schema
-from dlq_pipeline.tables import table_key
 from dlq_pipeline.spark.session import DELTA_FIX, delta_available
+from dlq_pipeline.spark.sql_text import sql_column
+from dlq_pipeline.tables import table_key
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +59,20 @@ _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _TABLE = re.compile(r"[a-z][a-z0-9_]*")
 # Delta table properties per table: audit rows are never changed; the lease's one row is
 # rewritten at every renewal, so its log and old files are kept a day, not Delta's 30 and 7.
-TABLE_PROPERTIES = {"ledger": {"delta.appendOnly": "true"},
-                    "leases": {"delta.logRetentionDuration": "interval 1 days",
-                               "delta.deletedFileRetentionDuration": "interval 1 days"}}
+TABLE_PROPERTIES = {
+    "ledger": {"delta.appendOnly": "true"},
+    "leases": {
+        "delta.logRetentionDuration": "interval 1 days",
+        "delta.deletedFileRetentionDuration": "interval 1 days",
+    },
+}
 # A commit that lost an optimistic-concurrency race (ConcurrentAppendException & co., or the
 # table created by the other writer first): redone on the new snapshot.
-_CONFLICT = re.compile(r"Concurrent\w*Exception|DELTA_CONCURRENT|ProtocolChanged|MetadataChanged|"
-                       r"TABLE_OR_VIEW_ALREADY_EXISTS|DELTA_TABLE_ALREADY_EXISTS|"
-                       r"DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION")
+_CONFLICT = re.compile(
+    r"Concurrent\w*Exception|DELTA_CONCURRENT|ProtocolChanged|MetadataChanged|"
+    r"TABLE_OR_VIEW_ALREADY_EXISTS|DELTA_TABLE_ALREADY_EXISTS|"
+    r"DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION"
+)
 # Parquet writer options per table, on every write of it. Parquet tries a dictionary for
 # every column and, once it passes 1 MB, throws it away and encodes the page again plainly:
 # for values that are (nearly) all distinct, work done twice. No dictionary for a message's
@@ -74,8 +81,11 @@ _CONFLICT = re.compile(r"Concurrent\w*Exception|DELTA_CONCURRENT|ProtocolChanged
 # construction: a key, a digest, a MsgId, a position in its file (with the cache's columns
 # left uncompressed, an eighth of a 100,000-message ingest's CPU: "Issue 16, session 30").
 UNIQUE_MESSAGE_COLUMNS = ("message_key", "data_digest", "msg_id", "source_index", "source_line", "source_offset")
-TABLE_PARQUET_OPTIONS = {"messages": {f"parquet.enable.dictionary#{column}": "false"
-                                      for column in ("data", "data_head", *UNIQUE_MESSAGE_COLUMNS)}}
+TABLE_PARQUET_OPTIONS = {
+    "messages": {
+        f"parquet.enable.dictionary#{column}": "false" for column in ("data", "data_head", *UNIQUE_MESSAGE_COLUMNS)
+    }
+}
 COMMIT_ATTEMPTS = 8
 # How long a writer waits for another's CREATE of a Delta table to commit its first version
 # (the other has made the table's _delta_log; Delta then calls the table existing).
@@ -199,15 +209,28 @@ def _delta_conflict_types() -> tuple[type, ...]:
     """delta-spark's Python names for a lost optimistic-concurrency race (when its pip package
     is installed; a runtime without it still raises them, recognised by name)."""
     try:
-        from delta.exceptions import (ConcurrentAppendException, ConcurrentDeleteDeleteException,
-                                      ConcurrentDeleteReadException, ConcurrentTransactionException,
-                                      ConcurrentWriteException, DeltaConcurrentModificationException,
-                                      MetadataChangedException, ProtocolChangedException)
+        from delta.exceptions import (
+            ConcurrentAppendException,
+            ConcurrentDeleteDeleteException,
+            ConcurrentDeleteReadException,
+            ConcurrentTransactionException,
+            ConcurrentWriteException,
+            DeltaConcurrentModificationException,
+            MetadataChangedException,
+            ProtocolChangedException,
+        )
     except ImportError:
         return ()
-    return (ConcurrentAppendException, ConcurrentDeleteDeleteException, ConcurrentDeleteReadException,
-            ConcurrentTransactionException, ConcurrentWriteException, DeltaConcurrentModificationException,
-            MetadataChangedException, ProtocolChangedException)
+    return (
+        ConcurrentAppendException,
+        ConcurrentDeleteDeleteException,
+        ConcurrentDeleteReadException,
+        ConcurrentTransactionException,
+        ConcurrentWriteException,
+        DeltaConcurrentModificationException,
+        MetadataChangedException,
+        ProtocolChangedException,
+    )
 
 
 def is_conflict(exc: BaseException) -> bool:
@@ -228,7 +251,10 @@ def parse_instant(text: str) -> dt.datetime | None:
 
 
 def _null_safe_match(left: str, right: str, key: Sequence[str]):
-    return reduce(lambda a, b: a & b, [F.col(f"{left}.{sql_column(k)}").eqNullSafe(F.col(f"{right}.{sql_column(k)}")) for k in key])
+    return reduce(
+        lambda a, b: a & b,
+        [F.col(f"{left}.{sql_column(k)}").eqNullSafe(F.col(f"{right}.{sql_column(k)}")) for k in key],
+    )
 
 
 class Storage:
@@ -255,7 +281,9 @@ class Storage:
         if catalog and not schema:
             raise StorageError("a Delta catalog needs a schema (database) too: catalog.schema.table")
         if format == "delta" and not delta_available(spark):
-            raise StorageError(f"storage format 'delta' needs Delta Lake on the Spark classpath, and it is not: {DELTA_FIX}")
+            raise StorageError(
+                f"storage format 'delta' needs Delta Lake on the Spark classpath, and it is not: {DELTA_FIX}"
+            )
         if plain_path(path) == path and not os.path.isabs(path):
             path = os.path.abspath(path)  # this process's directory, not a Spark Connect server's
         self.spark = spark
@@ -273,21 +301,24 @@ class Storage:
         when = f", as of {iso_z(self.as_of_time)}" if self.as_of_time else ""
         return f"Storage({self.format}, {where}{when})"
 
-    def as_of(self, when: str | dt.datetime) -> "Storage":
+    def as_of(self, when: str | dt.datetime) -> Storage:
         """A read-only view of the tables as they were at ``when``: an instant (ISO 8601, naive
         = UTC) or a run id (the end of that run, from its summary). Delta only: Parquet keeps
         no history."""
         if self.format != "delta":
-            raise StorageError("time travel (--as-of) needs storage.format = \"delta\": Parquet tables keep no history")
+            raise StorageError('time travel (--as-of) needs storage.format = "delta": Parquet tables keep no history')
         instant = as_utc(when) if isinstance(when, dt.datetime) else parse_instant(when)
         if instant is None:
             summary = self._files.read_text(self.summary_path(when))
             if summary is None:
-                raise StorageError(f"--as-of {when!r} is neither a timestamp (ISO 8601) nor a run with a summary "
-                                   f"in {self.path}/{RUNS_DIR}")
+                raise StorageError(
+                    f"--as-of {when!r} is neither a timestamp (ISO 8601) nor a run with a summary "
+                    f"in {self.path}/{RUNS_DIR}"
+                )
             instant = parse_instant(json.loads(summary)["finished_at"])
-        return Storage(self.spark, self.format, self.path, self.catalog, self.schema, as_of=instant,
-                       webhdfs=self.webhdfs)
+        return Storage(
+            self.spark, self.format, self.path, self.catalog, self.schema, as_of=instant, webhdfs=self.webhdfs
+        )
 
     # --- where ---------------------------------------------------------------------------
 
@@ -326,8 +357,11 @@ class Storage:
 
     def _history_starts_after(self, table: str, instant: dt.datetime) -> bool:
         """The table's first commit is later than ``instant`` (it did not exist then)."""
-        first = self.spark.sql(f"DESCRIBE HISTORY {self._delta_ref(table)}").agg(
-            F.min(F.unix_micros("timestamp")).alias("us")).collect()[0]["us"]
+        first = (
+            self.spark.sql(f"DESCRIBE HISTORY {self._delta_ref(table)}")
+            .agg(F.min(F.unix_micros("timestamp")).alias("us"))
+            .collect()[0]["us"]
+        )
         return first is None or first > epoch_micros(instant)
 
     def require_tables(self) -> None:
@@ -335,8 +369,10 @@ class Storage:
         wrong path must not read as an empty DLQ (reports of zeros, empty charts)."""
         if not self.exists("messages"):
             where = f"{self.catalog}.{self.schema}" if self.by_name else self.path
-            raise StorageError(f"no tables in the warehouse {where} ({self.format}): wrong path? "
-                               "(ingest or run land messages there first)")
+            raise StorageError(
+                f"no tables in the warehouse {where} ({self.format}): wrong path? "
+                "(ingest or run land messages there first)"
+            )
 
     def read(self, table: str) -> DataFrame:
         """The table, with exactly its schema; an empty DataFrame with that schema when absent
@@ -388,8 +424,12 @@ class Storage:
             except Exception as exc:  # noqa: BLE001 - py4j/Spark wrap Delta's exceptions
                 if attempt == COMMIT_ATTEMPTS or not is_conflict(exc):
                     raise
-                log.info("%s lost a concurrent commit race (attempt %d), retrying: %s",
-                         what, attempt, str(exc).splitlines()[0][:200])
+                log.info(
+                    "%s lost a concurrent commit race (attempt %d), retrying: %s",
+                    what,
+                    attempt,
+                    str(exc).splitlines()[0][:200],
+                )
                 time.sleep(0.25 * attempt + secrets.randbelow(250) / 1000)
 
     def _added_columns(self, df: DataFrame, table: str) -> list:
@@ -415,22 +455,36 @@ class Storage:
                 added = self._added_columns(self.spark.table(self._delta_ref(table)), table)
                 if added:
                     columns = ", ".join(f"{sql_column(f.name)} {f.dataType.simpleString()}" for f in added)
-                    log.warning("adding column(s) %s to the Delta table %s (declared since it was created)",
-                                ", ".join(f.name for f in added), table)
-                    self._committed(f"add columns to {table}", lambda: self.spark.sql(
-                        f"ALTER TABLE {self._delta_ref(table)} ADD COLUMNS ({columns})"))
+                    log.warning(
+                        "adding column(s) %s to the Delta table %s (declared since it was created)",
+                        ", ".join(f.name for f in added),
+                        table,
+                    )
+                    self._committed(
+                        f"add columns to {table}",
+                        lambda: self.spark.sql(f"ALTER TABLE {self._delta_ref(table)} ADD COLUMNS ({columns})"),
+                    )
                 self._evolved.add(table)
             return
         if not self.by_name:
             self._files.makedirs(self.location(table))
         declared = TABLE_PROPERTIES.get(table, {})
-        properties = ("TBLPROPERTIES (" + ", ".join(f"'{k}' = '{v}'" for k, v in declared.items()) + ")"
-                      if declared else "")
+        properties = (
+            "TBLPROPERTIES (" + ", ".join(f"'{k}' = '{v}'" for k, v in declared.items()) + ")" if declared else ""
+        )
         ddl = table_schema(table).toDDL()
         # Two writers creating it at once: the loser finds the other's files (or table) and,
         # once the other's first commit is there, nothing left to do.
-        self._committed(f"create {table}", lambda: None if self.exists(table) else self.spark.sql(
-            f"CREATE TABLE IF NOT EXISTS {self._delta_ref(table)} ({ddl}) USING delta {properties}"))
+        self._committed(
+            f"create {table}",
+            lambda: (
+                None
+                if self.exists(table)
+                else self.spark.sql(
+                    f"CREATE TABLE IF NOT EXISTS {self._delta_ref(table)} ({ddl}) USING delta {properties}"
+                )
+            ),
+        )
         self._await_first_commit(table)
 
     def _await_first_commit(self, table: str) -> None:
@@ -443,7 +497,8 @@ class Storage:
                 raise StorageError(
                     f"the Delta table {where} has a _delta_log but no commit after {CREATE_WAIT_SECONDS:.0f} s: a "
                     f"creation that did not finish (a killed writer). If nothing is writing it, remove "
-                    f"{where}/_delta_log and run again")
+                    f"{where}/_delta_log and run again"
+                )
             time.sleep(0.5)
 
     def _write(self, table: str, df: DataFrame, parquet_options: Mapping[str, str] | None = None) -> None:
@@ -508,10 +563,13 @@ class Storage:
         try:
             condition = " AND ".join(f"t.{sql_column(k)} <=> s.{sql_column(k)}" for k in key)
             matched = f"WHEN MATCHED AND ({replace_when}) THEN UPDATE SET * " if replace_when else ""
-            result = self._committed(f"merge into {table}", lambda: self.spark.sql(
-                f"MERGE INTO {self._delta_ref(table)} AS t USING {sql_column(view)} AS s ON {condition} "
-                f"{matched}WHEN NOT MATCHED THEN INSERT *"
-            ).collect())
+            result = self._committed(
+                f"merge into {table}",
+                lambda: self.spark.sql(
+                    f"MERGE INTO {self._delta_ref(table)} AS t USING {sql_column(view)} AS s ON {condition} "
+                    f"{matched}WHEN NOT MATCHED THEN INSERT *"
+                ).collect(),
+            )
         finally:
             self.spark.catalog.dropTempView(view)
         if result and "num_inserted_rows" in result[0].asDict():
@@ -526,7 +584,7 @@ class Storage:
         commits first, Delta refuses this commit and it is redone on the new snapshot, where
         ``replace_when`` is evaluated again (the writer lease, `dlq_pipeline.spark.lease`)."""
         if self.format != "delta":
-            raise StorageError(f"upsert into {table!r} needs storage.format = \"delta\"")
+            raise StorageError(f'upsert into {table!r} needs storage.format = "delta"')
         self._prepare()
         self._delta_merge(table, conform(df, table), table_key(table), replace_when)
 
@@ -564,5 +622,11 @@ class Storage:
 
 def open_storage(spark: SparkSession, settings: StorageSettings) -> Storage:
     """The `Storage` that ``[storage]`` settings describe (built at the edge, `dlq_pipeline.settings`)."""
-    return Storage(spark, format=settings.format, path=settings.path, catalog=settings.catalog,
-                   schema=settings.schema, webhdfs=settings.webhdfs)
+    return Storage(
+        spark,
+        format=settings.format,
+        path=settings.path,
+        catalog=settings.catalog,
+        schema=settings.schema,
+        webhdfs=settings.webhdfs,
+    )

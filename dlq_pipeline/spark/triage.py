@@ -17,13 +17,13 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from dlq_pipeline.clock import as_utc
 from dlq_pipeline.formats.constants import reason_name
 from dlq_pipeline.rules.model import RulesTable
-from dlq_pipeline.spark.classify import classify
-from dlq_pipeline.spark.ledger import not_ended, pending_with_attempts
-from dlq_pipeline.spark.decode import decode_headers
 from dlq_pipeline.settings import StorageSettings
-from dlq_pipeline.clock import as_utc
+from dlq_pipeline.spark.classify import classify
+from dlq_pipeline.spark.decode import decode_headers
+from dlq_pipeline.spark.ledger import not_ended, pending_with_attempts
 from dlq_pipeline.spark.report import AGE_BUCKETS, build_report, dead_lettered_at, origin_qmgr
 from dlq_pipeline.spark.report import arrivals as _arrivals
 from dlq_pipeline.spark.storage import Storage, open_storage
@@ -55,8 +55,9 @@ def open_warehouse(spark: SparkSession, where: str | StorageSettings) -> Storage
 
 def load(storage: Storage) -> Tables:
     raw = storage.read("messages")
-    return Tables(decode_headers(raw).cache(), storage.read("decisions"), storage.read("ledger"),
-                  storage.read("quarantine"), raw)
+    return Tables(
+        decode_headers(raw).cache(), storage.read("decisions"), storage.read("ledger"), storage.read("quarantine"), raw
+    )
 
 
 def _strip(col: str):
@@ -94,17 +95,26 @@ def overview(tables: Tables) -> dict:
 
 
 def by_reason(tables: Tables, top: int = 10) -> pd.DataFrame:
-    rows = (tables.messages.where(F.col("has_dlh")).groupBy(F.col("dlh_reason").alias("reason"))
-            .count().orderBy(F.desc("count"), "reason").limit(top))
+    rows = (
+        tables.messages.where(F.col("has_dlh"))
+        .groupBy(F.col("dlh_reason").alias("reason"))
+        .count()
+        .orderBy(F.desc("count"), "reason")
+        .limit(top)
+    )
     frame = _pandas(rows)
     frame.insert(1, "reason_name", [reason_name(int(r)) for r in frame["reason"]])
     return frame
 
 
 def by_destination(tables: Tables, top: int = 10) -> pd.DataFrame:
-    rows = (tables.messages.where(F.col("has_dlh"))
-            .groupBy(_strip("dlh_dest_qmgr").alias("dest_qmgr"), _strip("dlh_dest_q").alias("dest_q"))
-            .count().orderBy(F.desc("count"), "dest_qmgr", "dest_q").limit(top))
+    rows = (
+        tables.messages.where(F.col("has_dlh"))
+        .groupBy(_strip("dlh_dest_qmgr").alias("dest_qmgr"), _strip("dlh_dest_q").alias("dest_q"))
+        .count()
+        .orderBy(F.desc("count"), "dest_qmgr", "dest_q")
+        .limit(top)
+    )
     return _pandas(rows)
 
 
@@ -115,7 +125,9 @@ def by_age(tables: Tables, now: dt.datetime) -> pd.DataFrame:
     for label, limit in AGE_BUCKETS:
         cond = age < limit if limit is not None else F.lit(True)
         bucket = F.when(cond, label) if bucket is None else bucket.when(cond, label)
-    counts = {r["age"]: r["count"] for r in pending(tables).select(bucket.alias("age")).groupBy("age").count().collect()}
+    counts = {
+        r["age"]: r["count"] for r in pending(tables).select(bucket.alias("age")).groupBy("age").count().collect()
+    }
     return pd.DataFrame({"age": [a for a, _ in AGE_BUCKETS], "count": [counts.get(a, 0) for a, _ in AGE_BUCKETS]})
 
 
@@ -145,10 +157,20 @@ def advice(storage: Storage, *, now: dt.datetime, run_id: str | None = None, top
 def trend(tables: Tables) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per run: decisions by action, and ledger outcomes by outcome (long format, run order)."""
     runs = tables.decisions.groupBy("run_id").agg(F.min("decided_at").alias("decided_at"))
-    decisions = (tables.decisions.groupBy("run_id", "action").count().join(runs, "run_id")
-                 .orderBy("decided_at", "action").select("run_id", "decided_at", "action", "count"))
-    outcomes = (tables.ledger.groupBy("run_id", "outcome").count().join(runs, "run_id", "left")
-                .orderBy("decided_at", "outcome").select("run_id", "decided_at", "outcome", "count"))
+    decisions = (
+        tables.decisions.groupBy("run_id", "action")
+        .count()
+        .join(runs, "run_id")
+        .orderBy("decided_at", "action")
+        .select("run_id", "decided_at", "action", "count")
+    )
+    outcomes = (
+        tables.ledger.groupBy("run_id", "outcome")
+        .count()
+        .join(runs, "run_id", "left")
+        .orderBy("decided_at", "outcome")
+        .select("run_id", "decided_at", "outcome", "count")
+    )
     return _pandas(decisions), _pandas(outcomes)
 
 
@@ -156,42 +178,73 @@ def top_offenders(tables: Tables, top: int = 10) -> pd.DataFrame:
     """Which application on which originating queue manager (not the hub that holds the DLQ)
     sent what ended up on the DLQ, and its commonest reason."""
     m = tables.messages.where(F.col("has_dlh")).select(
-        origin_qmgr().alias("qmgr"), _strip("put_appl_name").alias("put_appl_name"),
-        F.col("dlh_reason").alias("reason"))
+        origin_qmgr().alias("qmgr"), _strip("put_appl_name").alias("put_appl_name"), F.col("dlh_reason").alias("reason")
+    )
     per_reason = m.groupBy("qmgr", "put_appl_name", "reason").count()
     w = Window.partitionBy("qmgr", "put_appl_name").orderBy(F.desc("count"), "reason")
-    main_reason = per_reason.withColumn("_n", F.row_number().over(w)).where("_n = 1").select(
-        "qmgr", "put_appl_name", F.col("reason").alias("main_reason"))
-    rows = (m.groupBy("qmgr", "put_appl_name").agg(F.count("*").alias("count"),
-                                                   F.countDistinct("reason").alias("reasons"))
-            .join(main_reason, ["qmgr", "put_appl_name"])
-            .orderBy(F.desc("count"), "qmgr", "put_appl_name").limit(top))
+    main_reason = (
+        per_reason.withColumn("_n", F.row_number().over(w))
+        .where("_n = 1")
+        .select("qmgr", "put_appl_name", F.col("reason").alias("main_reason"))
+    )
+    rows = (
+        m.groupBy("qmgr", "put_appl_name")
+        .agg(F.count("*").alias("count"), F.countDistinct("reason").alias("reasons"))
+        .join(main_reason, ["qmgr", "put_appl_name"])
+        .orderBy(F.desc("count"), "qmgr", "put_appl_name")
+        .limit(top)
+    )
     frame = _pandas(rows)
     frame["main_reason_name"] = [reason_name(int(r)) for r in frame["main_reason"]]
     return frame
 
 
-def sample(tables: Tables, n: int = 10, *, redact: bool = False, preview_chars: int = 80,
-           reason: int | None = None) -> pd.DataFrame:
+def sample(
+    tables: Tables, n: int = 10, *, redact: bool = False, preview_chars: int = 80, reason: int | None = None
+) -> pd.DataFrame:
     """``n`` pending messages (oldest landed first) with decoded headers, the latest decision
     and a body preview (``redact``: sizes only; follow ``report.redact_payloads``)."""
     rows = pending(tables)
     if reason is not None:
         rows = rows.where(F.col("dlh_reason") == reason)
     latest = latest_decisions(tables.decisions).select("message_key", "action", "rule_line", "ignore_reason")
-    picked = (rows.join(latest, "message_key", "left").orderBy("landed_at", "source_file", "source_index").limit(n)
-              .select("message_key", "source_qmgr", _strip("put_appl_name").alias("put_appl_name"),
-                      F.col("dlh_reason").alias("reason"), _strip("dlh_dest_qmgr").alias("dest_qmgr"),
-                      _strip("dlh_dest_q").alias("dest_q"), "dlh_put_date", "dlh_put_time",
-                      _strip("dlh_format").alias("format"), "dlh_chain", "decode_flags", "has_dlh", "dlh_problem",
-                      "action", "rule_line", "ignore_reason", "data_length",
-                      F.substring("data", 1, 172 + preview_chars * 4).alias("_head"),
-                      F.coalesce("dlh_ccsid", "ccsid").alias("_ccsid")))
+    picked = (
+        rows.join(latest, "message_key", "left")
+        .orderBy("landed_at", "source_file", "source_index")
+        .limit(n)
+        .select(
+            "message_key",
+            "source_qmgr",
+            _strip("put_appl_name").alias("put_appl_name"),
+            F.col("dlh_reason").alias("reason"),
+            _strip("dlh_dest_qmgr").alias("dest_qmgr"),
+            _strip("dlh_dest_q").alias("dest_q"),
+            "dlh_put_date",
+            "dlh_put_time",
+            _strip("dlh_format").alias("format"),
+            "dlh_chain",
+            "decode_flags",
+            "has_dlh",
+            "dlh_problem",
+            "action",
+            "rule_line",
+            "ignore_reason",
+            "data_length",
+            F.substring("data", 1, 172 + preview_chars * 4).alias("_head"),
+            F.coalesce("dlh_ccsid", "ccsid").alias("_ccsid"),
+        )
+    )
     frame = _pandas(picked)
     frame.insert(4, "reason_name", [reason_name(int(r)) if pd.notna(r) else None for r in frame["reason"]])
     frame["preview"] = [
-        body_preview(bytes(h) if h is not None else b"", c, has_dlh=bool(d), limit=preview_chars, redact=redact,
-                     data_length=n_bytes)
+        body_preview(
+            bytes(h) if h is not None else b"",
+            c,
+            has_dlh=bool(d),
+            limit=preview_chars,
+            redact=redact,
+            data_length=n_bytes,
+        )
         for h, c, d, n_bytes in zip(frame["_head"], frame["_ccsid"], frame["has_dlh"], frame["data_length"])
     ]
     return frame.drop(columns=["_head", "_ccsid"])
@@ -206,8 +259,9 @@ class WhatIf:
     comparison: DataFrame  # every evaluated message (Spark), for further digging
 
 
-def what_if(tables: Tables, draft: RulesTable, *, now: dt.datetime, current: RulesTable | None = None,
-            limit: int = 20) -> WhatIf:
+def what_if(
+    tables: Tables, draft: RulesTable, *, now: dt.datetime, current: RulesTable | None = None, limit: int = 20
+) -> WhatIf:
     """Decide every pending message with ``draft`` (attempts from the ledger, as a run would)
     and compare with ``current`` decided the same way, or, without it, with each message's
     latest stored decision. Nothing is written."""
@@ -222,20 +276,33 @@ def what_if(tables: Tables, draft: RulesTable, *, now: dt.datetime, current: Rul
     cols = ("action", "rule_line", *COMPARED[1:])
     d = draft_df.select("message_key", *[F.col(c).alias(f"draft_{c}") for c in cols])
     c = current_df.select("message_key", *[F.col(c).alias(f"current_{c}") for c in cols])
-    info = candidates.select("message_key", F.col("dlh_reason").alias("reason"), _strip("dlh_dest_q").alias("dest_q"),
-                             "source_file", "source_index")
+    info = candidates.select(
+        "message_key",
+        F.col("dlh_reason").alias("reason"),
+        _strip("dlh_dest_q").alias("dest_q"),
+        "source_file",
+        "source_index",
+    )
     changed = ~F.expr(" AND ".join(f"(current_{k} <=> draft_{k})" for k in COMPARED))
     comparison = info.join(d, "message_key").join(c, "message_key", "left").withColumn("changed", changed).cache()
+
     def where_to(side: str):  # "FWD HOLD.QFULL": a change of target queue shows, not just "FWD -> FWD"
         return F.concat_ws(" ", F.col(f"{side}_action"), _strip(f"{side}_target_q"))
 
-    transitions = _pandas(comparison.groupBy("current_action", "draft_action", where_to("current").alias("current"),
-                                             where_to("draft").alias("draft")).agg(
-        F.count("*").alias("count"), F.sum(F.col("changed").cast("int")).alias("changed"))
-        .orderBy(F.desc("count"), F.asc_nulls_first("current_action"), "draft_action", "current", "draft"))
+    transitions = _pandas(
+        comparison.groupBy(
+            "current_action", "draft_action", where_to("current").alias("current"), where_to("draft").alias("draft")
+        )
+        .agg(F.count("*").alias("count"), F.sum(F.col("changed").cast("int")).alias("changed"))
+        .orderBy(F.desc("count"), F.asc_nulls_first("current_action"), "draft_action", "current", "draft")
+    )
     changes = _pandas(comparison.where("changed").orderBy("source_file", "source_index").limit(limit).drop("changed"))
     if not changes.empty:
-        changes.insert(2, "reason_name", [reason_name(int(r)) if pd.notna(r) else None
-                                          for r in changes["reason"]])
-    return WhatIf(evaluated=comparison.count(), changed=comparison.where("changed").count(),
-                  transitions=transitions, changes=changes, comparison=comparison)
+        changes.insert(2, "reason_name", [reason_name(int(r)) if pd.notna(r) else None for r in changes["reason"]])
+    return WhatIf(
+        evaluated=comparison.count(),
+        changed=comparison.where("changed").count(),
+        transitions=transitions,
+        changes=changes,
+        comparison=comparison,
+    )

@@ -20,8 +20,8 @@ import logging
 import os
 import threading
 import weakref
+from collections.abc import Iterator
 from concurrent.futures import Future
-from typing import Iterator
 
 from pyspark.sql import SparkSession
 
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 TASK_MODULES = ("pandas", "dlq_pipeline.spark.compiler", "dlq_pipeline.spark.replay")
 MAX_WORKERS = 4  # replay's default connections: more workers than that would not all be used by a run
 
-_started: "weakref.WeakSet" = weakref.WeakSet()  # SparkContexts whose workers were started
+_started: weakref.WeakSet = weakref.WeakSet()  # SparkContexts whose workers were started
 _lock = threading.Lock()
 
 
@@ -44,7 +44,9 @@ def _import_what_tasks_use(batches: Iterator) -> Iterator:
     for name in TASK_MODULES:
         importlib.import_module(name)
     for batch in batches:
-        yield pa.RecordBatch.from_pydict({"pid": [os.getpid()] * batch.num_rows}, schema=pa.schema([("pid", pa.int64())]))
+        yield pa.RecordBatch.from_pydict(
+            {"pid": [os.getpid()] * batch.num_rows}, schema=pa.schema([("pid", pa.int64())])
+        )
 
 
 def start_python_workers(spark: SparkSession) -> Future | None:

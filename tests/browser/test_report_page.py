@@ -21,9 +21,19 @@ from dlq_pipeline.report_render import SECTIONS, render_html
 
 pytestmark = pytest.mark.browser
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars", "--window-size=1280,3000", "--virtual-time-budget=20000"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--window-size=1280,3000",
+    "--virtual-time-budget=20000",
+]
 
 # Runs in the page once plotly has drawn: per chart, whether it drew (an SVG with marks) and
 # every text element that sticks out of its chart or the page; the result lands in the DOM.
@@ -59,42 +69,89 @@ def storm_report() -> dict:
     for g in generated:
         md, dlh = g.message.md, g.dlh
         date, time = (dlh.put_date, dlh.put_time) if dlh else (md.put_date, md.put_time)
-        rows.append({"at": dt.datetime.strptime(date + time[:6], "%Y%m%d%H%M%S").replace(tzinfo=dt.timezone.utc),
-                     "reason": reason_name(dlh.reason) if dlh else NO_DLH, "qmgr": md.reply_to_qmgr.rstrip(),
-                     "dest": f"{dlh.dest_qmgr.rstrip(chr(0) + ' ')}/{dlh.dest_q.rstrip(chr(0) + ' ')}" if dlh else "",
-                     "count": 1})
-    long_rule = "REASON(MQRC_CLUSTER_RESOLUTION_ERROR) DESTQ(CLUS.ORDERS.ROUTER) ACTION(FWD) FWDQ(HOLD.CLUSTER) " \
-                "FWDQM(QMHUB01) HEADER(YES)"
-    rows_by_reason = [{"reason": 2189, "reason_name": "MQRC_CLUSTER_RESOLUTION_ERROR", "count": 89},
-                      {"reason": 2362, "reason_name": "MQRC_BACKOUT_THRESHOLD_REACHED", "count": 1234567}]
+        rows.append(
+            {
+                "at": dt.datetime.strptime(date + time[:6], "%Y%m%d%H%M%S").replace(tzinfo=dt.UTC),
+                "reason": reason_name(dlh.reason) if dlh else NO_DLH,
+                "qmgr": md.reply_to_qmgr.rstrip(),
+                "dest": f"{dlh.dest_qmgr.rstrip(chr(0) + ' ')}/{dlh.dest_q.rstrip(chr(0) + ' ')}" if dlh else "",
+                "count": 1,
+            }
+        )
+    long_rule = (
+        "REASON(MQRC_CLUSTER_RESOLUTION_ERROR) DESTQ(CLUS.ORDERS.ROUTER) ACTION(FWD) FWDQ(HOLD.CLUSTER) "
+        "FWDQM(QMHUB01) HEADER(YES)"
+    )
+    rows_by_reason = [
+        {"reason": 2189, "reason_name": "MQRC_CLUSTER_RESOLUTION_ERROR", "count": 89},
+        {"reason": 2362, "reason_name": "MQRC_BACKOUT_THRESHOLD_REACHED", "count": 1234567},
+    ]
     report = {
-        "generated_at": "2026-11-01T00:00:00Z", "run_id": "20261101T000000Z-abcdef",
+        "generated_at": "2026-11-01T00:00:00Z",
+        "run_id": "20261101T000000Z-abcdef",
         "scopes": {"run": "this run", "pending": "pending now", "all_time": "all time"},
-        "run_info": {"run_id": "20261101T000000Z-abcdef", "target": "sim:DEMO", "rules_file": "conf/rules/starter.rules",
-                     "started_at": "2026-11-01T00:00:00Z", "finished_at": "2026-11-01T00:01:00Z",
-                     "duration_s": 60.0, "exit_status": 3, "inputs": ["dlq-0000.dmp"]},
-        "rules": [{"line": 12, "index": 0, "text": long_rule, "action": "FWD", "target": "HOLD.CLUSTER at QMHUB01",
-                   "retry": 1, "catch_all": False}],
+        "run_info": {
+            "run_id": "20261101T000000Z-abcdef",
+            "target": "sim:DEMO",
+            "rules_file": "conf/rules/starter.rules",
+            "started_at": "2026-11-01T00:00:00Z",
+            "finished_at": "2026-11-01T00:01:00Z",
+            "duration_s": 60.0,
+            "exit_status": 3,
+            "inputs": ["dlq-0000.dmp"],
+        },
+        "rules": [
+            {
+                "line": 12,
+                "index": 0,
+                "text": long_rule,
+                "action": "FWD",
+                "target": "HOLD.CLUSTER at QMHUB01",
+                "retry": 1,
+                "catch_all": False,
+            }
+        ],
         "runs": [{"run_id": "20261101T000000Z-abcdef"}],
-        "overall": {"messages": 3000, "truncated": 0, "by_reason": rows_by_reason,
-                    "by_destination": [{"dest_qmgr": "ORDQM01", "dest_q": "SYSTEM.CLUSTER.TRANSMIT.QUEUE.VERY.LONG.NAME",
-                                        "count": 77}],
-                    "originators": [{"qmgr": "CSQ1", "application": "CICS01 PAYMENT-ROUTER-LONG-NAME", "count": 500,
-                                     "main_reason_name": "MQRC_Q_FULL", "dead_lettered_by": "amqrmppa"}],
-                    "states": [{"state": "not replayed", "count": 3000}], "without_dlh": []},
-        "pending": {"messages": 3000, "by_reason": rows_by_reason, "without_dlh": [{"dlh_problem": "bad_strucid",
-                                                                                      "count": 3}],
-                    "age": [{"age": "< 1 hour", "count": 0}, {"age": "> 7 days", "count": 3000}]},
+        "overall": {
+            "messages": 3000,
+            "truncated": 0,
+            "by_reason": rows_by_reason,
+            "by_destination": [
+                {"dest_qmgr": "ORDQM01", "dest_q": "SYSTEM.CLUSTER.TRANSMIT.QUEUE.VERY.LONG.NAME", "count": 77}
+            ],
+            "originators": [
+                {
+                    "qmgr": "CSQ1",
+                    "application": "CICS01 PAYMENT-ROUTER-LONG-NAME",
+                    "count": 500,
+                    "main_reason_name": "MQRC_Q_FULL",
+                    "dead_lettered_by": "amqrmppa",
+                }
+            ],
+            "states": [{"state": "not replayed", "count": 3000}],
+            "without_dlh": [],
+        },
+        "pending": {
+            "messages": 3000,
+            "by_reason": rows_by_reason,
+            "without_dlh": [{"dlh_problem": "bad_strucid", "count": 3}],
+            "age": [{"age": "< 1 hour", "count": 0}, {"age": "> 7 days", "count": 3000}],
+        },
         "arrivals": timeline(rows),
-        "run": {"messages": 3000, "decisions": 3000,
-                "by_rule": [{"rule_line": 12, "action": "FWD", "count": 89, "rule": long_rule,
-                             "target": "HOLD.CLUSTER at QMHUB01"},
-                            {"rule_line": None, "action": "IGNORE", "count": 2911, "rule": "(no rule matched)",
-                             "target": ""}],
-                "by_action": [{"action": "IGNORE", "count": 2911}, {"action": "FWD", "count": 89}],
-                "by_outcome": [{"outcome": "ignored", "count": 2911}, {"outcome": "delivered", "count": 89}],
-                "ignored_by_reason": [{"ignore_reason": "no_match", "count": 2911}],
-                "failures_by_target": [], "retry_rules": [], "breakers": []},
+        "run": {
+            "messages": 3000,
+            "decisions": 3000,
+            "by_rule": [
+                {"rule_line": 12, "action": "FWD", "count": 89, "rule": long_rule, "target": "HOLD.CLUSTER at QMHUB01"},
+                {"rule_line": None, "action": "IGNORE", "count": 2911, "rule": "(no rule matched)", "target": ""},
+            ],
+            "by_action": [{"action": "IGNORE", "count": 2911}, {"action": "FWD", "count": 89}],
+            "by_outcome": [{"outcome": "ignored", "count": 2911}, {"outcome": "delivered", "count": 89}],
+            "ignored_by_reason": [{"ignore_reason": "no_match", "count": 2911}],
+            "failures_by_target": [],
+            "retry_rules": [],
+            "breakers": [],
+        },
     }
     report["advice"] = advise(report)
     return report
@@ -108,14 +165,22 @@ def render_in_chromium(page: str, tmp_path) -> dict:
     html_file = tmp_path / "report.html"
     html_file.write_text(page.replace("</body>", CHECK + "</body>"), encoding="utf-8")
     profile = tmp_path / "profile"
-    done = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", html_file.as_uri()],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", html_file.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     found = re.search(r'<pre id="layout-check">(.*?)</pre>', done.stdout, re.S)
     assert found, f"the check did not run: {done.stderr[-2000:]}"
-    subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", f"--screenshot={tmp_path / 'report.png'}",
-                    html_file.as_uri()], capture_output=True, timeout=300)
-    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<")
-                      .replace("&gt;", ">"))
+    subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", f"--screenshot={tmp_path / 'report.png'}", html_file.as_uri()],
+        capture_output=True,
+        timeout=300,
+    )
+    return json.loads(
+        found.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
+    )
 
 
 def test_every_chart_draws_and_no_text_is_clipped(tmp_path):
@@ -123,10 +188,10 @@ def test_every_chart_draws_and_no_text_is_clipped(tmp_path):
     assert len(report["arrivals"]["bursts"]) == 2  # the generated storms
     result = render_in_chromium(render_html(report), tmp_path)
     charts = {c["id"]: c for c in result["charts"]}
-    bar_sections = sum(1 for _, _, path, _, chart in SECTIONS
-                       if chart and (report.get(path[0]) or {}).get(path[1]))
+    bar_sections = sum(1 for _, _, path, _, chart in SECTIONS if chart and (report.get(path[0]) or {}).get(path[1]))
     assert len(charts) == 2 + bar_sections  # the two arrivals charts and one per charted section
-    assert all(c["svg"] >= 1 and c["marks"] >= 1 and c["width"] > 100 and c["height"] > 50
-               for c in charts.values()), charts
+    assert all(c["svg"] >= 1 and c["marks"] >= 1 and c["width"] > 100 and c["height"] > 50 for c in charts.values()), (
+        charts
+    )
     assert result["clipped"] == []
     assert result["pageWidth"] <= result["viewport"]

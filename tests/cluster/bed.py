@@ -50,7 +50,7 @@ def spark_home() -> Path:
 def hadoop_version() -> str:
     """The Hadoop client version inside pyspark (the mini cluster must match it)."""
     [jar] = (spark_home() / "jars").glob("hadoop-client-api-*.jar")
-    return jar.name[len("hadoop-client-api-"):-len(".jar")]
+    return jar.name[len("hadoop-client-api-") : -len(".jar")]
 
 
 def minicluster_jar() -> Path:
@@ -65,9 +65,17 @@ def fetch() -> Path:
         return jar
     jar.parent.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=jar.parent.name + ".", dir=jar.parent.parent))
-    subprocess.run(["mvn", "-q", "-B", "dependency:copy",
-                    f"-Dartifact=org.apache.hadoop:hadoop-client-minicluster:{hadoop_version()}",
-                    f"-DoutputDirectory={staging}"], check=True)
+    subprocess.run(
+        [
+            "mvn",
+            "-q",
+            "-B",
+            "dependency:copy",
+            f"-Dartifact=org.apache.hadoop:hadoop-client-minicluster:{hadoop_version()}",
+            f"-DoutputDirectory={staging}",
+        ],
+        check=True,
+    )
     if jar.parent.exists():
         shutil.rmtree(jar.parent)
     staging.rename(jar.parent)
@@ -133,8 +141,9 @@ def _own_group_dying_with_parent() -> None:
 def _start(name: str, command: list[str], log: Path, env: dict, stdin=subprocess.DEVNULL) -> Daemon:
     out = open(log, "wb")
     try:
-        process = subprocess.Popen(command, stdin=stdin, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                   preexec_fn=_own_group_dying_with_parent)
+        process = subprocess.Popen(
+            command, stdin=stdin, stdout=out, stderr=subprocess.STDOUT, env=env, preexec_fn=_own_group_dying_with_parent
+        )
     finally:
         out.close()
     return Daemon(name, process, log)
@@ -190,13 +199,22 @@ class Bed:
 
     def spark_env(self) -> dict[str, str]:
         """The environment a driver process (CLI, spark-submit) needs to use this cluster."""
-        return {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-                "PYSPARK_DRIVER_PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
+        return {
+            **os.environ,
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "PYTHONPATH": str(REPO),
+        }
 
     def spark_conf(self) -> dict[str, str]:
         """Settings a session on this cluster needs: executors import this checkout's package."""
-        return {"spark.executorEnv.PYTHONPATH": str(REPO), "spark.executor.memory": "768m",
-                "spark.executor.extraJavaOptions": QUICK_JIT, "spark.driver.extraJavaOptions": QUICK_JIT}
+        return {
+            "spark.executorEnv.PYTHONPATH": str(REPO),
+            "spark.executor.memory": "768m",
+            "spark.executor.extraJavaOptions": QUICK_JIT,
+            "spark.driver.extraJavaOptions": QUICK_JIT,
+        }
 
 
 def start(root: Path) -> Bed:
@@ -209,25 +227,66 @@ def start(root: Path) -> Bed:
     logs.mkdir(parents=True)
     # no PYTHONPATH: executors import dlq_pipeline from what each session gives them (spark_conf's
     # spark.executorEnv.PYTHONPATH, or a packed environment shipped with --archives), never the test's
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(logs),
-           "PYSPARK_PYTHON": sys.executable, "SPARK_NO_DAEMONIZE": "1", "SPARK_DAEMON_JAVA_OPTS": QUICK_JIT}
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        "SPARK_HOME": str(home),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_LOG_DIR": str(logs),
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_NO_DAEMONIZE": "1",
+        "SPARK_DAEMON_JAVA_OPTS": QUICK_JIT,
+    }
     daemons: list[Daemon] = []
     try:
-        hdfs = _start("HDFS", ["java", "-Xmx512m", QUICK_JIT, "-cp", f"{jar}:{home / 'jars'}/*", str(LAUNCHER),
-                               str(root / "hdfs")], logs / "hdfs.log", env, stdin=subprocess.PIPE)
+        hdfs = _start(
+            "HDFS",
+            ["java", "-Xmx512m", QUICK_JIT, "-cp", f"{jar}:{home / 'jars'}/*", str(LAUNCHER), str(root / "hdfs")],
+            logs / "hdfs.log",
+            env,
+            stdin=subprocess.PIPE,
+        )
         daemons.append(hdfs)
         port = free_port()
         spark_class = str(home / "bin" / "spark-class")
-        master = _start("Spark master", [spark_class, "org.apache.spark.deploy.master.Master", "--host",
-                                         "127.0.0.1", "--port", str(port), "--webui-port", "0"],
-                        logs / "master.log", env)
+        master = _start(
+            "Spark master",
+            [
+                spark_class,
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                "0",
+            ],
+            logs / "master.log",
+            env,
+        )
         daemons.append(master)
         url = f"spark://127.0.0.1:{port}"
         deadline = time.monotonic() + START_TIMEOUT
         master.wait_for("I have been elected leader", deadline)
-        worker = _start("Spark worker", [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                         "--cores", str(WORKER_CORES), "--memory", "2g", "--webui-port", "0",
-                                         "--work-dir", str(root / "work"), url], logs / "worker.log", env)
+        worker = _start(
+            "Spark worker",
+            [
+                spark_class,
+                "org.apache.spark.deploy.worker.Worker",
+                "--host",
+                "127.0.0.1",
+                "--cores",
+                str(WORKER_CORES),
+                "--memory",
+                "2g",
+                "--webui-port",
+                "0",
+                "--work-dir",
+                str(root / "work"),
+                url,
+            ],
+            logs / "worker.log",
+            env,
+        )
         daemons.append(worker)
         worker.wait_for("Successfully registered with master", deadline)
         _, uri, http = hdfs.wait_for("READY ", deadline).split()

@@ -13,9 +13,17 @@ def main() -> None:
     master, path, conf = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     spark = get_spark({"master": master, "spark_conf": conf})
     lines = spark.sparkContext.textFile(path, 2).map(lambda line: (line, os.getpid(), os.getppid())).collect()
-    print(json.dumps({"lines": [l for l, _, _ in lines], "worker_pids": sorted({p for _, p, _ in lines}),
-                      "worker_parents": sorted({pp for _, _, pp in lines}), "driver_pid": os.getpid(),
-                      "master": spark.sparkContext.master}))
+    print(
+        json.dumps(
+            {
+                "lines": [line for line, _, _ in lines],
+                "worker_pids": sorted({p for _, p, _ in lines}),
+                "worker_parents": sorted({pp for _, _, pp in lines}),
+                "driver_pid": os.getpid(),
+                "master": spark.sparkContext.master,
+            }
+        )
+    )
     spark.stop()
 
 

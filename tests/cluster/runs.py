@@ -43,12 +43,19 @@ def cli(args: list[str], env: dict, cwd: Path, ok=(0, 3)) -> subprocess.Complete
     return done
 
 
-def ingest(tmp: Path, name: str, inputs: str, spark: dict, env: dict, *, webhdfs: str = "", reader: str = "auto") -> dict:
+def ingest(
+    tmp: Path, name: str, inputs: str, spark: dict, env: dict, *, webhdfs: str = "", reader: str = "auto"
+) -> dict:
     """Ingest ``inputs`` into a fresh Parquet warehouse ``tmp/NAME-warehouse`` (64 KiB splits)."""
     warehouse = tmp / f"{name}-warehouse"
-    config = write_config(tmp / f"{name}.toml", {"spark": spark, "storage": {"path": str(warehouse)},
-                                                 "ingest": {"split_bytes": 65536, "webhdfs": webhdfs,
-                                                            "reader": reader}})
+    config = write_config(
+        tmp / f"{name}.toml",
+        {
+            "spark": spark,
+            "storage": {"path": str(warehouse)},
+            "ingest": {"split_bytes": 65536, "webhdfs": webhdfs, "reader": reader},
+        },
+    )
     done = cli(["ingest", "--config", str(config), "--json", inputs], env, tmp)
     return {"warehouse": warehouse, "result": json.loads(done.stdout.strip().splitlines()[-1])}
 
@@ -65,14 +72,16 @@ def decisions(spark, warehouse: str, rename: tuple[str, str] | None) -> list[dic
             row["not_before"] = row["not_before"] - decided_at
         if rename:
             assert row["source_file"].startswith(rename[0]), row["source_file"]
-            row["source_file"] = rename[1] + row["source_file"][len(rename[0]):]
+            row["source_file"] = rename[1] + row["source_file"][len(rename[0]) :]
         rows.append(row)
     return sorted(rows, key=lambda r: (r["message_key"], str(r)))
 
 
 def ledger(spark, warehouse: str) -> list[dict]:
-    rows = [{k: v for k, v in r.asDict().items() if k not in VOLATILE}
-            for r in Storage(spark, format="delta", path=warehouse).read("ledger").collect()]
+    rows = [
+        {k: v for k, v in r.asDict().items() if k not in VOLATILE}
+        for r in Storage(spark, format="delta", path=warehouse).read("ledger").collect()
+    ]
     return sorted(rows, key=lambda r: (r["message_key"], str(r)))
 
 
@@ -86,4 +95,3 @@ def hdfs_tree(hdfs, path: str) -> dict[str, tuple[bytes, str]]:
         else:
             found[status["pathSuffix"]] = (without_created(hdfs.read(child)), status["permission"])
     return found
-

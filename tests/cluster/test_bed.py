@@ -15,9 +15,13 @@ def test_standalone_cluster_reads_what_was_written_to_hdfs(bed):
     text = "".join(f"line {i}\n" for i in range(500)).encode()
     bed.hdfs.put("/bed/probe.txt", text)
     assert bed.hdfs.read("/bed/probe.txt") == text
-    done = subprocess.run([sys.executable, PROBE, bed.master, bed.hdfs.uri + "/bed/probe.txt",
-                           json.dumps(bed.spark_conf())], env=bed.spark_env(), capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, PROBE, bed.master, bed.hdfs.uri + "/bed/probe.txt", json.dumps(bed.spark_conf())],
+        env=bed.spark_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["master"] == bed.master

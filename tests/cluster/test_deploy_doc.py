@@ -66,15 +66,23 @@ class Submitter:
         (root / "dist").symlink_to(packed_env.parent)
         authority = bed.hdfs.uri.removeprefix("hdfs://")
         shipped = (REPO / "conf" / "dlq-pipeline.toml").read_text()
-        (self.etc / "prod.toml").write_text(replace(shipped, {
-            r"NAMENODE:8020/dlq-pipeline/warehouse": f"{authority}{warehouse}",
-            r"http://NAMENODE:9870": bed.hdfs.http}))
+        (self.etc / "prod.toml").write_text(
+            replace(
+                shipped,
+                {
+                    r"NAMENODE:8020/dlq-pipeline/warehouse": f"{authority}{warehouse}",
+                    r"http://NAMENODE:9870": bed.hdfs.http,
+                },
+            )
+        )
         (self.etc / "prod.rules").write_text(Path(STARTER).read_text())
         conf = root / "spark-conf"  # the cluster's own defaults (not part of the doc's commands)
         conf.mkdir()
-        (conf / "spark-defaults.conf").write_text("spark.executor.memory 768m\nspark.ui.enabled false\n"
-                                                  f"spark.driver.extraJavaOptions {QUICK_JIT}\n"
-                                                  f"spark.executor.extraJavaOptions {QUICK_JIT}\n")
+        (conf / "spark-defaults.conf").write_text(
+            "spark.executor.memory 768m\nspark.ui.enabled false\n"
+            f"spark.driver.extraJavaOptions {QUICK_JIT}\n"
+            f"spark.executor.extraJavaOptions {QUICK_JIT}\n"
+        )
         self.placeholders = {
             r"--master yarn": f"--master {bed.master}",
             r"\bpython3\b": sys.executable,
@@ -83,8 +91,11 @@ class Submitter:
             r"NAMENODE:8020": authority,
             r"mq:QM1": target,
         }
-        self.env = {**self.bed.spark_env(), "SPARK_CONF_DIR": str(conf),  # pyspark's spark-submit on PATH
-                    "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+        self.env = {
+            **self.bed.spark_env(),
+            "SPARK_CONF_DIR": str(conf),  # pyspark's spark-submit on PATH
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        }
         # PYTHONPATH makes this checkout the driver's dlq_pipeline (the doc's "wheel installed");
         # executors get none (bed.start) and import the package from the archive only.
 
@@ -92,8 +103,16 @@ class Submitter:
         preamble, lines = commands(replace(block, self.placeholders))
         done = []
         for line in lines:
-            done.append(subprocess.run(["bash", "-euo", "pipefail", "-c", f"{preamble}\n{line}"], cwd=self.root,
-                                       env=self.env, capture_output=True, text=True, timeout=900))
+            done.append(
+                subprocess.run(
+                    ["bash", "-euo", "pipefail", "-c", f"{preamble}\n{line}"],
+                    cwd=self.root,
+                    env=self.env,
+                    capture_output=True,
+                    text=True,
+                    timeout=900,
+                )
+            )
         return done
 
 
@@ -112,12 +131,25 @@ def local_run(spark, dumps, tmp_path_factory) -> dict:
     profile, the warehouse a local directory, replayed to a local ``dir:`` folder."""
     require_delta(spark)
     root = tmp_path_factory.mktemp("local-deploy")
-    config = load_config(REPO / "conf" / "dlq-pipeline.toml", profile="cluster",
-                         overrides={"storage": {"path": str(root / "warehouse")}, "ingest": {"webhdfs": ""}})
-    summary = run_pipeline(spark, RunSettings.from_config(config), load_rules(STARTER), inputs=[str(dumps)],
-                           target=f"dir:{root / 'out'}", run_id="local")
-    return {"summary": summary, "decisions": decisions(spark, str(root / "warehouse"), None),
-            "ledger": ledger(spark, str(root / "warehouse")), "files": dump_tree(root / "out" / "local")}
+    config = load_config(
+        REPO / "conf" / "dlq-pipeline.toml",
+        profile="cluster",
+        overrides={"storage": {"path": str(root / "warehouse")}, "ingest": {"webhdfs": ""}},
+    )
+    summary = run_pipeline(
+        spark,
+        RunSettings.from_config(config),
+        load_rules(STARTER),
+        inputs=[str(dumps)],
+        target=f"dir:{root / 'out'}",
+        run_id="local",
+    )
+    return {
+        "summary": summary,
+        "decisions": decisions(spark, str(root / "warehouse"), None),
+        "ledger": ledger(spark, str(root / "warehouse")),
+        "files": dump_tree(root / "out" / "local"),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -125,19 +157,22 @@ def stages(bed, packed_env, hdfs_dumps, blocks, tmp_path_factory) -> dict:
     """Every command of the stage-by-stage block, in order (4 spark-submits)."""
     submitter = Submitter(bed, packed_env, tmp_path_factory.mktemp("deploy-stages"), "/dlq-pipeline/warehouse")
     preamble, lines = commands(blocks["stages"])
-    assert [re.search(r"jobs/(\w+)\.py", line).group(1) for line in lines] == ["ingest", "classify", "replay",
-                                                                             "report"]
+    assert [re.search(r"jobs/(\w+)\.py", line).group(1) for line in lines] == ["ingest", "classify", "replay", "report"]
     done = submitter.run(blocks["stages"])
-    return {"root": submitter.root, "warehouse": f"{bed.hdfs.uri}/dlq-pipeline/warehouse",
-            **dict(zip(["ingest", "classify", "replay", "report"], done))}
+    return {
+        "root": submitter.root,
+        "warehouse": f"{bed.hdfs.uri}/dlq-pipeline/warehouse",
+        **dict(zip(["ingest", "classify", "replay", "report"], done)),
+    }
 
 
 def _ok(done: subprocess.CompletedProcess, status: int = 0) -> None:
     assert done.returncode == status, (done.stdout[-3000:], done.stderr[-3000:])
 
 
-def test_stage_by_stage_commands_decide_on_the_cluster_as_in_local_mode(bed, spark, dumps, hdfs_dumps, stages,
-                                                                        local_run):
+def test_stage_by_stage_commands_decide_on_the_cluster_as_in_local_mode(
+    bed, spark, dumps, hdfs_dumps, stages, local_run
+):
     _ok(stages["ingest"], 3)  # the stray notes.txt is quarantined: exit 3, attention
     _ok(stages["classify"])
     assert bed.hdfs.list("/dlq-pipeline/warehouse/decisions")  # the tables are on HDFS
@@ -156,13 +191,15 @@ def test_stage_by_stage_replay_command_dry_runs_what_was_decided(spark, stages, 
     assert len(dry) == local_run["summary"].outcomes["delivered"] > 20  # what the local run delivered
 
 
-def test_the_run_command_runs_the_whole_pipeline_on_the_cluster(bed, spark, dumps, hdfs_dumps, packed_env, blocks,
-                                                               local_run, tmp_path):
+def test_the_run_command_runs_the_whole_pipeline_on_the_cluster(
+    bed, spark, dumps, hdfs_dumps, packed_env, blocks, local_run, tmp_path
+):
     """The one-job block, replaying to a dir: folder on HDFS: the decisions, the ledger and the
     files of the local run; the files owner-only (replay.dir_mode), no checkpoint left."""
     out = "/dlq-pipeline/run-out"
     [done] = Submitter(bed, packed_env, tmp_path, "/dlq-pipeline/run-warehouse", f"dir:{bed.hdfs.uri}{out}").run(
-        blocks["run"])
+        blocks["run"]
+    )
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     _ok(done, summary["exit_status"])
     warehouse = f"{bed.hdfs.uri}/dlq-pipeline/run-warehouse"

@@ -27,7 +27,7 @@ def _rows(spark, warehouse: Path, table: str, rename: tuple[str, str] | None) ->
         row = {k: v for k, v in row.asDict(recursive=True).items() if k not in RUN_COLUMNS}
         if rename:
             assert row["source_file"].startswith(rename[0]), row["source_file"]
-            row["source_file"] = rename[1] + row["source_file"][len(rename[0]):]
+            row["source_file"] = rename[1] + row["source_file"][len(rename[0]) :]
         rows.append(row)
     return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
@@ -38,11 +38,15 @@ def local(spark, dumps, tmp_path_factory) -> dict:
     extra JVM): the JVM reader's equality with it is tests/spark/test_jvm_reader.py's."""
     warehouse = tmp_path_factory.mktemp("local-ingest") / "warehouse"
     storage = open_storage(spark, StorageSettings(format="parquet", path=str(warehouse)))
-    result = ingest_here(spark, storage, [str(dumps)], run_id="local",
-                         settings=IngestSettings(split_bytes=65536, reader="python"))
+    result = ingest_here(
+        spark, storage, [str(dumps)], run_id="local", settings=IngestSettings(split_bytes=65536, reader="python")
+    )
     assert result.jvm_work_items == 0
-    return {"warehouse": warehouse, "result": result.as_dict(),
-            "rows": {table: _rows(spark, warehouse, table, None) for table in ("messages", "quarantine")}}
+    return {
+        "warehouse": warehouse,
+        "result": result.as_dict(),
+        "rows": {table: _rows(spark, warehouse, table, None) for table in ("messages", "quarantine")},
+    }
 
 
 def test_dumps_on_hdfs_land_as_the_same_files_do_locally(bed, dumps, hdfs_dumps, local, tmp_path, spark):
@@ -52,12 +56,15 @@ def test_dumps_on_hdfs_land_as_the_same_files_do_locally(bed, dumps, hdfs_dumps,
     remote = hdfs_dumps
     cluster = {"master": bed.master, "conf": bed.spark_conf()}
     on_cluster = ingest(tmp_path, "cluster", remote, cluster, bed.spark_env(), webhdfs=bed.hdfs.http)
-    in_python = ingest(tmp_path, "cluster-python", remote, cluster, bed.spark_env(), webhdfs=bed.hdfs.http,
-                       reader="python")
+    in_python = ingest(
+        tmp_path, "cluster-python", remote, cluster, bed.spark_env(), webhdfs=bed.hdfs.http, reader="python"
+    )
 
     assert on_cluster["result"]["messages_landed"] == local["result"]["messages_landed"] > 210
     assert on_cluster["result"]["files"] == local["result"]["files"] == 5
-    assert on_cluster["result"]["jvm_work_items"] == on_cluster["result"]["work_items"] - 2 > 3  # but the listing, the stray file
+    assert (
+        on_cluster["result"]["jvm_work_items"] == on_cluster["result"]["work_items"] - 2 > 3
+    )  # but the listing, the stray file
     assert in_python["result"]["jvm_work_items"] == 0
     for table in ("messages", "quarantine"):
         for landed in (on_cluster, in_python):
@@ -70,8 +77,9 @@ def test_dumps_every_node_mounts_are_read_by_the_executors_jvm_reader(bed, dumps
     """Local paths (a mount every node has: this machine's disk), read on the cluster: the
     executors' JVMs run the JVM reader (its jar reaches them through spark.jars) and land the
     tables the Python reader lands in local mode."""
-    on_cluster = ingest(tmp_path, "cluster", str(dumps), {"master": bed.master, "conf": bed.spark_conf()},
-                        bed.spark_env())
+    on_cluster = ingest(
+        tmp_path, "cluster", str(dumps), {"master": bed.master, "conf": bed.spark_conf()}, bed.spark_env()
+    )
     dumped = on_cluster["result"]["work_items"] - 2  # the listing and the stray text file are Python's
     assert on_cluster["result"]["jvm_work_items"] == dumped > 3
     for key in ("messages_landed", "quarantined", "files", "work_items"):

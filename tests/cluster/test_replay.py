@@ -53,26 +53,65 @@ def _config(tmp_path: Path, bed, name: str, *, wait: float, crash_at: str | None
     # really run side by side (with every core, the second would wait for the first to end)
     conf = {**bed.spark_conf(), "spark.cores.max": "1"}
     if crash_at:  # the crash point is reached in an executor's Python worker: it needs the variables
-        conf.update({f"spark.executorEnv.{CRASH_AT_ENV}": crash_at,
-                     f"spark.executorEnv.{MARKER_ENV}": str(tmp_path / name / "markers")})
-    return write_config(tmp_path / f"{name}.toml", {
-        "spark": {"master": bed.master, "conf": conf},
-        "storage": {"format": "delta", "path": f"{bed.hdfs.uri}/replay/{tmp_path.name}/wh", "lock": False,
-                    "lease_seconds": LEASE_SECONDS, "lease_wait": wait},
-        "ingest": {"webhdfs": bed.hdfs.http},
-        "replay": {"batch_size": BATCH, "max_connections": 1}})
+        conf.update(
+            {
+                f"spark.executorEnv.{CRASH_AT_ENV}": crash_at,
+                f"spark.executorEnv.{MARKER_ENV}": str(tmp_path / name / "markers"),
+            }
+        )
+    return write_config(
+        tmp_path / f"{name}.toml",
+        {
+            "spark": {"master": bed.master, "conf": conf},
+            "storage": {
+                "format": "delta",
+                "path": f"{bed.hdfs.uri}/replay/{tmp_path.name}/wh",
+                "lock": False,
+                "lease_seconds": LEASE_SECONDS,
+                "lease_wait": wait,
+            },
+            "ingest": {"webhdfs": bed.hdfs.http},
+            "replay": {"batch_size": BATCH, "max_connections": 1},
+        },
+    )
 
 
-def _start(tmp_path: Path, bed, name: str, dump: str, rules: Path, *, wait: float = 0, crash_at: str | None = None,
-           extra_env: dict | None = None):
+def _start(
+    tmp_path: Path,
+    bed,
+    name: str,
+    dump: str,
+    rules: Path,
+    *,
+    wait: float = 0,
+    crash_at: str | None = None,
+    extra_env: dict | None = None,
+):
     cwd = tmp_path / name
     cwd.mkdir()
     conf = _config(tmp_path, bed, name, wait=wait, crash_at=crash_at)
     env = {k: v for k, v in bed.spark_env().items() if k in ("SPARK_LOCAL_IP", "PYSPARK_DRIVER_PYTHON")}
     env.update(extra_env or {})
-    proc = start_run(["run", "--config", str(conf), "--rules", str(rules), "--run-id", name, "--json",
-                      "--target", f"dir:{bed.hdfs.uri}/replay/{tmp_path.name}/out", "--input", dump],
-                     crash_at=crash_at, marker_dir=cwd / "markers", cwd=cwd, extra_env=env)
+    proc = start_run(
+        [
+            "run",
+            "--config",
+            str(conf),
+            "--rules",
+            str(rules),
+            "--run-id",
+            name,
+            "--json",
+            "--target",
+            f"dir:{bed.hdfs.uri}/replay/{tmp_path.name}/out",
+            "--input",
+            dump,
+        ],
+        crash_at=crash_at,
+        marker_dir=cwd / "markers",
+        cwd=cwd,
+        extra_env=env,
+    )
     return proc, cwd
 
 
@@ -91,8 +130,10 @@ def _delivered(bed, spark, tmp_path: Path) -> tuple[Counter, Counter]:
     out = tmp_path / "downloaded"
     _download(bed.hdfs, f"/replay/{tmp_path.name}/out", out)
     ledger = Storage(spark, format="delta", path=f"{bed.hdfs.uri}/replay/{tmp_path.name}/wh").read("ledger")
-    return (Counter(published_keys(out)),
-            Counter(r["message_key"] for r in ledger.where("outcome = 'delivered'").collect()))
+    return (
+        Counter(published_keys(out)),
+        Counter(r["message_key"] for r in ledger.where("outcome = 'delivered'").collect()),
+    )
 
 
 def _download(hdfs, path: str, local: Path) -> None:

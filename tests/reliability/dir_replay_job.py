@@ -20,14 +20,19 @@ from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.replay.targets import open_target
 from dlq_pipeline.settings import ReplaySettings
 from dlq_pipeline.spark.ledger import CHECKPOINTS_DIR
-from dlq_pipeline.tables import MD_COLUMNS
 from dlq_pipeline.spark.replay import partition_function, row_to_item
+from dlq_pipeline.tables import MD_COLUMNS
 
-NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 BATCH = 5
 # partition 0: two queues on the local queue manager (two files); partition 1, larger: a remote one
-QUEUES = [("", "REPLAYED.A"), ("", "REPLAYED.B"), ("QMB", "SECURITY.HOLD"), ("QMB", "SECURITY.HOLD"),
-          ("QMB", "SECURITY.HOLD")]
+QUEUES = [
+    ("", "REPLAYED.A"),
+    ("", "REPLAYED.B"),
+    ("QMB", "SECURITY.HOLD"),
+    ("QMB", "SECURITY.HOLD"),
+    ("QMB", "SECURITY.HOLD"),
+]
 
 
 def work(count: int, seed: int) -> list[list[dict]]:
@@ -39,10 +44,21 @@ def work(count: int, seed: int) -> list[list[dict]]:
         qmgr, queue = QUEUES[n % len(QUEUES)]
         forward = n % 4 != 3
         row = {column: getattr(msg.md, name) for name, column in MD_COLUMNS.items()}
-        row.update(message_key=key, action="FWD" if forward else "DISCARD", rule_line=1, attempt=1,
-                   target_q=queue if forward else None, target_qmgr=qmgr if forward else None,
-                   header=True if forward else None, putaut="DEF" if forward else None, not_before_us=None,
-                   data=msg.data, truncated=False, has_message=True, md_char_bytes=None)
+        row.update(
+            message_key=key,
+            action="FWD" if forward else "DISCARD",
+            rule_line=1,
+            attempt=1,
+            target_q=queue if forward else None,
+            target_qmgr=qmgr if forward else None,
+            header=True if forward else None,
+            putaut="DEF" if forward else None,
+            not_before_us=None,
+            data=msg.data,
+            truncated=False,
+            has_message=True,
+            md_char_bytes=None,
+        )
         partitions[1 if qmgr else 0].append(row)
     return partitions
 
@@ -52,10 +68,14 @@ def replay_partitions(out: Path, warehouse: Path, run_id: str, partitions: list[
     from dlq_pipeline.tables import LEDGER_COLUMNS
 
     target = open_target(f"dir:{out}", warehouse=warehouse)
-    task = partition_function(target, ReplaySettings(batch_size=BATCH), run_id, NOW,
-                              str(warehouse / CHECKPOINTS_DIR), None)
-    return [dict(zip(LEDGER_COLUMNS, row)) for index, rows in enumerate(partitions)
-            for row in task(index, map(row_to_item, rows))]
+    task = partition_function(
+        target, ReplaySettings(batch_size=BATCH), run_id, NOW, str(warehouse / CHECKPOINTS_DIR), None
+    )
+    return [
+        dict(zip(LEDGER_COLUMNS, row))
+        for index, rows in enumerate(partitions)
+        for row in task(index, map(row_to_item, rows))
+    ]
 
 
 def main(out: str, warehouse: str, run_id: str, count: str, seed: str) -> None:

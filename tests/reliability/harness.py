@@ -31,7 +31,7 @@ def session_pids(sid: int) -> list[int]:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         if int(fields[3]) == sid:  # fields after the name: state ppid pgrp session ...
             pids.append(int(entry))
     return pids
@@ -61,8 +61,15 @@ def kill_run(proc: subprocess.Popen) -> None:
 LOCAL_DIRS = "spark-local"  # under the run's cwd: Spark's (and a dir: task's) scratch
 
 
-def start_run(args: list[str], *, crash_at: str | None, marker_dir: Path, cwd: Path,
-              extra_env: dict | None = None, module: str | None = None) -> subprocess.Popen:
+def start_run(
+    args: list[str],
+    *,
+    crash_at: str | None,
+    marker_dir: Path,
+    cwd: Path,
+    extra_env: dict | None = None,
+    module: str | None = None,
+) -> subprocess.Popen:
     """``dlq-pipeline ARGS`` (or ``python -m MODULE ARGS``) in a new session, stopping at
     ``crash_at``. Its Spark local directories are ``cwd/LOCAL_DIRS``: a killed JVM removes
     nothing, so what it leaves stays in the test's own directory, not in /tmp."""
@@ -79,8 +86,14 @@ def start_run(args: list[str], *, crash_at: str | None, marker_dir: Path, cwd: P
     marker_dir.mkdir(parents=True, exist_ok=True)
     out = open(cwd / "run.log", "wb")
     command = ["-m", module] if module else ["-c", "from dlq_pipeline.cli import main; main()"]
-    return subprocess.Popen([sys.executable, *command, *args],
-                            cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, *command, *args],
+        cwd=cwd,
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def wait_for(proc: subprocess.Popen, condition, what: str, cwd: Path, timeout: float = 600) -> None:
@@ -88,8 +101,10 @@ def wait_for(proc: subprocess.Popen, condition, what: str, cwd: Path, timeout: f
     deadline = time.monotonic() + timeout
     while not condition():
         if proc.poll() is not None:
-            raise AssertionError(f"the run ended ({proc.returncode}) before {what}:\n"
-                                 + (cwd / "run.log").read_text(errors="replace")[-4000:])
+            raise AssertionError(
+                f"the run ended ({proc.returncode}) before {what}:\n"
+                + (cwd / "run.log").read_text(errors="replace")[-4000:]
+            )
         if time.monotonic() > deadline:
             kill_run(proc)
             raise AssertionError(f"timed out waiting for {what}")

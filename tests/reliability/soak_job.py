@@ -26,12 +26,12 @@ MAX_TASK_ATTEMPTS = 4
 QUEUES = (("OK.A", 0.45), ("OK.B", 0.45), ("SLOW.Q", 0.03), ("FULL.Q", 0.04), ("SECURE.Q", 0.02), ("GONE.Q", 0.01))
 FULL_AFTER = 10
 FAULTS = [
-    {"op": "put", "reason": 2009, "probability": 0.001},                      # connection broken
-    {"op": "put", "queue": "FULL.Q", "reason": 2053, "after": FULL_AFTER},   # the queue fills up
-    {"op": "put", "queue": "SLOW.Q", "delay": 0.002},                         # slow puts
-    {"op": "commit", "reason": 2009, "probability": 0.03},                   # lost before the commit: backed out
+    {"op": "put", "reason": 2009, "probability": 0.001},  # connection broken
+    {"op": "put", "queue": "FULL.Q", "reason": 2053, "after": FULL_AFTER},  # the queue fills up
+    {"op": "put", "queue": "SLOW.Q", "delay": 0.002},  # slow puts
+    {"op": "commit", "reason": 2009, "probability": 0.03},  # lost before the commit: backed out
     {"op": "commit", "reason": 2009, "committed": True, "after": 20, "times": 1},  # in doubt: committed
-    {"op": "open", "reason": 2009, "probability": 0.01},                     # broken at MQOPEN
+    {"op": "open", "reason": 2009, "probability": 0.01},  # broken at MQOPEN
 ]
 FULL_FAULT, IN_DOUBT_FAULT = 1, 4
 
@@ -45,8 +45,13 @@ def sim_config(seed: int, faults: bool) -> dict:
     else:
         for qmgr in ("", "QMB:"):
             queues[qmgr + "SECURE.Q"] = {}
-    return {"remote_qmgrs": ["QMB"], "seed": seed, "maxdepth": 10_000_000, "queues": queues,
-            "faults": FAULTS if faults else []}
+    return {
+        "remote_qmgrs": ["QMB"],
+        "seed": seed,
+        "maxdepth": 10_000_000,
+        "queues": queues,
+        "faults": FAULTS if faults else [],
+    }
 
 
 def fail_once(marker_dir: str, seed: int, partition_id: int, batches: int) -> None:
@@ -69,12 +74,25 @@ def main(warehouse: str, result_path: str, count: int, seed: int) -> None:
     from dlq_pipeline.spark.storage import Storage
     from tests.spark.replay_retry_job import decision_row, frame, message_row
 
-    spark = get_spark({"master": f"local[{PARTITIONS},{MAX_TASK_ATTEMPTS}]", "app_name": "dlq-soak",
-                       "spark_conf": {"spark.sql.shuffle.partitions": str(PARTITIONS)}})
+    spark = get_spark(
+        {
+            "master": f"local[{PARTITIONS},{MAX_TASK_ATTEMPTS}]",
+            "app_name": "dlq-soak",
+            "spark_conf": {"spark.sql.shuffle.partitions": str(PARTITIONS)},
+        }
+    )
     try:
-        config = load_config(overrides={"storage": {"path": warehouse}, "replay": {
-            "batch_size": BATCH, "max_connections": PARTITIONS, "breaker_threshold": THRESHOLD,
-            "reconnect_backoff": 0.001}})
+        config = load_config(
+            overrides={
+                "storage": {"path": warehouse},
+                "replay": {
+                    "batch_size": BATCH,
+                    "max_connections": PARTITIONS,
+                    "breaker_threshold": THRESHOLD,
+                    "reconnect_backoff": 0.001,
+                },
+            }
+        )
         storage = Storage(spark, path=warehouse)
         sim_path = os.path.join(warehouse, "_sim", "SIM.sqlite")
         sim = SimQueueManager(sim_path, "SIM", sim_config(seed, faults=True))
@@ -88,8 +106,19 @@ def main(warehouse: str, result_path: str, count: int, seed: int) -> None:
             qmgr = rng.choice(("", "QMB"))
             expected[key] = [msg.md.msg_id.hex(), queue, qmgr or "SIM"]
             messages.append(message_row(key, msg.md, msg.data, index=n))
-            decisions.append(decision_row(key, "FWD", run_id="SOAK1", index=n, target_q=queue, target_qmgr=qmgr,
-                                          header=True, putaut="DEF", attempt=1))
+            decisions.append(
+                decision_row(
+                    key,
+                    "FWD",
+                    run_id="SOAK1",
+                    index=n,
+                    target_q=queue,
+                    target_qmgr=qmgr,
+                    header=True,
+                    putaut="DEF",
+                    attempt=1,
+                )
+            )
             if len(messages) >= chunk:
                 storage.append("messages", frame(spark, "messages", messages))
                 messages = []
@@ -98,7 +127,9 @@ def main(warehouse: str, result_path: str, count: int, seed: int) -> None:
         decided = frame(spark, "decisions", decisions)
         hook = functools.partial(fail_once, warehouse, seed)
         settings = ReplaySettings.from_config(config)
-        first = replay(spark, storage, decided, target="sim:", settings=settings, run_id="SOAK1", now=NOW, task_hook=hook)
+        first = replay(
+            spark, storage, decided, target="sim:", settings=settings, run_id="SOAK1", now=NOW, task_hook=hook
+        )
         counts = {str(k): list(v) for k, v in _fault_counts(sim.faults_path).items()}
         puts_first = len(sim.put_log())
 
@@ -106,18 +137,25 @@ def main(warehouse: str, result_path: str, count: int, seed: int) -> None:
         sim.configure(sim_config(seed, faults=False))
         ended = {r["message_key"] for r in storage.read("ledger").collect() if r["outcome"] in ("delivered",)}
         again = [dict(d, run_id="SOAK2", attempt=2) for d in decisions if d["message_key"] not in ended]
-        second = replay(spark, storage, frame(spark, "decisions", again), target="sim:", settings=settings,
-                        run_id="SOAK2", now=NOW)
-        ledger = [[r["run_id"], r["message_key"], r["outcome"], r["reason_code"], r["error_text"], r["partition_id"]]
-                  for r in storage.read("ledger").collect()]
+        second = replay(
+            spark, storage, frame(spark, "decisions", again), target="sim:", settings=settings, run_id="SOAK2", now=NOW
+        )
+        ledger = [
+            [r["run_id"], r["message_key"], r["outcome"], r["reason_code"], r["error_text"], r["partition_id"]]
+            for r in storage.read("ledger").collect()
+        ]
         result = {
             "expected": expected,
-            "first": first, "second": second, "ledger": ledger,
-            "puts": [[r.qmgr, r.queue, r.md.msg_id.hex()] for r in sim.put_log()], "puts_first": puts_first,
+            "first": first,
+            "second": second,
+            "ledger": ledger,
+            "puts": [[r.qmgr, r.queue, r.md.msg_id.hex()] for r in sim.put_log()],
+            "puts_first": puts_first,
             "fault_counts": counts,
             "task_failures": sorted(n for n in os.listdir(warehouse) if n.startswith("task-failure")),
             "checkpoints_left": sorted(os.listdir(os.path.join(warehouse, "_checkpoints")))
-            if os.path.isdir(os.path.join(warehouse, "_checkpoints")) else [],
+            if os.path.isdir(os.path.join(warehouse, "_checkpoints"))
+            else [],
         }
         with open(result_path, "w") as f:
             json.dump(result, f)

@@ -58,20 +58,47 @@ def dlq(tmp_path_factory):
 
 def config(tmp_path: Path, *, lock: bool, wait: float, lease: float = HELD_SECONDS) -> Path:
     path = tmp_path / f"run-{lock}-{wait}.toml"
-    path.write_text(f'[storage]\npath = "{tmp_path / "wh"}"\nformat = "delta"\nlock = {str(lock).lower()}\n'
-                    f'lease_seconds = {lease}\nlease_wait = {wait}\n'
-                    f'[spark]\nmaster = "local[2]"\nconf = {{"spark.sql.shuffle.partitions" = "2"}}\n'
-                    f'[replay]\nbatch_size = {BATCH}\nmax_connections = 1\n')
+    path.write_text(
+        f'[storage]\npath = "{tmp_path / "wh"}"\nformat = "delta"\nlock = {str(lock).lower()}\n'
+        f"lease_seconds = {lease}\nlease_wait = {wait}\n"
+        f'[spark]\nmaster = "local[2]"\nconf = {{"spark.sql.shuffle.partitions" = "2"}}\n'
+        f"[replay]\nbatch_size = {BATCH}\nmax_connections = 1\n"
+    )
     return path
 
 
-def start(tmp_path: Path, name: str, conf: Path, dump: str, rules: Path, *, crash_at: str | None = None,
-          extra_env: dict | None = None):
+def start(
+    tmp_path: Path,
+    name: str,
+    conf: Path,
+    dump: str,
+    rules: Path,
+    *,
+    crash_at: str | None = None,
+    extra_env: dict | None = None,
+):
     cwd = tmp_path / name
     cwd.mkdir()
-    proc = start_run(["run", "--config", str(conf), "--rules", str(rules), "--target", f"dir:{tmp_path / 'out'}",
-                      "--run-id", name, "--json", "--input", dump], crash_at=crash_at, marker_dir=cwd / "markers",
-                     cwd=cwd, extra_env=extra_env)
+    proc = start_run(
+        [
+            "run",
+            "--config",
+            str(conf),
+            "--rules",
+            str(rules),
+            "--target",
+            f"dir:{tmp_path / 'out'}",
+            "--run-id",
+            name,
+            "--json",
+            "--input",
+            dump,
+        ],
+        crash_at=crash_at,
+        marker_dir=cwd / "markers",
+        cwd=cwd,
+        extra_env=extra_env,
+    )
     return proc, cwd
 
 
@@ -101,9 +128,12 @@ def assert_exactly_once(tmp_path: Path, forwarded: Counter) -> None:
     assert [p for p in (tmp_path / "out").rglob("*") if p.name.startswith(".")] == []  # no staging left
 
 
-REFUSED = re.compile(r"^error: warehouse (?P<wh>\S+) is being written by run \(pid (?P<pid>\d+) on (?P<host>\S+), "
-                     r"run (?P<run>[AB]), since [^,)]+(?P<lease>, lease expires [^)]+\) \(lease [^)]+)?\).*?; nothing "
-                     r"was touched\. Only one command writes a warehouse at a time", re.M)
+REFUSED = re.compile(
+    r"^error: warehouse (?P<wh>\S+) is being written by run \(pid (?P<pid>\d+) on (?P<host>\S+), "
+    r"run (?P<run>[AB]), since [^,)]+(?P<lease>, lease expires [^)]+\) \(lease [^)]+)?\).*?; nothing "
+    r"was touched\. Only one command writes a warehouse at a time",
+    re.M,
+)
 
 
 @pytest.mark.parametrize("lock, wait", [(True, 0), (False, 0), (False, 900)], ids=["flock", "lease", "lease-wait"])
@@ -131,7 +161,11 @@ def test_two_runs_at_once_deliver_every_message_exactly_once(tmp_path, dlq, lock
     said = REFUSED.search(lost[1])
     assert said, lost[1][-3000:]
     assert (said["wh"], said["run"], int(said["pid"]), said["host"]) == (
-        str(tmp_path / "wh"), winner, runs[winner][0].pid, socket.gethostname())
+        str(tmp_path / "wh"),
+        winner,
+        runs[winner][0].pid,
+        socket.gethostname(),
+    )
     # the file lock refuses before Spark starts; without it, the lease names its expiry and table
     assert bool(said["lease"]) == (not lock)
     assert "Traceback" not in lost[1]
@@ -151,8 +185,13 @@ def test_a_killed_lease_holder_is_taken_over_and_nothing_is_lost_or_sent_twice(t
     proc, cwd = start(tmp_path, "B", conf, dump, rules, extra_env={CLOCK_SHIFT_ENV: str(shift)})
     if not lock:
         waiting = "for the writer lease held by run (pid"
-        wait_for(proc, lambda: waiting in (cwd / "run.log").read_text(errors="replace"), "B waiting for A's lease",
-                 cwd, timeout=1200)
+        wait_for(
+            proc,
+            lambda: waiting in (cwd / "run.log").read_text(errors="replace"),
+            "B waiting for A's lease",
+            cwd,
+            timeout=1200,
+        )
         shift.write_text(f"{HELD_SECONDS + 1}")  # A's lease, never renewed since the kill, has expired for B
     code, out, summary = finish(proc, cwd)
     assert code in (0, 3), out[-4000:]

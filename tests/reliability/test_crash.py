@@ -24,16 +24,16 @@ from pyspark.sql import functions as F
 from dlq_pipeline.config import load_config
 from dlq_pipeline.dumps.dmpmqmsg import write_dump
 from dlq_pipeline.dumps.generator import generate_messages, write_generated
-from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
+from dlq_pipeline.dumps.sources import read_source
+from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.dumps.sources import read_source
+from dlq_pipeline.settings import RunSettings, StorageSettings
 from dlq_pipeline.spark.run import run_pipeline
 from dlq_pipeline.spark.storage import open_storage
-from dlq_pipeline.settings import RunSettings, StorageSettings
 
 from .harness import kill_run, markers, start_run, wait_for
 
@@ -90,10 +90,14 @@ def partition_sizes(spark, puts, messages) -> dict[int, tuple[int, int]]:
     rows = [(key, target.get(key)) for key in messages]
     df = spark.createDataFrame(rows, "message_key string, target_qmgr string")
     parts = df.repartition(PARTITIONS, F.coalesce(F.col("target_qmgr"), F.lit(""))).withColumn(
-        "p", F.spark_partition_id())
+        "p", F.spark_partition_id()
+    )
     out = {}
-    for r in parts.groupBy("p").agg(F.count("*").alias("rows"),
-                                    F.sum(F.col("message_key").isin(list(target)).cast("int")).alias("puts")).collect():
+    for r in (
+        parts.groupBy("p")
+        .agg(F.count("*").alias("rows"), F.sum(F.col("message_key").isin(list(target)).cast("int")).alias("puts"))
+        .collect()
+    ):
         out[r["p"]] = (r["rows"], r["puts"])
     return out
 
@@ -109,8 +113,14 @@ def checkpoint_rows(warehouse: Path, run_id: str) -> dict[int, int]:
 
 
 LONG = os.environ.get("DLQ_SOAK") == "long"
-POINTS = ["ingest-record:25", "ingest-messages-stored", "after-ingest", "after-classify", "replay-batch",
-          "after-replay"]
+POINTS = [
+    "ingest-record:25",
+    "ingest-messages-stored",
+    "after-ingest",
+    "after-classify",
+    "replay-batch",
+    "after-replay",
+]
 # CI kills one run in the middle of ingest (messages stored, quarantine not yet) and the next
 # one between two replay batches, then reruns: every Spark start-up in a subprocess costs
 # 10-30 s. DLQ_SOAK=long kills a separate run at each point, and the whole chain.
@@ -153,9 +163,24 @@ def kill_at(spark, point, run_id, tmp_path, paths, rules, conf, warehouse, puts,
 
         condition = others_done
 
-    proc = start_run(["run", "--config", str(conf), "--rules", str(rules), "--target", target, "--run-id", run_id,
-                      "--json", *[a for p in paths for a in ("--input", p)]],
-                     crash_at=crash_at, marker_dir=marker_dir, cwd=tmp_path)
+    proc = start_run(
+        [
+            "run",
+            "--config",
+            str(conf),
+            "--rules",
+            str(rules),
+            "--target",
+            target,
+            "--run-id",
+            run_id,
+            "--json",
+            *[a for p in paths for a in ("--input", p)],
+        ],
+        crash_at=crash_at,
+        marker_dir=marker_dir,
+        cwd=tmp_path,
+    )
     try:
         wait_for(proc, condition, f"crash point {point}", tmp_path)
     finally:
@@ -180,9 +205,11 @@ def test_runs_killed_at_any_point_lose_nothing_and_send_nothing_twice(spark, tmp
     sim_path = warehouse / "_sim" / "SIM.sqlite"
     sim = SimQueueManager(sim_path, "SIM", {"remote_qmgrs": ["QMB"]})
     conf = tmp_path / "run.toml"
-    conf.write_text(f'[storage]\npath = "{warehouse}"\nformat = "{kind}"\n[spark]\nmaster = "local[2]"\n'
-                    f'conf = {{"spark.sql.shuffle.partitions" = "2"}}\n'
-                    f'[replay]\nbatch_size = {BATCH}\nmax_connections = {PARTITIONS}\n')
+    conf.write_text(
+        f'[storage]\npath = "{warehouse}"\nformat = "{kind}"\n[spark]\nmaster = "local[2]"\n'
+        f'conf = {{"spark.sql.shuffle.partitions" = "2"}}\n'
+        f"[replay]\nbatch_size = {BATCH}\nmax_connections = {PARTITIONS}\n"
+    )
     for number, point in enumerate(chain):
         sent_before = len(sim.put_log())
         kill_at(spark, point, f"KILLED{number}", tmp_path, paths, rules, conf, warehouse, puts, messages)
@@ -191,15 +218,22 @@ def test_runs_killed_at_any_point_lose_nothing_and_send_nothing_twice(spark, tmp
         if point == "after-replay":
             assert len(sim.put_log()) == len(puts)
 
-    config = load_config(overrides={"storage": {"path": str(warehouse), "format": kind},
-                                    "replay": {"batch_size": BATCH, "max_connections": PARTITIONS}})
-    summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=paths, target="sim:SIM", run_id="RERUN")
+    config = load_config(
+        overrides={
+            "storage": {"path": str(warehouse), "format": kind},
+            "replay": {"batch_size": BATCH, "max_connections": PARTITIONS},
+        }
+    )
+    summary = run_pipeline(
+        spark, RunSettings.from_config(config), table, inputs=paths, target="sim:SIM", run_id="RERUN"
+    )
 
     storage = open_storage(spark, StorageSettings.from_config(config))
     landed = Counter(r["message_key"] for r in storage.read("messages").select("message_key").collect())
     assert landed == Counter(messages.keys())  # every message landed exactly once
-    quarantined = sorted((r["source_file"], r["source_offset"], r["error_code"])
-                         for r in storage.read("quarantine").collect())
+    quarantined = sorted(
+        (r["source_file"], r["source_offset"], r["error_code"]) for r in storage.read("quarantine").collect()
+    )
     assert quarantined == errors  # every bad record quarantined exactly once
 
     received = sorted((r.qmgr, r.queue, r.md.msg_id.hex(), r.data.hex()) for r in sim.put_log())
@@ -222,8 +256,9 @@ def test_runs_killed_at_any_point_lose_nothing_and_send_nothing_twice(spark, tmp
 # CI: the kill the first wave missed (one partition's files renamed into OUT/<run>/, the other
 # partition still staging, no ledger); DLQ_SOAK=long: also at the publish record, after the
 # renames, and between the ledger append and the checkpoints' removal.
-DIR_POINTS = (["replay-batch", "dir-publish-recorded", "dir-published", "replay-ledger-appended"] if LONG
-              else ["replay-batch"])
+DIR_POINTS = (
+    ["replay-batch", "dir-publish-recorded", "dir-published", "replay-ledger-appended"] if LONG else ["replay-batch"]
+)
 
 
 @pytest.mark.parametrize("point", DIR_POINTS)
@@ -233,14 +268,17 @@ def test_dir_target_killed_mid_replay_then_rerun_writes_each_message_once(spark,
     messages, _errors, puts = expectation(paths, table)
     warehouse, out = tmp_path / "wh", tmp_path / "out"
     conf = tmp_path / "run.toml"
-    conf.write_text(f'[storage]\npath = "{warehouse}"\n[spark]\nmaster = "local[2]"\n'
-                    f'conf = {{"spark.sql.shuffle.partitions" = "2"}}\n'
-                    f'[replay]\nbatch_size = {BATCH}\nmax_connections = {PARTITIONS}\n')
+    conf.write_text(
+        f'[storage]\npath = "{warehouse}"\n[spark]\nmaster = "local[2]"\n'
+        f'conf = {{"spark.sql.shuffle.partitions" = "2"}}\n'
+        f"[replay]\nbatch_size = {BATCH}\nmax_connections = {PARTITIONS}\n"
+    )
     kill_at(spark, point, "KILLED", tmp_path, paths, rules, conf, warehouse, puts, messages, target=f"dir:{out}")
     assert (out / "KILLED").is_dir()
 
-    config = load_config(overrides={"storage": {"path": str(warehouse)},
-                                    "replay": {"batch_size": BATCH, "max_connections": PARTITIONS}})
+    config = load_config(
+        overrides={"storage": {"path": str(warehouse)}, "replay": {"batch_size": BATCH, "max_connections": PARTITIONS}}
+    )
     run_pipeline(spark, RunSettings.from_config(config), table, inputs=paths, target=f"dir:{out}", run_id="RERUN")
 
     forwarded = Counter(p[4] for p in puts)

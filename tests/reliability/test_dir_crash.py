@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from dlq_pipeline.dumps.dmpmqmsg import read_dump
-from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.dumps.records import DumpedMessage
+from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.replay.writer import Checkpoint
 from dlq_pipeline.spark.ledger import CHECKPOINTS_DIR, checkpointed_rows
 from dlq_pipeline.tables import ENDED_OUTCOMES
@@ -52,8 +52,11 @@ def keys_in(path: Path) -> list[str]:
 
 
 def publish_records(warehouse: Path) -> list[dict]:
-    return [entry for path in sorted((warehouse / CHECKPOINTS_DIR).glob("*/partition-*"))
-            for entry in Checkpoint(path).load().published]
+    return [
+        entry
+        for path in sorted((warehouse / CHECKPOINTS_DIR).glob("*/partition-*"))
+        for entry in Checkpoint(path).load().published
+    ]
 
 
 @pytest.mark.parametrize("point", list(POINTS))
@@ -66,8 +69,13 @@ def test_dir_replay_killed_at_any_point_then_rerun_writes_each_message_once(tmp_
     assert [sum(r["action"] == "FWD" for r in rows) // BATCH for rows in partitions] == [6, 9]
 
     scratch = tmp_path / LOCAL_DIRS  # Spark's local directory: a killed task's scratch dumps stay here
-    proc = start_run([str(out), str(warehouse), "KILLED", str(COUNT), str(SEED)], crash_at=point,
-                     marker_dir=marker_dir, cwd=tmp_path, module="tests.reliability.dir_replay_job")
+    proc = start_run(
+        [str(out), str(warehouse), "KILLED", str(COUNT), str(SEED)],
+        crash_at=point,
+        marker_dir=marker_dir,
+        cwd=tmp_path,
+        module="tests.reliability.dir_replay_job",
+    )
     try:
         wait_for(proc, lambda: markers(marker_dir), f"crash point {point}", tmp_path, timeout=120)
     finally:
@@ -89,8 +97,9 @@ def test_dir_replay_killed_at_any_point_then_rerun_writes_each_message_once(tmp_
     recovered = checkpointed_rows(sorted((warehouse / CHECKPOINTS_DIR).iterdir()), appended=set())
     shutil.rmtree(warehouse / CHECKPOINTS_DIR)  # as recover_checkpoints does once the rows are in the ledger
     ended = {r["message_key"] for r in recovered if r["outcome"] in ENDED_OUTCOMES}
-    rerun = replay_partitions(out, warehouse, "RERUN", [[r for r in rows if r["message_key"] not in ended]
-                                                         for rows in partitions])
+    rerun = replay_partitions(
+        out, warehouse, "RERUN", [[r for r in rows if r["message_key"] not in ended] for rows in partitions]
+    )
     recorded += publish_records(warehouse)
     ledger = recovered + rerun
 

@@ -18,16 +18,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.profiles import examples
-
-from dlq_pipeline.formats import structures
 from dlq_pipeline.dumps.dmpmqmsg import NOTE_FILE_ENDS_MID_LINE, read_dump, write_dump
 from dlq_pipeline.dumps.generator import generate_messages
 from dlq_pipeline.dumps.inspect import describe, format_message
-from dlq_pipeline.formats.mqmd import text_to_bytes
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
-from dlq_pipeline.rules.parser import load_rules, parse_rules
 from dlq_pipeline.dumps.sources import read_source
+from dlq_pipeline.formats import structures
+from dlq_pipeline.formats.mqmd import text_to_bytes
+from dlq_pipeline.rules.parser import load_rules, parse_rules
+from tests.profiles import examples
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LONG = os.environ.get("DLQ_SOAK") == "long"
@@ -71,55 +70,104 @@ def outcome(path, **limits) -> list[tuple]:
 
 def msg(k, *, data=None, truncated=False, notes=(), shift=0):
     """The k-th good message as `outcome` shows it (``shift``: bytes inserted before it)."""
-    return ("message", STARTS[k] + 1, offset_of(STARTS[k]) + shift, GOOD[k][1] if data is None else data,
-            truncated, notes)
+    return (
+        "message",
+        STARTS[k] + 1,
+        offset_of(STARTS[k]) + shift,
+        GOOD[k][1] if data is None else data,
+        truncated,
+        notes,
+    )
 
 
 def replace_line(index: int, new: bytes) -> bytes:
-    return b"\n".join(LINES[:index] + [new] + LINES[index + 1:])
+    return b"\n".join(LINES[:index] + [new] + LINES[index + 1 :])
 
 
 # (name, content, reader limits, expected records)
 def corpus():
     second_x = [i for i in X_LINES if i > STARTS[1]][0]
-    cut_even = LINES[X_LINES[1]][:2 + 40]  # 'X ' and 20 bytes of the second data line
-    cut_odd = LINES[X_LINES[1]][:2 + 41]
+    cut_even = LINES[X_LINES[1]][: 2 + 40]  # 'X ' and 20 bytes of the second data line
+    cut_odd = LINES[X_LINES[1]][: 2 + 41]
     per_line = len(bytes.fromhex(LINES[X_LINES[0]][2:].decode()))
-    yield ("truncated-hex-even", b"\n".join(LINES[:X_LINES[1]] + [cut_even]), {},
-           [msg(0, data=GOOD[0][1][:per_line + 20], truncated=True, notes=(NOTE_FILE_ENDS_MID_LINE,))])
-    yield ("truncated-hex-odd", b"\n".join(LINES[:X_LINES[1]] + [cut_odd]), {},
-           [("odd_length_hex", STARTS[0] + 1, offset_of(STARTS[0]))])
-    yield ("truncated-in-descriptor", b"\n".join(LINES[:STARTS[1] + 5]), {},
-           [msg(0), ("missing_data", STARTS[1] + 1, offset_of(STARTS[1]))])
-    yield ("odd-length-hex", replace_line(second_x, LINES[second_x] + b"F"), {},
-           [msg(0), ("odd_length_hex", STARTS[1] + 1, offset_of(STARTS[1])), msg(2, shift=1)])
-    yield ("unknown-attribute-code", replace_line(STARTS[1] + 3, b"A ZZZ 1"), {},
-           [msg(0), ("unknown_attribute", STARTS[1] + 1, offset_of(STARTS[1])),
-            msg(2, shift=len(b"A ZZZ 1") - len(LINES[STARTS[1] + 3]))])
-    yield ("bad-number", replace_line(STARTS[2] + 1, b"A RPT twelve"), {},
-           [msg(0), msg(1), ("bad_number", STARTS[2] + 1, offset_of(STARTS[2]))])
-    yield ("huge-line", replace_line(second_x, b"X " + b"AB" * 40_000), {"max_line_length": 4096},
-           [msg(0), ("line_too_long", STARTS[1] + 1, offset_of(STARTS[1])),
-            msg(2, shift=80_002 - len(LINES[second_x]))])
-    yield ("message-over-the-size-limit", CLEAN, {"max_message_bytes": len(GOOD[1][1]) - 1},
-           [("message_too_large", STARTS[k] + 1, offset_of(STARTS[k])) if len(GOOD[k][1]) > len(GOOD[1][1]) - 1
-            else msg(k) for k in range(3)])
+    yield (
+        "truncated-hex-even",
+        b"\n".join(LINES[: X_LINES[1]] + [cut_even]),
+        {},
+        [msg(0, data=GOOD[0][1][: per_line + 20], truncated=True, notes=(NOTE_FILE_ENDS_MID_LINE,))],
+    )
+    yield (
+        "truncated-hex-odd",
+        b"\n".join(LINES[: X_LINES[1]] + [cut_odd]),
+        {},
+        [("odd_length_hex", STARTS[0] + 1, offset_of(STARTS[0]))],
+    )
+    yield (
+        "truncated-in-descriptor",
+        b"\n".join(LINES[: STARTS[1] + 5]),
+        {},
+        [msg(0), ("missing_data", STARTS[1] + 1, offset_of(STARTS[1]))],
+    )
+    yield (
+        "odd-length-hex",
+        replace_line(second_x, LINES[second_x] + b"F"),
+        {},
+        [msg(0), ("odd_length_hex", STARTS[1] + 1, offset_of(STARTS[1])), msg(2, shift=1)],
+    )
+    yield (
+        "unknown-attribute-code",
+        replace_line(STARTS[1] + 3, b"A ZZZ 1"),
+        {},
+        [
+            msg(0),
+            ("unknown_attribute", STARTS[1] + 1, offset_of(STARTS[1])),
+            msg(2, shift=len(b"A ZZZ 1") - len(LINES[STARTS[1] + 3])),
+        ],
+    )
+    yield (
+        "bad-number",
+        replace_line(STARTS[2] + 1, b"A RPT twelve"),
+        {},
+        [msg(0), msg(1), ("bad_number", STARTS[2] + 1, offset_of(STARTS[2]))],
+    )
+    yield (
+        "huge-line",
+        replace_line(second_x, b"X " + b"AB" * 40_000),
+        {"max_line_length": 4096},
+        [msg(0), ("line_too_long", STARTS[1] + 1, offset_of(STARTS[1])), msg(2, shift=80_002 - len(LINES[second_x]))],
+    )
+    yield (
+        "message-over-the-size-limit",
+        CLEAN,
+        {"max_message_bytes": len(GOOD[1][1]) - 1},
+        [
+            ("message_too_large", STARTS[k] + 1, offset_of(STARTS[k]))
+            if len(GOOD[k][1]) > len(GOOD[1][1]) - 1
+            else msg(k)
+            for k in range(3)
+        ],
+    )
     yield ("binary-garbage", random.Random(5).randbytes(5000), {}, [("unknown_format", 1, 0)])
     yield ("nul-bytes", b"\x00" * 4096, {}, [("unknown_format", 1, 0)])
     yield ("utf-16-dump", CLEAN.decode("latin-1").encode("utf-16"), {}, [("unknown_format", 1, 0)])
     yield ("ebcdic-dump", CLEAN.decode("latin-1").encode("cp500"), {}, [("unknown_format", 1, 0)])
     yield ("empty", b"", {}, [("empty_file", 1, 0)])
-    yield ("data-before-attributes", b"\n".join(LINES[:STARTS[0]] + [b"X 00FF"] + LINES[STARTS[0]:]), {},
-           [("data_without_attributes", STARTS[0] + 1, offset_of(STARTS[0])), *[
-               ("message", r[1] + 1, *r[2:]) for r in (msg(0, shift=7), msg(1, shift=7), msg(2, shift=7))]])
+    yield (
+        "data-before-attributes",
+        b"\n".join(LINES[: STARTS[0]] + [b"X 00FF"] + LINES[STARTS[0] :]),
+        {},
+        [
+            ("data_without_attributes", STARTS[0] + 1, offset_of(STARTS[0])),
+            *[("message", r[1] + 1, *r[2:]) for r in (msg(0, shift=7), msg(1, shift=7), msg(2, shift=7))],
+        ],
+    )
 
 
 CORPUS = list(corpus())
 
 
 @pytest.mark.parametrize("name,content,limits,expected", CORPUS, ids=[c[0] for c in CORPUS])
-def test_malformed_files_give_their_located_error_and_lose_no_good_message(tmp_path, name, content, limits,
-                                                                           expected):
+def test_malformed_files_give_their_located_error_and_lose_no_good_message(tmp_path, name, content, limits, expected):
     path = tmp_path / f"{name}.dmp"
     path.write_bytes(content)
     assert outcome(path, **limits) == expected
@@ -148,14 +196,17 @@ def test_a_huge_line_is_never_held_in_memory(tmp_path):
     blocks, far below the line (the same bound holds for the 256 MiB default and a 2 GB line)."""
     path = tmp_path / "huge-line.dmp"
     with open(path, "wb") as f:
-        f.write(b"\n".join(LINES[:X_LINES[0]]) + b"\nX ")
+        f.write(b"\n".join(LINES[: X_LINES[0]]) + b"\nX ")
         for _ in range(24):
             f.write(b"AB" * (512 * 1024))
-        f.write(b"\n" + b"\n".join(LINES[STARTS[1]:]))
+        f.write(b"\n" + b"\n".join(LINES[STARTS[1] :]))
     records = []
     peak = _peak(lambda: records.extend(read_source(str(path), max_line_length=64 * 1024)))
     assert [r.code if isinstance(r, RecordError) else "message" for r in records] == [
-        "line_too_long", "message", "message"]
+        "line_too_long",
+        "message",
+        "message",
+    ]
     assert peak < 8 * 1024 * 1024
 
 
@@ -169,14 +220,21 @@ def test_a_message_over_the_size_limit_is_dropped_as_it_is_read(tmp_path):
     records = []
     peak = _peak(lambda: records.extend(read_dump(str(path), max_message_bytes=1024 * 1024)))
     assert [r.code if isinstance(r, RecordError) else r.data for r in records] == [
-        GOOD[1][1], "message_too_large", GOOD[2][1]]
+        GOOD[1][1],
+        "message_too_large",
+        GOOD[2][1],
+    ]
     assert peak < 10 * 1024 * 1024 < len(big[1])
 
 
 # --- fuzzing ---------------------------------------------------------------------------------
 
-REAL_INPUTS = [CLEAN, (FIXTURES / "dmpmqmsg-options.dmp").read_bytes(), (FIXTURES / "amqsbcg-94.txt").read_bytes(),
-               (FIXTURES / "amqsbcg-old.txt").read_bytes()]
+REAL_INPUTS = [
+    CLEAN,
+    (FIXTURES / "dmpmqmsg-options.dmp").read_bytes(),
+    (FIXTURES / "amqsbcg-94.txt").read_bytes(),
+    (FIXTURES / "amqsbcg-old.txt").read_bytes(),
+]
 
 
 @st.composite
@@ -196,14 +254,18 @@ def mutated(draw):
         else:
             lines = bytes(data).split(b"\n")
             i = draw(st.integers(0, len(lines) - 1))
-            lines[i:i + 1] = [lines[i]] * 2 if kind == "dup" else []
+            lines[i : i + 1] = [lines[i]] * 2 if kind == "dup" else []
             data = bytearray(b"\n".join(lines))
     return bytes(data)
 
 
 @FUZZ
-@given(content=mutated(), max_line=st.sampled_from([80, 200, 4096]), max_message=st.sampled_from([None, 0, 100]),
-       split=st.integers(1, 4000))
+@given(
+    content=mutated(),
+    max_line=st.sampled_from([80, 200, 4096]),
+    max_message=st.sampled_from([None, 0, 100]),
+    split=st.integers(1, 4000),
+)
 def test_readers_never_raise_on_damaged_files(tmp_path_factory, content, max_line, max_message, split):
     path = tmp_path_factory.mktemp("fuzz") / "input"
     path.write_bytes(content)
@@ -217,7 +279,8 @@ def test_readers_never_raise_on_damaged_files(tmp_path_factory, content, max_lin
             describe(record, str(path))  # what inspect shows never fails either
             format_message(describe(record, str(path)))
     parts = list(read_source(str(path), end=split, max_line_length=max_line, max_message_bytes=max_message)) + list(
-        read_source(str(path), start=split, max_line_length=max_line, max_message_bytes=max_message))
+        read_source(str(path), start=split, max_line_length=max_line, max_message_bytes=max_message)
+    )
     assert [(type(r), r.offset) for r in parts] == [(type(r), r.offset) for r in whole]
 
 
@@ -234,14 +297,23 @@ def header_like(draw):
 
 
 @FUZZ
-@given(data=header_like() | st.binary(max_size=1200), encoding=ENCODINGS, ccsid=CCSIDS,
-       fmt=st.sampled_from([None, "MQDEAD  ", "MQSTR   ", "", "MQXMIT  ", "\x00" * 8]))
+@given(
+    data=header_like() | st.binary(max_size=1200),
+    encoding=ENCODINGS,
+    ccsid=CCSIDS,
+    fmt=st.sampled_from([None, "MQDEAD  ", "MQSTR   ", "", "MQXMIT  ", "\x00" * 8]),
+)
 def test_header_decoders_never_raise_anything_but_structure_errors(data, encoding, ccsid, fmt):
     result = structures.decode_dlh(data, encoding, ccsid, fmt)
     columns = structures.to_columns(result)
     assert structures.decode_dlh_batch([data], [encoding], [ccsid], [fmt]) == {k: [v] for k, v in columns.items()}
-    for decoder in (structures.decode_mqmd, structures.decode_xqh, structures.decode_mde, structures.decode_rfh2,
-                    structures.decode_tm):
+    for decoder in (
+        structures.decode_mqmd,
+        structures.decode_xqh,
+        structures.decode_mde,
+        structures.decode_rfh2,
+        structures.decode_tm,
+    ):
         for enc, cc in ((encoding, ccsid), (None, None)):
             try:
                 decoder(data, enc, cc)
@@ -250,8 +322,11 @@ def test_header_decoders_never_raise_anything_but_structure_errors(data, encodin
 
 
 @FUZZ
-@given(raw=st.binary(max_size=2000) | st.text(max_size=1500).map(lambda t: t.encode("utf-16"))
-       | st.text(max_size=1500).map(lambda t: t.encode("utf-8", "surrogatepass")))
+@given(
+    raw=st.binary(max_size=2000)
+    | st.text(max_size=1500).map(lambda t: t.encode("utf-16"))
+    | st.text(max_size=1500).map(lambda t: t.encode("utf-8", "surrogatepass"))
+)
 def test_rules_loader_never_raises_on_any_bytes(tmp_path_factory, raw):
     path = tmp_path_factory.mktemp("rules") / "fuzz.rules"
     path.write_bytes(raw)

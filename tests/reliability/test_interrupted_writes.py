@@ -13,10 +13,10 @@ from dlq_pipeline.config import load_config
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
 from dlq_pipeline.rules.parser import parse_rules
-from dlq_pipeline.spark.replay import replay
-from dlq_pipeline.spark.classify import decide_pending as decide
-from dlq_pipeline.spark.storage import Storage
 from dlq_pipeline.settings import ReplaySettings
+from dlq_pipeline.spark.classify import decide_pending as decide
+from dlq_pipeline.spark.replay import replay
+from dlq_pipeline.spark.storage import Storage
 from tests.spark.replay_retry_job import NOW, dead_letter, frame, message_row
 
 pytestmark = pytest.mark.spark
@@ -47,29 +47,48 @@ def test_classify_after_a_dead_replay_does_not_decide_what_it_delivered(spark, t
     warehouse = tmp_path / "wh"
     config = load_config(overrides={"storage": {"path": str(warehouse)}, "replay": {"batch_size": 2}})
     storage = Storage(spark, path=str(warehouse))
-    storage.append("messages", frame(spark, "messages",
-                                     [message_row(f"key{n:03d}", *dead_letter(n), index=n) for n in range(5)]))
+    storage.append(
+        "messages", frame(spark, "messages", [message_row(f"key{n:03d}", *dead_letter(n), index=n) for n in range(5)])
+    )
     sim = SimQueueManager(warehouse / "_sim" / "SIM.sqlite", "SIM")
-    items = [WorkItem(f"key{n:03d}", "FWD", *dead_letter(n), target_q="HOLD", target_qmgr="", header=True,
-                      putaut="DEF", attempt=1) for n in range(5)]
+    items = [
+        WorkItem(
+            f"key{n:03d}", "FWD", *dead_letter(n), target_q="HOLD", target_qmgr="", header=True, putaut="DEF", attempt=1
+        )
+        for n in range(5)
+    ]
 
     def killed(batches):
         raise SystemExit("kill -9")
 
     with pytest.raises(SystemExit):
-        for _ in replay_partition(items, sim.connect, ReplaySettings(batch_size=2), run_id="DEAD", partition_id=0,
-                                  checkpoint=Checkpoint.for_partition(warehouse / "_checkpoints", "DEAD", 0), now=NOW,
-                                  on_commit=killed):
+        for _ in replay_partition(
+            items,
+            sim.connect,
+            ReplaySettings(batch_size=2),
+            run_id="DEAD",
+            partition_id=0,
+            checkpoint=Checkpoint.for_partition(warehouse / "_checkpoints", "DEAD", 0),
+            now=NOW,
+            on_commit=killed,
+        ):
             pass
 
     table = parse_rules("ACTION(FWD) FWDQ(HOLD) HEADER(YES)\n", "t.rules")
     decisions, _ = decide(spark, storage, table, run_id="NEXT", now=NOW + dt.timedelta(minutes=1))
     assert sorted(r["message_key"] for r in decisions.collect()) == ["key002", "key003", "key004"]
-    counts = replay(spark, storage, decisions, target="sim:", settings=ReplaySettings.from_config(config),
-                    run_id="NEXT", now=NOW)
+    counts = replay(
+        spark, storage, decisions, target="sim:", settings=ReplaySettings.from_config(config), run_id="NEXT", now=NOW
+    )
     assert counts == {"delivered": 3}
     assert sorted(r.md.msg_id for r in sim.put_log()) == sorted(dead_letter(n)[0].msg_id for n in range(5))
     ledger = Counter((r["run_id"], r["message_key"], r["outcome"]) for r in storage.read("ledger").collect())
-    assert ledger == Counter({("DEAD", "key000", "delivered"): 1, ("DEAD", "key001", "delivered"): 1,
-                              ("NEXT", "key002", "delivered"): 1, ("NEXT", "key003", "delivered"): 1,
-                              ("NEXT", "key004", "delivered"): 1})
+    assert ledger == Counter(
+        {
+            ("DEAD", "key000", "delivered"): 1,
+            ("DEAD", "key001", "delivered"): 1,
+            ("NEXT", "key002", "delivered"): 1,
+            ("NEXT", "key003", "delivered"): 1,
+            ("NEXT", "key004", "delivered"): 1,
+        }
+    )

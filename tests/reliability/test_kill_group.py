@@ -28,7 +28,7 @@ RULES = "REASON(MQRC_Q_FULL) ACTION(RETRY) RETRY(1)\n"
 
 def process_group(pid: int) -> int:
     stat = Path(f"/proc/{pid}/stat").read_text()
-    return int(stat[stat.rindex(")") + 2:].split()[2])  # state ppid pgrp
+    return int(stat[stat.rindex(")") + 2 :].split()[2])  # state ppid pgrp
 
 
 def holders(pids: list[int], path: Path) -> list[int]:
@@ -61,10 +61,15 @@ def test_killing_the_run_group_during_a_slow_replay_stops_every_put(tmp_path):
     rules = tmp_path / "retry.rules"
     rules.write_text(RULES)
     conf = tmp_path / "c.toml"
-    conf.write_text(f'[storage]\npath = "{wh}"\n[replay]\nbatch_size = 1\nmax_connections = 1\n'
-                    '[spark]\nmaster = "local[1]"\n')
-    proc = start_run(["run", "--config", str(conf), "--rules", str(rules), "--input", str(dump), "--target", "sim:QM1"],
-                     crash_at=None, marker_dir=tmp_path / "markers", cwd=tmp_path)
+    conf.write_text(
+        f'[storage]\npath = "{wh}"\n[replay]\nbatch_size = 1\nmax_connections = 1\n[spark]\nmaster = "local[1]"\n'
+    )
+    proc = start_run(
+        ["run", "--config", str(conf), "--rules", str(rules), "--input", str(dump), "--target", "sim:QM1"],
+        crash_at=None,
+        marker_dir=tmp_path / "markers",
+        cwd=tmp_path,
+    )
     try:
         wait_for(proc, lambda: len(qm.put_log("APP.IN")) >= 2, "two puts", tmp_path)
         putting = holders(session_pids(proc.pid), database)

@@ -18,9 +18,9 @@ from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.rules.model import Decision
 from dlq_pipeline.rules.parser import parse_rules
+from dlq_pipeline.settings import RunSettings, StorageSettings
 from dlq_pipeline.spark.run import run_pipeline
 from dlq_pipeline.spark.storage import open_storage
-from dlq_pipeline.settings import RunSettings, StorageSettings
 from tests.spark.replay_retry_job import dead_letter
 
 pytestmark = pytest.mark.spark
@@ -31,7 +31,7 @@ SIZES = [MQ_MAX, 50_000_000] if os.environ.get("DLQ_SOAK") == "long" else [20 * 
 def body(n: int, size: int) -> bytes:
     """``size`` bytes that are not all alike (every 4 KiB block differs)."""
     block = hashlib.sha256(b"%d" % n).digest() * 128
-    return b"".join(block[i % 4096:] + block[:i % 4096] for i in range(0, size, 4096))[:size]
+    return b"".join(block[i % 4096 :] + block[: i % 4096] for i in range(0, size, 4096))[:size]
 
 
 def test_large_messages_land_decode_and_replay_byte_for_byte(spark, tmp_path):
@@ -46,7 +46,9 @@ def test_large_messages_land_decode_and_replay_byte_for_byte(spark, tmp_path):
     config = load_config(overrides={"storage": {"path": str(warehouse)}, "replay": {"batch_size": 1}})
     table = parse_rules("ACTION(FWD) FWDQ(BIG.OUT) HEADER(NO)\n", "big.rules")
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=[str(dump)], target="sim:", run_id="BIG")
+    summary = run_pipeline(
+        spark, RunSettings.from_config(config), table, inputs=[str(dump)], target="sim:", run_id="BIG"
+    )
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f"driver peak RSS {before / 1024:.0f} -> {after / 1024:.0f} MiB for messages of {SIZES} bytes")
 
@@ -54,7 +56,8 @@ def test_large_messages_land_decode_and_replay_byte_for_byte(spark, tmp_path):
     assert summary.outcomes == {"delivered": len(SIZES)}
     stored = open_storage(spark, StorageSettings.from_config(config)).read("messages").orderBy("source_index").collect()
     assert [(r["data_length"], r["truncated"], r["data_digest"]) for r in stored] == [
-        (len(d), False, hashlib.sha256(d).hexdigest()) for _md, d in originals]
+        (len(d), False, hashlib.sha256(d).hexdigest()) for _md, d in originals
+    ]
     assert [bytes(r["data"]) == d for r, (_md, d) in zip(stored, originals)] == [True] * len(SIZES)
     sim = SimQueueManager(warehouse / "_sim" / "SIM.sqlite", "SIM")
     got = sorted(((r.md, r.data) for r in sim.put_log()), key=lambda p: len(p[1]), reverse=True)

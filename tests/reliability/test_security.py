@@ -19,14 +19,19 @@ from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq.client import MQClientMissing
 from dlq_pipeline.redact import REDACTED, payloads_visible, redact_preview, redact_snippet
 from dlq_pipeline.rules.parser import parse_rules
-from dlq_pipeline.settings import ReportSettings
-from dlq_pipeline.settings import RunSettings
+from dlq_pipeline.settings import ReportSettings, RunSettings
 
 PASSWORD = "Pw-9f3e1c-never-shown"
 STASH = "Stash-77a0b2-never-shown"
-QM1 = {"channel": "APP.SVRCONN", "conn_name": "mq1(1414)", "user": "app", "password_env": "DLQ_TEST_MQ_PW",
-       "cipher_spec": "ANY_TLS13_OR_HIGHER", "key_repository": "/keys/client",
-       "key_stash_password_env": "DLQ_TEST_MQ_STASH"}
+QM1 = {
+    "channel": "APP.SVRCONN",
+    "conn_name": "mq1(1414)",
+    "user": "app",
+    "password_env": "DLQ_TEST_MQ_PW",
+    "cipher_spec": "ANY_TLS13_OR_HIGHER",
+    "key_repository": "/keys/client",
+    "key_stash_password_env": "DLQ_TEST_MQ_STASH",
+}
 
 
 def problems(qm: dict) -> list[str]:
@@ -37,21 +42,50 @@ def problems(qm: dict) -> list[str]:
     return []
 
 
-@pytest.mark.parametrize("change,expected", [
-    ({}, []),
-    ({"key_repository": None}, ["'mq.qmgrs.QM1.cipher_spec' needs key_repository (the TLS key repository stem) too",
-                                "'mq.qmgrs.QM1.key_stash_password_env' is set but no key_repository"]),
-    ({"cipher_spec": None}, ["'mq.qmgrs.QM1.key_repository' is set but no cipher_spec: the channel would not use TLS"]),
-    ({"cipher_spec": "TLS_RSA_WITH_3DES_EDE_CBC_SHA"},
-     ["'mq.qmgrs.QM1.cipher_spec' TLS_RSA_WITH_3DES_EDE_CBC_SHA is deprecated as insecure: use ANY_TLS13_OR_HIGHER, "
-      "ANY_TLS12_OR_HIGHER or a TLS 1.2/1.3 CipherSpec"]),
-    ({"cipher_spec": "any tls"}, ["'mq.qmgrs.QM1.cipher_spec' 'any tls' is not a CipherSpec name "
-                                  "(e.g. ANY_TLS13_OR_HIGHER, TLS_AES_256_GCM_SHA384)"]),
-    ({"key_repository": "/keys/client.kdb"}, ["'mq.qmgrs.QM1.key_repository' is the stem without the extension "
-                                              "(e.g. /var/mqm/ssl/client for client.kdb)"]),
-    ({"password_env": None}, ["'mq.qmgrs.QM1' names a user but no password_env (the variable that holds the password)"]),
-    ({"user": None}, ["'mq.qmgrs.QM1.password_env' is set but no user: the password would not be sent"]),
-])
+@pytest.mark.parametrize(
+    "change,expected",
+    [
+        ({}, []),
+        (
+            {"key_repository": None},
+            [
+                "'mq.qmgrs.QM1.cipher_spec' needs key_repository (the TLS key repository stem) too",
+                "'mq.qmgrs.QM1.key_stash_password_env' is set but no key_repository",
+            ],
+        ),
+        (
+            {"cipher_spec": None},
+            ["'mq.qmgrs.QM1.key_repository' is set but no cipher_spec: the channel would not use TLS"],
+        ),
+        (
+            {"cipher_spec": "TLS_RSA_WITH_3DES_EDE_CBC_SHA"},
+            [
+                "'mq.qmgrs.QM1.cipher_spec' TLS_RSA_WITH_3DES_EDE_CBC_SHA is deprecated as insecure: "
+                "use ANY_TLS13_OR_HIGHER, "
+                "ANY_TLS12_OR_HIGHER or a TLS 1.2/1.3 CipherSpec"
+            ],
+        ),
+        (
+            {"cipher_spec": "any tls"},
+            [
+                "'mq.qmgrs.QM1.cipher_spec' 'any tls' is not a CipherSpec name "
+                "(e.g. ANY_TLS13_OR_HIGHER, TLS_AES_256_GCM_SHA384)"
+            ],
+        ),
+        (
+            {"key_repository": "/keys/client.kdb"},
+            [
+                "'mq.qmgrs.QM1.key_repository' is the stem without the extension "
+                "(e.g. /var/mqm/ssl/client for client.kdb)"
+            ],
+        ),
+        (
+            {"password_env": None},
+            ["'mq.qmgrs.QM1' names a user but no password_env (the variable that holds the password)"],
+        ),
+        ({"user": None}, ["'mq.qmgrs.QM1.password_env' is set but no user: the password would not be sent"]),
+    ],
+)
 def test_tls_and_credential_settings_are_checked_together(change, expected):
     qm = {k: v for k, v in {**QM1, **change}.items() if v is not None}
     assert problems(qm) == expected
@@ -68,10 +102,16 @@ def test_a_secret_pasted_where_a_variable_name_belongs_is_refused_without_showin
 
 def test_redaction_helpers():
     assert payloads_visible(ReportSettings.from_config(load_config())) and not payloads_visible(
-        ReportSettings.from_config(load_config(overrides={"report": {"redact_payloads": True}})))
+        ReportSettings.from_config(load_config(overrides={"report": {"redact_payloads": True}}))
+    )
     assert redact_preview({"offset": 172, "hex": "C1C2", "text": "AB"}) == {"offset": 172, "hex": "", "text": REDACTED}
-    assert [redact_snippet(s) for s in ("X 4A6F686E20446F65", "S \"John Doe\"", "A USR john", "garbage", None)] == [
-        f"X {REDACTED}", f"S {REDACTED}", f"A USR {REDACTED}", REDACTED, None]
+    assert [redact_snippet(s) for s in ("X 4A6F686E20446F65", 'S "John Doe"', "A USR john", "garbage", None)] == [
+        f"X {REDACTED}",
+        f"S {REDACTED}",
+        f"A USR {REDACTED}",
+        REDACTED,
+        None,
+    ]
 
 
 def test_inspect_redact_shows_no_message_data(tmp_path):
@@ -97,8 +137,9 @@ def test_inspect_redact_shows_no_message_data(tmp_path):
 def test_redact_frame_for_notebooks(spark):
     from dlq_pipeline.spark.redact import redact_frame
 
-    df = spark.createDataFrame([(b"John Doe", "X 4A6F686E", "k1"), (None, None, "k2")],
-                               "data binary, snippet string, message_key string")
+    df = spark.createDataFrame(
+        [(b"John Doe", "X 4A6F686E", "k1"), (None, None, "k2")], "data binary, snippet string, message_key string"
+    )
     assert [tuple(r) for r in redact_frame(df).collect()] == [(None, f"X {REDACTED}", "k1"), (None, None, "k2")]
     assert redact_frame(df, enabled=False).collect() == df.collect()
 
@@ -129,7 +170,9 @@ def test_secrets_never_leak_and_output_is_owner_only(spark, tmp_path, monkeypatc
     table = parse_rules("ACTION(FWD) FWDQ(HOLD) HEADER(YES)\n", "t.rules")
     run_pipeline(spark, RunSettings.from_config(config), table, inputs=inputs, target="sim:", run_id="SIMRUN")
     config2 = load_config(overrides={"storage": {"path": str(tmp_path / "wh2")}})
-    run_pipeline(spark, RunSettings.from_config(config2), table, inputs=inputs, target=f"dir:{tmp_path / 'out'}", run_id="DIRRUN")
+    run_pipeline(
+        spark, RunSettings.from_config(config2), table, inputs=inputs, target=f"dir:{tmp_path / 'out'}", run_id="DIRRUN"
+    )
     with pytest.raises(MQClientMissing) as err:
         run_pipeline(spark, RunSettings.from_config(config), table, inputs=inputs, target="mq:QM1", run_id="MQRUN")
     text = "".join(traceback.format_exception(err.value)) + caplog.text + "".join(capfd.readouterr())

@@ -29,10 +29,19 @@ SEED = int(os.environ.get("DLQ_SOAK_SEED") or 2026)
 def soak(tmp_path_factory):
     root = tmp_path_factory.mktemp("soak")
     warehouse, result = root / "wh", root / "result.json"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-               PYSPARK_PYTHON=sys.executable)
-    proc = subprocess.run([sys.executable, str(Path(job.__file__)), str(warehouse), str(result), str(COUNT), str(SEED)],
-                          capture_output=True, text=True, env=env, cwd=REPO, timeout=7200)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        PYSPARK_PYTHON=sys.executable,
+    )
+    proc = subprocess.run(
+        [sys.executable, str(Path(job.__file__)), str(warehouse), str(result), str(COUNT), str(SEED)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=7200,
+    )
     assert proc.returncode == 0, proc.stderr[-6000:]
     return json.loads(result.read_text())
 
@@ -44,7 +53,7 @@ def test_the_soak_really_injected_faults_and_task_failures(soak):
     assert fired[job.IN_DOUBT_FAULT] == 1 and fired[job.FULL_FAULT] > 0
     # slow puts: the delay is unconditional for SLOW.Q (such faults keep no counts), so every
     # put that reached it in the first run was slowed
-    assert any(queue == "SLOW.Q" for _qmgr, queue, _id in soak["puts"][:soak["puts_first"]])
+    assert any(queue == "SLOW.Q" for _qmgr, queue, _id in soak["puts"][: soak["puts_first"]])
     outcomes = Counter(outcome for run, _k, outcome, *_ in soak["ledger"] if run == "SOAK1")
     assert outcomes["delivered"] > 0.8 * COUNT and outcomes["failed"] > 0 and outcomes["deferred"] > 0
 
@@ -55,7 +64,7 @@ def test_first_run_ledger_agrees_with_what_the_queue_manager_received(soak):
     assert Counter(row[1] for row in first) == Counter(expected.keys())  # one row per decision
     assert sum(soak["first"].values()) == len(expected)
     delivered = {row[1] for row in first if row[2] == "delivered"}
-    got = Counter((qmgr, queue, msg_id) for qmgr, queue, msg_id in soak["puts"][:soak["puts_first"]])
+    got = Counter((qmgr, queue, msg_id) for qmgr, queue, msg_id in soak["puts"][: soak["puts_first"]])
     want = Counter((expected[k][2], expected[k][1], expected[k][0]) for k in delivered)
     # Exactly the delivered messages reached the queue manager; the one in-doubt commit
     # (connection lost after MQCMIT completed) is the documented at-least-once window: that
@@ -72,8 +81,11 @@ def test_first_run_ledger_agrees_with_what_the_queue_manager_received(soak):
             assert text and ("circuit breaker" in text or "no connection" in text), row
         else:
             assert outcome == "delivered", row
-    assert all(row[2] == "failed" or "no connection" in (row[4] or "")
-               for row in first if expected[row[1]][1] in ("SECURE.Q", "GONE.Q"))
+    assert all(
+        row[2] == "failed" or "no connection" in (row[4] or "")
+        for row in first
+        if expected[row[1]][1] in ("SECURE.Q", "GONE.Q")
+    )
 
 
 def test_the_breaker_bounded_the_attempts_on_the_full_queue(soak):
@@ -97,6 +109,6 @@ def test_a_second_run_finishes_the_work_and_nothing_is_sent_twice(soak):
     got = Counter(msg_id for _qmgr, _queue, msg_id in soak["puts"])
     assert set(got) == {v[0] for v in expected.values()}
     assert sum(n - 1 for n in got.values()) <= job.BATCH  # only the in-doubt batch, at most once more
-    later = Counter((q, queue, m) for q, queue, m in soak["puts"][soak["puts_first"]:])
+    later = Counter((q, queue, m) for q, queue, m in soak["puts"][soak["puts_first"] :])
     assert later == Counter((expected[row[1]][2], expected[row[1]][1], expected[row[1]][0]) for row in second)
     assert soak["checkpoints_left"] == []

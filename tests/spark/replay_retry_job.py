@@ -27,23 +27,60 @@ def message_row(key: str, md, data: bytes, *, index: int, truncated: bool = Fals
     from dlq_pipeline.identity import data_digest
 
     row = {
-        "message_key": key, "source_kind": "dmpmqmsg", "source_qmgr": "QM1", "source_queue": "DLQ",
-        "source_file": "dlq.dmp", "source_index": index, "source_line": 1 + index * 30, "source_offset": index * 900,
-        "landed_at": NOW, "run_id": "land", "data": data, "data_head": dlh_head(data), "data_length": len(data),
+        "message_key": key,
+        "source_kind": "dmpmqmsg",
+        "source_qmgr": "QM1",
+        "source_queue": "DLQ",
+        "source_file": "dlq.dmp",
+        "source_index": index,
+        "source_line": 1 + index * 30,
+        "source_offset": index * 900,
+        "landed_at": NOW,
+        "run_id": "land",
+        "data": data,
+        "data_head": dlh_head(data),
+        "data_length": len(data),
         "data_digest": data_digest(data),
-        "truncated": truncated, "notes": [], "md_char_bytes": None,
+        "truncated": truncated,
+        "notes": [],
+        "md_char_bytes": None,
     }
     for name, value in md.as_dict().items():
         row["md_version" if name == "version" else name] = value
     return row
 
 
-def decision_row(key: str, action: str, *, run_id: str, index: int, target_q=None, target_qmgr=None, header=None,
-                 putaut=None, attempt=None, not_before=None, rule_line=5, ignore_reason=None) -> dict:
+def decision_row(
+    key: str,
+    action: str,
+    *,
+    run_id: str,
+    index: int,
+    target_q=None,
+    target_qmgr=None,
+    header=None,
+    putaut=None,
+    attempt=None,
+    not_before=None,
+    rule_line=5,
+    ignore_reason=None,
+) -> dict:
     return {
-        "run_id": run_id, "message_key": key, "source_file": "dlq.dmp", "source_index": index, "action": action,
-        "rule_line": rule_line, "rule_index": 0, "target_q": target_q, "target_qmgr": target_qmgr, "header": header,
-        "putaut": putaut, "ignore_reason": ignore_reason, "attempt": attempt, "not_before": not_before, "decided_at": NOW,
+        "run_id": run_id,
+        "message_key": key,
+        "source_file": "dlq.dmp",
+        "source_index": index,
+        "action": action,
+        "rule_line": rule_line,
+        "rule_index": 0,
+        "target_q": target_q,
+        "target_qmgr": target_qmgr,
+        "header": header,
+        "putaut": putaut,
+        "ignore_reason": ignore_reason,
+        "attempt": attempt,
+        "not_before": not_before,
+        "decided_at": NOW,
     }
 
 
@@ -58,12 +95,33 @@ def dead_letter(n: int, dest_q: str = "APP.IN"):
     from dlq_pipeline.formats.mqmd import MQMD
     from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
 
-    md = MQMD(version=2, encoding=546, ccsid=819, format="MQDEAD  ", persistence=1, priority=4,
-              msg_id=b"M" + n.to_bytes(4, "big") + b"\x11" * 19, correl_id=b"C" + n.to_bytes(4, "big") + b"\x22" * 19,
-              user_id="ALICE       ", put_appl_name="orders".ljust(28), put_date="20260301", put_time="10000000",
-              reply_to_q="REPLY.Q".ljust(48), reply_to_qmgr="QM1".ljust(48), backout_count=2)
-    dlh = DeadLetterHeader(reason=2053, dest_q=dest_q.ljust(48), dest_qmgr="QM1".ljust(48), encoding=546, ccsid=1208,
-                           format="MQSTR   ", put_appl_type=7, put_appl_name="QM1".ljust(28))
+    md = MQMD(
+        version=2,
+        encoding=546,
+        ccsid=819,
+        format="MQDEAD  ",
+        persistence=1,
+        priority=4,
+        msg_id=b"M" + n.to_bytes(4, "big") + b"\x11" * 19,
+        correl_id=b"C" + n.to_bytes(4, "big") + b"\x22" * 19,
+        user_id="ALICE       ",
+        put_appl_name="orders".ljust(28),
+        put_date="20260301",
+        put_time="10000000",
+        reply_to_q="REPLY.Q".ljust(48),
+        reply_to_qmgr="QM1".ljust(48),
+        backout_count=2,
+    )
+    dlh = DeadLetterHeader(
+        reason=2053,
+        dest_q=dest_q.ljust(48),
+        dest_qmgr="QM1".ljust(48),
+        encoding=546,
+        ccsid=1208,
+        format="MQSTR   ",
+        put_appl_type=7,
+        put_appl_name="QM1".ljust(28),
+    )
     return md, encode_dlh(dlh, 546, 819) + b"payload %d \x00\xff" % n
 
 
@@ -85,11 +143,13 @@ def main(warehouse: str, result_path: str) -> None:
     from dlq_pipeline.spark.session import get_spark
     from dlq_pipeline.spark.storage import Storage
 
-    spark = get_spark({"master": "local[2,3]", "app_name": "replay-retry-test",
-                       "spark_conf": {"spark.sql.shuffle.partitions": "2"}})
+    spark = get_spark(
+        {"master": "local[2,3]", "app_name": "replay-retry-test", "spark_conf": {"spark.sql.shuffle.partitions": "2"}}
+    )
     try:
-        config = load_config(overrides={"storage": {"path": warehouse},
-                                        "replay": {"batch_size": 4, "max_connections": 2}})
+        config = load_config(
+            overrides={"storage": {"path": warehouse}, "replay": {"batch_size": 4, "max_connections": 2}}
+        )
         storage = Storage(spark, format="parquet", path=warehouse)
         sim = SimQueueManager(os.path.join(warehouse, "_sim", "SIM.sqlite"), "SIM", {"remote_qmgrs": ["QM2"]})
         messages, decisions = [], []
@@ -97,12 +157,22 @@ def main(warehouse: str, result_path: str) -> None:
             key = f"key{n:03d}"
             messages.append(message_row(key, *dead_letter(n), index=n))
             qmgr = "" if n % 2 else "QM2"
-            decisions.append(decision_row(key, "RETRY", run_id="RUN1", index=n, target_q="APP.IN",
-                                          target_qmgr=qmgr, putaut="DEF", attempt=1))
+            decisions.append(
+                decision_row(
+                    key, "RETRY", run_id="RUN1", index=n, target_q="APP.IN", target_qmgr=qmgr, putaut="DEF", attempt=1
+                )
+            )
         storage.append("messages", frame(spark, "messages", messages))
-        counts = replay(spark, storage, frame(spark, "decisions", decisions), target="sim:",
-                        settings=ReplaySettings.from_config(config),
-                        run_id="RUN1", now=NOW, task_hook=functools.partial(task_hook, warehouse))
+        counts = replay(
+            spark,
+            storage,
+            frame(spark, "decisions", decisions),
+            target="sim:",
+            settings=ReplaySettings.from_config(config),
+            run_id="RUN1",
+            now=NOW,
+            task_hook=functools.partial(task_hook, warehouse),
+        )
         ledger = storage.read("ledger").collect()
         result = {
             "counts": counts,

@@ -17,8 +17,15 @@ from dlq_pipeline.rules.matcher import glob_match
 from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns
 from tests.profiles import examples
 from tests.spark.test_compiler import (
-    CHARS, SETTINGS, assert_agrees, assert_empty_table_and_cumulative_chain, assert_random_tables_agree, collected,
-    large_messages, large_table, messages_df,
+    CHARS,
+    SETTINGS,
+    assert_agrees,
+    assert_empty_table_and_cumulative_chain,
+    assert_random_tables_agree,
+    collected,
+    large_messages,
+    large_table,
+    messages_df,
 )
 
 pytestmark = pytest.mark.spark
@@ -52,22 +59,57 @@ def test_string_predicate_equals_glob_match(spark, patterns, values):
 
 # --- examples --------------------------------------------------------------------------
 
+
 def test_string_shapes_and_escaping(spark):
     cases = [
-        ("MY.Q", "MY.Q" + "\x00" * 44), ("MY.Q*", "MY.Q" + "\x00" * 44), ("MY.Q", "MYXQ"),
-        ("?*", " " * 48), ("?*", "X"), ("???", "AB "), ("???", "ABC  "), ("??*", "A"),
-        ("AAAA.*", "AAAA.QM1"), ("AAAA.*", "AAAA"), ("*.IN", "APP.IN  "), ("*.IN", "APP.INX"),
-        ("AB*BC", "ABC"), ("AB*BC", "ABBC"), ("*MID*", "xMIDx"), ("*MID*", "MI D"),
-        ("A *", "A"), ("A *", "AB"), ("A  *B*", "A"), ("A  *B*", "A  B"), ("A ?*", "A"),
-        (" ", "        "), (" ", "MQSTR"), (" MQSTR", " MQSTR  "), ("MQSTR", " MQSTR"),
-        ("a$b", "a$b"), ("a.b", "aXb"), ("(x)*", "(x)yz"), ("\\d*", "\\d1"), ("\\d*", "5"),
-        ("[A]*", "[A]"), ("[A]*", "A"), ("é?ß", "éÄß"), ("É*", "é"), ("*A*A*A*A*A*A*A*A*B", "A" * 48),
-        ("*\x00", "Q\x00"), ("%_*", "%_x"), ("%_*", "ab"),
+        ("MY.Q", "MY.Q" + "\x00" * 44),
+        ("MY.Q*", "MY.Q" + "\x00" * 44),
+        ("MY.Q", "MYXQ"),
+        ("?*", " " * 48),
+        ("?*", "X"),
+        ("???", "AB "),
+        ("???", "ABC  "),
+        ("??*", "A"),
+        ("AAAA.*", "AAAA.QM1"),
+        ("AAAA.*", "AAAA"),
+        ("*.IN", "APP.IN  "),
+        ("*.IN", "APP.INX"),
+        ("AB*BC", "ABC"),
+        ("AB*BC", "ABBC"),
+        ("*MID*", "xMIDx"),
+        ("*MID*", "MI D"),
+        ("A *", "A"),
+        ("A *", "AB"),
+        ("A  *B*", "A"),
+        ("A  *B*", "A  B"),
+        ("A ?*", "A"),
+        (" ", "        "),
+        (" ", "MQSTR"),
+        (" MQSTR", " MQSTR  "),
+        ("MQSTR", " MQSTR"),
+        ("a$b", "a$b"),
+        ("a.b", "aXb"),
+        ("(x)*", "(x)yz"),
+        ("\\d*", "\\d1"),
+        ("\\d*", "5"),
+        ("[A]*", "[A]"),
+        ("[A]*", "A"),
+        ("é?ß", "éÄß"),
+        ("É*", "é"),
+        ("*A*A*A*A*A*A*A*A*B", "A" * 48),
+        ("*\x00", "Q\x00"),
+        ("%_*", "%_x"),
+        ("%_*", "ab"),
     ]
     df = spark.createDataFrame([(p, v) for p, v in cases], "p string, v string")
-    got = [r["m"] for r in df.select(F.coalesce(*[F.when((F.col("p") == p) & (F.col("v") == v),
-                                                         string_predicate(p, "v"))
-                                                  for p, v in cases]).alias("m")).collect()]
+    got = [
+        r["m"]
+        for r in df.select(
+            F.coalesce(
+                *[F.when((F.col("p") == p) & (F.col("v") == v), string_predicate(p, "v")) for p, v in cases]
+            ).alias("m")
+        ).collect()
+    ]
     assert got == [glob_match(p, v) for p, v in cases]
 
 
@@ -92,5 +134,7 @@ def test_a_500_rule_table_matches_the_oracle_in_small_methods(spark):
     chosen = {d.rule_index for d in got.values() if d.rule_index is not None}
     assert len(chosen) > 250  # rules from all over the table were chosen, in every chunk
     assert {i // CHUNK for i in chosen} == set(range((500 + CHUNK - 1) // CHUNK)) and max(chosen) == 499
-    indexed = classify_columns(table, messages_df(spark, rows)).select(F.lit(0).alias("table"), "msg", *DECISION_COLUMNS)
+    indexed = classify_columns(table, messages_df(spark, rows)).select(
+        F.lit(0).alias("table"), "msg", *DECISION_COLUMNS
+    )
     assert collected(indexed) == got

@@ -34,8 +34,14 @@ def built(tmp_path_factory):
         cache = tmp_path_factory.mktemp("cache")
         (cache / "jars").symlink_to(cache_root(), target_is_directory=True)
     env = {**os.environ, JARS_ENV: str(cache / "jars"), "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "dlq_pipeline.spark.class_archive"], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "dlq_pipeline.spark.class_archive"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     return cache, env, done
 
 
@@ -51,8 +57,14 @@ def test_an_archive_is_built_once_under_the_cache_for_each_class_path(built, mon
         assert not list(path.parent.glob(f"{path.name}.*"))  # no partial file left behind
     assert class_archive.existing(local_classpath({"format": "parquet"})) == str(paths[0])
     stamps = [path.stat().st_mtime_ns for path in paths]
-    again = subprocess.run([sys.executable, "-m", "dlq_pipeline.spark.class_archive"], env=env, cwd=REPO,
-                           capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        [sys.executable, "-m", "dlq_pipeline.spark.class_archive"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert again.returncode == 0 and [p.stat().st_mtime_ns for p in paths] == stamps  # there: nothing to do
 
 
@@ -93,8 +105,14 @@ def test_a_stale_archive_is_ignored_and_the_session_still_works(tmp_path):
         spark = get_spark({{"master": "local[1]", "class_archive": {str(bogus)!r}}})
         print(spark.range(5).count())
     """)
-    ran = subprocess.run([sys.executable, "-c", child], env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO,
-                         capture_output=True, text=True, timeout=300)
+    ran = subprocess.run(
+        [sys.executable, "-c", child],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines()[-1] == "5"
     assert "shared archive" not in ran.stderr.lower()

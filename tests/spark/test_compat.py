@@ -61,8 +61,9 @@ def smoke(python: Path, work: Path, dumps: Path) -> dict:
     """The pipeline run by ``python`` (its environment's Spark) in ``work``: what it produced."""
     env = {**clean_env(), "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
     work.mkdir()
-    done = subprocess.run([str(python), "-c", SMOKE, str(dumps)], cwd=work, env=env,
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [str(python), "-c", SMOKE, str(dumps)], cwd=work, env=env, capture_output=True, text=True, timeout=900
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return {**json.loads(done.stdout.splitlines()[-1]), "files": dump_tree(work / "out")}
 
@@ -70,21 +71,36 @@ def smoke(python: Path, work: Path, dumps: Path) -> dict:
 # What must agree across Spark versions: everything but clocks (each dump's `Created:` header
 # time, dump_tree leaves out; the report's decided_at and generated_at, the summary's start,
 # finish and durations).
-SUMMARY_KEYS = ("decisions", "exit_status", "files", "ignore_reasons", "messages_landed", "messages_without_dlh",
-                "outcomes", "pending", "quarantined", "run_id", "target")
+SUMMARY_KEYS = (
+    "decisions",
+    "exit_status",
+    "files",
+    "ignore_reasons",
+    "messages_landed",
+    "messages_without_dlh",
+    "outcomes",
+    "pending",
+    "quarantined",
+    "run_id",
+    "target",
+)
 REPORT_KEYS = ("overall", "run", "run_id", "trend")
 
 
 def _comparable(result: dict) -> dict:
-    return {"files": result["files"], "summary": {k: result["summary"][k] for k in SUMMARY_KEYS},
-            "report": {k: result["report"][k] for k in REPORT_KEYS}}
+    return {
+        "files": result["files"],
+        "summary": {k: result["summary"][k] for k in SUMMARY_KEYS},
+        "report": {k: result["report"][k] for k in REPORT_KEYS},
+    }
 
 
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("compat-dumps")
-    done = CliRunner().invoke(cli, ["generate", "--out", str(out), "--count", "120", "--seed", "11", "--files", "2",
-                                    "--max-size", "8192"])
+    done = CliRunner().invoke(
+        cli, ["generate", "--out", str(out), "--count", "120", "--seed", "11", "--files", "2", "--max-size", "8192"]
+    )
     assert done.exit_code == 0, done.output
     return out
 
@@ -95,12 +111,30 @@ def baseline(spark, dumps, tmp_path_factory) -> dict:
     work = tmp_path_factory.mktemp("compat-base")
     runner = CliRunner()
     with contextlib.chdir(work):  # the same relative paths as the tiers' (the summary names its target)
-        summary = runner.invoke(cli, ["run", "--input", str(dumps), "--rules", str(STARTER), "--target", "dir:out",
-                                      "--run-id", "SMOKE", "--json", "--warehouse", "wh"])
+        summary = runner.invoke(
+            cli,
+            [
+                "run",
+                "--input",
+                str(dumps),
+                "--rules",
+                str(STARTER),
+                "--target",
+                "dir:out",
+                "--run-id",
+                "SMOKE",
+                "--json",
+                "--warehouse",
+                "wh",
+            ],
+        )
         report = runner.invoke(cli, ["report", "--json", "--warehouse", "wh"])
     assert summary.exit_code in (0, 3) and report.exit_code in (0, 3), (summary.stderr, report.stderr)
-    return {"summary": json.loads(summary.stdout.splitlines()[-1]), "report": json.loads(report.stdout.splitlines()[-1]),
-            "files": dump_tree(work / "out")}
+    return {
+        "summary": json.loads(summary.stdout.splitlines()[-1]),
+        "report": json.loads(report.stdout.splitlines()[-1]),
+        "files": dump_tree(work / "out"),
+    }
 
 
 @pytest.mark.parametrize("tier", sorted(TIERS))

@@ -8,20 +8,19 @@ collect): rows are nearly free, jobs and tables are not.
 from __future__ import annotations
 
 import random
-from functools import lru_cache
+from functools import cache
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from tests.profiles import examples
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns
+from dlq_pipeline.formats.structures import DeadLetterHeader, decode_dlh, encode_dlh, to_columns
 from dlq_pipeline.rules.matcher import decide, rule_matches
 from dlq_pipeline.rules.model import PATTERN_FIELDS, Decision, Rule, RulesTable
-from dlq_pipeline.formats.structures import DeadLetterHeader, decode_dlh, encode_dlh, to_columns
+from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns
+from tests.profiles import examples
 
 pytestmark = pytest.mark.spark
 
@@ -34,8 +33,14 @@ SCHEMA = ", ".join(
 )
 COLUMNS = [part.split()[0] for part in SCHEMA.split(", ")]
 DECISION_TYPES = [
-    ("action", "string"), ("rule_line", "int"), ("rule_index", "int"), ("target_q", "string"),
-    ("target_qmgr", "string"), ("header", "boolean"), ("putaut", "string"), ("ignore_reason", "string"),
+    ("action", "string"),
+    ("rule_line", "int"),
+    ("rule_index", "int"),
+    ("target_q", "string"),
+    ("target_qmgr", "string"),
+    ("header", "boolean"),
+    ("putaut", "string"),
+    ("ignore_reason", "string"),
 ]
 
 # Characters of decoded fields: blanks and NULs (padding), case, EBCDIC national letters,
@@ -53,12 +58,13 @@ SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scope
 
 # --- random tables and messages --------------------------------------------------------
 
+
 def random_text(rnd: random.Random, max_len: int, wildcards: bool, chars: str = CHARS + NATIONAL) -> str:
     chars = chars + ("??***" if wildcards else "")
     return "".join(rnd.choice(chars) for _ in range(rnd.randint(0, max_len)))
 
 
-@lru_cache(maxsize=None)
+@cache
 def ebcdic_chars(ccsid: int) -> str:
     """The test characters that code page ``ccsid`` can hold."""
     from dlq_pipeline.formats.codepages import encode
@@ -85,8 +91,14 @@ def ebcdic_header(rnd: random.Random) -> dict:
         text = random_text(rnd, min(6, length), wildcards=False, chars=chars)
         return (text + rnd.choice(["", "", "\x00" * 2])).ljust(length)[:length]
 
-    dlh = DeadLetterHeader(reason=rnd.choice(INTS), dest_q=field(48), dest_qmgr=field(48),
-                           encoding=ZOS_ENCODING, ccsid=ccsid, format=field(8))
+    dlh = DeadLetterHeader(
+        reason=rnd.choice(INTS),
+        dest_q=field(48),
+        dest_qmgr=field(48),
+        encoding=ZOS_ENCODING,
+        ccsid=ccsid,
+        format=field(8),
+    )
     columns = to_columns(decode_dlh(encode_dlh(dlh, ZOS_ENCODING, ccsid), ZOS_ENCODING, ccsid, "MQDEAD"))
     assert columns["has_dlh"] and columns["dlh_dest_q"] == dlh.dest_q, columns
     return {k: columns[k] for k in ("has_dlh", "dlh_reason", "dlh_dest_q", "dlh_dest_qmgr", "dlh_format")}
@@ -116,8 +128,17 @@ def random_rule(rnd: random.Random, index: int, line: int) -> Rule:
     if action == "FWD":
         fwdq = random_name(rnd, ("&DESTQ", "&REPLYQ", "&destq"))
         fwdqm = rnd.choice([None, random_name(rnd, ("&DESTQM", "&REPLYQM"))])
-    return Rule(line=line, index=index, patterns=patterns, action=action, retry=retry, fwdq=fwdq, fwdqm=fwdqm,
-                header=rnd.random() < 0.5, putaut=rnd.choice(["DEF", "CTX"]))
+    return Rule(
+        line=line,
+        index=index,
+        patterns=patterns,
+        action=action,
+        retry=retry,
+        fwdq=fwdq,
+        fwdqm=fwdqm,
+        header=rnd.random() < 0.5,
+        putaut=rnd.choice(["DEF", "CTX"]),
+    )
 
 
 def random_table(rnd: random.Random, max_rules: int) -> RulesTable:
@@ -129,8 +150,12 @@ def random_table(rnd: random.Random, max_rules: int) -> RulesTable:
 
 
 def random_message(rnd: random.Random, number: int) -> dict:
-    row = {"msg": number, "has_dlh": rnd.random() < 0.92, "truncated": rnd.random() < 0.05,
-           "prior_attempts": rnd.choice([0, 0, 0, 1, 2, 3, 4, 5, 10**9, None])}
+    row = {
+        "msg": number,
+        "has_dlh": rnd.random() < 0.92,
+        "truncated": rnd.random() < 0.05,
+        "prior_attempts": rnd.choice([0, 0, 0, 1, 2, 3, 4, 5, 10**9, None]),
+    }
     if rnd.random() < 0.02:
         row["has_dlh"] = None
     for column in STRING_COLUMNS:
@@ -165,11 +190,12 @@ def messages_df(spark, rows: list[dict]) -> DataFrame:
 FORMS = {"indexed": classify_columns, "indexed_pandas": lambda t, df: classify_columns(t, df, arrow=False)}
 
 
-def compiled(spark, tables: list[RulesTable], rows: list[dict], classify=classify_columns) -> dict[tuple[int, int], Decision]:
+def compiled(
+    spark, tables: list[RulesTable], rows: list[dict], classify=classify_columns
+) -> dict[tuple[int, int], Decision]:
     """Every table over every message, in one Spark job."""
     df = messages_df(spark, rows)
-    parts = [classify(t, df).select(F.lit(n).alias("table"), "msg", *DECISION_COLUMNS)
-             for n, t in enumerate(tables)]
+    parts = [classify(t, df).select(F.lit(n).alias("table"), "msg", *DECISION_COLUMNS) for n, t in enumerate(tables)]
     return collected(balanced_union(parts))
 
 
@@ -177,20 +203,24 @@ def collected(df: DataFrame) -> dict[tuple[int, int], Decision]:
     return {(r["table"], r["msg"]): Decision(*[r[c] for c in DECISION_COLUMNS]) for r in df.collect()}
 
 
-def assert_agrees(spark, tables: list[RulesTable], rows: list[dict], got: dict | None = None,
-                  classify=classify_columns) -> dict:
+def assert_agrees(
+    spark, tables: list[RulesTable], rows: list[dict], got: dict | None = None, classify=classify_columns
+) -> dict:
     got = compiled(spark, tables, rows, classify) if got is None else got
     expected = {(n, r["msg"]): oracle(t, r) for n, t in enumerate(tables) for r in rows}
     assert got.keys() == expected.keys()
     wrong = [(key, expected[key], got[key]) for key in expected if got[key] != expected[key]]
     if wrong:
         (t, m), want, have = wrong[0]
-        pytest.fail(f"{len(wrong)} disagreements; first: table {tables[t].rules!r}\nmessage {rows[m]!r}\n"
-                    f"oracle {want}\nspark  {have}")
+        pytest.fail(
+            f"{len(wrong)} disagreements; first: table {tables[t].rules!r}\nmessage {rows[m]!r}\n"
+            f"oracle {want}\nspark  {have}"
+        )
     return got
 
 
 # --- properties ------------------------------------------------------------------------
+
 
 @settings(max_examples=examples(2), **SETTINGS)
 @given(st.integers(0, 2**32 - 1))
@@ -210,24 +240,33 @@ def assert_random_tables_agree(spark, rnd: random.Random, classify) -> None:
     assert {"no_dlh", "truncated", "no_match", "retries_exhausted", None} <= reasons
     # ... and header patterns with national characters matched EBCDIC messages, at or before
     # the rule that decided them (so they took part in the decision)
-    assert sum(national_matches(t, r, got[(n, r["msg"])]) for n, t in enumerate(tables) for r in rows
-               if r.get("ebcdic")) > 0
+    assert (
+        sum(national_matches(t, r, got[(n, r["msg"])]) for n, t in enumerate(tables) for r in rows if r.get("ebcdic"))
+        > 0
+    )
 
 
 def national_matches(table: RulesTable, row: dict, decision: Decision) -> int:
     """Rules up to the deciding one whose DESTQ/DESTQM/FORMAT pattern holds a national
     character and matches ``row``."""
     last = len(table.rules) if decision.rule_index is None else decision.rule_index + 1
-    return sum(1 for rule in table.rules[:last]
-               if any(c in NATIONAL for k, p in rule.tested_patterns().items()
-                      if k in HEADER_STRINGS for c in str(p))
-               and rule_matches(rule, row))
+    return sum(
+        1
+        for rule in table.rules[:last]
+        if any(c in NATIONAL for k, p in rule.tested_patterns().items() if k in HEADER_STRINGS for c in str(p))
+        and rule_matches(rule, row)
+    )
 
 
 def test_output_columns_types_and_replacement(spark):
     table = RulesTable("t", rules=(Rule(3, 0, {"REASON": 2053}, "FWD", fwdq="&REPLYQ", fwdqm="&REPLYQM"),))
-    row = random_message(random.Random(1), 0) | {"has_dlh": True, "truncated": False, "dlh_reason": 2053,
-                                                 "reply_to_q": "R.Q\x00junk", "reply_to_qmgr": "QM2   "}
+    row = random_message(random.Random(1), 0) | {
+        "has_dlh": True,
+        "truncated": False,
+        "dlh_reason": 2053,
+        "reply_to_q": "R.Q\x00junk",
+        "reply_to_qmgr": "QM2   ",
+    }
     df = spark.createDataFrame([tuple(row[c] for c in COLUMNS)], SCHEMA).withColumn("action", F.lit("stale"))
     out = classify_columns(table, df)
     assert out.columns == [c for c in df.columns if c != "action"] + list(DECISION_COLUMNS)
@@ -258,6 +297,7 @@ def assert_empty_table_and_cumulative_chain(spark, classify) -> None:
 
 # --- a large table ------------------------------------------------------------------------
 
+
 def large_table(size: int) -> RulesTable:
     """Real-world shapes: per-application queues, reasons, the ?* idiom, &-substitutions."""
     rules = []
@@ -286,12 +326,17 @@ def large_messages(size: int, count: int, seed: int) -> list[dict]:
     for n in range(count):
         k = f"{rnd.randrange(size):03d}"
         row = random_message(rnd, n) | {
-            "has_dlh": rnd.random() < 0.97, "truncated": rnd.random() < 0.01,
-            "dlh_reason": rnd.choice([2053, 2035, 2051]), "persistence": rnd.choice([0, 1]),
+            "has_dlh": rnd.random() < 0.97,
+            "truncated": rnd.random() < 0.01,
+            "dlh_reason": rnd.choice([2053, 2035, 2051]),
+            "persistence": rnd.choice([0, 1]),
             "dlh_dest_q": rnd.choice([f"APP{k}.IN", f"X.APP{k}.IN", f"APP{k}.OUT"]).ljust(48),
-            "dlh_dest_qmgr": f"QM{k}".ljust(48), "dlh_format": rnd.choice(["MQSTR   ", "MQHRF2  "]),
-            "reply_to_qmgr": rnd.choice(["", "QMR"]).ljust(48), "reply_to_q": f"R.{k}".ljust(48),
-            "user_id": f"u{k}".ljust(12), "put_appl_name": f"svc{k}-w".ljust(28),
+            "dlh_dest_qmgr": f"QM{k}".ljust(48),
+            "dlh_format": rnd.choice(["MQSTR   ", "MQHRF2  "]),
+            "reply_to_qmgr": rnd.choice(["", "QMR"]).ljust(48),
+            "reply_to_q": f"R.{k}".ljust(48),
+            "user_id": f"u{k}".ljust(12),
+            "put_appl_name": f"svc{k}-w".ljust(28),
         }
         rows.append(row)
     return rows

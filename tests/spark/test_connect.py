@@ -28,16 +28,33 @@ STARTER = REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules"
 TABLES = ("messages", "quarantine", "decisions", "ledger")
 # What must agree between classic and Connect: everything but clocks (the summary's start,
 # finish and durations; the report's generated_at and decided_at; timestamp columns).
-SUMMARY_KEYS = ("decisions", "exit_status", "files", "ignore_reasons", "messages_landed", "messages_without_dlh",
-                "outcomes", "pending", "quarantined", "run_id", "target")
+SUMMARY_KEYS = (
+    "decisions",
+    "exit_status",
+    "files",
+    "ignore_reasons",
+    "messages_landed",
+    "messages_without_dlh",
+    "outcomes",
+    "pending",
+    "quarantined",
+    "run_id",
+    "target",
+)
 REPORT_KEYS = ("overall", "run", "run_id", "trend")
 
 
 def cli(work: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """``dlq-pipeline ARGS`` in ``work`` with this checkout's package."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable, **(env or {})}
-    return subprocess.run([str(Path(sys.executable).parent / "dlq-pipeline"), *args], cwd=work, env=env,
-                          capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "dlq-pipeline"), *args],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 def read_table(warehouse: Path, table: str, fmt: str) -> list[dict]:
@@ -89,19 +106,24 @@ def pipeline(work: Path, dumps: Path, fmt: str, remote: str = "") -> dict:
         assert status in (0, 3), errors[-3000:]
         return json.loads(out.splitlines()[-1])
 
-    summary = run("run", "--input", str(dumps), "--rules", str(STARTER), "--target", "dir:out", "--run-id", "SMOKE",
-                  "--json")
+    summary = run(
+        "run", "--input", str(dumps), "--rules", str(STARTER), "--target", "dir:out", "--run-id", "SMOKE", "--json"
+    )
     report = run("report", "--json")
-    return {"summary": {k: summary[k] for k in SUMMARY_KEYS}, "report": {k: report[k] for k in REPORT_KEYS},
-            "tables": {t: read_table(work / "wh", t, fmt) for t in TABLES},
-            "files": dump_tree(work / "out")}
+    return {
+        "summary": {k: summary[k] for k in SUMMARY_KEYS},
+        "report": {k: report[k] for k in REPORT_KEYS},
+        "tables": {t: read_table(work / "wh", t, fmt) for t in TABLES},
+        "files": dump_tree(work / "out"),
+    }
 
 
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("connect-dumps")
-    done = cli(out, "generate", "--out", str(out), "--count", "150", "--seed", "23", "--files", "2",
-               "--max-size", "8192")
+    done = cli(
+        out, "generate", "--out", str(out), "--count", "150", "--seed", "23", "--files", "2", "--max-size", "8192"
+    )
     assert done.returncode == 0, done.stderr
     return out
 
@@ -122,10 +144,12 @@ def test_pipeline_over_spark_connect_matches_classic_spark(fmt, dumps, classic, 
 
 # --- what needs classic Spark -------------------------------------------------------------------
 
-MQ_REFUSED = ("error: replay to mq:QM1 cannot run over Spark Connect ({why}): it needs IBM MQ's client and a "
-              "route to the queue manager on the driver and every executor, and a warehouse directory they share; "
-              "run it on classic Spark (spark.remote unset: the CLI's own session, spark-submit, a Databricks "
-              "classic job cluster)")
+MQ_REFUSED = (
+    "error: replay to mq:QM1 cannot run over Spark Connect ({why}): it needs IBM MQ's client and a "
+    "route to the queue manager on the driver and every executor, and a warehouse directory they share; "
+    "run it on classic Spark (spark.remote unset: the CLI's own session, spark-submit, a Databricks "
+    "classic job cluster)"
+)
 DRAIN_REFUSED = MQ_REFUSED.replace("replay to mq:QM1", "drain and settle of {source}")
 
 REFUSED = [
@@ -133,8 +157,10 @@ REFUSED = [
     (["run", "--input", "dumps", "--rules", str(STARTER), "--target", "mq:QM1"], MQ_REFUSED),
     (["drain", "--source", "sim:QM1", "--queue", "DLQ"], DRAIN_REFUSED.replace("{source}", "sim:QM1")),
     (["settle", "--source", "mq:QM1", "--queue", "DLQ"], DRAIN_REFUSED.replace("{source}", "mq:QM1")),
-    (["run", "--input", "dumps", "--rules", str(STARTER), "--target", "dir:out", "--source", "sim:QM1"],
-     DRAIN_REFUSED.replace("{source}", "sim:QM1")),
+    (
+        ["run", "--input", "dumps", "--rules", str(STARTER), "--target", "dir:out", "--source", "sim:QM1"],
+        DRAIN_REFUSED.replace("{source}", "sim:QM1"),
+    ),
 ]
 
 
@@ -163,18 +189,28 @@ main(sys.argv[2], sys.argv[3:])
 """
 
 
-@pytest.mark.parametrize("stage, args, line", [
-    ("replay", ["--target", "mq:QM1"], MQ_REFUSED),
-    ("drain", ["--source", "mq:QM1", "--queue", "DLQ"], DRAIN_REFUSED.replace("{source}", "mq:QM1")),
-])
+@pytest.mark.parametrize(
+    "stage, args, line",
+    [
+        ("replay", ["--target", "mq:QM1"], MQ_REFUSED),
+        ("drain", ["--source", "mq:QM1", "--queue", "DLQ"], DRAIN_REFUSED.replace("{source}", "mq:QM1")),
+    ],
+)
 def test_a_job_given_a_connect_session_refuses_mq_stages(stage, args, line, connect_url, tmp_path):
     """A wheel task on serverless: the session exists (no spark.remote, no $SPARK_REMOTE)."""
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")}
-    done = subprocess.run([sys.executable, "-c", SERVERLESS_TASK, connect_url, stage, *args, "--warehouse", "wh"],
-                          cwd=tmp_path, env={**env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
-                          timeout=300)
-    assert (done.returncode, done.stderr.splitlines()[-1:]) == (2, [line.format(
-        why="the session is a Spark Connect session")]), done.stderr[-3000:]
+    done = subprocess.run(
+        [sys.executable, "-c", SERVERLESS_TASK, connect_url, stage, *args, "--warehouse", "wh"],
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (done.returncode, done.stderr.splitlines()[-1:]) == (
+        2,
+        [line.format(why="the session is a Spark Connect session")],
+    ), done.stderr[-3000:]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -205,8 +241,14 @@ def test_the_connect_server_reads_dumps_in_its_jvm(dumps, connect_url, tmp_path)
     reader's among them: a client without a JVM has its dumps read in the server's, every
     work item to its end."""
     dump = sorted(dumps.glob("*.dmp"))[0]
-    done = subprocess.run([sys.executable, "-c", JVM_READER_OVER_CONNECT, connect_url, str(dump)], cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", JVM_READER_OVER_CONNECT, connect_url, str(dump)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.splitlines()[-1])
     assert got["available"] and got["jvm_items"] == got["items"] > 1

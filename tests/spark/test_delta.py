@@ -18,17 +18,16 @@ from pyspark.sql import Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, TimestampType
 
+from dlq_pipeline import tables as schemas
 from dlq_pipeline.cli import cli
 from dlq_pipeline.config import load_config
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.rules.parser import load_rules
-from dlq_pipeline import tables as schemas
-from dlq_pipeline.spark.run import run_pipeline
 from dlq_pipeline.settings import RunSettings, StorageSettings
-from dlq_pipeline.spark.storage import open_storage
-from dlq_pipeline.spark.schemas import conform, table_schema
 from dlq_pipeline.spark import storage as storage_module
-from dlq_pipeline.spark.storage import StorageError
+from dlq_pipeline.spark.run import run_pipeline
+from dlq_pipeline.spark.schemas import conform, table_schema
+from dlq_pipeline.spark.storage import StorageError, open_storage
 
 from ..conftest import REPO, make_storage, require_delta, storage_settings
 
@@ -50,8 +49,20 @@ def ledger_rows(spark, keys, run="r1"):
 
 
 def quarantine_rows(spark, offsets, run="r1"):
-    rows = [Row(run_id=run, source_file="/d/a.dmp", source_line=1, source_offset=o, source_index=0,
-                error_code="odd_length_hex", error_text="bad", snippet="X 1", quarantined_at=T0) for o in offsets]
+    rows = [
+        Row(
+            run_id=run,
+            source_file="/d/a.dmp",
+            source_line=1,
+            source_offset=o,
+            source_index=0,
+            error_code="odd_length_hex",
+            error_text="bad",
+            snippet="X 1",
+            quarantined_at=T0,
+        )
+        for o in offsets
+    ]
     return conform(spark.createDataFrame(rows, table_schema("quarantine")), "quarantine")
 
 
@@ -60,9 +71,11 @@ def test_the_ledger_refuses_update_and_delete(spark, tmp_path, kind):
     storage = make_storage(spark, kind, tmp_path / "wh")
     storage.append("ledger", ledger_rows(spark, ["k1", "k2"]))
     ref = storage._delta_ref("ledger")
-    for statement in (f"DELETE FROM {ref} WHERE message_key = 'k1'", f"UPDATE {ref} SET outcome = 'failed'",
-                      f"MERGE INTO {ref} t USING (SELECT 'k1' AS k) s ON t.message_key = s.k "
-                      "WHEN MATCHED THEN DELETE"):
+    for statement in (
+        f"DELETE FROM {ref} WHERE message_key = 'k1'",
+        f"UPDATE {ref} SET outcome = 'failed'",
+        f"MERGE INTO {ref} t USING (SELECT 'k1' AS k) s ON t.message_key = s.k WHEN MATCHED THEN DELETE",
+    ):
         with pytest.raises(Exception, match="DELTA_CANNOT_MODIFY_APPEND_ONLY"):
             spark.sql(statement)
     storage.append("ledger", ledger_rows(spark, ["k3"]))  # appending is what it is for
@@ -80,18 +93,26 @@ def test_every_table_enforces_its_schema(spark, tmp_path, kind):
     storage = make_storage(spark, kind, tmp_path / "wh")
     for table in schemas.STORED_TABLES:
         storage.append(table, spark.createDataFrame([], table_schema(table)))  # creates each table
-        stored = spark.table(storage._delta_ref(table)).schema if kind == "delta-name" else \
-            spark.read.format("delta").load(storage.location(table)).schema
-        assert [(f.name, f.dataType, f.nullable) for f in stored.fields] == \
-               [(f.name, f.dataType, f.nullable) for f in table_schema(table).fields]
+        stored = (
+            spark.table(storage._delta_ref(table)).schema
+            if kind == "delta-name"
+            else spark.read.format("delta").load(storage.location(table)).schema
+        )
+        assert [(f.name, f.dataType, f.nullable) for f in stored.fields] == [
+            (f.name, f.dataType, f.nullable) for f in table_schema(table).fields
+        ]
     ref = storage._delta_ref("ledger")
     with pytest.raises(Exception, match="DELTA_NOT_NULL_CONSTRAINT_VIOLATED|NOT NULL"):
-        spark.sql(f"INSERT INTO {ref} (run_id, message_key, action, outcome, started_at, finished_at) "
-                  "VALUES ('r', NULL, 'RETRY', 'delivered', current_timestamp(), current_timestamp())")
+        spark.sql(
+            f"INSERT INTO {ref} (run_id, message_key, action, outcome, started_at, finished_at) "
+            "VALUES ('r', NULL, 'RETRY', 'delivered', current_timestamp(), current_timestamp())"
+        )
     wrong = spark.createDataFrame([("r", "k", 1)], "run_id string, message_key string, surprise int")
     writer = wrong.write.format("delta").mode("append")
     with pytest.raises(Exception, match="DELTA_METADATA_MISMATCH|schema mismatch|A schema mismatch"):
-        writer.saveAsTable(storage.location("ledger")) if kind == "delta-name" else writer.save(storage.location("ledger"))
+        writer.saveAsTable(storage.location("ledger")) if kind == "delta-name" else writer.save(
+            storage.location("ledger")
+        )
     assert storage.read("ledger").count() == 0
 
 
@@ -151,8 +172,11 @@ def test_a_creation_that_never_finished_is_named_not_waited_for_forever(spark, t
     monkeypatch.setattr(storage_module, "CREATE_WAIT_SECONDS", 1.0)
     storage = make_storage(spark, "delta", tmp_path / "wh")
     (tmp_path / "wh" / "quarantine" / "_delta_log").mkdir(parents=True)  # a killed writer's leftover
-    with pytest.raises(StorageError, match=r"quarantine has a _delta_log but no commit after 1 s: .* remove "
-                                           r".*quarantine/_delta_log and run again"):
+    with pytest.raises(
+        StorageError,
+        match=r"quarantine has a _delta_log but no commit after 1 s: .* remove "
+        r".*quarantine/_delta_log and run again",
+    ):
         storage.merge_new("quarantine", quarantine_rows(spark, [1]))
 
 
@@ -169,10 +193,10 @@ def test_a_command_meeting_a_creation_that_never_finished_says_so_in_one_line(sp
 
 def test_time_travel_reads_the_tables_as_they_were(spark, tmp_path):
     storage = make_storage(spark, "delta", tmp_path / "wh")
-    before_anything = dt.datetime.now(dt.timezone.utc)
+    before_anything = dt.datetime.now(dt.UTC)
     storage.append("ledger", ledger_rows(spark, ["k1"]))
-    storage.write_summary("RUN1", {"finished_at": dt.datetime.now(dt.timezone.utc).isoformat()})
-    between = dt.datetime.now(dt.timezone.utc)
+    storage.write_summary("RUN1", {"finished_at": dt.datetime.now(dt.UTC).isoformat()})
+    between = dt.datetime.now(dt.UTC)
     storage.append("ledger", ledger_rows(spark, ["k2"], run="r2"))
 
     def keys(view):
@@ -219,10 +243,13 @@ def _arrow_rows(table, fields):
 
 
 def _spark_rows(df, fields):
-    cols = [F.unix_micros(f.name).alias(f.name) if isinstance(f.dataType, TimestampType) else F.col(f.name)
-            for f in fields]
-    return Counter(tuple(bytes(v) if isinstance(v, bytearray) else tuple(v) if isinstance(v, list) else v
-                         for v in r) for r in df.select(*cols).collect())
+    cols = [
+        F.unix_micros(f.name).alias(f.name) if isinstance(f.dataType, TimestampType) else F.col(f.name) for f in fields
+    ]
+    return Counter(
+        tuple(bytes(v) if isinstance(v, bytearray) else tuple(v) if isinstance(v, list) else v for v in r)
+        for r in df.select(*cols).collect()
+    )
 
 
 @pytest.mark.parametrize("kind", DELTA_KINDS)
@@ -232,9 +259,13 @@ def test_a_run_on_delta_is_idempotent_and_every_table_reads_the_same_in_delta_rs
     settings = storage_settings(kind, tmp_path / "wh")
     config = load_config(overrides={"storage": settings})
     table = load_rules(STARTER)
-    first = run_pipeline(spark, RunSettings.from_config(config), table, inputs=dumps, target=f"dir:{tmp_path / 'out'}", run_id="D1")
+    first = run_pipeline(
+        spark, RunSettings.from_config(config), table, inputs=dumps, target=f"dir:{tmp_path / 'out'}", run_id="D1"
+    )
     assert first.messages_landed == 200 and sum(first.decisions.values()) == 200
-    second = run_pipeline(spark, RunSettings.from_config(config), table, inputs=dumps, target=f"dir:{tmp_path / 'out'}", run_id="D2")
+    second = run_pipeline(
+        spark, RunSettings.from_config(config), table, inputs=dumps, target=f"dir:{tmp_path / 'out'}", run_id="D2"
+    )
     assert second.messages_landed == 0 and second.duplicates_skipped == 200
     delivered_once = first.outcomes.get("delivered", 0)
     assert delivered_once > 0 and second.outcomes.get("delivered", 0) == 0  # FWD/RETRY already delivered
@@ -243,8 +274,10 @@ def test_a_run_on_delta_is_idempotent_and_every_table_reads_the_same_in_delta_rs
     # the run's counts, observed by the Delta write of its decisions, are the table's
     decided = storage.read("decisions").where(F.col("run_id") == "D1")
     assert first.decisions == {r["action"]: r["count"] for r in decided.groupBy("action").count().collect()}
-    assert first.ignore_reasons == {r["ignore_reason"]: r["count"] for r in decided.where(
-        F.col("ignore_reason").isNotNull()).groupBy("ignore_reason").count().collect()}
+    assert first.ignore_reasons == {
+        r["ignore_reason"]: r["count"]
+        for r in decided.where(F.col("ignore_reason").isNotNull()).groupBy("ignore_reason").count().collect()
+    }
     for name in schemas.STORED_TABLES:
         if not storage.exists(name):
             continue
@@ -260,11 +293,41 @@ def test_report_as_of_a_run_shows_the_tables_after_that_run(spark, tmp_path, dum
     warehouse = str(tmp_path / "wh")
     base = ["--warehouse", warehouse, "--format", "delta"]
     runner = CliRunner()
-    first = runner.invoke(cli, ["run", "--input", dumps[0], "--rules", str(STARTER), "--target", "dry-run",
-                                "--run-id", "ASOF1", "--json", *base], catch_exceptions=False)
+    first = runner.invoke(
+        cli,
+        [
+            "run",
+            "--input",
+            dumps[0],
+            "--rules",
+            str(STARTER),
+            "--target",
+            "dry-run",
+            "--run-id",
+            "ASOF1",
+            "--json",
+            *base,
+        ],
+        catch_exceptions=False,
+    )
     assert first.exit_code in (0, 3), first.stderr
-    runner.invoke(cli, ["run", "--input", dumps[1], "--rules", str(STARTER), "--target", "dry-run",
-                        "--run-id", "ASOF2", "--json", *base], catch_exceptions=False)
+    runner.invoke(
+        cli,
+        [
+            "run",
+            "--input",
+            dumps[1],
+            "--rules",
+            str(STARTER),
+            "--target",
+            "dry-run",
+            "--run-id",
+            "ASOF2",
+            "--json",
+            *base,
+        ],
+        catch_exceptions=False,
+    )
     now = json.loads(runner.invoke(cli, ["report", "--json", *base]).stdout)
     then = json.loads(runner.invoke(cli, ["report", "--json", "--as-of", "ASOF1", *base]).stdout)
     assert [r["run_id"] for r in now["runs"]] == ["ASOF1", "ASOF2"]
@@ -283,8 +346,13 @@ def test_without_the_jars_delta_is_a_configuration_error(tmp_path, dumps):
     env = {**os.environ, "DLQ_PIPELINE_JARS": str(tmp_path / "no-jars")}
     env.pop("DATABRICKS_RUNTIME_VERSION", None)
     command = os.path.join(os.path.dirname(sys.executable), "dlq-pipeline")
-    done = subprocess.run([command, "ingest", dumps[0], "--format", "delta",
-                           "--warehouse", str(tmp_path / "wh")], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [command, "ingest", dumps[0], "--format", "delta", "--warehouse", str(tmp_path / "wh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "Delta Lake is not on the Spark classpath" in done.stderr

@@ -63,8 +63,14 @@ def test_move_drain_killed_between_landing_and_commit_then_rerun_lands_and_remov
     args = ["drain", "--config", str(conf), "--source", "sim:QM1", "--queue", DLQ, "--mode", "move", "--json"]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     command = Path(sys.executable).with_name("dlq-pipeline")
-    proc = subprocess.Popen([str(command), *args, "--run-id", "KILLED"], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(command), *args, "--run-id", "KILLED"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 600
         while stuck_commits(qm) == 0:  # batch 2 landed, its MQCMIT asleep
@@ -86,12 +92,17 @@ def test_move_drain_killed_between_landing_and_commit_then_rerun_lands_and_remov
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout.strip().splitlines()[-1])
     assert {k: doc[k] for k in ("read", "removed", "landed", "already_landed")} == {
-        "read": COUNT - BATCH, "removed": COUNT - BATCH, "landed": COUNT - 2 * BATCH, "already_landed": BATCH}
+        "read": COUNT - BATCH,
+        "removed": COUNT - BATCH,
+        "landed": COUNT - 2 * BATCH,
+        "already_landed": BATCH,
+    }
 
     assert qm.messages(DLQ) == []  # nothing left behind
     got = Counter(get_log(qm))
     assert sorted(got) == sorted(d for _, d in originals) and set(got.values()) == {1}  # each removed once
     landed = Storage(spark, path=str(wh)).read("messages").collect()
     assert sorted((r["message_key"], bytes(r["data"])) for r in landed) == sorted(
-        (message_key(md, data_digest(data)), data) for md, data in originals)  # each landed once
+        (message_key(md, data_digest(data)), data) for md, data in originals
+    )  # each landed once
     assert Counter(r["run_id"] for r in landed) == {"KILLED": 2 * BATCH, "RERUN": COUNT - 2 * BATCH}

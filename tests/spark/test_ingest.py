@@ -14,31 +14,32 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from tests.profiles import examples
 from pyspark.sql import functions as F
 
-from dlq_pipeline.formats.structures import dlh_head
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
 from dlq_pipeline.dumps.dmpmqmsg import read_dump, read_dump_info, write_dump
 from dlq_pipeline.dumps.generator import generate_messages
-from dlq_pipeline.identity import data_digest, message_key
-from dlq_pipeline.formats.mqmd import MQMD, bytes_to_text
-from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.plan import plan_work
+from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import expand_paths
+from dlq_pipeline.formats.mqmd import MQMD, bytes_to_text
+from dlq_pipeline.formats.structures import dlh_head
+from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.paths import local_path as _local
 from dlq_pipeline.settings import IngestSettings
 from dlq_pipeline.spark.ingest import ingest, land, rows_to_leave_out, scan, skipped_rows
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.spark.storage import Storage
 from tests.conftest import make_storage
+from tests.profiles import examples
 from tests.spark.test_storage import assert_same_rows, expected_struct
 
 REPO = Path(__file__).resolve().parents[2]
-LANDED = dt.datetime(2026, 9, 22, 3, 0, 0, tzinfo=dt.timezone.utc)
+LANDED = dt.datetime(2026, 9, 22, 3, 0, 0, tzinfo=dt.UTC)
 RUN = "20260922T030000Z-abcdef"
-HEADER = "* DMPMQMSG Version:9.4.0.0 Created:Tue Sep 22 02:34:33 2026\n* Qmgr  = QM9\n* Queue = SYSTEM.DEAD.LETTER.QUEUE\n\n"
+HEADER = (
+    "* DMPMQMSG Version:9.4.0.0 Created:Tue Sep 22 02:34:33 2026\n* Qmgr  = QM9\n* Queue = SYSTEM.DEAD.LETTER.QUEUE\n\n"
+)
 
 
 def md_id(n: int) -> str:
@@ -80,8 +81,19 @@ def reference(spark, paths, *, kinds=None, run_id=RUN, landed_at=LANDED):
             records, qmgr, queue = read_dump(path, name=path), info.qmgr or None, info.queue or None
         for record in records:
             if isinstance(record, RecordError):
-                bad.append((run_id, path, record.line, record.offset, record.index, record.code,
-                            record.message, record.snippet or None, landed_at))
+                bad.append(
+                    (
+                        run_id,
+                        path,
+                        record.line,
+                        record.offset,
+                        record.index,
+                        record.code,
+                        record.message,
+                        record.snippet or None,
+                        landed_at,
+                    )
+                )
                 continue
             digest = data_digest(record.data)
             key = message_key(record.md, digest)
@@ -91,14 +103,28 @@ def reference(spark, paths, *, kinds=None, run_id=RUN, landed_at=LANDED):
             md = record.md.as_dict()
             md["md_version"] = md.pop("version")
             length = record.total_length if record.truncated else len(record.data)
-            messages.append({
-                "message_key": key, "source_kind": kind, "source_qmgr": qmgr, "source_queue": queue,
-                "source_file": path, "source_index": record.index, "source_line": record.line,
-                "source_offset": record.offset, "landed_at": landed_at, "run_id": run_id, **md,
-                "data": record.data, "data_head": dlh_head(record.data), "data_length": length,
-                "data_digest": digest,
-                "truncated": record.truncated, "notes": list(record.notes), "md_char_bytes": None,
-            })
+            messages.append(
+                {
+                    "message_key": key,
+                    "source_kind": kind,
+                    "source_qmgr": qmgr,
+                    "source_queue": queue,
+                    "source_file": path,
+                    "source_index": record.index,
+                    "source_line": record.line,
+                    "source_offset": record.offset,
+                    "landed_at": landed_at,
+                    "run_id": run_id,
+                    **md,
+                    "data": record.data,
+                    "data_head": dlh_head(record.data),
+                    "data_length": length,
+                    "data_digest": digest,
+                    "truncated": record.truncated,
+                    "notes": list(record.notes),
+                    "md_char_bytes": None,
+                }
+            )
     schema = table_schema("messages")
     rows = [tuple(m[f.name] for f in schema.fields) for m in messages]
     return spark.createDataFrame(rows, schema), spark.createDataFrame(bad, table_schema("quarantine"))
@@ -113,12 +139,32 @@ def corrupt_dump(tmp_path) -> Path:
 
 # --- the real fixture ---------------------------------------------------------------------
 
-LONG = {"VER": "md_version", "RPT": "report", "MST": "msg_type", "EXP": "expiry", "FDB": "feedback",
-        "ENC": "encoding", "CCS": "ccsid", "PRI": "priority", "PER": "persistence", "BOC": "backout_count",
-        "PAT": "put_appl_type", "MSQ": "msg_seq_number", "OFF": "offset", "MSF": "msg_flags",
-        "ORL": "original_length"}
-CHAR = {"FMT": "format", "RTQ": "reply_to_q", "RTM": "reply_to_qmgr", "USR": "user_id",
-        "PAN": "put_appl_name", "PTD": "put_date", "PTT": "put_time"}
+LONG = {
+    "VER": "md_version",
+    "RPT": "report",
+    "MST": "msg_type",
+    "EXP": "expiry",
+    "FDB": "feedback",
+    "ENC": "encoding",
+    "CCS": "ccsid",
+    "PRI": "priority",
+    "PER": "persistence",
+    "BOC": "backout_count",
+    "PAT": "put_appl_type",
+    "MSQ": "msg_seq_number",
+    "OFF": "offset",
+    "MSF": "msg_flags",
+    "ORL": "original_length",
+}
+CHAR = {
+    "FMT": "format",
+    "RTQ": "reply_to_q",
+    "RTM": "reply_to_qmgr",
+    "USR": "user_id",
+    "PAN": "put_appl_name",
+    "PTD": "put_date",
+    "PTT": "put_time",
+}
 BYTE = {"MSI": "msg_id", "COI": "correl_id", "ACC": "accounting_token", "GRP": "group_id"}
 HEXTEXT = {"AIX": "appl_identity_data", "AOX": "appl_origin_data"}
 
@@ -157,8 +203,9 @@ def test_real_dmpmqmsg_fixture_lands_exactly(spark, real_fixtures):
     assert row["data"] == data
     assert row["data_length"] == 238
     assert row["data_digest"] == data_digest(data)
-    assert row["message_key"] == message_key(MQMD(**{("version" if k == "md_version" else k): v
-                                                      for k, v in expected.items()}), data_digest(data))
+    assert row["message_key"] == message_key(
+        MQMD(**{("version" if k == "md_version" else k): v for k, v in expected.items()}), data_digest(data)
+    )
     assert (row["source_kind"], row["source_qmgr"], row["source_queue"]) == ("dmpmqmsg", "QM1", "APP.DLQ")
     assert row["source_file"] == str(path)
     assert (row["source_index"], row["source_offset"], row["source_line"]) == (0, start, raw[:start].count(b"\n") + 1)
@@ -212,8 +259,9 @@ def big_dump(tmp_path_factory) -> Path:
     middle = "".join("\n".join(lines) + "\n\n" for _, lines in CORRUPT_RECORDS[:-1])
     tail = "\n".join(CORRUPT_RECORDS[-1][1]) + "\n"
     path = out / "big.dmp"
-    path.write_bytes((first.read_text(errors="surrogateescape") + middle + body + "\n" + tail)
-                     .encode(errors="surrogateescape"))
+    path.write_bytes(
+        (first.read_text(errors="surrogateescape") + middle + body + "\n" + tail).encode(errors="surrogateescape")
+    )
     first.unlink()
     second.unlink()
     return path
@@ -227,8 +275,7 @@ def test_a_large_dump_is_split_across_tasks_and_lands_as_a_full_read(spark, big_
     assert scan(spark, items).rdd.getNumPartitions() == len(items)
 
     messages, quarantine = land(spark, [str(big_dump)], run_id=RUN, landed_at=LANDED, split_bytes=split_bytes)
-    whole_messages, whole_quarantine = land(spark, [str(big_dump)], run_id=RUN, landed_at=LANDED,
-                                            split_bytes=1 << 30)
+    whole_messages, whole_quarantine = land(spark, [str(big_dump)], run_id=RUN, landed_at=LANDED, split_bytes=1 << 30)
     assert len(plan_work([str(big_dump)], split_bytes=1 << 30)) == 1
     ref_messages, ref_quarantine = reference(spark, [big_dump])
     assert ref_messages.count() == 300 + 3  # the repeated message lands once
@@ -269,21 +316,36 @@ def test_ingest_is_idempotent_for_messages_and_quarantine(spark, tmp_path, corru
     storage = make_storage(spark, storage_kind, tmp_path / "warehouse")
     inputs = [str(corrupt_dump), str(real_fixtures / "mq10-dmpmqmsg-stdout.dmp")]
     lines = []
-    first = ingest(spark, storage, inputs, run_id=RUN, landed_at=LANDED, settings=IngestSettings(split_bytes=100),
-                   progress=lines.append)
+    first = ingest(
+        spark,
+        storage,
+        inputs,
+        run_id=RUN,
+        landed_at=LANDED,
+        settings=IngestSettings(split_bytes=100),
+        progress=lines.append,
+    )
     per_file = {inputs[0]: {"messages": 3, "quarantined": 3}, inputs[1]: {"messages": 1, "quarantined": 0}}
-    assert first.as_dict() == {"messages_landed": 4, "duplicates_skipped": 0, "quarantined": 3, "files": 2,
-                               "quarantine_added": 3, "messages_read": 4,
-                               "work_items": first.work_items, "jvm_work_items": first.jvm_work_items,
-                               "per_file": per_file}
+    assert first.as_dict() == {
+        "messages_landed": 4,
+        "duplicates_skipped": 0,
+        "quarantined": 3,
+        "files": 2,
+        "quarantine_added": 3,
+        "messages_read": 4,
+        "work_items": first.work_items,
+        "jvm_work_items": first.jvm_work_items,
+        "per_file": per_file,
+    }
     assert first.work_items > 2 and 0 < first.jvm_work_items < first.work_items  # the bad records' items: Python
     # progress: the plan, the read (at least its final count), then one line per file
     size = sum(Path(p).stat().st_size for p in inputs)
     assert lines[0] == f"ingest: 2 files ({size / 1e6:,.1f} MB of dumps) in {first.work_items} work items"
     assert lines[-3] == f"ingest: {first.work_items}/{first.work_items} work items done"
     assert all(re.fullmatch(rf"ingest: \d+/{first.work_items} work items done", line) for line in lines[1:-2])
-    assert lines[-2:] == [f"ingest: {p}: {c['messages']} messages, {c['quarantined']} quarantined"
-                          for p, c in sorted(per_file.items())]
+    assert lines[-2:] == [
+        f"ingest: {p}: {c['messages']} messages, {c['quarantined']} quarantined" for p, c in sorted(per_file.items())
+    ]
     stored_messages, stored_quarantine = storage.read("messages"), storage.read("quarantine")
     assert stored_messages.schema == expected_struct("messages")
     assert stored_quarantine.schema == expected_struct("quarantine")
@@ -291,20 +353,32 @@ def test_ingest_is_idempotent_for_messages_and_quarantine(spark, tmp_path, corru
     assert_same_rows(stored_messages, ref_messages)
     assert_same_rows(stored_quarantine, ref_quarantine)
 
-    again = ingest(spark, storage, inputs, run_id="second-run",
-                   landed_at=LANDED + dt.timedelta(days=1))
+    again = ingest(spark, storage, inputs, run_id="second-run", landed_at=LANDED + dt.timedelta(days=1))
     assert (again.messages_landed, again.duplicates_skipped, again.quarantined, again.quarantine_added) == (0, 4, 3, 0)
     assert_same_rows(storage.read("messages"), ref_messages)
     assert_same_rows(storage.read("quarantine"), ref_quarantine)
 
 
-@pytest.mark.parametrize("keys_limit, broadcast_limit, large_message",
-                         [(64 << 20, 100_000, 1 << 30), (0, 100_000, 1 << 30), (64 << 20, 0, 1 << 30),
-                          (0, 0, 1 << 30), (64 << 20, 100_000, 1)],
-                         ids=["keys-with-summary", "skip-rows-job", "keys-with-summary-whole-row-merge",
-                              "whole-row-merge", "large-messages"])
-def test_ingest_stores_each_key_once_when_landings_overlap(spark, tmp_path, big_dump, monkeypatch,
-                                                           keys_limit, broadcast_limit, large_message):
+@pytest.mark.parametrize(
+    "keys_limit, broadcast_limit, large_message",
+    [
+        (64 << 20, 100_000, 1 << 30),
+        (0, 100_000, 1 << 30),
+        (64 << 20, 0, 1 << 30),
+        (0, 0, 1 << 30),
+        (64 << 20, 100_000, 1),
+    ],
+    ids=[
+        "keys-with-summary",
+        "skip-rows-job",
+        "keys-with-summary-whole-row-merge",
+        "whole-row-merge",
+        "large-messages",
+    ],
+)
+def test_ingest_stores_each_key_once_when_landings_overlap(
+    spark, tmp_path, big_dump, monkeypatch, keys_limit, broadcast_limit, large_message
+):
     """Repeats inside one landing and keys stored by an earlier ingest are left out, the
     first in file order kept: alike when the rows to leave out are found on the driver from
     the keys the read's summary brought (a small landing), by a job over the cached read
@@ -323,11 +397,18 @@ def test_ingest_stores_each_key_once_when_landings_overlap(spark, tmp_path, big_
     write_dump(generated[:25], dumps / "a.dmp")
     write_dump(generated[20:] + generated[30:33], dumps / "b.dmp")  # overlaps a.dmp, repeats itself
     storage = Storage(spark, path=str(tmp_path / "warehouse"))
-    first = ingest(spark, storage, [str(dumps / "a.dmp")], run_id=RUN, landed_at=LANDED,
-                   settings=IngestSettings(split_bytes=4096))
+    first = ingest(
+        spark, storage, [str(dumps / "a.dmp")], run_id=RUN, landed_at=LANDED, settings=IngestSettings(split_bytes=4096)
+    )
     later = LANDED + dt.timedelta(hours=1)
-    second = ingest(spark, storage, [str(big_dump), str(dumps / "b.dmp")], run_id="second", landed_at=later,
-                    settings=IngestSettings(split_bytes=big_dump.stat().st_size // 5))
+    second = ingest(
+        spark,
+        storage,
+        [str(big_dump), str(dumps / "b.dmp")],
+        run_id="second",
+        landed_at=later,
+        settings=IngestSettings(split_bytes=big_dump.stat().st_size // 5),
+    )
     assert (first.messages_landed, first.duplicates_skipped) == (25, 0)
     # big.dmp: 303 distinct (one repeat); b.dmp: 23 rows of which 5 are in a.dmp and 3 repeat
     assert (second.messages_read, second.messages_landed, second.duplicates_skipped) == (304 + 23, 303 + 15, 9)
@@ -337,8 +418,11 @@ def test_ingest_stores_each_key_once_when_landings_overlap(spark, tmp_path, big_
     assert_same_rows(storage.read("messages"), expected)
 
 
-_LANDED_KEYS = st.lists(st.tuples(st.sampled_from("ABCDE"), st.sampled_from(["/d/a.dmp", "/d/b.dmp", "/e/a.dmp"]),
-                                   st.integers(0, 40)), max_size=30, unique_by=lambda k: k[1:])
+_LANDED_KEYS = st.lists(
+    st.tuples(st.sampled_from("ABCDE"), st.sampled_from(["/d/a.dmp", "/d/b.dmp", "/e/a.dmp"]), st.integers(0, 40)),
+    max_size=30,
+    unique_by=lambda k: k[1:],
+)
 
 
 @settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -347,8 +431,10 @@ def test_the_rows_to_leave_out_found_on_the_driver_are_those_the_job_finds(spark
     """A small landing's rows to leave out come from its keys on the driver (`rows_to_leave_out`),
     a larger one's from a job over the read (`skipped_rows`): the same rows for any repeats
     of keys across files and positions, and any keys already stored."""
-    raw = spark.createDataFrame([("message", k, path, offset) for k, path, offset in keys] + [("error", "A", "/d/a.dmp", 99)],
-                                "rec string, message_key string, source_file string, source_offset long")
+    raw = spark.createDataFrame(
+        [("message", k, path, offset) for k, path, offset in keys] + [("error", "A", "/d/a.dmp", 99)],
+        "rec string, message_key string, source_file string, source_offset long",
+    )
     stored_keys = spark.createDataFrame([(k,) for k in sorted(stored)], "message_key string")
     by_job = sorted((r["source_file"], r["source_offset"]) for r in skipped_rows(raw, stored_keys).collect())
     assert rows_to_leave_out(keys, stored) == by_job
@@ -369,10 +455,15 @@ def test_a_large_message_landing_sizes_its_row_groups_after_every_row(spark, tmp
 
     size = 96 * 1024
     monkeypatch.setattr(large_messages, "LARGE_MESSAGE_BYTES", size)
-    monkeypatch.setattr(ingest_module, "LARGE_MESSAGE_PARQUET",
-                        {**ingest_module.LARGE_MESSAGE_PARQUET, "parquet.block.size": str(2 * size)})
-    generated = [dataclasses.replace(m, data=m.data + bytes([k]) * size)
-                 for k, m in enumerate(generate_messages(6, seed=5, max_size=2048))]
+    monkeypatch.setattr(
+        ingest_module,
+        "LARGE_MESSAGE_PARQUET",
+        {**ingest_module.LARGE_MESSAGE_PARQUET, "parquet.block.size": str(2 * size)},
+    )
+    generated = [
+        dataclasses.replace(m, data=m.data + bytes([k]) * size)
+        for k, m in enumerate(generate_messages(6, seed=5, max_size=2048))
+    ]
     dump = tmp_path / "large.dmp"
     write_dump(generated, dump)
     storage = Storage(spark, path=str(tmp_path / "warehouse"))
@@ -407,16 +498,19 @@ def test_messages_are_stored_with_a_dictionary_only_for_the_columns_that_repeat(
     for f in files:
         meta = pq.ParquetFile(f).metadata
         for g in range(meta.num_row_groups):
-            encodings = {meta.row_group(g).column(c).path_in_schema: set(meta.row_group(g).column(c).encodings)
-                         for c in range(meta.num_columns)}
+            encodings = {
+                meta.row_group(g).column(c).path_in_schema: set(meta.row_group(g).column(c).encodings)
+                for c in range(meta.num_columns)
+            }
             for column in ("data", "data_head", *UNIQUE_MESSAGE_COLUMNS):
                 assert not encodings[column] & dictionary, (f, column, encodings)
             assert encodings["reply_to_q"] & dictionary, (f, encodings)
     assert_same_rows(storage.read("messages"), reference(spark, [dump])[0])
 
 
-def test_a_landing_too_large_for_every_task_slot_is_written_by_as_many_tasks_as_fit(spark, tmp_path, big_dump,
-                                                                                    monkeypatch):
+def test_a_landing_too_large_for_every_task_slot_is_written_by_as_many_tasks_as_fit(
+    spark, tmp_path, big_dump, monkeypatch
+):
     """Messages too large for every task slot to hold one (`large_message_tasks`, here one)
     are written by that many tasks: six byte ranges read, one file written, the same rows."""
     from dlq_pipeline.spark import large_messages
@@ -425,8 +519,14 @@ def test_a_landing_too_large_for_every_task_slot_is_written_by_as_many_tasks_as_
     monkeypatch.setattr(large_messages, "LARGE_MESSAGE_BYTES", 1)
     monkeypatch.setattr(large_messages, "tasks_that_fit", lambda spark_, task: asked.append(task) or 1)
     storage = Storage(spark, path=str(tmp_path / "warehouse"))
-    got = ingest(spark, storage, [str(big_dump)], run_id=RUN, landed_at=LANDED,
-                 settings=IngestSettings(split_bytes=big_dump.stat().st_size // 5))
+    got = ingest(
+        spark,
+        storage,
+        [str(big_dump)],
+        run_id=RUN,
+        landed_at=LANDED,
+        settings=IngestSettings(split_bytes=big_dump.stat().st_size // 5),
+    )
     assert (got.work_items, got.messages_landed) == (6, 303)
     largest = max(len(m.data) for m in read_dump(str(big_dump)) if isinstance(m, DumpedMessage))
     assert asked == [large_messages.LARGE_MESSAGE_TASK_COPIES * largest]
@@ -445,7 +545,8 @@ def test_the_same_message_in_two_files_lands_once(spark, tmp_path, real_fixtures
     rows = messages.collect()
     assert [(r.source_file, r.source_index) for r in rows] == [(str(folder / "a.dmp"), 0)]
     assert [(r.source_file, r.error_code, r.source_line) for r in quarantine.collect()] == [
-        (str(folder / "notes.txt"), "unknown_format", 1)]
+        (str(folder / "notes.txt"), "unknown_format", 1)
+    ]
 
 
 # --- amqsbcg listings and text that is not UTF-8 ---------------------------------------------
@@ -468,8 +569,7 @@ def test_a_listing_pasted_in_part_lands_truncated_with_its_note(spark):
     messages, quarantine = land(spark, [str(path)], run_id=RUN, landed_at=LANDED)
     assert quarantine.count() == 0
     [row] = messages.collect()
-    assert (row.truncated, row.data_length, len(row.data), list(row.notes)) == (
-        True, 856, 384, ["listing_cut:384/856"])
+    assert (row.truncated, row.data_length, len(row.data), list(row.notes)) == (True, 856, 384, ["listing_cut:384/856"])
     assert bytes(row.data[:12]) == b"DLH \x00\x00\x00\x01\x00\x00\x01\x09"  # big-endian, reason 265
 
 
@@ -484,9 +584,17 @@ def test_a_listing_cut_inside_its_dead_letter_header_shows_the_fields_that_are_t
     assert quarantine.count() == 0
     [row] = decode_headers(messages).collect()
     assert (row.truncated, row.data_length, len(row.data), list(row.notes)) == (True, 184, 133, ["listing_cut:133/184"])
-    assert (row.has_dlh, row.dlh_problem, row.dlh_reason, row.dlh_dest_q.rstrip(), row.dlh_dest_qmgr.rstrip(),
-            row.dlh_encoding, row.dlh_ccsid, row.dlh_format, row.dlh_put_appl_type) == (
-        False, "too_short", 2085, "ASDF2", "MQADMIN4", 546, 850, "MQSTR   ", 6)
+    assert (
+        row.has_dlh,
+        row.dlh_problem,
+        row.dlh_reason,
+        row.dlh_dest_q.rstrip(),
+        row.dlh_dest_qmgr.rstrip(),
+        row.dlh_encoding,
+        row.dlh_ccsid,
+        row.dlh_format,
+        row.dlh_put_appl_type,
+    ) == (False, "too_short", 2085, "ASDF2", "MQADMIN4", 546, 850, "MQSTR   ", 6)
     assert (row.dlh_put_appl_name, row.dlh_put_date, row.dlh_put_time, row.dlh_chain) == (None, None, None, None)
 
 

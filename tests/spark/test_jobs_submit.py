@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from dlq_pipeline.dumps.dmpmqmsg import read_dump
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.dumps.records import DumpedMessage
-from dlq_pipeline.dumps.dmpmqmsg import read_dump
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.rules.view import match_view
@@ -34,8 +34,14 @@ COUNT = 80
 
 def spark_submit(args: list[str], cwd: Path, **env) -> subprocess.CompletedProcess:
     environ = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, **env}
-    return subprocess.run([SPARK_SUBMIT, "--master", "local[1]", "--conf", "spark.ui.enabled=false", *args],
-                          cwd=cwd, env=environ, capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [SPARK_SUBMIT, "--master", "local[1]", "--conf", "spark.ui.enabled=false", *args],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +82,11 @@ def test_ingest_classify_replay_report_scripts_under_spark_submit(tmp_path, dump
 
     landed = json.loads(ingest["stdout"])
     assert {k: landed[k] for k in ("messages_landed", "duplicates_skipped", "quarantined", "files")} == {
-        "messages_landed": COUNT, "duplicates_skipped": 0, "quarantined": 0, "files": 1}
+        "messages_landed": COUNT,
+        "duplicates_skipped": 0,
+        "quarantined": 0,
+        "files": 1,
+    }
     decided = json.loads(classify["stdout"])
     assert decided["decisions"] == expected_actions
     replayed = json.loads(replay["stdout"])
@@ -97,10 +107,26 @@ def test_ingest_classify_replay_report_scripts_under_spark_submit(tmp_path, dump
 def test_run_script_under_spark_submit_logs_json_and_writes_metrics(tmp_path, dump, expected_actions):
     warehouse = tmp_path / "wh"
     prom = tmp_path / "textfile" / "dlq_pipeline.prom"
-    proc = spark_submit([str(REPO / "jobs" / "run.py"), "--input", dump, "--rules", STARTER,
-                         "--warehouse", str(warehouse), "--target", "dry-run", "--json",
-                         "--set", f"metrics.textfile={json.dumps(str(prom))}", "--set", "log.format=json"],
-                        tmp_path, DLQ_PIPELINE_LOG_LEVEL="info")
+    proc = spark_submit(
+        [
+            str(REPO / "jobs" / "run.py"),
+            "--input",
+            dump,
+            "--rules",
+            STARTER,
+            "--warehouse",
+            str(warehouse),
+            "--target",
+            "dry-run",
+            "--json",
+            "--set",
+            f"metrics.textfile={json.dumps(str(prom))}",
+            "--set",
+            "log.format=json",
+        ],
+        tmp_path,
+        DLQ_PIPELINE_LOG_LEVEL="info",
+    )
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     expected_status = 3 if expected_actions.get("IGNORE") else 0
     assert proc.returncode == expected_status == summary["exit_status"], proc.stderr[-3000:]

@@ -20,13 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from dlq_pipeline.dumps.dmpmqmsg import write_dump
+from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, write_dump
 from dlq_pipeline.dumps.generator import generate_messages, write_generated
 from dlq_pipeline.dumps.plan import plan_work
-from dlq_pipeline.settings import IngestSettings
+from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES, IngestSettings
 from dlq_pipeline.spark import jvm_reader
-from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH
-from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES
 from dlq_pipeline.spark.ingest import RAW_SCHEMA, ingest, jvm_items, land, read_item, scan
 from tests.conftest import make_storage
 from tests.spark.test_ingest import corrupt_text
@@ -37,15 +35,17 @@ pytestmark = pytest.mark.spark
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
-LANDED = dt.datetime(2026, 11, 30, 4, 0, tzinfo=dt.timezone.utc)
+LANDED = dt.datetime(2026, 11, 30, 4, 0, tzinfo=dt.UTC)
 
 
 @pytest.fixture(scope="module")
 def jvm(spark):
     """The suite's session has the reader (make test builds the jar before pytest starts)."""
     if not jvm_reader.available(spark):
-        pytest.fail("the JVM reader is not on the test session: build it with `make jvm-reader` "
-                    "(python -m dlq_pipeline.spark.jvm_reader)")
+        pytest.fail(
+            "the JVM reader is not on the test session: build it with `make jvm-reader` "
+            "(python -m dlq_pipeline.spark.jvm_reader)"
+        )
     return spark
 
 
@@ -66,8 +66,11 @@ def by_item(rows) -> dict[int, list[dict]]:
 def python_rows(items, limits) -> list[dict]:
     """The oracle: the Python reader's rows of each item, as `scan` gives them to Spark."""
     names = RAW_SCHEMA.fieldNames()
-    return [{name: row.get(name) for name in names}
-            for number, item in enumerate(items) for row in read_item(item, number=number, **limits)]
+    return [
+        {name: row.get(name) for name in names}
+        for number, item in enumerate(items)
+        for row in read_item(item, number=number, **limits)
+    ]
 
 
 def compare(spark, paths, split_bytes, *, limits=None, dumps_only=True) -> tuple[int, dict[int, str]]:
@@ -79,10 +82,16 @@ def compare(spark, paths, split_bytes, *, limits=None, dumps_only=True) -> tuple
     numbers = jvm_items(spark, items)
     if dumps_only:
         assert numbers == frozenset(range(len(items))), "every item is a local dmpmqmsg dump"
-    jvm_read = [{k: _plain(v) for k, v in r.asDict(recursive=True).items()}
-                for r in jvm_reader.reader(spark, RAW_SCHEMA, [(n, items[n]) for n in sorted(numbers)],
-                                           limits.get("max_line_length", MAX_LINE_LENGTH),
-                                           limits.get("max_message_bytes", MQ_MAX_MESSAGE_BYTES)).collect()]
+    jvm_read = [
+        {k: _plain(v) for k, v in r.asDict(recursive=True).items()}
+        for r in jvm_reader.reader(
+            spark,
+            RAW_SCHEMA,
+            [(n, items[n]) for n in sorted(numbers)],
+            limits.get("max_line_length", MAX_LINE_LENGTH),
+            limits.get("max_message_bytes", MQ_MAX_MESSAGE_BYTES),
+        ).collect()
+    ]
     ours, python = by_item(jvm_read), by_item(python_rows(items, limits))
     left = {}
     for number in sorted(numbers):
@@ -99,19 +108,27 @@ def compare(spark, paths, split_bytes, *, limits=None, dumps_only=True) -> tuple
 def test_a_session_get_spark_builds_has_the_reader(jvm):
     assert jvm_reader.existing() in jvm.sparkContext.getConf().get("spark.driver.extraClassPath").split(os.pathsep)
     items = plan_work([str(FIXTURES / "real" / "mq10-dmpmqmsg-stdout.dmp")])
-    assert "dmpmqmsg dumps, 1 work items" in scan(jvm, items, jvm=jvm_items(jvm, items))._jdf.queryExecution() \
-        .executedPlan().toString()
+    assert (
+        "dmpmqmsg dumps, 1 work items"
+        in scan(jvm, items, jvm=jvm_items(jvm, items))._jdf.queryExecution().executedPlan().toString()
+    )
 
 
 @pytest.mark.parametrize("split_bytes", [64 << 20, 4096, 300, 97])
 def test_the_fixtures_read_as_python_reads_them(jvm, split_bytes):
-    dumps = sorted(FIXTURES.glob("*.dmp")) + sorted((FIXTURES / "fuzz-corpus").glob("*.dmp")) \
+    dumps = (
+        sorted(FIXTURES.glob("*.dmp"))
+        + sorted((FIXTURES / "fuzz-corpus").glob("*.dmp"))
         + sorted((FIXTURES / "real").glob("*.dmp"))
+    )
     read, left = compare(jvm, dumps, split_bytes)
     assert read > 0
     # the real fixture and the CRLF one are what dmpmqmsg writes: the JVM reads them itself
-    plain = [n for n, i in enumerate(plan_work([str(p) for p in dumps], split_bytes))
-             if i.path.endswith(("mq10-dmpmqmsg-stdout.dmp", "dump-crlf.dmp"))]
+    plain = [
+        n
+        for n, i in enumerate(plan_work([str(p) for p in dumps], split_bytes))
+        if i.path.endswith(("mq10-dmpmqmsg-stdout.dmp", "dump-crlf.dmp"))
+    ]
     assert plain and not set(plain) & set(left), left
 
 
@@ -168,11 +185,19 @@ def test_a_landing_is_the_same_whichever_reader_reads(jvm, tmp_path):
     tables = {}
     for reader in ("auto", "python"):
         storage = make_storage(jvm, "parquet", tmp_path / f"wh-{reader}")
-        result = ingest(jvm, storage, paths, run_id="r1", landed_at=LANDED,
-                        settings=IngestSettings(split_bytes=20_000, reader=reader))
+        result = ingest(
+            jvm,
+            storage,
+            paths,
+            run_id="r1",
+            landed_at=LANDED,
+            settings=IngestSettings(split_bytes=20_000, reader=reader),
+        )
         tables[reader] = (result.as_dict(), storage.read("messages"), storage.read("quarantine"))
     ours, python = tables["auto"][0], tables["python"][0]
-    assert ours.pop("jvm_work_items") == ours["work_items"] - 1 and python.pop("jvm_work_items") == 0  # the bad one: Python
+    assert (
+        ours.pop("jvm_work_items") == ours["work_items"] - 1 and python.pop("jvm_work_items") == 0
+    )  # the bad one: Python
     assert ours == python and ours["quarantined"] == 3
     assert_same_rows(tables["auto"][1], tables["python"][1])
     assert_same_rows(tables["auto"][2], tables["python"][2])
@@ -187,8 +212,13 @@ def test_a_jar_built_from_other_sources_is_refused(jvm):
     layout = jvm_reader.layout(80, None)
     layout["digest"] = "0" * 16
     with pytest.raises((Py4JJavaError, PySparkException, Exception), match="built from other sources"):
-        (jvm.read.format(jvm_reader.SOURCE_CLASS).schema(RAW_SCHEMA).option("items", "[]")
-         .option("layout", json.dumps(layout)).load())
+        (
+            jvm.read.format(jvm_reader.SOURCE_CLASS)
+            .schema(RAW_SCHEMA)
+            .option("items", "[]")
+            .option("layout", json.dumps(layout))
+            .load()
+        )
 
 
 def test_reader_python_reads_nothing_with_the_jvm(jvm, tmp_path):

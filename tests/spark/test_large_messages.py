@@ -42,8 +42,12 @@ def _digests(path) -> list[str]:
 def test_run_replays_large_messages_exactly_with_a_512_mb_heap(tmp_path):
     assert SIZE >= LARGE_MESSAGE_BYTES
     dump = large_messages_dump(tmp_path / "large.dmp", COUNT, SIZE)
-    got = run_child("memory_pipeline", {"master": "local[2]", "dump": dump, "work": str(tmp_path), "heap": HEAP},
-                    tmp_path / "children", timeout=900)
+    got = run_child(
+        "memory_pipeline",
+        {"master": "local[2]", "dump": dump, "work": str(tmp_path), "heap": HEAP},
+        tmp_path / "children",
+        timeout=900,
+    )
     assert (got["heap"], got["landed"], got["outcomes"]) == (HEAP, COUNT, {"delivered": COUNT})
     written = sorted((tmp_path / "out").rglob("*.dmp"))
     assert len(written) == 1  # the catch-all rule forwards every message to one queue: one file

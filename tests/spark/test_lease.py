@@ -17,15 +17,26 @@ from dlq_pipeline.clock import iso_z, utc_now
 from dlq_pipeline.locks import WarehouseLocked
 from dlq_pipeline.settings import StorageSettings
 from dlq_pipeline.spark import lease as lease_module
-from dlq_pipeline.spark.lease import (Lease, LeaseFence, LeaseHeld, LeaseLost, check_lease, fenced, held_lease,
-                                      lost_message, may_take, writer_lease, Holder)
+from dlq_pipeline.spark.lease import (
+    Holder,
+    Lease,
+    LeaseFence,
+    LeaseHeld,
+    LeaseLost,
+    check_lease,
+    fenced,
+    held_lease,
+    lost_message,
+    may_take,
+    writer_lease,
+)
 from dlq_pipeline.spark.storage import open_storage
 
 from ..conftest import make_storage, require_delta, storage_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.delta]
 
-T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 
 
 @pytest.fixture
@@ -40,8 +51,17 @@ def later(seconds: float):
 
 
 def holder(token="a", expires=T0, flock=None) -> Holder:
-    return Holder(token=token, run_id="R", command="run", host="h", pid=1, flock=flock, acquired_at=T0,
-                  renewed_at=T0, expires_at=expires)
+    return Holder(
+        token=token,
+        run_id="R",
+        command="run",
+        host="h",
+        pid=1,
+        flock=flock,
+        acquired_at=T0,
+        renewed_at=T0,
+        expires_at=expires,
+    )
 
 
 def test_who_may_take_the_lease():
@@ -56,9 +76,11 @@ def test_who_may_take_the_lease():
 
 
 def test_a_lost_lease_is_found_in_the_error_a_task_sends_back():
-    inner = RuntimeError("Py4JJavaError: ... org.apache.spark.api.python.PythonException: Traceback ...\n"
-                         "dlq_pipeline.spark.lease.LeaseLost: the writer lease 1a2b ran out at 2026-03-01T12:00:00Z\n"
-                         "  at ...")
+    inner = RuntimeError(
+        "Py4JJavaError: ... org.apache.spark.api.python.PythonException: Traceback ...\n"
+        "dlq_pipeline.spark.lease.LeaseLost: the writer lease 1a2b ran out at 2026-03-01T12:00:00Z\n"
+        "  at ..."
+    )
     outer = RuntimeError("replay failed")
     outer.__cause__ = inner
     assert lost_message(outer) == "the writer lease 1a2b ran out at 2026-03-01T12:00:00Z"
@@ -72,8 +94,13 @@ def test_claim_refuse_renew_release(delta, tmp_path, kind):
     first = Lease(storage, command="run", run_id="R1", seconds=600)
     first.claim()
     row = first.current()
-    assert (row.token, row.run_id, row.command, row.host, row.pid) == (first.token, "R1", "run", socket.gethostname(),
-                                                                       os.getpid())
+    assert (row.token, row.run_id, row.command, row.host, row.pid) == (
+        first.token,
+        "R1",
+        "run",
+        socket.gethostname(),
+        os.getpid(),
+    )
     assert row.expires_at == row.acquired_at + dt.timedelta(seconds=600)
 
     second = Lease(storage, command="ingest", run_id="R2", seconds=600)
@@ -84,7 +111,8 @@ def test_claim_refuse_renew_release(delta, tmp_path, kind):
         f"warehouse {where} is being written by run (pid {os.getpid()} on {socket.gethostname()}, run R1, since "
         f"{iso_z(row.acquired_at)}, lease expires {iso_z(row.expires_at)}) (lease {storage.location('leases')}); "
         "nothing was touched. Only one command writes a warehouse at a time: wait for it to end, or schedule runs "
-        "so they do not overlap (a holder that died frees the lease when it expires)")
+        "so they do not overlap (a holder that died frees the lease when it expires)"
+    )
     assert isinstance(refused.value, WarehouseLocked)  # what the file lock's refusal is, too
 
     first.renew()

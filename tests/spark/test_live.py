@@ -21,8 +21,19 @@ from tests.spark.replay_retry_job import NOW, dead_letter, frame
 pytestmark = pytest.mark.spark
 DLQ = "SYSTEM.DEAD.LETTER.QUEUE"
 # columns that say where and when a row was landed, or that MQ itself changes on a get
-WHERE_AND_WHEN = {"source_kind", "source_qmgr", "source_queue", "source_file", "source_index", "source_line",
-                  "source_offset", "landed_at", "run_id", "md_version", "backout_count"}
+WHERE_AND_WHEN = {
+    "source_kind",
+    "source_qmgr",
+    "source_queue",
+    "source_file",
+    "source_index",
+    "source_line",
+    "source_offset",
+    "landed_at",
+    "run_id",
+    "md_version",
+    "backout_count",
+}
 
 
 def seed_queue(qm: SimQueueManager, messages, queue: str = DLQ) -> None:
@@ -69,7 +80,8 @@ def test_browse_drain_lands_exactly_what_ingest_lands_and_twice_lands_nothing(sp
     ingest(spark, other, [str(dump)], run_id="I1")
     assert rows_by_key(storage.read("messages"), WHERE_AND_WHEN) == rows_by_key(other.read("messages"), WHERE_AND_WHEN)
     assert {k: r["data"] for k, r in drained.items()} == {
-        message_key(m.md, data_digest(m.data)): m.data for m in messages}
+        message_key(m.md, data_digest(m.data)): m.data for m in messages
+    }
 
 
 class FailingStorage(Storage):
@@ -149,16 +161,43 @@ def test_settle_removes_ended_messages_and_leaves_look_alikes(spark, tmp_path):
     drain(spark, storage, live, warehouse=wh, run_id="L1")
     keys = [message_key(md, data_digest(data)) for md, data in originals]
     outcome = {0: "delivered", 1: "discarded", 2: "failed", 3: "deferred", 4: "delivered", 5: "dry_run"}
-    storage.append("ledger", frame(spark, "ledger", [
-        {"run_id": "R1", "message_key": keys[n], "action": "RETRY", "rule_line": 3, "attempt": 1, "target_q": "Q",
-         "target_qmgr": "", "outcome": o, "reason_code": None, "error_text": None, "started_at": NOW,
-         "finished_at": NOW, "partition_id": 0, "batch_id": 0} for n, o in outcome.items()]))
+    storage.append(
+        "ledger",
+        frame(
+            spark,
+            "ledger",
+            [
+                {
+                    "run_id": "R1",
+                    "message_key": keys[n],
+                    "action": "RETRY",
+                    "rule_line": 3,
+                    "attempt": 1,
+                    "target_q": "Q",
+                    "target_qmgr": "",
+                    "outcome": o,
+                    "reason_code": None,
+                    "error_text": None,
+                    "started_at": NOW,
+                    "finished_at": NOW,
+                    "partition_id": 0,
+                    "batch_id": 0,
+                }
+                for n, o in outcome.items()
+            ],
+        ),
+    )
 
     result = settle(spark, storage, live, warehouse=wh, run_id="S1", batch_size=2)
     assert (result.browsed, result.ended, result.removed, result.gone) == (7, 3, 2, 0)
     assert [m["message_key"] for m in result.mismatched] == [keys[4]]
-    assert [m.data for m in qm.messages(DLQ)] == [originals[2][1], originals[3][1], twin[1], originals[4][1],
-                                                  originals[5][1]]
+    assert [m.data for m in qm.messages(DLQ)] == [
+        originals[2][1],
+        originals[3][1],
+        twin[1],
+        originals[4][1],
+        originals[5][1],
+    ]
     again = settle(spark, storage, live, warehouse=wh, run_id="S2")
     assert (again.removed, len(again.mismatched)) == (0, 1) and len(qm.messages(DLQ)) == 5
 
@@ -182,9 +221,24 @@ def test_a_drain_that_lands_new_messages_next_to_old_ones_prints_no_traceback(sp
     repo = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]))
     command = Path(sys.executable).with_name("dlq-pipeline")
-    done = subprocess.run([str(command), "drain", "--source", "sim:QM1", "--warehouse", str(wh), "--json",
-                           "--set", "spark.master=local[4]"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [
+            str(command),
+            "drain",
+            "--source",
+            "sim:QM1",
+            "--warehouse",
+            str(wh),
+            "--json",
+            "--set",
+            "spark.master=local[4]",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert (result["read"], result["landed"], result["already_landed"]) == (400, 300, 100)

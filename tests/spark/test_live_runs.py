@@ -18,18 +18,18 @@ import pytest
 from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
+from dlq_pipeline.clock import utc_now
 from dlq_pipeline.config import load_config
-from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.formats.mqmd import MQMD
+from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
+from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.spark.run import run_pipeline
-from dlq_pipeline.clock import utc_now
-from dlq_pipeline.spark.storage import Storage
-from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
 from dlq_pipeline.settings import RunSettings
+from dlq_pipeline.spark.run import run_pipeline
+from dlq_pipeline.spark.storage import Storage
 from tests.spark.test_live import seed_queue
 
 pytestmark = pytest.mark.spark
@@ -44,11 +44,29 @@ REASON(MQRC_UNKNOWN_OBJECT_NAME) ACTION(DISCARD)
 
 
 def dead_letter(n: int, reason: int = 2053) -> tuple[MQMD, bytes]:
-    md = MQMD(version=2, encoding=546, ccsid=819, format="MQDEAD  ", persistence=1,
-              msg_id=b"L" + n.to_bytes(4, "big") + b"\x33" * 19, correl_id=b"\x00" * 24, user_id="ALICE       ",
-              put_appl_name="orders".ljust(28), put_date="20260301", put_time="10000000")
-    dlh = DeadLetterHeader(reason=reason, dest_q="APP.IN".ljust(48), dest_qmgr="QM1".ljust(48), encoding=546,
-                           ccsid=819, format="MQSTR   ", put_appl_type=7, put_appl_name="QM1".ljust(28))
+    md = MQMD(
+        version=2,
+        encoding=546,
+        ccsid=819,
+        format="MQDEAD  ",
+        persistence=1,
+        msg_id=b"L" + n.to_bytes(4, "big") + b"\x33" * 19,
+        correl_id=b"\x00" * 24,
+        user_id="ALICE       ",
+        put_appl_name="orders".ljust(28),
+        put_date="20260301",
+        put_time="10000000",
+    )
+    dlh = DeadLetterHeader(
+        reason=reason,
+        dest_q="APP.IN".ljust(48),
+        dest_qmgr="QM1".ljust(48),
+        encoding=546,
+        ccsid=819,
+        format="MQSTR   ",
+        put_appl_type=7,
+        put_appl_name="QM1".ljust(28),
+    )
     return md, encode_dlh(dlh, 546, 819) + b"order %d" % n
 
 
@@ -75,22 +93,43 @@ def test_retry_accounting_across_runs_follows_the_rules_table(spark, tmp_path):
     views = {k: match_view(md, data) for k, (md, data) in messages.items()}
 
     def attempts() -> Counter:
-        tried = [r for r in storage.read("ledger").collect()
-                 if r["outcome"] in ("delivered", "failed") and r["action"] in ("RETRY", "FWD")]
+        tried = [
+            r
+            for r in storage.read("ledger").collect()
+            if r["outcome"] in ("delivered", "failed") and r["action"] in ("RETRY", "FWD")
+        ]
         return Counter(r["message_key"] for r in tried)
 
     def one_run(now) -> tuple[dict, dict]:
         before = attempts()
-        summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=[], target="sim:QM1", now=now, source="sim:")
-        decided = {r["message_key"]: r for r in storage.read("decisions").where(f"run_id = '{summary.run_id}'").collect()}
+        summary = run_pipeline(
+            spark, RunSettings.from_config(config), table, inputs=[], target="sim:QM1", now=now, source="sim:"
+        )
+        decided = {
+            r["message_key"]: r for r in storage.read("decisions").where(f"run_id = '{summary.run_id}'").collect()
+        }
         for k, row in decided.items():  # the Spark classify stage = the reference matcher given the ledger
             expected = decide(table, views[k], before[k])
-            assert (row["action"], row["rule_line"], row["target_q"], row["target_qmgr"], row["header"],
-                    row["ignore_reason"]) == (expected.action, expected.rule_line, expected.target_q,
-                                              expected.target_qmgr, expected.header, expected.ignore_reason)
+            assert (
+                row["action"],
+                row["rule_line"],
+                row["target_q"],
+                row["target_qmgr"],
+                row["header"],
+                row["ignore_reason"],
+            ) == (
+                expected.action,
+                expected.rule_line,
+                expected.target_q,
+                expected.target_qmgr,
+                expected.header,
+                expected.ignore_reason,
+            )
             assert row["attempt"] == (before[k] + 1 if expected.action in ("RETRY", "FWD") else None)
-        ledger = {r["message_key"]: (r["action"], r["outcome"], r["reason_code"], r["attempt"])
-                  for r in storage.read("ledger").where(f"run_id = '{summary.run_id}'").collect()}
+        ledger = {
+            r["message_key"]: (r["action"], r["outcome"], r["reason_code"], r["attempt"])
+            for r in storage.read("ledger").where(f"run_id = '{summary.run_id}'").collect()
+        }
         return summary, ledger
 
     q_full = sorted(k for k, v in views.items() if v["dlh_reason"] == 2053)
@@ -135,13 +174,20 @@ def test_kill_9_during_replay_then_a_rerun_loses_nothing_and_sends_nothing_twice
     # at-least-once window (committed, not yet checkpointed), which this test is not about.
     qm = seed(wh, originals, faults=[{"op": "put", "queue": "APP.IN", "delay": 0.3, "times": 1000}])
     conf = tmp_path / "c.toml"
-    conf.write_text(f'[storage]\npath = "{wh}"\n[replay]\nbatch_size = 2\nmax_connections = 1\n'
-                    '[spark]\nmaster = "local[1]"\n')
+    conf.write_text(
+        f'[storage]\npath = "{wh}"\n[replay]\nbatch_size = 2\nmax_connections = 1\n[spark]\nmaster = "local[1]"\n'
+    )
     args = ["run", "--config", str(conf), "--rules", str(rules), "--source", "sim:", "--target", "sim:QM1", "--json"]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     command = Path(sys.executable).with_name("dlq-pipeline")
-    proc = subprocess.Popen([str(command), *args], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(command), *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 600
         while _checkpoint_lines(wh) < 2:  # two batches committed and checkpointed

@@ -12,8 +12,8 @@ from nbclient import NotebookClient
 from dlq_pipeline.config import load_config
 from dlq_pipeline.dumps.generator import STORMS, write_generated
 from dlq_pipeline.rules.parser import load_rules
-from dlq_pipeline.spark.run import run_pipeline
 from dlq_pipeline.settings import RunSettings
+from dlq_pipeline.spark.run import run_pipeline
 
 from ..conftest import REPO
 
@@ -36,14 +36,27 @@ def run_notebook(spark, tmp_path, monkeypatch, **env):
     [dump] = write_generated(tmp_path / "dumps", COUNT, seed=8, files=1, max_size=4096)
     warehouse = tmp_path / "wh"
     config = load_config(overrides={"storage": {"path": str(warehouse)}})
-    run_pipeline(spark, RunSettings.from_config(config), load_rules(str(STARTER)), inputs=[str(dump)], target="dry-run",
-                 now=dt.datetime(2026, 3, 1, 12))
+    run_pipeline(
+        spark,
+        RunSettings.from_config(config),
+        load_rules(str(STARTER)),
+        inputs=[str(dump)],
+        target="dry-run",
+        now=dt.datetime(2026, 3, 1, 12),
+    )
     draft = tmp_path / "draft.rules"
     head, _, rest = STARTER.read_text().partition("\nREASON(MQRC_Q_FULL)")
-    draft.write_text(head + "\nREASON(MQRC_Q_FULL) ACTION(FWD) FWDQ(HOLD.QFULL) HEADER(YES)\nREASON(MQRC_Q_FULL)" + rest)
-    for name, value in {"DLQ_TRIAGE_WAREHOUSE": str(warehouse), "DLQ_TRIAGE_DRAFT_RULES": str(draft),
-                        "DLQ_TRIAGE_CURRENT_RULES": str(STARTER), "DLQ_TRIAGE_REDACT": "1",
-                        "DLQ_TRIAGE_MASTER": "local[1]", **env}.items():
+    draft.write_text(
+        head + "\nREASON(MQRC_Q_FULL) ACTION(FWD) FWDQ(HOLD.QFULL) HEADER(YES)\nREASON(MQRC_Q_FULL)" + rest
+    )
+    for name, value in {
+        "DLQ_TRIAGE_WAREHOUSE": str(warehouse),
+        "DLQ_TRIAGE_DRAFT_RULES": str(draft),
+        "DLQ_TRIAGE_CURRENT_RULES": str(STARTER),
+        "DLQ_TRIAGE_REDACT": "1",
+        "DLQ_TRIAGE_MASTER": "local[1]",
+        **env,
+    }.items():
         monkeypatch.setenv(name, value)
 
     nb = nbformat.read(NOTEBOOK, as_version=4)
@@ -65,16 +78,18 @@ def run_notebook(spark, tmp_path, monkeypatch, **env):
 
     # arrivals: the Q_FULL storm of the generated DLQ is a flagged burst, sent by its queue managers
     storm = next(s for s in STORMS if s.name == "q_full")
-    [bursts] = [o["data"]["text/html"] for o in cell_outputs("triage.arrivals(tables)")
-                if o.output_type == "execute_result"]
+    [bursts] = [
+        o["data"]["text/html"] for o in cell_outputs("triage.arrivals(tables)") if o.output_type == "execute_result"
+    ]
     rows = re.findall(r"<tr>(.*?)</tr>", bursts, re.S)
     q_full = [row for row in rows if re.search(r"<td>MQRC_Q_FULL \d+", row)]
     assert len(q_full) == 1 and re.search(r"<td>CSQ1 \d+", q_full[0]), bursts
     # advice: the report's items, the full queue among them, each with its evidence
     advice = cell_outputs("triage.advice(")
     printed = "".join(o.get("text", "") for o in advice if o.output_type == "stream").splitlines()
-    assert any(line.startswith(f"[act] queue_full: {storm.dest_q} on {storm.home} was full for about ")
-               for line in printed), printed
+    assert any(
+        line.startswith(f"[act] queue_full: {storm.dest_q} on {storm.home} was full for about ") for line in printed
+    ), printed
     assert any(line.startswith("[") and " no_dlh_stays: " in line for line in printed), printed
     [page] = [o["data"]["text/html"] for o in advice if "text/html" in o.get("data", {})]
     assert page.count("<details><summary>evidence</summary>") == len(printed) > 1

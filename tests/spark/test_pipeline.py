@@ -11,18 +11,18 @@ from pyspark.sql import Row
 from pyspark.sql import functions as F
 
 from dlq_pipeline.dumps.generator import generate_messages, write_generated
+from dlq_pipeline.dumps.sources import read_source
+from dlq_pipeline.formats.structures import chain_possible, decode_dlh, dlh_head, to_columns
 from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.dumps.sources import read_source
 from dlq_pipeline.spark.classify import DecisionCounts, classify, decide_pending, decision_counts
-from dlq_pipeline.spark.ledger import message_states, pending_with_attempts
 from dlq_pipeline.spark.decode import chain_possible_sql, decode_headers, decoded_struct, head_sql, without_data
 from dlq_pipeline.spark.ingest import ingest
+from dlq_pipeline.spark.ledger import message_states, pending_with_attempts
 from dlq_pipeline.spark.schemas import table_schema
 from dlq_pipeline.spark.storage import Storage
-from dlq_pipeline.formats.structures import chain_possible, decode_dlh, dlh_head, to_columns
 
 from ..conftest import REPO
 
@@ -36,7 +36,12 @@ def _chained_rows() -> list[tuple[bytes, int, int, str]]:
     is not there."""
     from dlq_pipeline.formats.mqmd import MQMD
     from dlq_pipeline.formats.structures import (
-        DeadLetterHeader, RulesFormattingHeader2, TransmissionQueueHeader, encode_dlh, encode_rfh2, encode_xqh,
+        DeadLetterHeader,
+        RulesFormattingHeader2,
+        TransmissionQueueHeader,
+        encode_dlh,
+        encode_rfh2,
+        encode_xqh,
     )
 
     rows = []
@@ -44,8 +49,15 @@ def _chained_rows() -> list[tuple[bytes, int, int, str]]:
         xqh = encode_xqh(TransmissionQueueHeader("REMOTE.Q", "QM9", MQMD(format="MQSTR")), encoding, ccsid)
         rfh2 = encode_rfh2(RulesFormattingHeader2(encoding=encoding, ccsid=ccsid, format="MQSTR"), encoding, ccsid)
         for fmt, tail in (("MQXMIT", xqh), ("MQHRF2", rfh2), ("MQDEAD", b"short"), ("MQSTR", b"x" * 500)):
-            dlh = DeadLetterHeader(reason=2053, dest_q="APP.Q", dest_qmgr="QM1", encoding=encoding, ccsid=ccsid,
-                                   format=fmt, put_appl_name="QM1")
+            dlh = DeadLetterHeader(
+                reason=2053,
+                dest_q="APP.Q",
+                dest_qmgr="QM1",
+                encoding=encoding,
+                ccsid=ccsid,
+                format=fmt,
+                put_appl_name="QM1",
+            )
             rows.append((encode_dlh(dlh, encoding, ccsid) + tail, encoding, ccsid, "MQDEAD  "))
     return rows
 
@@ -54,8 +66,9 @@ def _chained_rows() -> list[tuple[bytes, int, int, str]]:
 def test_udf_decode_equals_the_pure_decoder(spark, arrow):
     """Both UDF forms (Arrow on Spark 4.1+, pandas before) decode as the pure decoder, with
     what the JVM ships: 172 bytes, and the rest only where a chain may follow."""
-    messages = [(m.data, m.md.encoding, m.md.ccsid, m.md.format)
-                for m in generate_messages(400, seed=11, max_size=64 * 1024)] + _chained_rows()
+    messages = [
+        (m.data, m.md.encoding, m.md.ccsid, m.md.format) for m in generate_messages(400, seed=11, max_size=64 * 1024)
+    ] + _chained_rows()
     rows = [Row(message_key=str(i), data=d, encoding=e, ccsid=c, format=f) for i, (d, e, c, f) in enumerate(messages)]
     df = spark.createDataFrame(rows, "message_key string, data binary, encoding int, ccsid int, format string")
     decoded = decode_headers(df, arrow=arrow).orderBy(df.message_key.cast("int")).collect()
@@ -71,8 +84,10 @@ def test_the_payload_is_not_queued_beside_the_decode_udf(spark):
     """Spark queues every row that goes into a Python UDF until its result is back: the
     UDF's input is a projection of its own without ``data`` when nothing after decode reads
     it (classify), and keeps it when something does."""
-    df = spark.createDataFrame([("k", b"x" * 300, 546, 819, "MQSTR")],
-                               "message_key string, data binary, encoding int, ccsid int, format string")
+    df = spark.createDataFrame(
+        [("k", b"x" * 300, 546, 819, "MQSTR")],
+        "message_key string, data binary, encoding int, ccsid int, format string",
+    )
 
     def udf_input(plan) -> list[str]:
         for node in _plan_nodes(plan):
@@ -91,8 +106,12 @@ def test_the_jvm_ships_the_tail_exactly_where_the_decoder_may_need_it(spark):
     """`chain_possible_sql` in Spark == `structures.chain_possible` on every message."""
     messages = [m.data for m in generate_messages(300, seed=12, max_size=4096)] + [d for d, *_ in _chained_rows()]
     df = spark.createDataFrame([(i, d) for i, d in enumerate(messages)], "i int, data binary")
-    got = {r["i"]: (r["p"], bytes(r["h"])) for r in df.select(
-        "i", F.expr(chain_possible_sql("data")).alias("p"), F.expr(head_sql("data")).alias("h")).collect()}
+    got = {
+        r["i"]: (r["p"], bytes(r["h"]))
+        for r in df.select(
+            "i", F.expr(chain_possible_sql("data")).alias("p"), F.expr(head_sql("data")).alias("h")
+        ).collect()
+    }
     assert got == {i: (chain_possible(d), dlh_head(d)) for i, d in enumerate(messages)}
     assert 0 < sum(p for p, _ in got.values()) < len(got)
 
@@ -115,15 +134,22 @@ def _oracle(table, originals, attempts_of=lambda key: 0):
     out = {}
     for key, msg in originals.items():
         d = decide(table, match_view(msg.md, msg.data, truncated=msg.truncated), attempts_of(key))
-        out[key] = (d.action, d.rule_line, d.rule_index, d.target_q, d.target_qmgr, d.header, d.putaut,
-                    d.ignore_reason)
+        out[key] = (d.action, d.rule_line, d.rule_index, d.target_q, d.target_qmgr, d.header, d.putaut, d.ignore_reason)
     return out
 
 
 def _decided(decisions):
     return {
-        r.message_key: (r.action, r.rule_line, r.rule_index, r.target_q, r.target_qmgr, r.header, r.putaut,
-                        r.ignore_reason)
+        r.message_key: (
+            r.action,
+            r.rule_line,
+            r.rule_index,
+            r.target_q,
+            r.target_qmgr,
+            r.header,
+            r.putaut,
+            r.ignore_reason,
+        )
         for r in decisions.collect()
     }
 
@@ -141,9 +167,22 @@ def test_classify_equals_the_reference_matcher_for_every_message(spark, landed):
 
 
 def _ledger_row(key, *, outcome, rule_line, at, action="RETRY"):
-    return Row(run_id="earlier", message_key=key, action=action, rule_line=rule_line, attempt=1, target_q="Q",
-               target_qmgr="QM", outcome=outcome, reason_code=2053 if outcome == "failed" else 0,
-               error_text=None, started_at=at, finished_at=at, partition_id=0, batch_id=0)
+    return Row(
+        run_id="earlier",
+        message_key=key,
+        action=action,
+        rule_line=rule_line,
+        attempt=1,
+        target_q="Q",
+        target_qmgr="QM",
+        outcome=outcome,
+        reason_code=2053 if outcome == "failed" else 0,
+        error_text=None,
+        started_at=at,
+        finished_at=at,
+        partition_id=0,
+        batch_id=0,
+    )
 
 
 def test_attempts_from_the_ledger_drive_the_retry_chain_and_retryint(spark, landed):
@@ -151,7 +190,9 @@ def test_attempts_from_the_ledger_drive_the_retry_chain_and_retryint(spark, land
     table = load_rules(STARTER)
     first = classify(
         decode_headers(pending_with_attempts(storage.read("messages"), storage.read("ledger"))),
-        table, run_id="r1", now=NOW,
+        table,
+        run_id="r1",
+        now=NOW,
     )
     retried = [r for r in first.collect() if r.action == "RETRY"][:3]
     delivered = [r for r in first.collect() if r.action == "FWD"][:2]
@@ -160,8 +201,9 @@ def test_attempts_from_the_ledger_drive_the_retry_chain_and_retryint(spark, land
     rows = [_ledger_row(r.message_key, outcome="failed", rule_line=r.rule_line, at=old) for r in retried]
     rows.append(_ledger_row(retried[0].message_key, outcome="failed", rule_line=retried[0].rule_line, at=recent))
     rows.append(_ledger_row(retried[1].message_key, outcome="dry_run", rule_line=retried[1].rule_line, at=recent))
-    rows += [_ledger_row(r.message_key, outcome="delivered", rule_line=r.rule_line, at=old, action="FWD")
-             for r in delivered]
+    rows += [
+        _ledger_row(r.message_key, outcome="delivered", rule_line=r.rule_line, at=old, action="FWD") for r in delivered
+    ]
     ledger = spark.createDataFrame(rows, table_schema("ledger"))
 
     states = {r.message_key: (r.prior_attempts, r.ended) for r in message_states(ledger).collect()}
@@ -170,8 +212,9 @@ def test_attempts_from_the_ledger_drive_the_retry_chain_and_retryint(spark, land
     assert states[delivered[0].message_key] == (1, True)
 
     attempts = {k: v[0] for k, v in states.items()}
-    second = classify(decode_headers(pending_with_attempts(storage.read("messages"), ledger)), table,
-                      run_id="r2", now=NOW)
+    second = classify(
+        decode_headers(pending_with_attempts(storage.read("messages"), ledger)), table, run_id="r2", now=NOW
+    )
     ended = {r.message_key for r in delivered}
     expected = {k: v for k, v in _oracle(table, originals, lambda k: attempts.get(k, 0)).items() if k not in ended}
     assert _decided(second) == expected
@@ -197,9 +240,14 @@ def _plan_nodes(df):
 
 def _scans(plan) -> list:
     """The Parquet scans of an executed plan (leaves), as (output column names, rows read)."""
-    return [([node.output().apply(i).name() for i in range(node.output().size())],
-             node.metrics().apply("numOutputRows").value())
-            for node in _plan_nodes(plan) if node.nodeName().startswith("Scan parquet")]
+    return [
+        (
+            [node.output().apply(i).name() for i in range(node.output().size())],
+            node.metrics().apply("numOutputRows").value(),
+        )
+        for node in _plan_nodes(plan)
+        if node.nodeName().startswith("Scan parquet")
+    ]
 
 
 def test_classify_reads_the_stored_head_and_data_only_of_rows_landed_before_it(spark, landed, tmp_path):
@@ -241,10 +289,12 @@ def test_classify_reads_the_stored_head_and_data_only_of_rows_landed_before_it(s
 
 # --- decode and the rule choice in one Python UDF (what decide_pending runs) --------------
 
+
 def _python_evaluations(df) -> int:
     """The Python UDF evaluations in ``df``'s executed plan: each is a Python worker per task."""
-    return sum(node.nodeName() in ("ArrowEvalPython", "ArrowEvalPythonExec", "BatchEvalPython")
-               for node in _plan_nodes(df))
+    return sum(
+        node.nodeName() in ("ArrowEvalPython", "ArrowEvalPythonExec", "BatchEvalPython") for node in _plan_nodes(df)
+    )
 
 
 def _tables_from(values: dict[str, list], seed: int, count: int) -> list:
@@ -269,7 +319,7 @@ def _tables_from(values: dict[str, list], seed: int, count: int) -> list:
             return value[: rnd.randint(1, len(value) - 1)] + "*"
         if shape < 0.4:
             at = rnd.randrange(len(value))
-            return value[:at] + "?" + value[at + 1:]
+            return value[:at] + "?" + value[at + 1 :]
         return value
 
     tables = []
@@ -278,10 +328,17 @@ def _tables_from(values: dict[str, list], seed: int, count: int) -> list:
         for index in range(rnd.randint(1, 12)):
             tested = {k: pattern(k) for k in rnd.sample(keywords, rnd.randint(0, 3))}
             action = rnd.choice(["RETRY", "RETRY", "FWD", "FWD", "DISCARD", "IGNORE"])
-            rules.append(Rule(line=2 * index + 1, index=index, patterns=tested, action=action,
-                              retry=rnd.randint(1, 3),
-                              fwdq=rnd.choice(["&DESTQ", "&REPLYQ", "DLQ.REVIEW"]) if action == "FWD" else None,
-                              fwdqm=rnd.choice([None, "&DESTQM", "QM2"]) if action == "FWD" else None))
+            rules.append(
+                Rule(
+                    line=2 * index + 1,
+                    index=index,
+                    patterns=tested,
+                    action=action,
+                    retry=rnd.randint(1, 3),
+                    fwdq=rnd.choice(["&DESTQ", "&REPLYQ", "DLQ.REVIEW"]) if action == "FWD" else None,
+                    fwdqm=rnd.choice([None, "&DESTQM", "QM2"]) if action == "FWD" else None,
+                )
+            )
         tables.append(RulesTable(path=f"random-{seed}-{n}.rules", rules=tuple(rules)))
     return tables
 
@@ -291,27 +348,36 @@ def test_decode_and_choice_in_one_udf_decide_as_decode_then_classify(spark, land
     same decisions rows as `classify(decode_headers(...))` (two UDFs), for the starter
     table and random tables made of the messages' own values, with attempts in the ledger
     (cumulative RETRY) and header chains, z/OS and truncated messages among them."""
-    from dlq_pipeline.spark.classify import classify_pending
     from dlq_pipeline.rules.model import PATTERN_FIELDS, RulesTable
+    from dlq_pipeline.spark.classify import classify_pending
 
     storage, _originals = landed
     stored = storage.read("messages")
-    extra = [(f"chained-{i}", data, encoding, ccsid, fmt, i % 3 == 0)
-             for i, (data, encoding, ccsid, fmt) in enumerate(_chained_rows())]
-    frame = spark.createDataFrame(extra, "message_key string, data binary, encoding int, ccsid int, format string, "
-                                         "truncated boolean")
+    extra = [
+        (f"chained-{i}", data, encoding, ccsid, fmt, i % 3 == 0)
+        for i, (data, encoding, ccsid, fmt) in enumerate(_chained_rows())
+    ]
+    frame = spark.createDataFrame(
+        extra, "message_key string, data binary, encoding int, ccsid int, format string, truncated boolean"
+    )
     # the chained rows in the stored messages' shape (their data_head computed from data)
-    padded = stored.limit(len(extra)).drop("message_key", "data", "encoding", "ccsid", "format", "truncated",
-                                           "data_head").withColumn("_n", F.monotonically_increasing_id())
+    padded = (
+        stored.limit(len(extra))
+        .drop("message_key", "data", "encoding", "ccsid", "format", "truncated", "data_head")
+        .withColumn("_n", F.monotonically_increasing_id())
+    )
     extra_rows = frame.withColumn("_n", F.monotonically_increasing_id())
-    messages = stored.unionByName(padded.join(extra_rows, "_n").drop("_n")
-                                  .withColumn("data_head", F.expr(head_sql("data"))), allowMissingColumns=True)
+    messages = stored.unionByName(
+        padded.join(extra_rows, "_n").drop("_n").withColumn("data_head", F.expr(head_sql("data"))),
+        allowMissingColumns=True,
+    )
     keys = [r.message_key for r in stored.select("message_key").orderBy("message_key").collect()]
     at = NOW - dt.timedelta(hours=1)
     ledger = spark.createDataFrame(
         [_ledger_row(k, outcome="failed", rule_line=1 + 2 * (n % 4), at=at) for n, k in enumerate(keys[::3])]
         + [_ledger_row(k, outcome="failed", rule_line=3, at=at) for k in keys[::6]],
-        table_schema("ledger"))
+        table_schema("ledger"),
+    )
     # one partition: each table's part of the union is then one task (one Python worker)
     pending = pending_with_attempts(without_data(messages), ledger).coalesce(1).cache()
     try:
@@ -323,8 +389,10 @@ def test_decode_and_choice_in_one_udf_decide_as_decode_then_classify(spark, land
         def decisions(form):
             parts = [form(pending, t).withColumn("table", F.lit(n)) for n, t in enumerate(tables)]
             while len(parts) > 1:
-                parts = [parts[i].unionByName(parts[i + 1]) if i + 1 < len(parts) else parts[i]
-                         for i in range(0, len(parts), 2)]
+                parts = [
+                    parts[i].unionByName(parts[i + 1]) if i + 1 < len(parts) else parts[i]
+                    for i in range(0, len(parts), 2)
+                ]
             return sorted(parts[0].collect(), key=lambda r: (r["table"], r["message_key"]))
 
         one = decisions(lambda p, t: classify_pending(p, t, run_id="r", now=NOW))

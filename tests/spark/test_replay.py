@@ -19,12 +19,11 @@ from dlq_pipeline.dumps.dmpmqmsg import read_dump
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.replay.placement import place_queues, slot_values
 from dlq_pipeline.replay.rebuild import rebuild
-from dlq_pipeline.replay.targets import TargetError
+from dlq_pipeline.replay.targets import TargetError, local_warehouse
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
 from dlq_pipeline.rules.model import Decision
-from dlq_pipeline.replay.targets import local_warehouse
-from dlq_pipeline.spark.replay import replay
 from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES, ReplaySettings, StorageSettings
+from dlq_pipeline.spark.replay import replay
 from dlq_pipeline.spark.storage import open_storage
 from tests.conftest import storage_settings
 from tests.spark.replay_retry_job import NOW, dead_letter, decision_row, frame, message_row
@@ -35,19 +34,25 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def setup(spark, warehouse: Path, decisions: list[dict], *, truncated=(), kind="parquet", **replay_options):
-    config = load_config(overrides={"storage": storage_settings(kind, warehouse),
-                                    "replay": {"batch_size": 2, "max_connections": 2, **replay_options}})
+    config = load_config(
+        overrides={
+            "storage": storage_settings(kind, warehouse),
+            "replay": {"batch_size": 2, "max_connections": 2, **replay_options},
+        }
+    )
     storage = open_storage(spark, StorageSettings.from_config(config))
     keys = sorted({d["message_key"] for d in decisions})
-    rows = [message_row(k, *dead_letter(int(k[3:]), "APP.IN"), index=int(k[3:]), truncated=k in truncated)
-            for k in keys if not k.startswith("nomsg")]
+    rows = [
+        message_row(k, *dead_letter(int(k[3:]), "APP.IN"), index=int(k[3:]), truncated=k in truncated)
+        for k in keys
+        if not k.startswith("nomsg")
+    ]
     storage.append("messages", frame(spark, "messages", rows))
     return ReplaySettings.from_config(config), storage
 
 
 @pytest.mark.parametrize("counted", [False, True], ids=["joined", "broadcast"])
-def test_every_decision_gets_one_ledger_row_and_the_qm_gets_each_message_once(spark, tmp_path, monkeypatch,
-                                                                              counted):
+def test_every_decision_gets_one_ledger_row_and_the_qm_gets_each_message_once(spark, tmp_path, monkeypatch, counted):
     """Decisions counted (as `run` has them) and as many as `BROADCAST_DECISIONS` says are
     broadcast into the join: the same rows."""
     import dlq_pipeline.spark.replay as replay_module
@@ -56,30 +61,65 @@ def test_every_decision_gets_one_ledger_row_and_the_qm_gets_each_message_once(sp
     run = "RUN-A"
     later = NOW + dt.timedelta(hours=1)
     decisions = [
-        decision_row("key000", "RETRY", run_id=run, index=0, target_q="APP.IN", target_qmgr="", putaut="DEF", attempt=1),
-        decision_row("key001", "FWD", run_id=run, index=1, target_q="HOLD", target_qmgr="", header=True, putaut="DEF",
-                     attempt=1),
-        decision_row("key002", "FWD", run_id=run, index=2, target_q="HOLD", target_qmgr="", header=False, putaut="DEF",
-                     attempt=2),
+        decision_row(
+            "key000", "RETRY", run_id=run, index=0, target_q="APP.IN", target_qmgr="", putaut="DEF", attempt=1
+        ),
+        decision_row(
+            "key001", "FWD", run_id=run, index=1, target_q="HOLD", target_qmgr="", header=True, putaut="DEF", attempt=1
+        ),
+        decision_row(
+            "key002", "FWD", run_id=run, index=2, target_q="HOLD", target_qmgr="", header=False, putaut="DEF", attempt=2
+        ),
         decision_row("key003", "DISCARD", run_id=run, index=3),
         decision_row("key004", "IGNORE", run_id=run, index=4, rule_line=None, ignore_reason="no_match"),
-        decision_row("key005", "RETRY", run_id=run, index=5, target_q="APP.IN", target_qmgr="", putaut="DEF",
-                     attempt=2, not_before=later),
+        decision_row(
+            "key005",
+            "RETRY",
+            run_id=run,
+            index=5,
+            target_q="APP.IN",
+            target_qmgr="",
+            putaut="DEF",
+            attempt=2,
+            not_before=later,
+        ),
         decision_row("key006", "IGNORE", run_id=run, index=6, rule_line=None, ignore_reason="truncated"),
-        decision_row("key007", "RETRY", run_id=run, index=7, target_q="APP.IN", target_qmgr="", putaut="DEF", attempt=1),
-        decision_row("key008", "RETRY", run_id=run, index=8, target_q="APP.IN", target_qmgr="", putaut="DEF", attempt=1),
-        decision_row("nomsg9", "RETRY", run_id=run, index=9, target_q="APP.IN", target_qmgr="", putaut="DEF", attempt=1),
+        decision_row(
+            "key007", "RETRY", run_id=run, index=7, target_q="APP.IN", target_qmgr="", putaut="DEF", attempt=1
+        ),
+        decision_row(
+            "key008", "RETRY", run_id=run, index=8, target_q="APP.IN", target_qmgr="", putaut="DEF", attempt=1
+        ),
+        decision_row(
+            "nomsg9", "RETRY", run_id=run, index=9, target_q="APP.IN", target_qmgr="", putaut="DEF", attempt=1
+        ),
     ]
     settings, storage = setup(spark, tmp_path / "wh", decisions, truncated={"key007"})
-    counts = replay(spark, storage, frame(spark, "decisions", decisions), target="sim:", settings=settings, run_id=run,
-                    now=NOW, decisions_total=len(decisions) if counted else None)
+    counts = replay(
+        spark,
+        storage,
+        frame(spark, "decisions", decisions),
+        target="sim:",
+        settings=settings,
+        run_id=run,
+        now=NOW,
+        decisions_total=len(decisions) if counted else None,
+    )
     assert counts == {"delivered": 4, "discarded": 1, "ignored": 3, "deferred": 1, "failed": 1}
 
     ledger = {r["message_key"]: r for r in storage.read("ledger").collect()}
     assert {k: (r["outcome"], r["reason_code"]) for k, r in ledger.items()} == {
-        "key000": ("delivered", 0), "key001": ("delivered", 0), "key002": ("delivered", 0), "key003": ("discarded", None),
-        "key004": ("ignored", None), "key005": ("deferred", None), "key006": ("ignored", None),
-        "key007": ("ignored", None), "key008": ("delivered", 0), "nomsg9": ("failed", None)}
+        "key000": ("delivered", 0),
+        "key001": ("delivered", 0),
+        "key002": ("delivered", 0),
+        "key003": ("discarded", None),
+        "key004": ("ignored", None),
+        "key005": ("deferred", None),
+        "key006": ("ignored", None),
+        "key007": ("ignored", None),
+        "key008": ("delivered", 0),
+        "nomsg9": ("failed", None),
+    }
     assert ledger["key002"]["attempt"] == 2 and ledger["key001"]["target_q"] == "HOLD"
     assert all(r["run_id"] == run and r["partition_id"] is not None for r in ledger.values())
 
@@ -104,18 +144,34 @@ def test_broadcast_decisions_give_the_work_items_of_the_join(spark, tmp_path, mo
 
     run = "RUN-B"
     actions = ["RETRY", "FWD", "DISCARD", "IGNORE", "RETRY"]
-    decisions = [decision_row(f"key{n:03d}", actions[n % 5], run_id=run, index=n, target_q=f"APP.Q{n % 4}",
-                              target_qmgr="QM2" if n % 3 == 0 else "", putaut="DEF", attempt=1, header=n % 2 == 0)
-                 for n in range(30)]
-    decisions += [decision_row(f"nomsg{n}", "RETRY", run_id=run, index=90 + n, target_q="APP.Q0", target_qmgr="",
-                               putaut="DEF", attempt=1) for n in range(2)]
+    decisions = [
+        decision_row(
+            f"key{n:03d}",
+            actions[n % 5],
+            run_id=run,
+            index=n,
+            target_q=f"APP.Q{n % 4}",
+            target_qmgr="QM2" if n % 3 == 0 else "",
+            putaut="DEF",
+            attempt=1,
+            header=n % 2 == 0,
+        )
+        for n in range(30)
+    ]
+    decisions += [
+        decision_row(
+            f"nomsg{n}", "RETRY", run_id=run, index=90 + n, target_q="APP.Q0", target_qmgr="", putaut="DEF", attempt=1
+        )
+        for n in range(2)
+    ]
     _, storage = setup(spark, tmp_path / "wh", decisions, truncated={"key004"})
     skip = {"key002", "key017", "nomsg1"}
     monkeypatch.setattr(replay_module, "BROADCAST_DECISIONS", (len(decisions), len(decisions)))
 
     def items(total):
-        got = replay_module.work_items(storage, frame(spark, "decisions", decisions), 3, skip, per_qmgr,
-                                       decisions_total=total)
+        got = replay_module.work_items(
+            storage, frame(spark, "decisions", decisions), 3, skip, per_qmgr, decisions_total=total
+        )
         plan = got._jdf.queryExecution().executedPlan().toString()
         plan = plan.count("LeftOuter"), plan.count("Inner")
         # the path asked for: the inner join + anti join in BROADCAST_DECISIONS, else the left join
@@ -131,11 +187,29 @@ def test_broadcast_decisions_give_the_work_items_of_the_join(spark, tmp_path, mo
 
 def test_dir_target_through_spark(spark, tmp_path):
     run = "RUN-D"
-    decisions = [decision_row(f"key{n:03d}", "RETRY", run_id=run, index=n, target_q="APP.IN",
-                              target_qmgr="QM2" if n % 2 else "", putaut="DEF", attempt=1) for n in range(6)]
+    decisions = [
+        decision_row(
+            f"key{n:03d}",
+            "RETRY",
+            run_id=run,
+            index=n,
+            target_q="APP.IN",
+            target_qmgr="QM2" if n % 2 else "",
+            putaut="DEF",
+            attempt=1,
+        )
+        for n in range(6)
+    ]
     settings, storage = setup(spark, tmp_path / "wh", decisions)
-    counts = replay(spark, storage, frame(spark, "decisions", decisions), target=f"dir:{tmp_path / 'out'}",
-                    settings=settings, run_id=run, now=NOW)
+    counts = replay(
+        spark,
+        storage,
+        frame(spark, "decisions", decisions),
+        target=f"dir:{tmp_path / 'out'}",
+        settings=settings,
+        run_id=run,
+        now=NOW,
+    )
     assert counts == {"delivered": 6}
     for qdir, numbers in (("@local", (0, 2, 4)), ("QM2", (1, 3, 5))):
         got = [(m.md, m.data) for m in read_dump(str(tmp_path / "out" / run / qdir / "APP.IN.dmp"))]
@@ -149,8 +223,10 @@ def test_largest_put_is_the_largest_message_a_put_decision_ships(spark, tmp_path
 
     run = "RUN-L"
     actions = ["RETRY", "DISCARD", "FWD", "RETRY", "IGNORE"]
-    decisions = [decision_row(f"key{n:03d}", a, run_id=run, index=n, target_q="APP.IN", target_qmgr="", putaut="DEF",
-                              attempt=1) for n, a in enumerate(actions)]
+    decisions = [
+        decision_row(f"key{n:03d}", a, run_id=run, index=n, target_q="APP.IN", target_qmgr="", putaut="DEF", attempt=1)
+        for n, a in enumerate(actions)
+    ]
     _, storage = setup(spark, tmp_path / "wh", decisions + [decision_row("key009", "RETRY", run_id=run, index=9)])
     sizes = {r["message_key"]: r["data_length"] for r in storage.read("messages").collect()}
     frame_ = frame(spark, "decisions", decisions)
@@ -172,26 +248,53 @@ def test_messages_replayed_in_pieces_give_the_same_files_and_ledger(spark, tmp_p
     for in_pieces in (False, True):
         run = "RUN-C"
         actions = ["RETRY", "FWD", "DISCARD", "RETRY", "IGNORE", "RETRY"] * 2
-        decisions = [decision_row(f"key{n:03d}", a, run_id=run, index=n, target_q=f"APP.Q{n % 3}",
-                                  target_qmgr="QM2" if n % 2 else "", putaut="DEF", attempt=1, header=False)
-                     for n, a in enumerate(actions)]
-        decisions.append(decision_row("nomsg9", "RETRY", run_id=run, index=99, target_q="APP.Q0", target_qmgr="",
-                                      putaut="DEF", attempt=1))
+        decisions = [
+            decision_row(
+                f"key{n:03d}",
+                a,
+                run_id=run,
+                index=n,
+                target_q=f"APP.Q{n % 3}",
+                target_qmgr="QM2" if n % 2 else "",
+                putaut="DEF",
+                attempt=1,
+                header=False,
+            )
+            for n, a in enumerate(actions)
+        ]
+        decisions.append(
+            decision_row(
+                "nomsg9", "RETRY", run_id=run, index=99, target_q="APP.Q0", target_qmgr="", putaut="DEF", attempt=1
+            )
+        )
         settings, storage = setup(spark, tmp_path / f"wh{in_pieces}", decisions, max_connections=2)
         asked = []
-        monkeypatch.setattr(replay_module, "large_message_tasks",
-                            lambda spark_, largest: asked.append(largest) or (1 if in_pieces else None))
+        monkeypatch.setattr(
+            replay_module,
+            "large_message_tasks",
+            lambda spark_, largest: asked.append(largest) or (1 if in_pieces else None),
+        )
         out = tmp_path / f"out{in_pieces}"
-        counts = replay(spark, storage, frame(spark, "decisions", decisions), target=f"dir:{out}", settings=settings,
-                        run_id=run, now=NOW)
+        counts = replay(
+            spark,
+            storage,
+            frame(spark, "decisions", decisions),
+            target=f"dir:{out}",
+            settings=settings,
+            run_id=run,
+            now=NOW,
+        )
         assert counts == {"delivered": 8, "discarded": 2, "ignored": 2, "failed": 1}
         # asked for MQ's largest message first; only where that does not fit, the largest put
         assert asked == ([MQ_MAX_MESSAGE_BYTES, 0] if in_pieces else [MQ_MAX_MESSAGE_BYTES])
-        items = replay_module.work_items(storage, frame(spark, "decisions", decisions), 2, set(),
-                                         large_tasks=1 if in_pieces else None)
+        items = replay_module.work_items(
+            storage, frame(spark, "decisions", decisions), 2, set(), large_tasks=1 if in_pieces else None
+        )
         assert (items.count() > len(decisions)) == in_pieces
-        ledger = sorted(tuple(r[c] for c in ("message_key", "outcome", "target_qmgr", "target_q", "partition_id",
-                                              "reason_code")) for r in storage.read("ledger").collect())
+        ledger = sorted(
+            tuple(r[c] for c in ("message_key", "outcome", "target_qmgr", "target_q", "partition_id", "reason_code"))
+            for r in storage.read("ledger").collect()
+        )
         files = {p.relative_to(out): [(m.md, m.data) for m in read_dump(str(p))] for p in sorted(out.rglob("*.dmp"))}
         got[in_pieces] = ledger, files
     assert got[True] == got[False] and sum(len(v) for v in got[False][1].values()) == 8
@@ -225,12 +328,24 @@ def test_connections_per_qmgr_spreads_one_qmgr_by_queue_each_queue_in_dlq_order(
     files = {}
     for per_qmgr in (1, 4):
         run = f"RUN-P{per_qmgr}"
-        decisions = [decision_row(f"key{n:03d}", "RETRY", run_id=run, index=n, target_q=q,
-                                  target_qmgr="", putaut="DEF", attempt=1) for n, q in enumerate(order)]
-        settings, storage = setup(spark, tmp_path / f"wh{per_qmgr}", decisions, max_connections=4,
-                                  connections_per_qmgr=per_qmgr)
-        counts = replay(spark, storage, frame(spark, "decisions", decisions), target=f"dir:{tmp_path / 'out'}",
-                        settings=settings, run_id=run, now=NOW)
+        decisions = [
+            decision_row(
+                f"key{n:03d}", "RETRY", run_id=run, index=n, target_q=q, target_qmgr="", putaut="DEF", attempt=1
+            )
+            for n, q in enumerate(order)
+        ]
+        settings, storage = setup(
+            spark, tmp_path / f"wh{per_qmgr}", decisions, max_connections=4, connections_per_qmgr=per_qmgr
+        )
+        counts = replay(
+            spark,
+            storage,
+            frame(spark, "decisions", decisions),
+            target=f"dir:{tmp_path / 'out'}",
+            settings=settings,
+            run_id=run,
+            now=NOW,
+        )
         assert counts == {"delivered": len(order)}
         ledger = storage.read("ledger").collect()
         partitions = {q: {r["partition_id"] for r in ledger if r["target_q"] == q} for q in queues}
@@ -241,8 +356,9 @@ def test_connections_per_qmgr_spreads_one_qmgr_by_queue_each_queue_in_dlq_order(
             placed = place_queues({("", q): n for q, n in zip(queues, sizes)}, 4, 4)
             assert {q: p.pop() for q, p in partitions.items()} == {q: placed[("", q)] for q in queues}
             assert sorted(placed[("", q)] for q in queues[:4]) == [0, 1, 2, 3]
-        files[per_qmgr] = {q: [(m.md, m.data) for m in read_dump(str(tmp_path / "out" / run / "@local" / f"{q}.dmp"))]
-                           for q in queues}
+        files[per_qmgr] = {
+            q: [(m.md, m.data) for m in read_dump(str(tmp_path / "out" / run / "@local" / f"{q}.dmp"))] for q in queues
+        }
     assert files[4] == files[1]
     first = [n for n, q in enumerate(order) if q == "APP.Q3"]
     assert files[1]["APP.Q3"] == [rebuild(*dead_letter(n), Decision("RETRY")) for n in first]  # DLQ order
@@ -260,25 +376,39 @@ def test_slot_values_land_in_their_partitions(spark):
 
 def test_a_rerun_after_a_run_died_never_puts_its_committed_messages_again(spark, tmp_path, storage_kind):
     warehouse = tmp_path / "wh"
-    items = [WorkItem(f"key{n:03d}", "RETRY", *dead_letter(n), target_q="APP.IN", target_qmgr="", putaut="DEF",
-                      attempt=1) for n in range(5)]
+    items = [
+        WorkItem(f"key{n:03d}", "RETRY", *dead_letter(n), target_q="APP.IN", target_qmgr="", putaut="DEF", attempt=1)
+        for n in range(5)
+    ]
     sim = SimQueueManager(warehouse / "_sim" / "SIM.sqlite", "SIM")
 
     def killed(batches):
         raise SystemExit("kill -9")  # the whole run dies after its first committed batch
 
     with pytest.raises(SystemExit):
-        for _ in replay_partition(items, sim.connect, ReplaySettings(batch_size=2), run_id="DEAD", partition_id=0,
-                                  checkpoint=Checkpoint.for_partition(warehouse / "_checkpoints", "DEAD", 0), now=NOW,
-                                  on_commit=killed):
+        for _ in replay_partition(
+            items,
+            sim.connect,
+            ReplaySettings(batch_size=2),
+            run_id="DEAD",
+            partition_id=0,
+            checkpoint=Checkpoint.for_partition(warehouse / "_checkpoints", "DEAD", 0),
+            now=NOW,
+            on_commit=killed,
+        ):
             pass
     assert len(sim.put_log()) == 2
 
-    decisions = [decision_row(f"key{n:03d}", "RETRY", run_id="NEXT", index=n, target_q="APP.IN", target_qmgr="",
-                              putaut="DEF", attempt=1) for n in range(5)]
+    decisions = [
+        decision_row(
+            f"key{n:03d}", "RETRY", run_id="NEXT", index=n, target_q="APP.IN", target_qmgr="", putaut="DEF", attempt=1
+        )
+        for n in range(5)
+    ]
     settings, storage = setup(spark, warehouse, decisions, kind=storage_kind)
-    counts = replay(spark, storage, frame(spark, "decisions", decisions), target="sim:", settings=settings,
-                    run_id="NEXT", now=NOW)
+    counts = replay(
+        spark, storage, frame(spark, "decisions", decisions), target="sim:", settings=settings, run_id="NEXT", now=NOW
+    )
     assert counts == {"delivered": 3}
     assert [r.md.msg_id for r in sim.put_log()] == [dead_letter(n)[0].msg_id for n in range(5)]
     rows = Counter((r["run_id"], r["outcome"]) for r in storage.read("ledger").collect())
@@ -303,8 +433,14 @@ def test_task_retries_never_send_twice(tmp_path):
     """local[2,3]: every task fails once after committing a batch and is retried."""
     warehouse, result = tmp_path / "wh", tmp_path / "result.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, str(JOB), str(warehouse), str(result)], capture_output=True, text=True,
-                          env=env, timeout=600, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, str(JOB), str(warehouse), str(result)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=REPO,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     out = json.loads(result.read_text())
     assert out["injected"], "no task failure was injected: the test proves nothing"

@@ -13,11 +13,11 @@ from click.testing import CliRunner
 from dlq_pipeline.cli import cli
 from dlq_pipeline.dumps.dmpmqmsg import read_dump
 from dlq_pipeline.dumps.generator import write_generated
+from dlq_pipeline.dumps.sources import read_source
 from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import LOCAL_QMGR_DIR, safe_file_name
-from dlq_pipeline.dumps.sources import read_source
 from dlq_pipeline.spark.storage import Storage
 
 from ..conftest import REPO
@@ -46,8 +46,17 @@ def test_run_to_the_sim_puts_each_delivered_message_once(spark, generated, tmp_p
     paths, originals = generated
     wh = tmp_path / "wh"
     qm = SimQueueManager(wh / "_sim" / "SIM.sqlite", "SIM", {"remote_qmgrs": ["*"]})
-    args = ["run", *sum((["--input", p] for p in paths), []), "--rules", STARTER, "--warehouse", str(wh),
-            "--target", "sim:", "--json"]
+    args = [
+        "run",
+        *sum((["--input", p] for p in paths), []),
+        "--rules",
+        STARTER,
+        "--warehouse",
+        str(wh),
+        "--target",
+        "sim:",
+        "--json",
+    ]
     result, summary = invoke(*args)
     assert result.exit_code == 3 and summary["outcomes"]["delivered"] > 0
     storage = Storage(spark, path=str(wh))
@@ -55,8 +64,9 @@ def test_run_to_the_sim_puts_each_delivered_message_once(spark, generated, tmp_p
     delivered = [r for r in storage.read("ledger").collect() if r["outcome"] == "delivered"]
     expected = Counter()
     for row in delivered:
-        md, data = rebuild(originals[row["message_key"]].md, originals[row["message_key"]].data,
-                           decisions[row["message_key"]])
+        md, data = rebuild(
+            originals[row["message_key"]].md, originals[row["message_key"]].data, decisions[row["message_key"]]
+        )
         expected[(row["target_qmgr"].rstrip(" ") or "SIM", row["target_q"], md, data)] += 1
     received = Counter((r.qmgr, r.queue, r.md, r.data) for r in qm.put_log())
     assert received == expected and set(received.values()) == {1}
@@ -68,8 +78,17 @@ def test_run_to_the_sim_puts_each_delivered_message_once(spark, generated, tmp_p
 def test_replay_a_dry_run_to_dmpmqmsg_files_then_replay_again_sends_nothing(spark, generated, tmp_path):
     paths, originals = generated
     wh, out = tmp_path / "wh", tmp_path / "out"
-    result, dry = invoke("run", *sum((["--input", p] for p in paths), []), "--rules", STARTER,
-                         "--warehouse", str(wh), "--target", "dry-run", "--json")
+    result, dry = invoke(
+        "run",
+        *sum((["--input", p] for p in paths), []),
+        "--rules",
+        STARTER,
+        "--warehouse",
+        str(wh),
+        "--target",
+        "dry-run",
+        "--json",
+    )
     result, replayed = invoke("replay", "--warehouse", str(wh), "--target", f"dir:{out}", "--json")
     assert replayed["decisions_run_id"] == dry["run_id"] and replayed["run_id"].startswith(dry["run_id"] + ".replay-")
     puts = dry["decisions"].get("RETRY", 0) + dry["decisions"].get("FWD", 0)
@@ -82,12 +101,17 @@ def test_replay_a_dry_run_to_dmpmqmsg_files_then_replay_again_sends_nothing(spar
     ledger = [r for r in storage.read("ledger").collect() if r["run_id"] == replayed["run_id"]]
     assert len(ledger) == len(decisions) == dry["pending"]  # one ledger row per decision
     files = defaultdict(list)
-    for row in sorted((r for r in ledger if r["outcome"] == "delivered"),
-                      key=lambda r: (decisions[r["message_key"]]["source_file"],
-                                     decisions[r["message_key"]]["source_index"])):
+    for row in sorted(
+        (r for r in ledger if r["outcome"] == "delivered"),
+        key=lambda r: (decisions[r["message_key"]]["source_file"], decisions[r["message_key"]]["source_index"]),
+    ):
         qmgr = row["target_qmgr"].rstrip(" ")
-        path = out / replayed["run_id"] / (safe_file_name(qmgr) if qmgr else LOCAL_QMGR_DIR) / (
-            safe_file_name(row["target_q"]) + ".dmp")
+        path = (
+            out
+            / replayed["run_id"]
+            / (safe_file_name(qmgr) if qmgr else LOCAL_QMGR_DIR)
+            / (safe_file_name(row["target_q"]) + ".dmp")
+        )
         original = originals[row["message_key"]]
         files[path].append(rebuild(original.md, original.data, decisions[row["message_key"]]))
     written = sorted(out.rglob("*.dmp"))

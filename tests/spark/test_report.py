@@ -13,9 +13,9 @@ from dlq_pipeline.cli import cli
 from dlq_pipeline.config import load_config
 from dlq_pipeline.dumps.generator import HUB_QMGR, STORMS, generate, write_generated
 from dlq_pipeline.rules.parser import load_rules
+from dlq_pipeline.settings import RunSettings, StorageSettings
 from dlq_pipeline.spark.report import SCOPES, build_report
 from dlq_pipeline.spark.run import run_pipeline
-from dlq_pipeline.settings import RunSettings, StorageSettings
 from dlq_pipeline.spark.storage import open_storage
 
 from ..conftest import REPO
@@ -23,7 +23,7 @@ from ..conftest import REPO
 pytestmark = pytest.mark.spark
 STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
 COUNT = 2000
-NOW = dt.datetime(2026, 11, 2, 12, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 11, 2, 12, tzinfo=dt.UTC)
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +32,18 @@ def warehouse(spark, tmp_path_factory):
     dumps = [str(p) for p in write_generated(root / "dumps", COUNT, seed=4, files=2, max_size=4096)]
     config = load_config(overrides={"storage": {"path": str(root / "wh")}})
     table = load_rules(STARTER)
-    first = run_pipeline(spark, RunSettings.from_config(config), table, inputs=dumps, target="dry-run", now=NOW, run_id="first")
-    second = run_pipeline(spark, RunSettings.from_config(config), table, inputs=dumps, target="dry-run", now=NOW + dt.timedelta(hours=1),
-                          run_id="second")
+    first = run_pipeline(
+        spark, RunSettings.from_config(config), table, inputs=dumps, target="dry-run", now=NOW, run_id="first"
+    )
+    second = run_pipeline(
+        spark,
+        RunSettings.from_config(config),
+        table,
+        inputs=dumps,
+        target="dry-run",
+        now=NOW + dt.timedelta(hours=1),
+        run_id="second",
+    )
     return root / "wh", config, first, second
 
 
@@ -68,8 +77,7 @@ def test_arrivals_flag_the_generated_storms_and_the_advice_names_the_full_queue(
     generated = list(generate(COUNT, seed=4, max_size=4096))
     assert sum(s["count"] for s in arrivals["series"]) == COUNT
     by_storm = {s.name: s for s in STORMS}
-    assert [b["reasons"][0]["reason"] for b in arrivals["bursts"]] == [
-        "MQRC_UNKNOWN_OBJECT_NAME", "MQRC_Q_FULL"]
+    assert [b["reasons"][0]["reason"] for b in arrivals["bursts"]] == ["MQRC_UNKNOWN_OBJECT_NAME", "MQRC_Q_FULL"]
     q_full = arrivals["bursts"][1]
     members = [g for g in generated if g.storm == "q_full"]
     assert q_full["reasons"][0]["count"] >= len(members)  # the whole storm is inside the flagged hours

@@ -17,11 +17,11 @@ from dlq_pipeline.config import load_config
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.whatif import OUTPUT_KEYS
+from dlq_pipeline.settings import RunSettings, StorageSettings
 from dlq_pipeline.spark.classify import classify
 from dlq_pipeline.spark.decode import decode_headers
 from dlq_pipeline.spark.run import run_pipeline
 from dlq_pipeline.spark.storage import open_storage
-from dlq_pipeline.settings import RunSettings, StorageSettings
 
 from ..conftest import REPO
 
@@ -63,14 +63,24 @@ def test_run_decides_exactly_what_rules_test_predicts(spark, tmp_path, real_fixt
     table = parse_rules(TABLE, str(rules))
     assert table.ok, table.diagnostics
     dumps = [str(p) for p in write_generated(tmp_path / "dumps", 240, seed=11, files=2, max_size=16 * 1024)]
-    inputs = [*dumps, str(REPO / "tests" / "fixtures" / "amqsbcg-94.txt"),
-              str(real_fixtures / "mq10-dmpmqmsg-stdout.dmp")]
+    inputs = [
+        *dumps,
+        str(REPO / "tests" / "fixtures" / "amqsbcg-94.txt"),
+        str(real_fixtures / "mq10-dmpmqmsg-stdout.dmp"),
+    ]
 
     want0, status = predicted(str(rules), inputs, 0)
     assert status == 3  # amqsbcg could not get one message of the listing: a bad record
     config = load_config(None, overrides={"storage": {"path": str(tmp_path / "wh")}})
-    summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=inputs, target="dry-run", run_id="r1",
-                           now=dt.datetime(2026, 1, 2, 3, 4, 5))
+    summary = run_pipeline(
+        spark,
+        RunSettings.from_config(config),
+        table,
+        inputs=inputs,
+        target="dry-run",
+        run_id="r1",
+        now=dt.datetime(2026, 1, 2, 3, 4, 5),
+    )
     assert summary.quarantined == 1
     storage = open_storage(spark, StorageSettings.from_config(config))
     got0 = decided(storage.read("decisions").where(F.col("run_id") == "r1").collect())
@@ -79,8 +89,10 @@ def test_run_decides_exactly_what_rules_test_predicts(spark, tmp_path, real_fixt
     # The same stages after two attempts on every message: the chain moves on.
     want2, _ = predicted(str(rules), inputs, 2)
     pending = storage.read("messages").select(
-        "*", F.lit(2).alias("prior_attempts"),
-        F.lit(None).cast("struct<at:timestamp,rule_line:int>").alias("last_attempt"))
+        "*",
+        F.lit(2).alias("prior_attempts"),
+        F.lit(None).cast("struct<at:timestamp,rule_line:int>").alias("last_attempt"),
+    )
     got2 = decided(classify(decode_headers(pending), table, run_id="r2", now=dt.datetime(2026, 1, 2)).collect())
     assert got2 == want2
 

@@ -28,14 +28,30 @@ def invoke(*args):
 
 def test_run_summarises_and_a_rerun_adds_nothing(spark, dumps, tmp_path):
     warehouse = str(tmp_path / "wh")
-    args = ["run", "--input", dumps[0], "--input", dumps[1], "--rules", STARTER, "--warehouse", warehouse,
-            "--target", "dry-run", "--json"]
+    args = [
+        "run",
+        "--input",
+        dumps[0],
+        "--input",
+        dumps[1],
+        "--rules",
+        STARTER,
+        "--warehouse",
+        warehouse,
+        "--target",
+        "dry-run",
+        "--json",
+    ]
     first = invoke(*args)
     summary = json.loads(first.stdout)  # --json: stdout is the summary alone, progress is on stderr
     shown = first.stderr.splitlines()
     assert [line for line in shown if line.startswith("[")] == [
-        "[1/4] ingest", "[2/4] classify", "[3/4] replay", "[4/4] summary"]
-    assert shown[shown.index("[3/4] replay") + 1:shown.index("[4/4] summary")][-1] == "replay: 4/4 partitions done"
+        "[1/4] ingest",
+        "[2/4] classify",
+        "[3/4] replay",
+        "[4/4] summary",
+    ]
+    assert shown[shown.index("[3/4] replay") + 1 : shown.index("[4/4] summary")][-1] == "replay: 4/4 partitions done"
     assert summary["messages_landed"] == 300 and summary["quarantined"] == 0
     assert sum(summary["decisions"].values()) == 300 == summary["pending"]
     assert summary["messages_without_dlh"] == summary["ignore_reasons"]["no_dlh"] > 0
@@ -72,8 +88,10 @@ def test_run_summarises_and_a_rerun_adds_nothing(spark, dumps, tmp_path):
 def test_bad_rules_table_stops_before_anything_is_touched(tmp_path, dumps):
     bad = tmp_path / "bad.rules"
     bad.write_text("REASON(MQRC_Q_FULL) ACTION(RETRY) RETRIES(3)\nDESTQ(A) ACTION(FWD)\n")
-    result = CliRunner().invoke(cli, ["run", "--input", dumps[0], "--rules", str(bad),
-                                      "--warehouse", str(tmp_path / "wh"), "--target", "dry-run"])
+    result = CliRunner().invoke(
+        cli,
+        ["run", "--input", dumps[0], "--rules", str(bad), "--warehouse", str(tmp_path / "wh"), "--target", "dry-run"],
+    )
     assert result.exit_code == 2
     assert f"{bad}:1:" in result.stderr and f"{bad}:2:" in result.stderr
     assert "nothing was touched" in result.stderr
@@ -86,6 +104,7 @@ def test_bad_configuration_and_target_exit_2(tmp_path, dumps):
     result = CliRunner().invoke(cli, ["run", "--config", str(conf), "--input", dumps[0], "--rules", STARTER])
     assert result.exit_code == 2
     assert "unknown key 'replay.batchsize' (did you mean 'batch_size'?)" in result.stderr
-    result = CliRunner().invoke(cli, ["run", "--input", dumps[0], "--rules", STARTER, "--target", "ftp:x",
-                                      "--warehouse", str(tmp_path / "wh")])
+    result = CliRunner().invoke(
+        cli, ["run", "--input", dumps[0], "--rules", STARTER, "--target", "ftp:x", "--warehouse", str(tmp_path / "wh")]
+    )
     assert result.exit_code == 2 and "bad --target 'ftp:x'" in result.stderr

@@ -76,11 +76,13 @@ def test_placing_queues_by_size_costs_one_aggregation(spark, tmp_path):
     from dlq_pipeline.settings import ReplaySettings
 
     dumps = [str(p) for p in write_generated(tmp_path / "dumps", 200, seed=5, files=2, max_size=8 * 1024)]
-    settings = RunSettings(storage=StorageSettings(path=str(tmp_path / "wh")),
-                           replay=ReplaySettings(connections_per_qmgr=4))
+    settings = RunSettings(
+        storage=StorageSettings(path=str(tmp_path / "wh")), replay=ReplaySettings(connections_per_qmgr=4)
+    )
     jobs = StageJobs(spark)
-    summary = run_pipeline(spark, settings, load_rules(STARTER), inputs=dumps, target="dry-run", run_id="PLACED",
-                           progress=jobs)
+    summary = run_pipeline(
+        spark, settings, load_rules(STARTER), inputs=dumps, target="dry-run", run_id="PLACED", progress=jobs
+    )
     assert summary.pending == 200
     assert jobs.per_stage() == {"ingest": 2, "classify": 1, "replay": 5 + lookup_jobs(spark), "summary": 0}
 
@@ -93,8 +95,15 @@ def test_where_the_byte_ranges_of_a_split_dump_start_costs_no_job_of_its_own(spa
     split = os.path.getsize(dump) // 4
     settings = RunSettings(storage=StorageSettings(path=str(tmp_path / "wh")), ingest=IngestSettings(split_bytes=split))
     jobs, lines = StageJobs(spark), []
-    summary = run_pipeline(spark, settings, load_rules(STARTER), inputs=[str(dump)], target="dry-run",
-                           run_id="SPLIT", progress=lambda line: (lines.append(line), jobs(line)))
+    summary = run_pipeline(
+        spark,
+        settings,
+        load_rules(STARTER),
+        inputs=[str(dump)],
+        target="dry-run",
+        run_id="SPLIT",
+        progress=lambda line: (lines.append(line), jobs(line)),
+    )
     assert summary.messages_landed == 200
     assert any(line.endswith(" in 5 work items") for line in lines), lines
     # as many jobs as a dump read whole
@@ -117,9 +126,21 @@ def test_a_run_whose_decisions_are_broadcast_puts_and_records_the_same(spark, tm
         out = tmp_path / f"out-{name}"
         jobs = StageJobs(spark)
         summary = run_pipeline(spark, settings, table, inputs=dumps, target=f"dir:{out}", run_id="BCAST", progress=jobs)
-        ledger = sorted(tuple(r[c] for c in ("message_key", "outcome", "target_qmgr", "target_q", "partition_id",
-                                              "batch_id", "reason_code"))
-                        for r in spark.read.parquet(str(tmp_path / f"wh-{name}" / "ledger")).collect())
+        ledger = sorted(
+            tuple(
+                r[c]
+                for c in (
+                    "message_key",
+                    "outcome",
+                    "target_qmgr",
+                    "target_q",
+                    "partition_id",
+                    "batch_id",
+                    "reason_code",
+                )
+            )
+            for r in spark.read.parquet(str(tmp_path / f"wh-{name}" / "ledger")).collect()
+        )
         files = {p.relative_to(out): [(m.md, m.data) for m in read_dump(str(p))] for p in sorted(out.rglob("*.dmp"))}
         got[name] = summary.outcomes, ledger, files, jobs.per_stage()["replay"]
     assert got["broadcast"][:3] == got["joined"][:3] and len(got["joined"][1]) == 200 and got["joined"][2]

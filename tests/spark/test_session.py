@@ -9,10 +9,19 @@ import pytest
 
 from dlq_pipeline.config import defaults
 from dlq_pipeline.spark import session as session_module
-from dlq_pipeline.spark.delta import (JARS_ENV, DeltaJarsError, cached_jars, jar_dir, package_for,
-                                      spark_provided)
-from dlq_pipeline.spark.session import (BASE_CONF, DELTA_CATALOG, DELTA_EXTENSION, connect_conf, delta_available,
-                                        delta_missing, get_spark, is_connect, remote_url, session_conf)
+from dlq_pipeline.spark.delta import JARS_ENV, DeltaJarsError, cached_jars, jar_dir, package_for, spark_provided
+from dlq_pipeline.spark.session import (
+    BASE_CONF,
+    DELTA_CATALOG,
+    DELTA_EXTENSION,
+    connect_conf,
+    delta_available,
+    delta_missing,
+    get_spark,
+    is_connect,
+    remote_url,
+    session_conf,
+)
 
 
 def test_get_spark_returns_the_active_session(spark):
@@ -46,8 +55,13 @@ def test_spark_conf_is_applied_to_the_active_session_when_modifiable(spark):
 
 
 def test_session_conf_defaults_and_overrides():
-    conf = session_conf({"master": "local[3]", "app_name": "x",
-                         "spark_conf": {"spark.sql.shuffle.partitions": 16, "spark.executor.memory": "2g"}})
+    conf = session_conf(
+        {
+            "master": "local[3]",
+            "app_name": "x",
+            "spark_conf": {"spark.sql.shuffle.partitions": 16, "spark.executor.memory": "2g"},
+        }
+    )
     assert conf["spark.master"] == "local[3]"
     assert conf["spark.app.name"] == "x"
     assert conf["spark.sql.shuffle.partitions"] == "16"  # the user's setting wins, as a string
@@ -65,7 +79,9 @@ def test_a_local_session_gets_a_heap_sized_to_the_machine():
     assert session_module.local_driver_memory(2 * 2**30) == "1g"
     assert session_module.local_driver_memory(256 * 2**30) == "8g"
     assert session_conf({"master": "local[2]"})["spark.driver.memory"] == session_module.local_driver_memory()
-    assert session_conf({"master": "local[2]", "spark_conf": {"spark.driver.memory": "3g"}})["spark.driver.memory"] == "3g"
+    assert (
+        session_conf({"master": "local[2]", "spark_conf": {"spark.driver.memory": "3g"}})["spark.driver.memory"] == "3g"
+    )
     assert "spark.driver.memory" not in session_conf({"master": "spark://host:7077"})
     # spark-submit started the JVM already: what it was told stands
     assert "spark.driver.memory" not in session_conf({"master": "local[2]"}, {"spark.master": "local[2]"})
@@ -79,7 +95,10 @@ def test_a_small_command_starts_a_jvm_that_compiles_with_c1_only():
     assert "spark.driver.extraJavaOptions" not in session_conf(large)
     assert "spark.driver.extraJavaOptions" not in session_conf({"master": "local[2]"})  # size unknown (a live DLQ)
     assert "spark.driver.extraJavaOptions" not in session_conf({**small, "quick_jit_bytes": 0})  # never
-    assert session_conf({**large, "quick_jit_bytes": 2 * 2**30})["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
+    assert (
+        session_conf({**large, "quick_jit_bytes": 2 * 2**30})["spark.driver.extraJavaOptions"]
+        == "-XX:TieredStopAtLevel=1"
+    )
     mine = {**small, "spark_conf": {"spark.driver.extraJavaOptions": "-Dx=1"}}
     assert session_conf(mine)["spark.driver.extraJavaOptions"] == "-Dx=1"  # the user's options replace it
     # a JVM this process does not start (a cluster's driver, spark-submit) is left as it is
@@ -90,7 +109,9 @@ def test_a_small_command_starts_a_jvm_that_compiles_with_c1_only():
 def test_a_local_jvm_maps_the_class_archive_it_is_given():
     quiet = "-Xlog:cds=off -Xlog:cds+dynamic=off"
     archive = {"master": "local[2]", "class_archive": "/cache/cds/spark.jsa"}
-    assert session_conf(archive)["spark.driver.extraJavaOptions"] == f"-XX:SharedArchiveFile=/cache/cds/spark.jsa {quiet}"
+    assert (
+        session_conf(archive)["spark.driver.extraJavaOptions"] == f"-XX:SharedArchiveFile=/cache/cds/spark.jsa {quiet}"
+    )
     both = session_conf({**archive, "work_bytes": 2**20})["spark.driver.extraJavaOptions"]
     assert both == f"-XX:TieredStopAtLevel=1 -XX:SharedArchiveFile=/cache/cds/spark.jsa {quiet}"
     spaced = session_conf({**archive, "class_archive": "/my cache/a.jsa"})["spark.driver.extraJavaOptions"]
@@ -116,8 +137,12 @@ def test_delta_confs_only_when_delta_can_be_loaded(monkeypatch):
     assert "spark.sql.catalog.spark_catalog" not in without  # would break every query
     assert DELTA_EXTENSION not in without.get("spark.sql.extensions", "")
 
-    with_jars = session_conf({"format": "delta", "spark_conf": {
-        "spark.jars.packages": "io.delta:delta-spark_2.13:4.0.0", "spark.sql.extensions": "my.Ext"}})
+    with_jars = session_conf(
+        {
+            "format": "delta",
+            "spark_conf": {"spark.jars.packages": "io.delta:delta-spark_2.13:4.0.0", "spark.sql.extensions": "my.Ext"},
+        }
+    )
     assert with_jars["spark.sql.extensions"] == f"my.Ext,{DELTA_EXTENSION}"
     assert with_jars["spark.sql.catalog.spark_catalog"] == DELTA_CATALOG
 
@@ -127,8 +152,9 @@ def test_delta_confs_only_when_delta_can_be_loaded(monkeypatch):
     assert from_cache["spark.driver.extraClassPath"] == os.pathsep.join(["/x/mine.jar", *cached])  # a local JVM
     assert from_cache["spark.sql.catalog.spark_catalog"] == DELTA_CATALOG
     assert from_cache["spark.sql.extensions"] == DELTA_EXTENSION
-    on_a_cluster = session_conf({"format": "delta", "master": "spark://host:7077",
-                                 "spark_conf": {"spark.jars": "/x/mine.jar"}})
+    on_a_cluster = session_conf(
+        {"format": "delta", "master": "spark://host:7077", "spark_conf": {"spark.jars": "/x/mine.jar"}}
+    )
     assert on_a_cluster["spark.jars"] == ",".join(["/x/mine.jar", *cached])  # shipped to the executors
     assert "spark.driver.extraClassPath" not in on_a_cluster
 
@@ -142,8 +168,9 @@ def test_the_jvm_readers_jar_joins_the_classpath_of_sessions_this_process_starts
     monkeypatch.setattr(session_module.jvm_reader, "existing", lambda: "/p/dlq-pipeline-reader-abc.jar")
     assert session_conf({})["spark.driver.extraClassPath"] == "/p/dlq-pipeline-reader-abc.jar"
     assert session_module.local_classpath({}) == ["/p/dlq-pipeline-reader-abc.jar"]
-    mine = session_conf({"spark_conf": {"spark.driver.extraClassPath": f"/x/mine.jar{os.pathsep}"
-                                                                      "/p/dlq-pipeline-reader-abc.jar"}})
+    mine = session_conf(
+        {"spark_conf": {"spark.driver.extraClassPath": f"/x/mine.jar{os.pathsep}/p/dlq-pipeline-reader-abc.jar"}}
+    )
     assert mine["spark.driver.extraClassPath"] == f"/x/mine.jar{os.pathsep}/p/dlq-pipeline-reader-abc.jar"  # once
     cluster = session_conf({"master": "spark://host:7077", "spark_conf": {"spark.jars": "/x/mine.jar"}})
     assert cluster["spark.jars"] == "/x/mine.jar,/p/dlq-pipeline-reader-abc.jar"
@@ -187,14 +214,26 @@ def test_delta_is_not_missing_where_the_active_session_has_it(spark):
 
 
 def test_only_the_jars_spark_does_not_ship_are_kept():
-    resolved = ["io.delta_delta-spark_4.2_2.13-4.4.0.jar", "io.delta_delta-storage-4.4.0.jar",
-                "com.fasterxml.jackson.core_jackson-core-2.13.5.jar", "com.github.luben_zstd-jni-1.5.7-3.jar",
-                "org.apache.hadoop_hadoop-client-api-3.4.2.jar", "org.roaringbitmap_shims-0.9.25.jar"]
-    shipped = ["jackson-core-2.21.2.jar", "zstd-jni-1.5.7-7.jar", "hadoop-client-api-3.5.0.jar",
-               "spark-core_2.13-4.2.1.jar", "RoaringBitmap-1.6.10.jar"]
+    resolved = [
+        "io.delta_delta-spark_4.2_2.13-4.4.0.jar",
+        "io.delta_delta-storage-4.4.0.jar",
+        "com.fasterxml.jackson.core_jackson-core-2.13.5.jar",
+        "com.github.luben_zstd-jni-1.5.7-3.jar",
+        "org.apache.hadoop_hadoop-client-api-3.4.2.jar",
+        "org.roaringbitmap_shims-0.9.25.jar",
+    ]
+    shipped = [
+        "jackson-core-2.21.2.jar",
+        "zstd-jni-1.5.7-7.jar",
+        "hadoop-client-api-3.5.0.jar",
+        "spark-core_2.13-4.2.1.jar",
+        "RoaringBitmap-1.6.10.jar",
+    ]
     assert spark_provided(resolved, shipped) == {
-        "com.fasterxml.jackson.core_jackson-core-2.13.5.jar", "com.github.luben_zstd-jni-1.5.7-3.jar",
-        "org.apache.hadoop_hadoop-client-api-3.4.2.jar"}
+        "com.fasterxml.jackson.core_jackson-core-2.13.5.jar",
+        "com.github.luben_zstd-jni-1.5.7-3.jar",
+        "org.apache.hadoop_hadoop-client-api-3.4.2.jar",
+    }
 
 
 def test_python_env_points_workers_at_this_interpreter(monkeypatch):
@@ -219,10 +258,19 @@ def test_spark_connect_url_from_the_setting_else_spark_remote(monkeypatch):
 def test_a_connect_session_gets_the_url_and_runtime_sql_settings_only(monkeypatch):
     """Master, heap, jars and Delta's extension are the server's: fixed when it started."""
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
-    conf = connect_conf({"remote": "sc://h:1", "master": "local[2]", "format": "delta",
-                         "spark_conf": {"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "3g"}})
-    assert conf == {**{k: v for k, v in BASE_CONF.items() if k.startswith("spark.sql.")},
-                    "spark.sql.shuffle.partitions": "8", "spark.remote": "sc://h:1"}
+    conf = connect_conf(
+        {
+            "remote": "sc://h:1",
+            "master": "local[2]",
+            "format": "delta",
+            "spark_conf": {"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "3g"},
+        }
+    )
+    assert conf == {
+        **{k: v for k, v in BASE_CONF.items() if k.startswith("spark.sql.")},
+        "spark.sql.shuffle.partitions": "8",
+        "spark.remote": "sc://h:1",
+    }
     assert delta_missing({"format": "delta", "remote": "sc://h:1"}) is False  # the server has its classpath
 
 
@@ -276,8 +324,10 @@ def test_the_lease_of_a_delta_warehouse_starts_spark_told_what_the_command_reads
     dump.write_bytes(b"x" * 1000)
     rules = tmp_path / "r.rules"
     rules.write_text("ACTION(DISCARD)\n")
-    args = {"ingest": ["ingest", str(dump)],
-            "run": ["run", "--input", str(dump), "--rules", str(rules), "--target", "dry-run"]}[command]
+    args = {
+        "ingest": ["ingest", str(dump)],
+        "run": ["run", "--input", str(dump), "--rules", str(rules), "--target", "dry-run"],
+    }[command]
     CliRunner().invoke(cli, [*args, "--warehouse", str(tmp_path / "wh"), "--format", "delta"])
     assert [s["work_bytes"] for s in seen] == [1000]
 

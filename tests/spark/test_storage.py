@@ -1,4 +1,5 @@
-"""Schemas from dlq_pipeline/data/schemas/*.json, conform, and Storage on Parquet, Delta by path and Delta by catalog name."""
+"""Schemas from dlq_pipeline/data/schemas/*.json, conform, and Storage on Parquet, Delta by path and
+Delta by catalog name."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from pyspark.sql.types import StructType, _parse_datatype_string
 from dlq_pipeline import tables as schemas
 from dlq_pipeline.spark import schemas as spark_schemas
 from dlq_pipeline.spark.schemas import conform, render_tables_md, table_schema
-from dlq_pipeline.tables import SchemaError, table_key
 from dlq_pipeline.spark.storage import Storage, StorageError
+from dlq_pipeline.tables import SchemaError, table_key
 
 from ..conftest import make_storage
 
@@ -87,12 +88,21 @@ def test_unknown_table_is_a_clear_error():
 
 
 def test_ddl_type_strings_in_a_schema_file_parse():
-    got = spark_schemas._struct({"type": "struct", "fields": [
-        {"name": "a", "type": "map<string,array<long>>", "nullable": False, "metadata": {}},
-        {"name": "b", "type": "decimal(10, 2)", "nullable": True, "metadata": {}},
-        {"name": "c", "type": "struct<x:int,y:string>", "nullable": True, "metadata": {}}]})
+    got = spark_schemas._struct(
+        {
+            "type": "struct",
+            "fields": [
+                {"name": "a", "type": "map<string,array<long>>", "nullable": False, "metadata": {}},
+                {"name": "b", "type": "decimal(10, 2)", "nullable": True, "metadata": {}},
+                {"name": "c", "type": "struct<x:int,y:string>", "nullable": True, "metadata": {}},
+            ],
+        }
+    )
     assert [f.dataType.simpleString() for f in got.fields] == [
-        "map<string,array<bigint>>", "decimal(10,2)", "struct<x:int,y:string>"]
+        "map<string,array<bigint>>",
+        "decimal(10,2)",
+        "struct<x:int,y:string>",
+    ]
     assert [f.nullable for f in got.fields] == [False, True, True]
 
 
@@ -117,11 +127,24 @@ def test_conform_orders_casts_drops_and_restores_the_declared_schema(spark):
     df = _ledger_rows(spark, [(T0, "delivered", "k1", "r1", "RETRY", T0, 7, "dropped")])
     out = conform(df, "ledger")
     assert out.schema == expected_struct("ledger")  # order, types, nullability, comments
-    assert out.collect() == [Row(
-        run_id="r1", message_key="k1", action="RETRY", rule_line=7, attempt=None, target_q=None,
-        target_qmgr=None, outcome="delivered", reason_code=None, error_text=None, started_at=T0,
-        finished_at=T0, partition_id=None, batch_id=None,
-    )]
+    assert out.collect() == [
+        Row(
+            run_id="r1",
+            message_key="k1",
+            action="RETRY",
+            rule_line=7,
+            attempt=None,
+            target_q=None,
+            target_qmgr=None,
+            outcome="delivered",
+            reason_code=None,
+            error_text=None,
+            started_at=T0,
+            finished_at=T0,
+            partition_id=None,
+            batch_id=None,
+        )
+    ]
 
 
 def test_conform_missing_column_names_it(spark):
@@ -136,8 +159,14 @@ def test_conform_refuses_nulls_in_non_nullable_columns(spark):
         "run_id string, message_key string, action string, target_q string, outcome string, "
         "started_at timestamp, finished_at timestamp",
     )
-    full = df.select("*", *[F.lit(None).cast(f.dataType).alias(f.name) for f in table_schema("ledger").fields
-                            if f.name not in df.columns])
+    full = df.select(
+        "*",
+        *[
+            F.lit(None).cast(f.dataType).alias(f.name)
+            for f in table_schema("ledger").fields
+            if f.name not in df.columns
+        ],
+    )
     out = conform(full, "ledger")
     assert out.schema == table_schema("ledger")
     with pytest.raises(Exception, match="ledger.message_key is null"):
@@ -159,9 +188,16 @@ def _conform_by_columns(df, name):
     return shaped.select(*final)
 
 
-_VALUES = {"string": "concat('s', id)", "int": "CAST(id AS INT)", "bigint": "id", "boolean": "id % 2 = 0",
-           "binary": "CAST(concat('b', id) AS BINARY)", "timestamp": "timestamp_seconds(id)",
-           "array<string>": "array(concat('a', id))", "map<string,binary>": "map('k', CAST('v' AS BINARY))"}
+_VALUES = {
+    "string": "concat('s', id)",
+    "int": "CAST(id AS INT)",
+    "bigint": "id",
+    "boolean": "id % 2 = 0",
+    "binary": "CAST(concat('b', id) AS BINARY)",
+    "timestamp": "timestamp_seconds(id)",
+    "array<string>": "array(concat('a', id))",
+    "map<string,binary>": "map('k', CAST('v' AS BINARY))",
+}
 _OTHER_TYPE = {"int": "bigint", "bigint": "int", "timestamp": "string", "boolean": "string"}
 
 
@@ -187,9 +223,14 @@ def test_conform_gives_every_shape_of_input_the_table_s_schema_and_values(spark,
         assert out.schema.jsonValue() == schema.jsonValue()
         assert out.collect() == _conform_by_columns(df, table).collect()
     never_null = next(f for f in schema.fields if not f.nullable)
-    nulled = spark.range(1).selectExpr(*[
-        f"CAST(NULL AS {f.dataType.simpleString()}) AS `{f.name}`" if f is never_null
-        else f"{_VALUES[f.dataType.simpleString()]} AS `{f.name}`" for f in schema.fields])
+    nulled = spark.range(1).selectExpr(
+        *[
+            f"CAST(NULL AS {f.dataType.simpleString()}) AS `{f.name}`"
+            if f is never_null
+            else f"{_VALUES[f.dataType.simpleString()]} AS `{f.name}`"
+            for f in schema.fields
+        ]
+    )
     with pytest.raises(Exception, match=f"{table}.{never_null.name} is null"):
         conform(nulled, table).collect()
 
@@ -216,8 +257,17 @@ def quarantine_df(spark, rows):
 
 
 def q(file, offset, code, run="r1", line=1):
-    return Row(run_id=run, source_file=file, source_line=line, source_offset=offset, source_index=0,
-               error_code=code, error_text="bad", snippet="X 1", quarantined_at=T0)
+    return Row(
+        run_id=run,
+        source_file=file,
+        source_line=line,
+        source_offset=offset,
+        source_index=0,
+        error_code=code,
+        error_text="bad",
+        snippet="X 1",
+        quarantined_at=T0,
+    )
 
 
 @pytest.fixture
@@ -239,11 +289,20 @@ def test_append_and_read_round_trip_every_stored_table(spark, warehouse, storage
     storage = make_storage(spark, storage_kind, warehouse)
     rows = {
         "quarantine": quarantine_df(spark, [q("/d/a.dmp", 10, "odd_length_hex"), q("/d/a.dmp", None, "empty_file")]),
-        "ledger": conform(_ledger_rows(spark, [(T0, "delivered", "k1", "r1", "RETRY", T0, 7, "-"),
-                                               (T0, "failed", "k2", "r1", "FWD", T0, None, "-")]), "ledger"),
-        "decisions": conform(spark.createDataFrame(
-            [("r1", "k1", "/d/a.dmp", 0, "RETRY", 3, 0, None, None, True, None, None, 1, None, T0)],
-            table_schema("decisions")), "decisions"),
+        "ledger": conform(
+            _ledger_rows(
+                spark,
+                [(T0, "delivered", "k1", "r1", "RETRY", T0, 7, "-"), (T0, "failed", "k2", "r1", "FWD", T0, None, "-")],
+            ),
+            "ledger",
+        ),
+        "decisions": conform(
+            spark.createDataFrame(
+                [("r1", "k1", "/d/a.dmp", 0, "RETRY", 3, 0, None, None, True, None, None, 1, None, T0)],
+                table_schema("decisions"),
+            ),
+            "decisions",
+        ),
     }
     for table, df in rows.items():
         storage.append(table, df)
@@ -257,20 +316,35 @@ def test_append_and_read_round_trip_every_stored_table(spark, warehouse, storage
 
 def test_merge_new_inserts_only_new_keys_and_is_idempotent(spark, warehouse, storage_kind):
     storage = make_storage(spark, storage_kind, warehouse)
-    first = quarantine_df(spark, [q("/d/a.dmp", 10, "odd_length_hex"), q("/d/a.dmp", 10, "unknown_attribute"),
-                                  q("/d/a.dmp", None, "empty_file")])
+    first = quarantine_df(
+        spark,
+        [
+            q("/d/a.dmp", 10, "odd_length_hex"),
+            q("/d/a.dmp", 10, "unknown_attribute"),
+            q("/d/a.dmp", None, "empty_file"),
+        ],
+    )
     assert storage.merge_new("quarantine", first) == 3
     assert_same_rows(storage.read("quarantine"), first)
 
-    again = quarantine_df(spark, [q("/d/a.dmp", 10, "odd_length_hex", run="r2"), q("/d/a.dmp", None, "empty_file", run="r2"),
-                                  q("/d/b.dmp", 10, "odd_length_hex", run="r2"),
-                                  q("/d/b.dmp", 10, "odd_length_hex", run="r2")])  # repeated within the input
+    again = quarantine_df(
+        spark,
+        [
+            q("/d/a.dmp", 10, "odd_length_hex", run="r2"),
+            q("/d/a.dmp", None, "empty_file", run="r2"),
+            q("/d/b.dmp", 10, "odd_length_hex", run="r2"),
+            q("/d/b.dmp", 10, "odd_length_hex", run="r2"),
+        ],
+    )  # repeated within the input
     assert storage.merge_new("quarantine", again) == 1  # null offsets match null-safely
     expected = first.unionByName(quarantine_df(spark, [q("/d/b.dmp", 10, "odd_length_hex", run="r2")]))
     assert_same_rows(storage.read("quarantine"), expected)
 
-    data_files = (lambda: sorted(p.name for p in (warehouse / "quarantine").glob("*.parquet"))) \
-        if storage_kind != "delta-name" else (lambda: [])
+    data_files = (
+        (lambda: sorted(p.name for p in (warehouse / "quarantine").glob("*.parquet")))
+        if storage_kind != "delta-name"
+        else (lambda: [])
+    )
     files_before = data_files()
     assert storage.merge_new("quarantine", again) == 0
     assert data_files() == files_before  # no empty files either
@@ -280,15 +354,18 @@ def test_merge_new_inserts_only_new_keys_and_is_idempotent(spark, warehouse, sto
 def test_merge_new_with_an_explicit_key(spark, warehouse, storage_kind):
     storage = make_storage(spark, storage_kind, warehouse)
     storage.merge_new("quarantine", quarantine_df(spark, [q("/d/a.dmp", 10, "odd_length_hex")]), key=["source_file"])
-    added = storage.merge_new("quarantine", quarantine_df(spark, [q("/d/a.dmp", 99, "bad_hex"), q("/d/c.dmp", 1, "x")]),
-                              key=["source_file"])
+    added = storage.merge_new(
+        "quarantine", quarantine_df(spark, [q("/d/a.dmp", 99, "bad_hex"), q("/d/c.dmp", 1, "x")]), key=["source_file"]
+    )
     assert added == 1
     assert sorted(r.source_file for r in storage.read("quarantine").collect()) == ["/d/a.dmp", "/d/c.dmp"]
 
 
 def test_merge_new_refuses_the_append_only_ledger(spark, warehouse, storage_kind):
     with pytest.raises(StorageError, match="append-only"):
-        make_storage(spark, storage_kind, warehouse).merge_new("ledger", spark.createDataFrame([], table_schema("ledger")))
+        make_storage(spark, storage_kind, warehouse).merge_new(
+            "ledger", spark.createDataFrame([], table_schema("ledger"))
+        )
 
 
 @pytest.mark.parametrize("kind", ["parquet", pytest.param("delta", marks=pytest.mark.delta)])
@@ -328,7 +405,9 @@ def test_bad_run_ids_cannot_escape_the_runs_directory(spark, warehouse):
 def test_configuration_errors(spark, warehouse, monkeypatch):
     monkeypatch.delenv("DATABRICKS_RUNTIME_VERSION", raising=False)
     monkeypatch.setattr("dlq_pipeline.spark.storage.delta_available", lambda s: False)  # a session without the jars
-    with pytest.raises(StorageError, match="needs Delta Lake on the Spark classpath.*python -m dlq_pipeline.spark.delta"):
+    with pytest.raises(
+        StorageError, match="needs Delta Lake on the Spark classpath.*python -m dlq_pipeline.spark.delta"
+    ):
         Storage(spark, format="delta", path=str(warehouse))
     with pytest.raises(StorageError, match="must be one of parquet, delta"):
         Storage(spark, format="orc", path=str(warehouse))

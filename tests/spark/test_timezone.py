@@ -31,8 +31,9 @@ MICROS = 1_000_000
 
 
 def _micros(df, *columns):
-    return df.select(*[c for c in df.columns if c not in columns],
-                     *[F.unix_micros(c).alias(c) for c in columns]).collect()
+    return df.select(
+        *[c for c in df.columns if c not in columns], *[F.unix_micros(c).alias(c) for c in columns]
+    ).collect()
 
 
 def _within(value_us, run) -> bool:
@@ -44,10 +45,20 @@ def _within(value_us, run) -> bool:
 def job(tmp_path_factory):
     work = tmp_path_factory.mktemp("tz")
     result = work / "result.json"
-    env = dict(os.environ, TZ=NEW_YORK, JAVA_TOOL_OPTIONS=f"-Duser.timezone={NEW_YORK}",
-               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, str(REPO / "tests" / "spark" / "tz_job.py"), str(work), str(result)],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    env = dict(
+        os.environ,
+        TZ=NEW_YORK,
+        JAVA_TOOL_OPTIONS=f"-Duser.timezone={NEW_YORK}",
+        PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+    )
+    done = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "spark" / "tz_job.py"), str(work), str(result)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     return json.loads(result.read_text())
 
@@ -74,10 +85,13 @@ def test_timestamps_and_retryint_are_utc_whatever_the_time_zone(spark, job, mode
 
     decisions = _micros(storage.read("decisions"), "decided_at", "not_before")
     now3 = int(round(run3["now"] * MICROS))
-    assert sorted((d["run_id"], d["message_key"], d["action"], d["attempt"], d["not_before"]) for d in decisions) == \
-        sorted([(run1["run_id"], k, "RETRY", 1, None) for k in keys]
-               + [(run2["run_id"], k, "RETRY", 2, failed_at[k] + retryint) for k in keys]  # RETRYINT after run 1
-               + [(run3["run_id"], k, "RETRY", 2, None) for k in keys])  # two hours later: due
+    assert sorted(
+        (d["run_id"], d["message_key"], d["action"], d["attempt"], d["not_before"]) for d in decisions
+    ) == sorted(
+        [(run1["run_id"], k, "RETRY", 1, None) for k in keys]
+        + [(run2["run_id"], k, "RETRY", 2, failed_at[k] + retryint) for k in keys]  # RETRYINT after run 1
+        + [(run3["run_id"], k, "RETRY", 2, None) for k in keys]
+    )  # two hours later: due
     decided = {d["run_id"]: set() for d in decisions}
     for d in decisions:
         decided[d["run_id"]].add(d["decided_at"])
@@ -85,12 +99,24 @@ def test_timestamps_and_retryint_are_utc_whatever_the_time_zone(spark, job, mode
     assert len(decided[run2["run_id"]]) == 1 and _within(next(iter(decided[run2["run_id"]])), run2)
     assert decided[run3["run_id"]] == {now3}  # the naive `now` given, taken as UTC
 
-    assert sorted((r["run_id"], r["message_key"], r["outcome"], r["reason_code"], r["attempt"], r["error_text"])
-                  for r in ledger.values()) == sorted(
+    assert sorted(
+        (r["run_id"], r["message_key"], r["outcome"], r["reason_code"], r["attempt"], r["error_text"])
+        for r in ledger.values()
+    ) == sorted(
         [(run1["run_id"], k, "failed", 2051, 1, ledger[(run1["run_id"], k)]["error_text"]) for k in keys]
-        + [(run2["run_id"], k, "deferred", None, 2,
-            f"RETRYINT: not before {iso_z(from_epoch_micros(failed_at[k] + retryint))}") for k in keys]
-        + [(run3["run_id"], k, "failed", 2051, 2, ledger[(run3["run_id"], k)]["error_text"]) for k in keys])
+        + [
+            (
+                run2["run_id"],
+                k,
+                "deferred",
+                None,
+                2,
+                f"RETRYINT: not before {iso_z(from_epoch_micros(failed_at[k] + retryint))}",
+            )
+            for k in keys
+        ]
+        + [(run3["run_id"], k, "failed", 2051, 2, ledger[(run3["run_id"], k)]["error_text"]) for k in keys]
+    )
     for (run_id, _), row in ledger.items():
         run = {r["run_id"]: r for r in (run1, run2, run3)}[run_id]
         assert row["started_at"] <= row["finished_at"]

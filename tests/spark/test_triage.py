@@ -10,15 +10,15 @@ import pytest
 from dlq_pipeline.config import load_config
 from dlq_pipeline.dumps.dmpmqmsg import read_dump
 from dlq_pipeline.dumps.generator import write_generated
+from dlq_pipeline.formats.structures import decode_dlh
 from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules, parse_rules
 from dlq_pipeline.rules.view import match_view
+from dlq_pipeline.settings import RunSettings
 from dlq_pipeline.spark import triage
 from dlq_pipeline.spark.run import run_pipeline
-from dlq_pipeline.formats.structures import decode_dlh
 from dlq_pipeline.triage import body_preview
-from dlq_pipeline.settings import RunSettings
 
 from ..conftest import REPO
 
@@ -33,7 +33,9 @@ def warehouse(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("triage")
     [dump] = write_generated(root / "dumps", 120, seed=5, files=1, max_size=4096)
     config = load_config(overrides={"storage": {"path": str(root / "wh")}})
-    run_pipeline(spark, RunSettings.from_config(config), load_rules(str(STARTER)), inputs=[str(dump)], target="dry-run", now=NOW)
+    run_pipeline(
+        spark, RunSettings.from_config(config), load_rules(str(STARTER)), inputs=[str(dump)], target="dry-run", now=NOW
+    )
     messages = [m for m in read_dump(dump)]
     return root / "wh", messages
 
@@ -51,8 +53,14 @@ def test_overview_and_counts_match_the_decoded_dump(tables, warehouse):
     messages = warehouse[1]
     decoded = headers(messages)
     with_dlh = [h.dlh for _, h in decoded if h.has_dlh]
-    assert triage.overview(tables) == {"messages": 120, "pending": 120, "without_dlh": 120 - len(with_dlh),
-                                       "truncated": 0, "quarantined": 0, "runs": 1}
+    assert triage.overview(tables) == {
+        "messages": 120,
+        "pending": 120,
+        "without_dlh": 120 - len(with_dlh),
+        "truncated": 0,
+        "quarantined": 0,
+        "runs": 1,
+    }
     reasons = Counter(d.reason for d in with_dlh)
     got = triage.by_reason(tables, top=100)
     assert sorted(zip(got["reason"], got["count"])) == sorted(reasons.items())
@@ -96,7 +104,12 @@ def test_what_if_finds_exactly_the_messages_a_draft_changes(tables, warehouse):
         view = match_view(m.md, m.data, truncated=m.truncated)
         a, b = decide(starter, view), decide(draft, view)
         if (a.action, a.target_q, a.target_qmgr, a.header, a.ignore_reason) != (
-                b.action, b.target_q, b.target_qmgr, b.header, b.ignore_reason):
+            b.action,
+            b.target_q,
+            b.target_qmgr,
+            b.header,
+            b.ignore_reason,
+        ):
             expected.add(message_key(m.md, data_digest(m.data)))
     assert expected  # the seed has queue-full messages
     result = triage.what_if(tables, draft, now=NOW, limit=1000)

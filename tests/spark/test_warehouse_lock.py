@@ -62,9 +62,14 @@ def test_writing_commands_are_refused_while_another_run_holds_the_warehouse(spar
         for name, args in commands.items():
             result = CliRunner().invoke(cli, args)
             said = result.stderr.strip()
-            outcomes[name] = (result.exit_code, said.startswith(f"error: warehouse {wh} is being written by run "
-                                                                f"(pid {holder.pid} on {socket.gethostname()}, "
-                                                                "run 20260301T120000Z-1a2b3c, since "))
+            outcomes[name] = (
+                result.exit_code,
+                said.startswith(
+                    f"error: warehouse {wh} is being written by run "
+                    f"(pid {holder.pid} on {socket.gethostname()}, "
+                    "run 20260301T120000Z-1a2b3c, since "
+                ),
+            )
         assert outcomes == {name: (1, True) for name in commands}
         assert snapshot(wh) == before  # nothing touched: no table, no summary, the queue as it was
         assert len(qm.messages("DLQ")) == 1 and len(qm.put_log()) == 1  # only the seeding put

@@ -22,8 +22,14 @@ REPO = Path(__file__).resolve().parents[2]
 def test_the_next_python_task_runs_in_a_started_worker_with_its_modules_imported(tmp_path):
     result = tmp_path / "result.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, str(REPO / "tests" / "spark" / "workers_job.py"), str(result)],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "spark" / "workers_job.py"), str(result)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     got = json.loads(result.read_text())
     assert 1 <= len(got["pids"]) <= 2  # local[2]: two tasks, in one worker or two

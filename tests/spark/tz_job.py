@@ -53,13 +53,21 @@ def pipeline(spark, root: Path) -> dict:
     runs = []
     for now in (None, None, "later"):
         if now == "later":  # naive UTC, two hours after the second run
-            now = dt.datetime.fromtimestamp(runs[-1]["end"] + 7200, dt.timezone.utc).replace(tzinfo=None)
+            now = dt.datetime.fromtimestamp(runs[-1]["end"] + 7200, dt.UTC).replace(tzinfo=None)
         start = time.time()
-        summary = run_pipeline(spark, RunSettings.from_config(config), table, inputs=[str(dump)], target="sim:QM1",
-                               now=now)
-        runs.append({"run_id": summary.run_id, "start": start, "end": time.time(), "outcomes": summary.outcomes,
-                     "started_at": summary.started_at,
-                     "now": None if now is None else now.replace(tzinfo=dt.timezone.utc).timestamp()})
+        summary = run_pipeline(
+            spark, RunSettings.from_config(config), table, inputs=[str(dump)], target="sim:QM1", now=now
+        )
+        runs.append(
+            {
+                "run_id": summary.run_id,
+                "start": start,
+                "end": time.time(),
+                "outcomes": summary.outcomes,
+                "started_at": summary.started_at,
+                "now": None if now is None else now.replace(tzinfo=dt.UTC).timestamp(),
+            }
+        )
     return {"warehouse": str(wh), "runs": runs}
 
 
@@ -67,8 +75,12 @@ def main(workdir: str, result_path: str) -> None:
     from dlq_pipeline.spark.session import get_spark
 
     spark = get_spark({"master": "local[1]", "app_name": "dlq-pipeline-tz"})
-    result = {"python_tz": time.tzname[0], "python_offset": time.timezone,
-              "jvm_tz": spark._jvm.java.util.TimeZone.getDefault().getID(), "passes": {}}
+    result = {
+        "python_tz": time.tzname[0],
+        "python_offset": time.timezone,
+        "jvm_tz": spark._jvm.java.util.TimeZone.getDefault().getID(),
+        "passes": {},
+    }
     result["factory_session_tz"] = spark.conf.get("spark.sql.session.timeZone")
     result["passes"]["factory"] = pipeline(spark, Path(workdir) / "factory")
     spark.conf.set("spark.sql.session.timeZone", "America/New_York")

@@ -34,8 +34,17 @@ def main(result: Path) -> None:
         return pa.array([os.getpid() * 100 + found] * len(ids), pa.int64())
 
     [row] = spark.range(1, numPartitions=1).select(F.arrow_udf(where, returnType="long")("id").alias("v")).collect()
-    result.write_text(json.dumps({"pids": pids, "again": again is not None, "task_pid": row["v"] // 100,
-                                  "modules_found": row["v"] % 100, "modules": len(TASK_MODULES)}))
+    result.write_text(
+        json.dumps(
+            {
+                "pids": pids,
+                "again": again is not None,
+                "task_pid": row["v"] // 100,
+                "modules_found": row["v"] % 100,
+                "modules": len(TASK_MODULES),
+            }
+        )
+    )
     spark.stop()
 
 

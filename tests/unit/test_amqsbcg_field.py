@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.dumps.records import DumpedMessage
+from dlq_pipeline.dumps.sources import read_source, sniff
+from dlq_pipeline.formats.mqmd import MQMD
+from dlq_pipeline.formats.structures import DeadLetterHeader, decode_dlh
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.whatif import decide_message
-from dlq_pipeline.dumps.sources import read_source, sniff
-from dlq_pipeline.formats.structures import DeadLetterHeader, decode_dlh
 from tests.unit.test_amqsbcg import Browsed, listing, read_listing
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -48,30 +48,59 @@ def without_blank_lines(text: bytes) -> bytes:
 
 def cut_after(text: bytes, marker: bytes) -> bytes:
     """A listing pasted only up to (and including) ``marker``."""
-    return text[:text.index(marker) + len(marker)]
+    return text[: text.index(marker) + len(marker)]
 
 
 def up_to(text: bytes, marker: bytes) -> bytes:
     """A listing pasted up to the line that starts with ``marker`` (not included)."""
-    return text[:text.index(marker)] + b"\n"
+    return text[: text.index(marker)] + b"\n"
 
 
 def pad(value: bytes, length: int, fill: bytes = b" ") -> bytes:
     return value + fill * (length - len(value))
 
 
-def dlh(order: str, reason: int, dest_q: bytes, dest_qmgr: bytes, encoding: int, ccsid: int,
-        fmt: bytes, appl_type: int, appl_name: bytes, date: bytes, time: bytes) -> bytes:
+def dlh(
+    order: str,
+    reason: int,
+    dest_q: bytes,
+    dest_qmgr: bytes,
+    encoding: int,
+    ccsid: int,
+    fmt: bytes,
+    appl_type: int,
+    appl_name: bytes,
+    date: bytes,
+    time: bytes,
+) -> bytes:
     """An MQDLH, field by field from IBM's documented layout (not by the code under test)."""
-    return (b"DLH " + struct.pack(order + "ii", 1, reason) + pad(dest_q, 48) + pad(dest_qmgr, 48)
-            + struct.pack(order + "ii", encoding, ccsid) + pad(fmt, 8) + struct.pack(order + "i", appl_type)
-            + pad(appl_name, 28) + date + time)
+    return (
+        b"DLH "
+        + struct.pack(order + "ii", 1, reason)
+        + pad(dest_q, 48)
+        + pad(dest_qmgr, 48)
+        + struct.pack(order + "ii", encoding, ccsid)
+        + pad(fmt, 8)
+        + struct.pack(order + "i", appl_type)
+        + pad(appl_name, 28)
+        + date
+        + time
+    )
 
 
 def mqtm(order: str, q_name: bytes, process: bytes, appl_type: int, appl_id: bytes) -> bytes:
     """An MQTM (trigger message, 684 bytes), field by field from IBM's documented layout."""
-    return (b"TM  " + struct.pack(order + "i", 1) + pad(q_name, 48) + pad(process, 48) + pad(b"", 64)
-            + struct.pack(order + "i", appl_type) + pad(appl_id, 256) + pad(b"", 128) + pad(b"", 128))
+    return (
+        b"TM  "
+        + struct.pack(order + "i", 1)
+        + pad(q_name, 48)
+        + pad(process, 48)
+        + pad(b"", 64)
+        + struct.pack(order + "i", appl_type)
+        + pad(appl_id, 256)
+        + pad(b"", 128)
+        + pad(b"", 128)
+    )
 
 
 # --- the published listings --------------------------------------------------------------------
@@ -81,62 +110,136 @@ def mqtm(order: str, q_name: bytes, process: bytes, appl_type: int, appl_id: byt
 # name the poster starred out is MQADMIN4, as the MsgId spells it. The archive copy stops
 # inside the hex line at 0x80, 133 of the 184 bytes.
 MAIL_MD = MQMD(
-    version=2, report=0, msg_type=8, expiry=-1, feedback=0, encoding=273, ccsid=819,
-    format="MQDEAD  ", priority=0, persistence=0,
-    msg_id=bytes.fromhex("414D51204D5141444D494E3420202020C713033E12F00000"), correl_id=bytes(24),
-    backout_count=0, reply_to_q=" " * 48, reply_to_qmgr="********" + " " * 40, user_id="*******     ",
+    version=2,
+    report=0,
+    msg_type=8,
+    expiry=-1,
+    feedback=0,
+    encoding=273,
+    ccsid=819,
+    format="MQDEAD  ",
+    priority=0,
+    persistence=0,
+    msg_id=bytes.fromhex("414D51204D5141444D494E3420202020C713033E12F00000"),
+    correl_id=bytes(24),
+    backout_count=0,
+    reply_to_q=" " * 48,
+    reply_to_qmgr="********" + " " * 40,
+    user_id="*******     ",
     accounting_token=bytes.fromhex("160105150000009F3C2D05AC5FFA16ED7C36243D3C000000000000000000000B"),
-    appl_identity_data=" " * 32, put_appl_type=11, put_appl_name="MQSeries\\pgm\\bin\\amqsput.exe",
-    put_date="20030109", put_time="08580248", appl_origin_data="    ", group_id=bytes(24),
-    msg_seq_number=1, offset=0, msg_flags=0, original_length=-1,
+    appl_identity_data=" " * 32,
+    put_appl_type=11,
+    put_appl_name="MQSeries\\pgm\\bin\\amqsput.exe",
+    put_date="20030109",
+    put_time="08580248",
+    appl_origin_data="    ",
+    group_id=bytes(24),
+    msg_seq_number=1,
+    offset=0,
+    msg_flags=0,
+    original_length=-1,
 )
-MAIL_DLH = dlh(">", 2085, b"ASDF2", b"MQADMIN4", 546, 850, b"MQSTR   ", 6, b"amqcrsta",
-               b"20030109", b"08580248")
+MAIL_DLH = dlh(">", 2085, b"ASDF2", b"MQADMIN4", 546, 850, b"MQSTR   ", 6, b"amqcrsta", b"20030109", b"08580248")
 MAIL_DATA = MAIL_DLH + b"hello world!"  # 184 bytes; the body is beyond the cut
 
 # An AIX runmqtrm dead letter (MQFB_APPL_CANNOT_BE_STARTED, 265) as the issue reports it:
 # listed by an older amqsbcg (hex lines indented by a blank, a blank line after
 # 'length - 856 bytes') and pasted only up to byte 384. Built from IBM's MQDLH and MQTM
 # layouts: no such listing is published.
-AIX_MD = MAIL_MD.replace(msg_id=bytes.fromhex("414D5120514D4149583120202020202062A1B3C420001207"),
-                         reply_to_qmgr="QMAIX1" + " " * 42, user_id="mqm         ",
-                         accounting_token=bytes(32), put_appl_type=6,
-                         put_appl_name="runmqtrm" + " " * 20, put_date="20190304", put_time="11223344",
-                         persistence=1)
+AIX_MD = MAIL_MD.replace(
+    msg_id=bytes.fromhex("414D5120514D4149583120202020202062A1B3C420001207"),
+    reply_to_qmgr="QMAIX1" + " " * 42,
+    user_id="mqm         ",
+    accounting_token=bytes(32),
+    put_appl_type=6,
+    put_appl_name="runmqtrm" + " " * 20,
+    put_date="20190304",
+    put_time="11223344",
+    persistence=1,
+)
 AIX_TM = mqtm(">", b"APP.REQUEST", b"APP.PROCESS", 6, b"/usr/local/bin/app_start")
-AIX_DLH = dlh(">", 265, b"APP.INITQ", b"QMAIX1", 273, 819, b"MQTRIG  ", 6, b"runmqtrm",
-              b"20190304", b"11223344")
+AIX_DLH = dlh(">", 265, b"APP.INITQ", b"QMAIX1", 273, 819, b"MQTRIG  ", 6, b"runmqtrm", b"20190304", b"11223344")
 
 # vdesabou/kafka-docker-playground, connect/connect-ibm-mq-sink/README.md (the 2019 version):
 # amqsbcg of the ibmcom/mq 9.1 container (Linux x86-64, UTF-8 locale) showing a JMS message
 # with an MQRFH2 put by Kafka Connect; 9.1 layout, no summary.
 KAFKA_MD = MQMD(
-    version=2, report=0, msg_type=8, expiry=-1, feedback=0, encoding=273, ccsid=1208,
-    format="MQHRF2  ", priority=4, persistence=1,
-    msg_id=bytes.fromhex("414D5120514D312020202020202020203F8EA85D1EA66A20"), correl_id=bytes(24),
-    backout_count=0, reply_to_q=" " * 48, reply_to_qmgr="QM1" + " " * 45, user_id="app         ",
-    accounting_token=bytes(32), appl_identity_data=" " * 32, put_appl_type=28,
-    put_appl_name="cli.ConnectDistributed      ", put_date="20191017", put_time="16024736",
-    appl_origin_data="    ", group_id=bytes(24), msg_seq_number=1, offset=0, msg_flags=0,
+    version=2,
+    report=0,
+    msg_type=8,
+    expiry=-1,
+    feedback=0,
+    encoding=273,
+    ccsid=1208,
+    format="MQHRF2  ",
+    priority=4,
+    persistence=1,
+    msg_id=bytes.fromhex("414D5120514D312020202020202020203F8EA85D1EA66A20"),
+    correl_id=bytes(24),
+    backout_count=0,
+    reply_to_q=" " * 48,
+    reply_to_qmgr="QM1" + " " * 45,
+    user_id="app         ",
+    accounting_token=bytes(32),
+    appl_identity_data=" " * 32,
+    put_appl_type=28,
+    put_appl_name="cli.ConnectDistributed      ",
+    put_date="20191017",
+    put_time="16024736",
+    appl_origin_data="    ",
+    group_id=bytes(24),
+    msg_seq_number=1,
+    offset=0,
+    msg_flags=0,
     original_length=-1,
 )
-KAFKA_FOLDER = (b"<mcd><Msd>jms_text</Msd></mcd>  ", b"<jms><Dst>queue:///DEV.QUEUE.1</Dst><Tms>1571328167362"
-                b"</Tms><Dlv>2</Dlv></jms>  ")
-KAFKA_DATA = (b"RFH " + struct.pack(">iiii", 2, 156, 273, 1208) + b"MQSTR   " + struct.pack(">ii", 0, 1208)
-              + struct.pack(">i", len(KAFKA_FOLDER[0])) + KAFKA_FOLDER[0]
-              + struct.pack(">i", len(KAFKA_FOLDER[1])) + KAFKA_FOLDER[1] + b"This is my message")
+KAFKA_FOLDER = (
+    b"<mcd><Msd>jms_text</Msd></mcd>  ",
+    b"<jms><Dst>queue:///DEV.QUEUE.1</Dst><Tms>1571328167362</Tms><Dlv>2</Dlv></jms>  ",
+)
+KAFKA_DATA = (
+    b"RFH "
+    + struct.pack(">iiii", 2, 156, 273, 1208)
+    + b"MQSTR   "
+    + struct.pack(">ii", 0, 1208)
+    + struct.pack(">i", len(KAFKA_FOLDER[0]))
+    + KAFKA_FOLDER[0]
+    + struct.pack(">i", len(KAFKA_FOLDER[1]))
+    + KAFKA_FOLDER[1]
+    + b"This is my message"
+)
 
 # A blog post (GitHub-hosted blog, 'WebSphere MQ: ローカル・キュー操作', 2013-01-04): WebSphere MQ
 # 7.0 amqsbcg on CentOS 6.3, pasted without its blank lines.
 BLOG_MD = MQMD(
-    version=2, report=0, msg_type=8, expiry=-1, feedback=0, encoding=546, ccsid=1208,
-    format="MQSTR   ", priority=0, persistence=0,
-    msg_id=bytes.fromhex("414D5120716D67723120202020202020ECD0E4500A1F0020"), correl_id=bytes(24),
-    backout_count=0, reply_to_q=" " * 48, reply_to_qmgr="qmgr1" + " " * 43, user_id="mqm         ",
+    version=2,
+    report=0,
+    msg_type=8,
+    expiry=-1,
+    feedback=0,
+    encoding=546,
+    ccsid=1208,
+    format="MQSTR   ",
+    priority=0,
+    persistence=0,
+    msg_id=bytes.fromhex("414D5120716D67723120202020202020ECD0E4500A1F0020"),
+    correl_id=bytes(24),
+    backout_count=0,
+    reply_to_q=" " * 48,
+    reply_to_qmgr="qmgr1" + " " * 43,
+    user_id="mqm         ",
     accounting_token=bytes.fromhex("0334393600000000000000000000000000000000000000000000000000000006"),
-    appl_identity_data=" " * 32, put_appl_type=6, put_appl_name="amqsput" + " " * 21,
-    put_date="20130103", put_time="01235075", appl_origin_data="    ", group_id=bytes(24),
-    msg_seq_number=1, offset=0, msg_flags=0, original_length=-1,
+    appl_identity_data=" " * 32,
+    put_appl_type=6,
+    put_appl_name="amqsput" + " " * 21,
+    put_date="20130103",
+    put_time="01235075",
+    appl_origin_data="    ",
+    group_id=bytes(24),
+    msg_seq_number=1,
+    offset=0,
+    msg_flags=0,
+    original_length=-1,
 )
 
 
@@ -144,15 +247,19 @@ def field_fixtures() -> dict[str, bytes]:
     """The fixture files, as the recipes above make them."""
     return {
         "amqsbcg-field-mqseries5-mail.txt": cut_after(
-            indent_all(listing([Browsed(MAIL_MD, MAIL_DATA)], layout="old",
-                               queue="SYSTEM.DEAD.LETTER.QUEUE")), b"616D 7163 727"),
+            indent_all(listing([Browsed(MAIL_MD, MAIL_DATA)], layout="old", queue="SYSTEM.DEAD.LETTER.QUEUE")),
+            b"616D 7163 727",
+        ),
         "amqsbcg-field-aix-trigger-cut.txt": up_to(
-            indent_hex(listing([Browsed(AIX_MD, AIX_DLH + AIX_TM)], layout="old",
-                               queue="SYSTEM.DEAD.LETTER.QUEUE")), b"\n 00000180:"),
-        "amqsbcg-field-mq91-rfh2.txt": listing([Browsed(KAFKA_MD, KAFKA_DATA)], layout="9.1",
-                                               queue="DEV.QUEUE.1", mbcs_max=6),
+            indent_hex(listing([Browsed(AIX_MD, AIX_DLH + AIX_TM)], layout="old", queue="SYSTEM.DEAD.LETTER.QUEUE")),
+            b"\n 00000180:",
+        ),
+        "amqsbcg-field-mq91-rfh2.txt": listing(
+            [Browsed(KAFKA_MD, KAFKA_DATA)], layout="9.1", queue="DEV.QUEUE.1", mbcs_max=6
+        ),
         "amqsbcg-field-mq7-blog.txt": without_blank_lines(
-            listing([Browsed(BLOG_MD, b"Hello MQ world!")], layout="old", queue="QL.A")),
+            listing([Browsed(BLOG_MD, b"Hello MQ world!")], layout="old", queue="QL.A")
+        ),
     }
 
 
@@ -186,8 +293,17 @@ def test_mail_copy_of_an_mqseries5_listing_cut_inside_the_hex():
     assert (header.has_dlh, header.problem) == (False, "too_short")  # never usable, so never matched
     # ...but the fields whose bytes are all there are shown, as the listing prints them
     assert header.dlh == DeadLetterHeader(
-        reason=2085, dest_q="ASDF2".ljust(48), dest_qmgr="MQADMIN4".ljust(48), encoding=546, ccsid=850,
-        format="MQSTR   ", put_appl_type=6, put_appl_name=None, put_date=None, put_time=None)
+        reason=2085,
+        dest_q="ASDF2".ljust(48),
+        dest_qmgr="MQADMIN4".ljust(48),
+        encoding=546,
+        ccsid=850,
+        format="MQSTR   ",
+        put_appl_type=6,
+        put_appl_name=None,
+        put_date=None,
+        put_time=None,
+    )
 
 
 def test_aix_listing_pasted_in_part_keeps_its_dead_letter_header():
@@ -203,7 +319,13 @@ def test_aix_listing_pasted_in_part_keeps_its_dead_letter_header():
     assert header.has_dlh and header.problem is None
     d = header.dlh
     assert (d.reason, d.dest_q.rstrip(), d.dest_qmgr.rstrip(), d.format, d.encoding, d.ccsid) == (
-        265, "APP.INITQ", "QMAIX1", "MQTRIG  ", 273, 819)
+        265,
+        "APP.INITQ",
+        "QMAIX1",
+        "MQTRIG  ",
+        273,
+        819,
+    )
     assert d.put_appl_name.rstrip() == "runmqtrm"
     table = parse_rules("REASON(MQFB_APPL_CANNOT_BE_STARTED) ACTION(RETRY)\n", "t.rules")
     assert table.ok
@@ -242,8 +364,7 @@ def test_listing_cut_before_the_hex():
     """After the length line the MQMD lands (no data, truncated); before it, nothing can."""
     content = listing([Browsed(PLAIN, b"abc")], layout="old")
     [cut] = read_listing(cut_after(content, b"length - 3 bytes"))
-    assert (cut.md, cut.data, cut.truncated, cut.total_length, cut.notes) == (
-        PLAIN, b"", True, 3, ("listing_cut:0/3",))
+    assert (cut.md, cut.data, cut.truncated, cut.total_length, cut.notes) == (PLAIN, b"", True, 3, ("listing_cut:0/3",))
     [error] = read_listing(cut_after(content, b"****   Message      ****"))
     assert error.code == "incomplete_message"
 
@@ -257,8 +378,7 @@ def test_cut_listing_then_the_next_message(layout):
     start = content.index(b"\n00000100:")
     second = content.index(b"\n \n MQGET of message number 2")
     cut, nxt = read_listing(content[:start] + content[second:])
-    assert (cut.data, cut.truncated, cut.total_length, cut.notes) == (
-        data[:256], True, 512, ("listing_cut:256/512",))
+    assert (cut.data, cut.truncated, cut.total_length, cut.notes) == (data[:256], True, 512, ("listing_cut:256/512",))
     assert (nxt.data, nxt.truncated) == (b"next", False)
 
 
@@ -270,7 +390,9 @@ def test_odd_hex_group_only_on_the_last_line():
     assert (error.code, error.message) == ("bad_hex", "'343' is not a hex group")
     [error] = read_listing(content.replace(b"6364 6566 '0123456789abcdef'", b"6364 656", 1))
     assert (error.code, error.message) == (
-        "bad_hex", "a hex group with an odd number of digits before the last hex line")
+        "bad_hex",
+        "a hex group with an odd number of digits before the last hex line",
+    )
     assert error.snippet.startswith("00000000:  3031") and error.snippet.endswith("6364 656")
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dlq_pipeline.arrivals import MIN_BURST, RULE, bucket_width, threshold, timeline
 
-T0 = dt.datetime(2026, 10, 1, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 10, 1, tzinfo=dt.UTC)
 
 
 def row(hours: float, count: int, reason="MQRC_Q_FULL", qmgr="CSQ1", dest="ORDQM01/ORDERS.IN"):
@@ -28,23 +29,34 @@ def test_threshold_is_the_strictest_of_floor_factor_and_mads():
 
 
 def test_a_storm_on_a_trickle_is_one_burst_with_its_reason_origin_and_queue():
-    rows = [row(h + 0.5, 5, reason="MQRC_UNKNOWN_OBJECT_NAME", qmgr="QMAIX01", dest="QM1/ORDRES.IN")
-            for h in range(48)]
+    rows = [row(h + 0.5, 5, reason="MQRC_UNKNOWN_OBJECT_NAME", qmgr="QMAIX01", dest="QM1/ORDRES.IN") for h in range(48)]
     rows += [row(20.2, 200), row(21.7, 300), row(22.1, 100, qmgr="QMAIX01")]
     found = timeline(rows)
     assert (found["bucket"], found["median"], found["threshold"], found["rule"]) == ("hour", 5.0, 15.0, RULE)
     assert len(found["series"]) == 48 and [s["start"] for s in found["series"][:2]] == [
-        "2026-10-01T00:00:00Z", "2026-10-01T01:00:00Z"]
+        "2026-10-01T00:00:00Z",
+        "2026-10-01T01:00:00Z",
+    ]
     assert [s["start"] for s in found["series"] if s["burst"]] == [
-        "2026-10-01T20:00:00Z", "2026-10-01T21:00:00Z", "2026-10-01T22:00:00Z"]
+        "2026-10-01T20:00:00Z",
+        "2026-10-01T21:00:00Z",
+        "2026-10-01T22:00:00Z",
+    ]
     assert found["series"][21]["by_reason"] == {"MQRC_Q_FULL": 300, "MQRC_UNKNOWN_OBJECT_NAME": 5}
-    assert found["bursts"] == [{
-        "start": "2026-10-01T20:00:00Z", "end": "2026-10-01T23:00:00Z", "buckets": 3, "hours": 3.0,
-        "count": 615, "baseline_per_bucket": 5.0, "peak": 305,
-        "reasons": [{"reason": "MQRC_Q_FULL", "count": 600}, {"reason": "MQRC_UNKNOWN_OBJECT_NAME", "count": 15}],
-        "qmgrs": [{"qmgr": "CSQ1", "count": 500}, {"qmgr": "QMAIX01", "count": 115}],
-        "destinations": [{"dest": "ORDQM01/ORDERS.IN", "count": 600}, {"dest": "QM1/ORDRES.IN", "count": 15}],
-    }]
+    assert found["bursts"] == [
+        {
+            "start": "2026-10-01T20:00:00Z",
+            "end": "2026-10-01T23:00:00Z",
+            "buckets": 3,
+            "hours": 3.0,
+            "count": 615,
+            "baseline_per_bucket": 5.0,
+            "peak": 305,
+            "reasons": [{"reason": "MQRC_Q_FULL", "count": 600}, {"reason": "MQRC_UNKNOWN_OBJECT_NAME", "count": 15}],
+            "qmgrs": [{"qmgr": "CSQ1", "count": 500}, {"qmgr": "QMAIX01", "count": 115}],
+            "destinations": [{"dest": "ORDQM01/ORDERS.IN", "count": 600}, {"dest": "QM1/ORDRES.IN", "count": 15}],
+        }
+    ]
 
 
 def test_empty_hours_count_as_zero_and_a_lone_small_bucket_is_no_burst():

@@ -45,20 +45,29 @@ def test_the_crossovers_floor_is_the_references_messages_in_the_start_up_alone()
     # start-up + trivial job 4.0, 5.0 and 6.5 s (median 5.0); the reference 0.1 s + 3.5 ms a
     # message: it handles 1,400 messages before a fresh process's Spark is up and has run a job
     def size(start, trivial):
-        return {"pipeline_spark_start_s": start, "pipeline_trivial_job_s": trivial, "pipeline_run_s": 9.0,
-                "pipeline_jobs": 7, "reference_over_pipeline": 0.3}
+        return {
+            "pipeline_spark_start_s": start,
+            "pipeline_trivial_job_s": trivial,
+            "pipeline_run_s": 9.0,
+            "pipeline_jobs": 7,
+            "reference_over_pipeline": 0.3,
+        }
 
     points = [(1000, 14.0, 3.6), (1500, 14.5, 5.35), (5000, 17.0, 17.6)]
-    d = {"sizes": {"1000": size(3.0, 1.0), "1500": size(4.0, 1.0), "5000": size(5.0, 1.5)},
-         "crossover": {**crossover(points), "reference_fixed_s": 0.1, "reference_ms_per_message": 3.5},
-         "sim_put_cost": {"worst_cpu_us_per_put": 30.0}}
+    d = {
+        "sizes": {"1000": size(3.0, 1.0), "1500": size(4.0, 1.0), "5000": size(5.0, 1.5)},
+        "crossover": {**crossover(points), "reference_fixed_s": 0.1, "reference_ms_per_message": 3.5},
+        "sim_put_cost": {"worst_cpu_us_per_put": 30.0},
+    }
     assert e2e_targets(d)["crossover_messages"]["start_up_floor"] == 1400
 
 
 def test_latency_option_becomes_delay_faults():
     assert parse_latency("put=0.2, commit=2") == {"put": 0.2, "commit": 2.0}
     assert latency_faults({"put": 0.2, "commit": 2.0, "get": 0}) == [
-        {"op": "commit", "delay": 0.002}, {"op": "put", "delay": 0.0002}]
+        {"op": "commit", "delay": 0.002},
+        {"op": "put", "delay": 0.0002},
+    ]
     with pytest.raises(ValueError):
         parse_latency("put")
 
@@ -66,11 +75,13 @@ def test_latency_option_becomes_delay_faults():
 def test_a_failed_childs_summary_keeps_the_jvm_error_that_came_first():
     from benchmarks.stages import failure_summary
 
-    stderr = ("26/11/27 03:05:07 ERROR Executor: Exception in task 26.0 in stage 0.0 (TID 26)\n"
-              "java.lang.OutOfMemoryError: Java heap space\n"
-              "\tat java.base/java.nio.HeapByteBuffer.<init>(HeapByteBuffer.java:64)\n"
-              + "  File \"x.py\", line 1, in <module>\n" * 200
-              + "py4j.protocol.Py4JJavaError: An error occurred while calling o111.collectToPython.\n")
+    stderr = (
+        "26/11/27 03:05:07 ERROR Executor: Exception in task 26.0 in stage 0.0 (TID 26)\n"
+        "java.lang.OutOfMemoryError: Java heap space\n"
+        "\tat java.base/java.nio.HeapByteBuffer.<init>(HeapByteBuffer.java:64)\n"
+        + '  File "x.py", line 1, in <module>\n' * 200
+        + "py4j.protocol.Py4JJavaError: An error occurred while calling o111.collectToPython.\n"
+    )
     summary = failure_summary(stderr, limit=600)
     assert summary.startswith("26/11/27 03:05:07 ERROR Executor: Exception in task 26.0")
     assert "java.lang.OutOfMemoryError: Java heap space" in summary.splitlines()[1]

@@ -25,8 +25,20 @@ from ..conftest import REPO
 
 ROOT = REPO / "databricks.yml"
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
-TOP_LEVEL = {"bundle", "variables", "artifacts", "sync", "resources", "targets", "include", "workspace", "permissions",
-             "run_as", "presets", "experimental"}
+TOP_LEVEL = {
+    "bundle",
+    "variables",
+    "artifacts",
+    "sync",
+    "resources",
+    "targets",
+    "include",
+    "workspace",
+    "permissions",
+    "run_as",
+    "presets",
+    "experimental",
+}
 SERVERLESS_STAGES = {"ingest", "classify", "report"}  # DataFrame API only: no RDDs, no MQ client
 
 
@@ -81,7 +93,9 @@ def test_settings_in_databricks_yml_and_every_job_in_resources():
     assert set(BUNDLE) <= TOP_LEVEL and BUNDLE["bundle"]["name"] == "dlq-pipeline"
     assert "resources" not in yaml.safe_load(ROOT.read_text())
     assert {p.relative_to(REPO).as_posix() for p in DEFINED_IN.values()} == {
-        "resources/dlq_pipeline.job.yml", "resources/dlq_pipeline_serverless.job.yml"}
+        "resources/dlq_pipeline.job.yml",
+        "resources/dlq_pipeline_serverless.job.yml",
+    }
     assert set(JOBS) == {"dlq_pipeline", "dlq_pipeline_serverless"}
 
 
@@ -129,8 +143,12 @@ def test_the_jvm_reader_artifact_is_the_jar_its_command_copies_into_dist(tmp_pat
     [artifact] = [a for a in BUNDLE["artifacts"].values() if a["type"] == "jar"]
     assert artifact["build"] == "python -m dlq_pipeline.spark.jvm_reader --copy-to dist"
     assert artifact["files"] == [{"source": f"dist/{jvm_reader.DIST_NAME}"}]
-    done = subprocess.run([sys.executable, "-m", "dlq_pipeline.spark.jvm_reader", "--copy-to", str(tmp_path)],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "dlq_pipeline.spark.jvm_reader", "--copy-to", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / jvm_reader.DIST_NAME).read_bytes() == jvm_reader.jar_path().read_bytes()
 
@@ -184,13 +202,14 @@ def test_parameters_not_named_parameters_and_every_setting_is_a_real_option():
 def test_every_file_a_task_reads_is_in_the_repository_and_synced():
     referenced = set(re.findall(r"\$\{workspace\.file_path\}/([^\"',\s\]]+)", all_yaml_text()))
     assert referenced == {"conf/dlq-pipeline.toml", "dlq_pipeline/data/rules/starter.rules"}
-    tracked = subprocess.run(["git", "ls-files", "--error-unmatch", *sorted(referenced)], cwd=REPO,
-                             capture_output=True, text=True)
+    tracked = subprocess.run(
+        ["git", "ls-files", "--error-unmatch", *sorted(referenced)], cwd=REPO, capture_output=True, text=True
+    )
     assert tracked.returncode == 0, tracked.stderr  # in git, so `bundle deploy` syncs it
 
 
 def test_stages_run_in_pipeline_order_one_run_at_a_time():
-    for job_name, job in JOBS.items():
+    for job in JOBS.values():
         keys = [t["task_key"] for t in job["tasks"]]
         assert keys == [s for s in jobs.STAGES if s in keys]
         assert job["max_concurrent_runs"] == 1
@@ -240,6 +259,9 @@ def test_secrets_come_from_a_secret_scope_and_the_profile_is_databricks():
     databricks = conf["profiles"]["databricks"]
     assert databricks["storage"]["format"] == "delta"
     assert {qm["password_env"] for qm in databricks["mq"]["qmgrs"].values()} == {"DLQ_MQ_PASSWORD"}
-    values = [line.split(":", 1)[1] for line in all_yaml_text().lower().splitlines()
-              if re.match(r"\s*[a-z_]*(password|token)[a-z_]*:", line)]
+    values = [
+        line.split(":", 1)[1]
+        for line in all_yaml_text().lower().splitlines()
+        if re.match(r"\s*[a-z_]*(password|token)[a-z_]*:", line)
+    ]
     assert values == [' "{{secrets/${var.secret_scope}/mq-password}}"']  # a secret reference, never a value

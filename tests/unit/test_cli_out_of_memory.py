@@ -15,10 +15,12 @@ from dlq_pipeline.locks import WarehouseLock
 
 REPO = Path(__file__).resolve().parents[2]
 STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
-JAVA_TEXT = ("An error occurred while calling o412.parquet.\n"
-             ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 7.0 failed 1 times, "
-             "most recent failure: Lost task 0.0 in stage 7.0 (TID 9): java.lang.OutOfMemoryError: Java heap space\n"
-             "\tat java.base/java.util.Arrays.copyOf(Arrays.java:3537)\n")
+JAVA_TEXT = (
+    "An error occurred while calling o412.parquet.\n"
+    ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 7.0 failed 1 times, "
+    "most recent failure: Lost task 0.0 in stage 7.0 (TID 9): java.lang.OutOfMemoryError: Java heap space\n"
+    "\tat java.base/java.util.Arrays.copyOf(Arrays.java:3537)\n"
+)
 
 
 class FakePy4JJavaError(Exception):
@@ -45,24 +47,41 @@ def test_an_out_of_memory_run_is_one_error_line_naming_the_setting(tmp_path, mon
         raise FakePy4JJavaError(JAVA_TEXT)
 
     started = []  # what the session was told the run reads (its JIT: dlq_pipeline.spark.session.quick_jit)
-    monkeypatch.setattr(pipeline_cli, "start_spark",
-                        lambda config, classic_for="", inputs=None: started.append(inputs) or object())
+    monkeypatch.setattr(
+        pipeline_cli, "start_spark", lambda config, classic_for="", inputs=None: started.append(inputs) or object()
+    )
     monkeypatch.setattr(spark_run, "run_pipeline", run_pipeline)
     dump = tmp_path / "in.dmp"
     dump.write_bytes(b"* never read\n")
     wh = tmp_path / "wh"
-    result = CliRunner().invoke(cli, ["run", "--input", str(dump), "--rules", STARTER, "--target", "dry-run",
-                                      "--warehouse", str(wh), "--set", 'spark.conf={"spark.driver.memory"="2g"}'])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            "--input",
+            str(dump),
+            "--rules",
+            STARTER,
+            "--target",
+            "dry-run",
+            "--warehouse",
+            str(wh),
+            "--set",
+            'spark.conf={"spark.driver.memory"="2g"}',
+        ],
+    )
     assert result.exit_code == 1 and "Traceback" not in result.stderr
     assert started == [[str(dump)]]
     assert [line for line in result.stderr.splitlines() if line.strip()] == [
         "error: Spark ran out of memory (java.lang.OutOfMemoryError: Java heap space): raise spark.driver.memory "
-        "(now 2g), e.g. --set 'spark.conf={\"spark.driver.memory\"=\"8g\"}' or [spark] conf in the configuration; "
-        "under spark-submit pass --driver-memory (and --executor-memory on a cluster). See docs/configuration.md"]
+        '(now 2g), e.g. --set \'spark.conf={"spark.driver.memory"="8g"}\' or [spark] conf in the configuration; '
+        "under spark-submit pass --driver-memory (and --executor-memory on a cluster). See docs/configuration.md"
+    ]
     with WarehouseLock(wh, command="test"):  # the run let go of the warehouse
         pass
 
     monkeypatch.setattr(spark_run, "run_pipeline", lambda *a, **k: (_ for _ in ()).throw(KeyError("other")))
-    result = CliRunner().invoke(cli, ["run", "--input", str(dump), "--rules", STARTER, "--target", "dry-run",
-                                      "--warehouse", str(wh)])
+    result = CliRunner().invoke(
+        cli, ["run", "--input", str(dump), "--rules", STARTER, "--target", "dry-run", "--warehouse", str(wh)]
+    )
     assert isinstance(result.exception, KeyError)  # anything else is not dressed up as memory

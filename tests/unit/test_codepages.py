@@ -12,10 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.profiles import examples
-
 from dlq_pipeline.formats import codepages
 from dlq_pipeline.formats.codepages import INVARIANT, KNOWN_CCSIDS, decode, encode, table
+from tests.profiles import examples
 
 REPO = Path(__file__).resolve().parents[2]
 FFFD = "\ufffd"
@@ -26,13 +25,26 @@ UNICODE = [1200, 1208, 13488, 17584]
 SINGLE_BYTE = EBCDIC + ASCII_FAMILY
 
 JAVA_NAME = {ccsid: f"Cp{ccsid:03d}" for ccsid in EBCDIC}
-JAVA_NAME.update({367: "US-ASCII", 646: "US-ASCII", 819: "ISO-8859-1", 912: "ISO-8859-2",
-                  923: "ISO-8859-15", 437: "Cp437", 850: "Cp850",
-                  1250: "windows-1250", 1251: "windows-1251", 1252: "windows-1252",
-                  5346: "windows-1250", 5347: "windows-1251", 5348: "windows-1252"})
+JAVA_NAME.update(
+    {
+        367: "US-ASCII",
+        646: "US-ASCII",
+        819: "ISO-8859-1",
+        912: "ISO-8859-2",
+        923: "ISO-8859-15",
+        437: "Cp437",
+        850: "Cp850",
+        1250: "windows-1250",
+        1251: "windows-1251",
+        1252: "windows-1252",
+        5346: "windows-1250",
+        5347: "windows-1251",
+        5348: "windows-1252",
+    }
+)
 
 # Where Java and IBM's published CDRA table disagree: byte -> (IBM = ours, Java).
-NL_LF = {0x15: ("\x85", "\n")}                       # Java decodes EBCDIC NL as LF
+NL_LF = {0x15: ("\x85", "\n")}  # Java decodes EBCDIC NL as LF
 SWAPPED_1047 = {0x15: ("\x85", "\n"), 0x25: ("\n", "\x85")}  # Java's 1047 swaps NL and LF
 PC_CONTROLS = {0x1A: ("\x1c", "\x1a"), 0x1C: ("\x7f", "\x1c"), 0x7F: ("\x1a", "\x7f")}
 
@@ -46,13 +58,19 @@ HOLES_1250 = _unassigned(0x81, 0x83, 0x88, 0x90, 0x98)
 HOLES_1251 = _unassigned(0x98)
 HOLES_1252 = _unassigned(0x81, 0x8D, 0x8F, 0x90, 0x9D)
 JAVA_EXCEPTIONS = {ccsid: NL_LF for ccsid in EBCDIC}
-JAVA_EXCEPTIONS.update({
-    1047: SWAPPED_1047, 437: PC_CONTROLS, 850: PC_CONTROLS,
-    5346: HOLES_1250, 1250: {**HOLES_1250, 0x80: ("\x80", "€")},
-    5347: HOLES_1251, 1251: {**HOLES_1251, 0x88: ("\x88", "€")},
-    5348: HOLES_1252,
-    1252: {**HOLES_1252, 0x80: ("\x80", "€"), 0x8E: ("\x8e", "Ž"), 0x9E: ("\x9e", "ž")},
-})
+JAVA_EXCEPTIONS.update(
+    {
+        1047: SWAPPED_1047,
+        437: PC_CONTROLS,
+        850: PC_CONTROLS,
+        5346: HOLES_1250,
+        1250: {**HOLES_1250, 0x80: ("\x80", "€")},
+        5347: HOLES_1251,
+        1251: {**HOLES_1251, 0x88: ("\x88", "€")},
+        5348: HOLES_1252,
+        1252: {**HOLES_1252, 0x80: ("\x80", "€"), 0x8E: ("\x8e", "Ž"), 0x9E: ("\x9e", "ž")},
+    }
+)
 
 
 @pytest.fixture(scope="session")
@@ -62,8 +80,9 @@ def java_tables() -> dict[str, str]:
     if java is None:
         pytest.fail("java is not on PATH: the code page tables are checked against Java 17's")
     names = sorted(set(JAVA_NAME.values()))
-    result = subprocess.run([java, "tests/java/DumpCodePage.java", *names], cwd=REPO,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [java, "tests/java/DumpCodePage.java", *names], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr
     tables = {}
     for line in result.stdout.splitlines():
@@ -96,18 +115,28 @@ def test_decode_of_every_byte_is_the_table(ccsid):
     assert exact is (FFFD not in text)
 
 
-@pytest.mark.parametrize("ccsid, codec, differences", [
-    (37, "cp037", {}), (500, "cp500", {}), (1140, "cp1140", {}),
-    (273, "cp273", {0xBC: ("¯", "\u203e")}),  # IBM's 273 has the macron, like every CECP page
-    (819, "latin-1", {}), (912, "iso8859_2", {}), (923, "iso8859_15", {}),
-    (437, "cp437", {b: (ours, python) for b, (ours, python) in PC_CONTROLS.items()}),
-    (850, "cp850", {b: (ours, python) for b, (ours, python) in PC_CONTROLS.items()}),
-    (5346, "cp1250", {}), (5347, "cp1251", {}), (5348, "cp1252", {}),
-    (1250, "cp1250", {0x80: ("\x80", "€")}),
-    (1251, "cp1251", {0x88: ("\x88", "€")}),
-    (1252, "cp1252", {0x80: ("\x80", "€"), 0x8E: ("\x8e", "Ž"), 0x9E: ("\x9e", "ž")}),
-    (367, "ascii", {}), (646, "ascii", {}),
-])
+@pytest.mark.parametrize(
+    "ccsid, codec, differences",
+    [
+        (37, "cp037", {}),
+        (500, "cp500", {}),
+        (1140, "cp1140", {}),
+        (273, "cp273", {0xBC: ("¯", "\u203e")}),  # IBM's 273 has the macron, like every CECP page
+        (819, "latin-1", {}),
+        (912, "iso8859_2", {}),
+        (923, "iso8859_15", {}),
+        (437, "cp437", {b: (ours, python) for b, (ours, python) in PC_CONTROLS.items()}),
+        (850, "cp850", {b: (ours, python) for b, (ours, python) in PC_CONTROLS.items()}),
+        (5346, "cp1250", {}),
+        (5347, "cp1251", {}),
+        (5348, "cp1252", {}),
+        (1250, "cp1250", {0x80: ("\x80", "€")}),
+        (1251, "cp1251", {0x88: ("\x88", "€")}),
+        (1252, "cp1252", {0x80: ("\x80", "€"), 0x8E: ("\x8e", "Ž"), 0x9E: ("\x9e", "ž")}),
+        (367, "ascii", {}),
+        (646, "ascii", {}),
+    ],
+)
 def test_table_equals_pythons_codec_on_every_byte_python_defines(ccsid, codec, differences):
     ours = table(ccsid)
     python = {b: bytes([b]).decode(codec) for b in range(256) if _defines(codec, b)}
@@ -139,12 +168,23 @@ def test_well_known_bytes():
     assert decode(b"\x15\x25", 1047) == ("\x85\n", True)
 
 
-@pytest.mark.parametrize("ccsid, base", [
-    (1140, 37), (1141, 273), (1142, 277), (1143, 278), (1144, 280), (1145, 284), (1146, 285),
-    (1147, 297), (1148, 500), (1149, 871)])
+@pytest.mark.parametrize(
+    "ccsid, base",
+    [
+        (1140, 37),
+        (1141, 273),
+        (1142, 277),
+        (1143, 278),
+        (1144, 280),
+        (1145, 284),
+        (1146, 285),
+        (1147, 297),
+        (1148, 500),
+        (1149, 871),
+    ],
+)
 def test_every_euro_page_is_its_national_page_with_the_euro(ccsid, base):
-    differences = [(b, table(base)[b], table(ccsid)[b]) for b in range(256)
-                   if table(base)[b] != table(ccsid)[b]]
+    differences = [(b, table(base)[b], table(ccsid)[b]) for b in range(256) if table(base)[b] != table(ccsid)[b]]
     assert len(differences) == 1 and differences[0][1:] == ("¤", "€")
 
 
@@ -157,6 +197,7 @@ def test_invariant_characters_sit_where_the_family_puts_them(ccsid):
 
 
 # --- round trips ------------------------------------------------------------------------
+
 
 def _repertoire(ccsid: int) -> list[str]:
     return sorted(set(table(ccsid)) - {FFFD}) if codepages.is_single_byte(ccsid) else []
@@ -203,10 +244,14 @@ def test_malformed_unicode_is_replaced_and_not_exact():
 
 
 @settings(max_examples=examples(500), deadline=None)
-@given(raw=st.binary(max_size=64),
-       ccsid=st.one_of(st.sampled_from(KNOWN_CCSIDS + (930, 939, 1051, 0, -1, -2, 9999)),
-                       st.integers(min_value=-2**31, max_value=2**31 - 1)),
-       ebcdic=st.sampled_from([None, True, False]))
+@given(
+    raw=st.binary(max_size=64),
+    ccsid=st.one_of(
+        st.sampled_from(KNOWN_CCSIDS + (930, 939, 1051, 0, -1, -2, 9999)),
+        st.integers(min_value=-(2**31), max_value=2**31 - 1),
+    ),
+    ebcdic=st.sampled_from([None, True, False]),
+)
 def test_decode_never_raises_and_keeps_one_character_per_byte(raw, ccsid, ebcdic):
     text, exact = decode(raw, ccsid, ebcdic=ebcdic)
     assert isinstance(text, str) and isinstance(exact, bool)
@@ -276,6 +321,7 @@ def test_family_predicates():
 
 # --- errors -----------------------------------------------------------------------------
 
+
 def test_encode_names_the_ccsid_and_the_character_it_cannot_encode():
     with pytest.raises(ValueError, match=r"CCSID 1252 has no code for '€' \(U\+20AC\) at position 2 of 'x €'"):
         encode("x €", 1252)
@@ -294,6 +340,7 @@ def test_table_refuses_ccsids_without_a_single_byte_table():
 
 
 # --- the real fixture --------------------------------------------------------------------
+
 
 def test_the_real_dump_decodes_exactly_in_its_ccsid(real_fixtures):
     """The real MQ 10 dump: CCSID 1208, blank-filled ApplIdentityData, a JSON body."""

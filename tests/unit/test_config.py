@@ -22,17 +22,27 @@ def test_shipped_example_is_valid_in_every_profile():
         config = load_config(REPO / "conf" / "dlq-pipeline.toml", profile=profile)
         assert config.profile == profile
     databricks = load_config(REPO / "conf" / "dlq-pipeline.toml", profile="databricks")
-    assert databricks.section("storage") == {"format": "delta", "path": "./warehouse", "catalog": "main", "schema": "dlq",
-                                            "lock": True, "lease_seconds": 120, "lease_wait": 0}
+    assert databricks.section("storage") == {
+        "format": "delta",
+        "path": "./warehouse",
+        "catalog": "main",
+        "schema": "dlq",
+        "lock": True,
+        "lease_seconds": 120,
+        "lease_wait": 0,
+    }
     assert databricks.get("mq", "qmgrs")["QM1"]["password_env"] == "DLQ_MQ_PASSWORD"
     cluster = load_config(REPO / "conf" / "dlq-pipeline.toml", profile="cluster")  # a Delta warehouse on HDFS
-    assert (cluster.get("storage", "format"), cluster.get("storage", "path"), cluster.get("storage", "lock"),
-            cluster.get("ingest", "webhdfs")) == ("delta", "hdfs://NAMENODE:8020/dlq-pipeline/warehouse",
-                                                  False, "http://NAMENODE:9870")
+    assert (
+        cluster.get("storage", "format"),
+        cluster.get("storage", "path"),
+        cluster.get("storage", "lock"),
+        cluster.get("ingest", "webhdfs"),
+    ) == ("delta", "hdfs://NAMENODE:8020/dlq-pipeline/warehouse", False, "http://NAMENODE:9870")
 
 
 def test_layers_apply_in_order(tmp_path):
-    path = write(tmp_path, '[replay]\nbatch_size = 50\n[profiles.p.replay]\nbatch_size = 70\n')
+    path = write(tmp_path, "[replay]\nbatch_size = 50\n[profiles.p.replay]\nbatch_size = 70\n")
     assert load_config(path).get("replay", "batch_size") == 50
     assert load_config(path, profile="p").get("replay", "batch_size") == 70
     over = load_config(path, profile="p", overrides={"replay": {"batch_size": 90}})
@@ -50,7 +60,7 @@ def test_every_problem_is_reported_at_once(tmp_path):
         tmp_path,
         '[replay]\nbatchsize = 3\nmax_connections = "four"\n'
         '[storage]\nformat = "orc"\n'
-        '[reprot]\n'
+        "[reprot]\n"
         '[pipeline]\ntarget = "ftp:x"\n'
         '[mq.qmgrs.QM1]\npassword = "hunter2"\n',
     )
@@ -100,7 +110,8 @@ def test_a_password_pasted_into_password_env_is_not_echoed(monkeypatch):
         secret("Passw0rd_2024", "mq.qmgrs.QM1.password_env")
     assert caught.value.problems == [
         "the environment variable that 'mq.qmgrs.QM1.password_env' names is not set (its name is not "
-        "shown, in case a password was put there by mistake)"]
+        "shown, in case a password was put there by mistake)"
+    ]
     assert "Passw0rd" not in str(caught.value)
 
 
@@ -117,7 +128,8 @@ def test_lease_settings_are_checked_and_reach_the_storage_settings():
         load_config(overrides={"storage": {"lease_seconds": 2, "lease_wait": -1}})
     assert bad.value.problems == [
         "<defaults>: 'storage.lease_seconds' must be at least 5 (a heartbeat renews it every third)",
-        "<defaults>: 'storage.lease_wait' must be at least 0"]
+        "<defaults>: 'storage.lease_wait' must be at least 0",
+    ]
     with pytest.raises(ConfigError, match="'storage.lease_seconds' must be int or float, not str"):
         load_config(overrides={"storage": {"lease_seconds": "long"}})
     settings = StorageSettings.from_config(load_config(overrides={"storage": {"lease_seconds": 30, "lease_wait": 7.5}}))
@@ -132,12 +144,21 @@ def test_dir_mode_is_checked_and_reaches_the_replay_and_storage_settings():
     assert ReplaySettings.from_config(load_config(overrides={"replay": {"dir_mode": "644"}})).dir_mode == 0o644
     for bad, problem in [
         ("rw-r-----", "must be an octal file mode such as \"0640\", not 'rw-r-----'"),
-        ("0755", "'0755' must let the owner read and write, make nothing executable and let no one else write "
-                 "(e.g. \"0600\" or \"0640\")"),
-        ("0400", "'0400' must let the owner read and write, make nothing executable and let no one else write "
-                 "(e.g. \"0600\" or \"0640\")"),
-        ("0666", "'0666' must let the owner read and write, make nothing executable and let no one else write "
-                 "(e.g. \"0600\" or \"0640\")"),
+        (
+            "0755",
+            "'0755' must let the owner read and write, make nothing executable and let no one else write "
+            '(e.g. "0600" or "0640")',
+        ),
+        (
+            "0400",
+            "'0400' must let the owner read and write, make nothing executable and let no one else write "
+            '(e.g. "0600" or "0640")',
+        ),
+        (
+            "0666",
+            "'0666' must let the owner read and write, make nothing executable and let no one else write "
+            '(e.g. "0600" or "0640")',
+        ),
     ]:
         with pytest.raises(ConfigError) as caught:
             load_config(overrides={"replay": {"dir_mode": bad}})

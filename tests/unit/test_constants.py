@@ -11,10 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.profiles import examples
-
 from dlq_pipeline.formats import constants
 from dlq_pipeline.formats.constants import FAMILIES, lookup, name_of, reason_name, suggest
+from tests.profiles import examples
 
 REPO = Path(__file__).resolve().parents[2]
 ALL_NAMES = sorted((name, family) for family, table in FAMILIES.items() for name in table)
@@ -22,8 +21,7 @@ RANGE_MARKER = re.compile(r"_(FIRST|LAST)$")
 
 
 def _load_extractor():
-    spec = importlib.util.spec_from_file_location("extract_mq_constants",
-                                                  REPO / "tools" / "extract_mq_constants.py")
+    spec = importlib.util.spec_from_file_location("extract_mq_constants", REPO / "tools" / "extract_mq_constants.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -46,16 +44,29 @@ def test_the_data_file_states_its_source():
     assert constants.SOURCE["generator"] == "tools/extract_mq_constants.py"
 
 
-@pytest.mark.parametrize("value, name", [
-    (0, "MQRC_NONE"), (2001, "MQRC_ALIAS_BASE_Q_TYPE_ERROR"), (2009, "MQRC_CONNECTION_BROKEN"),
-    (2030, "MQRC_MSG_TOO_BIG_FOR_Q"), (2033, "MQRC_NO_MSG_AVAILABLE"),
-    (2035, "MQRC_NOT_AUTHORIZED"), (2051, "MQRC_PUT_INHIBITED"), (2052, "MQRC_Q_DELETED"),
-    (2053, "MQRC_Q_FULL"), (2056, "MQRC_Q_SPACE_NOT_AVAILABLE"),
-    (2080, "MQRC_TRUNCATED_MSG_FAILED"), (2082, "MQRC_UNKNOWN_ALIAS_BASE_Q"),
-    (2085, "MQRC_UNKNOWN_OBJECT_NAME"), (2087, "MQRC_UNKNOWN_REMOTE_Q_MGR"),
-    (2110, "MQRC_FORMAT_ERROR"), (2119, "MQRC_NOT_CONVERTED"),
-    (2189, "MQRC_CLUSTER_RESOLUTION_ERROR"), (2218, "MQRC_MSG_TOO_BIG_FOR_CHANNEL"),
-])
+@pytest.mark.parametrize(
+    "value, name",
+    [
+        (0, "MQRC_NONE"),
+        (2001, "MQRC_ALIAS_BASE_Q_TYPE_ERROR"),
+        (2009, "MQRC_CONNECTION_BROKEN"),
+        (2030, "MQRC_MSG_TOO_BIG_FOR_Q"),
+        (2033, "MQRC_NO_MSG_AVAILABLE"),
+        (2035, "MQRC_NOT_AUTHORIZED"),
+        (2051, "MQRC_PUT_INHIBITED"),
+        (2052, "MQRC_Q_DELETED"),
+        (2053, "MQRC_Q_FULL"),
+        (2056, "MQRC_Q_SPACE_NOT_AVAILABLE"),
+        (2080, "MQRC_TRUNCATED_MSG_FAILED"),
+        (2082, "MQRC_UNKNOWN_ALIAS_BASE_Q"),
+        (2085, "MQRC_UNKNOWN_OBJECT_NAME"),
+        (2087, "MQRC_UNKNOWN_REMOTE_Q_MGR"),
+        (2110, "MQRC_FORMAT_ERROR"),
+        (2119, "MQRC_NOT_CONVERTED"),
+        (2189, "MQRC_CLUSTER_RESOLUTION_ERROR"),
+        (2218, "MQRC_MSG_TOO_BIG_FOR_CHANNEL"),
+    ],
+)
 def test_well_known_reason_codes(value, name):
     assert constants.MQRC[name] == value
     assert name_of("MQRC", value) == name
@@ -63,24 +74,43 @@ def test_well_known_reason_codes(value, name):
 
 
 def test_well_known_values_of_the_small_families():
-    assert {n: constants.MQMT[n] for n in ("MQMT_REQUEST", "MQMT_REPLY", "MQMT_REPORT",
-                                           "MQMT_DATAGRAM")} == {
-        "MQMT_REQUEST": 1, "MQMT_REPLY": 2, "MQMT_REPORT": 4, "MQMT_DATAGRAM": 8}
+    assert {n: constants.MQMT[n] for n in ("MQMT_REQUEST", "MQMT_REPLY", "MQMT_REPORT", "MQMT_DATAGRAM")} == {
+        "MQMT_REQUEST": 1,
+        "MQMT_REPLY": 2,
+        "MQMT_REPORT": 4,
+        "MQMT_DATAGRAM": 8,
+    }
     assert constants.MQPER == {
-        "MQPER_PERSISTENCE_AS_PARENT": -1, "MQPER_NOT_PERSISTENT": 0, "MQPER_PERSISTENT": 1,
-        "MQPER_PERSISTENCE_AS_Q_DEF": 2, "MQPER_PERSISTENCE_AS_TOPIC_DEF": 2}
-    assert (constants.MQAT["MQAT_QMGR"], constants.MQAT["MQAT_UNKNOWN"],
-            constants.MQAT["MQAT_NO_CONTEXT"], constants.MQAT["MQAT_CICS"],
-            constants.MQAT["MQAT_ZOS"], constants.MQAT["MQAT_WINDOWS_NT"],
-            constants.MQAT["MQAT_JAVA"], constants.MQAT["MQAT_USER_FIRST"]) == (
-        7, -1, 0, 1, 2, 11, 28, 65536)
-    assert (constants.MQENC["MQENC_NATIVE"], constants.MQENC["MQENC_NORMAL"],
-            constants.MQENC["MQENC_REVERSED"], constants.MQENC["MQENC_S390"],
-            constants.MQENC["MQENC_TNS"], constants.MQENC["MQENC_RESERVED_MASK"]) == (
-        546, 273, 546, 785, 1041, -4096)
-    assert (constants.MQFB["MQFB_NONE"], constants.MQFB["MQFB_EXPIRATION"],
-            constants.MQFB["MQFB_COA"], constants.MQFB["MQFB_APPL_CANNOT_BE_STARTED"]) == (
-        0, 258, 259, 265)
+        "MQPER_PERSISTENCE_AS_PARENT": -1,
+        "MQPER_NOT_PERSISTENT": 0,
+        "MQPER_PERSISTENT": 1,
+        "MQPER_PERSISTENCE_AS_Q_DEF": 2,
+        "MQPER_PERSISTENCE_AS_TOPIC_DEF": 2,
+    }
+    assert (
+        constants.MQAT["MQAT_QMGR"],
+        constants.MQAT["MQAT_UNKNOWN"],
+        constants.MQAT["MQAT_NO_CONTEXT"],
+        constants.MQAT["MQAT_CICS"],
+        constants.MQAT["MQAT_ZOS"],
+        constants.MQAT["MQAT_WINDOWS_NT"],
+        constants.MQAT["MQAT_JAVA"],
+        constants.MQAT["MQAT_USER_FIRST"],
+    ) == (7, -1, 0, 1, 2, 11, 28, 65536)
+    assert (
+        constants.MQENC["MQENC_NATIVE"],
+        constants.MQENC["MQENC_NORMAL"],
+        constants.MQENC["MQENC_REVERSED"],
+        constants.MQENC["MQENC_S390"],
+        constants.MQENC["MQENC_TNS"],
+        constants.MQENC["MQENC_RESERVED_MASK"],
+    ) == (546, 273, 546, 785, 1041, -4096)
+    assert (
+        constants.MQFB["MQFB_NONE"],
+        constants.MQFB["MQFB_EXPIRATION"],
+        constants.MQFB["MQFB_COA"],
+        constants.MQFB["MQFB_APPL_CANNOT_BE_STARTED"],
+    ) == (0, 258, 259, 265)
 
 
 def test_format_names_are_the_eight_character_strings():
@@ -93,17 +123,20 @@ def test_format_names_are_the_eight_character_strings():
     assert name_of("MQFMT", "MQDEAD") is None  # the field value is exactly 8 characters
 
 
-@pytest.mark.parametrize("family, value, primary, synonyms", [
-    ("MQRC", 2120, "MQRC_CONVERTED_MSG_TOO_BIG", ["MQRC_TRUNCATED"]),
-    ("MQRC", 2192, "MQRC_STORAGE_MEDIUM_FULL", ["MQRC_PAGESET_FULL"]),
-    ("MQAT", 2, "MQAT_ZOS", ["MQAT_MVS", "MQAT_OS390"]),
-    ("MQAT", 6, "MQAT_UNIX", ["MQAT_AIX", "MQAT_DEFAULT"]),
-    ("MQAT", 13, "MQAT_NSK", ["MQAT_GUARDIAN"]),
-    ("MQAT", 26, "MQAT_QMGR_PUBLISH", ["MQAT_BROKER"]),
-    ("MQPER", 2, "MQPER_PERSISTENCE_AS_Q_DEF", ["MQPER_PERSISTENCE_AS_TOPIC_DEF"]),
-    ("MQENC", 546, "MQENC_REVERSED", ["MQENC_NATIVE"]),
-    ("MQFMT", "MQHRF   ", "MQFMT_RF_HEADER", ["MQFMT_RF_HEADER_1"]),
-])
+@pytest.mark.parametrize(
+    "family, value, primary, synonyms",
+    [
+        ("MQRC", 2120, "MQRC_CONVERTED_MSG_TOO_BIG", ["MQRC_TRUNCATED"]),
+        ("MQRC", 2192, "MQRC_STORAGE_MEDIUM_FULL", ["MQRC_PAGESET_FULL"]),
+        ("MQAT", 2, "MQAT_ZOS", ["MQAT_MVS", "MQAT_OS390"]),
+        ("MQAT", 6, "MQAT_UNIX", ["MQAT_AIX", "MQAT_DEFAULT"]),
+        ("MQAT", 13, "MQAT_NSK", ["MQAT_GUARDIAN"]),
+        ("MQAT", 26, "MQAT_QMGR_PUBLISH", ["MQAT_BROKER"]),
+        ("MQPER", 2, "MQPER_PERSISTENCE_AS_Q_DEF", ["MQPER_PERSISTENCE_AS_TOPIC_DEF"]),
+        ("MQENC", 546, "MQENC_REVERSED", ["MQENC_NATIVE"]),
+        ("MQFMT", "MQHRF   ", "MQFMT_RF_HEADER", ["MQFMT_RF_HEADER_1"]),
+    ],
+)
 def test_synonyms_share_a_value_and_name_of_gives_the_primary(family, value, primary, synonyms):
     named = sorted(n for n, v in FAMILIES[family].items() if v == value)
     assert named == sorted([primary, *synonyms])
@@ -123,8 +156,7 @@ def test_range_markers_are_looked_up_but_never_named():
 
 def test_encoding_zero_has_no_single_name():
     undefined = sorted(n for n, v in constants.MQENC.items() if v == 0)
-    assert undefined == ["MQENC_DECIMAL_UNDEFINED", "MQENC_FLOAT_UNDEFINED",
-                         "MQENC_INTEGER_UNDEFINED"]
+    assert undefined == ["MQENC_DECIMAL_UNDEFINED", "MQENC_FLOAT_UNDEFINED", "MQENC_INTEGER_UNDEFINED"]
     assert name_of("MQENC", 0) is None
 
 
@@ -218,7 +250,7 @@ def test_the_real_dump_fields_have_the_expected_names(real_fixtures):
 
 # --- the generator in tools/ -----------------------------------------------------------
 
-SAMPLE_CMQC = '''
+SAMPLE_CMQC = """
 # Encodings
 MQENC_NATIVE                             = 0x00000222
 MQENC_INTEGER_NORMAL                     = 0x00000001
@@ -235,8 +267,8 @@ MQPER_PERSISTENCE_AS_PARENT              = (-1)
 MQRC_NONE                                = 0
 MQRCCF_CFH_TYPE_ERROR                    = 3001
 MQXX_OTHER                               = 7
-'''
-SAMPLE_CMQSTRC = '''
+"""
+SAMPLE_CMQSTRC = """
 MQRC_DICT = {
     0: "MQRC_NONE",
 }
@@ -253,7 +285,7 @@ MQENC_DICT = {
     -4096: "MQENC_RESERVED_MASK",
     273: "MQENC_NORMAL",
 }
-'''
+"""
 
 
 def test_the_generator_reads_declarations_as_text(tmp_path):
@@ -263,13 +295,20 @@ def test_the_generator_reads_declarations_as_text(tmp_path):
     cmqstrc.write_text(SAMPLE_CMQSTRC)
     families = extractor.build(cmqc, cmqstrc)["families"]
     assert families["MQENC"] == {
-        "values": {"MQENC_NATIVE": 546, "MQENC_INTEGER_NORMAL": 1, "MQENC_DECIMAL_NORMAL": 16,
-                   "MQENC_FLOAT_IEEE_NORMAL": 256, "MQENC_RESERVED_MASK": -4096,
-                   "MQENC_NORMAL": 273},
-        "primary": ["MQENC_RESERVED_MASK", "MQENC_NORMAL"]}
+        "values": {
+            "MQENC_NATIVE": 546,
+            "MQENC_INTEGER_NORMAL": 1,
+            "MQENC_DECIMAL_NORMAL": 16,
+            "MQENC_FLOAT_IEEE_NORMAL": 256,
+            "MQENC_RESERVED_MASK": -4096,
+            "MQENC_NORMAL": 273,
+        },
+        "primary": ["MQENC_RESERVED_MASK", "MQENC_NORMAL"],
+    }
     assert families["MQFMT"] == {
         "values": {"MQFMT_RF_HEADER": "MQHRF   ", "MQFMT_RF_HEADER_1": "MQHRF   "},
-        "primary": ["MQFMT_RF_HEADER"]}
+        "primary": ["MQFMT_RF_HEADER"],
+    }
     assert families["MQPER"]["values"] == {"MQPER_PERSISTENCE_AS_PARENT": -1}
     assert families["MQRC"]["values"] == {"MQRC_NONE": 0}
 

@@ -74,9 +74,25 @@ def test_each_tier_pins_versions_inside_the_declared_ranges(name):
 
 def _resolve(*args: str) -> dict[str, str]:
     """What `pip install --dry-run` would install from scratch: name -> version."""
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-                           "--disable-pip-version-check", "--report", "-", *args],
-                          capture_output=True, text=True, timeout=900, env=clean_env())
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--report",
+            "-",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=clean_env(),
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     return {i["metadata"]["name"].lower().replace("_", "-"): i["metadata"]["version"] for i in report["install"]}
@@ -87,22 +103,46 @@ def test_the_wheel_with_spark_and_delta_resolves_in_every_tier(built_wheel, name
     got = _resolve("-c", str(CONSTRAINTS / name), f"{built_wheel}[spark,delta]")
     pinned = pins(CONSTRAINTS / name)
     assert {k: got[k] for k in (*RUNTIME_PACKAGES, "delta-spark")} == {
-        k: pinned[k] for k in (*RUNTIME_PACKAGES, "delta-spark")}
+        k: pinned[k] for k in (*RUNTIME_PACKAGES, "delta-spark")
+    }
 
 
 def test_the_delta_extra_resolves_without_constraints(built_wheel):
     """`pip install 'dlq-pipeline[delta]'`: pip finds a delta-spark and a pyspark that agree."""
     got = _resolve(f"{built_wheel}[delta]")
     assert got["dlq-pipeline"] == __version__
-    delta_wants = SpecifierSet(",".join(
-        str(Requirement(r).specifier) for r in _requires_dist("delta-spark", got["delta-spark"]) if r.startswith("pyspark")))
+    delta_wants = SpecifierSet(
+        ",".join(
+            str(Requirement(r).specifier)
+            for r in _requires_dist("delta-spark", got["delta-spark"])
+            if r.startswith("pyspark")
+        )
+    )
     assert delta_wants.contains(got["pyspark"])
 
 
 def _requires_dist(name: str, version: str) -> list[str]:
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-deps",
-                           "--quiet", "--disable-pip-version-check", "--report", "-", f"{name}=={version}"],
-                          capture_output=True, text=True, timeout=600, env=clean_env(), check=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--no-deps",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--report",
+            "-",
+            f"{name}=={version}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=clean_env(),
+        check=True,
+    )
     [item] = json.loads(done.stdout)["install"]
     return item["metadata"].get("requires_dist", [])
 
@@ -115,12 +155,19 @@ def test_the_wheel_on_a_databricks_17_3_like_runtime_replaces_none_of_its_packag
         try:
             pip(runtime, "install", "--quiet", str(built_wheel))
             after = installed(runtime)
-            helped = subprocess.run([str(runtime / "bin" / "dlq-pipeline"), "--version"], env=clean_env(),
-                                    capture_output=True, text=True, timeout=120)
+            helped = subprocess.run(
+                [str(runtime / "bin" / "dlq-pipeline"), "--version"],
+                env=clean_env(),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
         finally:
             pip(runtime, "uninstall", "--yes", "dlq-pipeline")
     assert after == {**before, "dlq-pipeline": __version__}  # nothing replaced or added but the wheel
-    assert {k: before[k] for k in RUNTIME_PACKAGES} == {k: pins(CONSTRAINTS / "spark-4.0.txt")[k] for k in RUNTIME_PACKAGES}
+    assert {k: before[k] for k in RUNTIME_PACKAGES} == {
+        k: pins(CONSTRAINTS / "spark-4.0.txt")[k] for k in RUNTIME_PACKAGES
+    }
     assert (helped.returncode, helped.stdout) == (0, f"dlq-pipeline, version {__version__}\n")
 
 
@@ -135,11 +182,18 @@ def no_spark(built_wheel) -> Path:
 
 def test_without_pyspark_the_spark_free_commands_work(no_spark, tmp_path):
     def run(*args):
-        return subprocess.run([str(no_spark / "bin" / "dlq-pipeline"), *args], cwd=tmp_path, env=clean_env(),
-                              capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [str(no_spark / "bin" / "dlq-pipeline"), *args],
+            cwd=tmp_path,
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
-    probe = subprocess.run([str(no_spark / "bin" / "python"), "-c", "import pyspark"], capture_output=True,
-                           env=clean_env())
+    probe = subprocess.run(
+        [str(no_spark / "bin" / "python"), "-c", "import pyspark"], capture_output=True, env=clean_env()
+    )
     assert probe.returncode == 1  # really no pyspark
     generated = run("generate", "--out", "dumps", "--count", "30", "--seed", "3")
     assert generated.returncode == 0, generated.stderr
@@ -155,20 +209,35 @@ def test_without_pyspark_the_spark_free_commands_work(no_spark, tmp_path):
     assert tried.returncode in (0, 3) and tried.stdout.count("\n") == 30, tried.stderr
 
 
-@pytest.mark.parametrize("command", [
-    ["dlq-pipeline", "ingest", "dumps", "--warehouse", "wh"],
-    ["dlq-pipeline", "classify", "--rules", "my.rules", "--warehouse", "wh"],
-    ["dlq-pipeline", "run", "--input", "dumps", "--rules", "my.rules", "--warehouse", "wh"],
-    ["dlq-pipeline", "report", "--warehouse", "wh"],
-    ["dlq-pipeline", "demo", "--out", "wh", "--count", "10"],
-    ["dlq-pipeline-run", "--input", "dumps", "--rules", "my.rules", "--warehouse", "wh"],
-], ids=lambda c: " ".join(c[:2]))
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["dlq-pipeline", "ingest", "dumps", "--warehouse", "wh"],
+        ["dlq-pipeline", "classify", "--rules", "my.rules", "--warehouse", "wh"],
+        ["dlq-pipeline", "run", "--input", "dumps", "--rules", "my.rules", "--warehouse", "wh"],
+        ["dlq-pipeline", "report", "--warehouse", "wh"],
+        ["dlq-pipeline", "demo", "--out", "wh", "--count", "10"],
+        ["dlq-pipeline-run", "--input", "dumps", "--rules", "my.rules", "--warehouse", "wh"],
+    ],
+    ids=lambda c: " ".join(c[:2]),
+)
 def test_without_pyspark_spark_commands_exit_2_with_one_line_and_touch_nothing(no_spark, tmp_path, command):
-    subprocess.run([str(no_spark / "bin" / "dlq-pipeline"), "generate", "--out", "dumps", "--count", "5", "--seed", "1"],
-                   cwd=tmp_path, env=clean_env(), check=True, capture_output=True)
+    subprocess.run(
+        [str(no_spark / "bin" / "dlq-pipeline"), "generate", "--out", "dumps", "--count", "5", "--seed", "1"],
+        cwd=tmp_path,
+        env=clean_env(),
+        check=True,
+        capture_output=True,
+    )
     (tmp_path / "my.rules").write_text((REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules").read_text())
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
-    done = subprocess.run([str(no_spark / "bin" / command[0]), *command[1:]], cwd=tmp_path, env=clean_env(),
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [str(no_spark / "bin" / command[0]), *command[1:]],
+        cwd=tmp_path,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert (done.returncode, done.stdout, done.stderr) == (2, "", NO_PYSPARK + "\n")
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before

@@ -14,20 +14,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.profiles import examples
-
 from dlq_pipeline.dumps.dmpmqmsg import (
     DATA_STYLES,
-    DumpLayout,
     MAX_LINE_LENGTH,
+    DumpLayout,
     LineReader,
     plan_splits,
     read_dump,
     read_dump_info,
     write_dump,
 )
-from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text, text_to_bytes
 from dlq_pipeline.dumps.records import DumpedMessage, DumpInfo, RecordError
+from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text, text_to_bytes
+from tests.profiles import examples
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REAL_DUMP = "mq10-dmpmqmsg-stdout.dmp"
@@ -51,23 +50,44 @@ def only_errors(records) -> list[RecordError]:
 # --- the genuine MQ 10 dump -----------------------------------------------------------------
 
 REAL_MD = MQMD(
-    version=2, report=0, msg_type=8, expiry=-1, feedback=0, encoding=546, ccsid=1208,
-    format="MQSTR   ", priority=0, persistence=1,
+    version=2,
+    report=0,
+    msg_type=8,
+    expiry=-1,
+    feedback=0,
+    encoding=546,
+    ccsid=1208,
+    format="MQSTR   ",
+    priority=0,
+    persistence=1,
     msg_id=bytes.fromhex("414D5120514D31202020202020202020DAA1AD6A02AE0640"),
-    correl_id=bytes(24), backout_count=0, reply_to_q=" " * 48, reply_to_qmgr="QM1" + " " * 45,
+    correl_id=bytes(24),
+    backout_count=0,
+    reply_to_q=" " * 48,
+    reply_to_qmgr="QM1" + " " * 45,
     user_id="mqm         ",
-    accounting_token=bytes.fromhex(
-        "0431303031000000000000000000000000000000000000000000000000000006"),
-    appl_identity_data=" " * 32, put_appl_type=6, put_appl_name="amqsput" + " " * 21,
-    put_date="20260922", put_time="02342828", appl_origin_data="    ", group_id=bytes(24),
-    msg_seq_number=1, offset=0, msg_flags=0, original_length=-1,
+    accounting_token=bytes.fromhex("0431303031000000000000000000000000000000000000000000000000000006"),
+    appl_identity_data=" " * 32,
+    put_appl_type=6,
+    put_appl_name="amqsput" + " " * 21,
+    put_date="20260922",
+    put_time="02342828",
+    appl_origin_data="    ",
+    group_id=bytes(24),
+    msg_seq_number=1,
+    offset=0,
+    msg_flags=0,
+    original_length=-1,
 )
 REAL_BODY = {
     "original": {"orderId": "13", "forcarErro": "true"},
     "erro": {
-        "codigo": 2951, "mensagem": "User generated exception",
-        "detalhe": "Falha proposital para testar backout", "tentativas": 3,
-        "flow": "PassThrough", "falhouEm": "2026-09-22T02:34:30.309+00:00",
+        "codigo": 2951,
+        "mensagem": "User generated exception",
+        "detalhe": "Falha proposital para testar backout",
+        "tentativas": 3,
+        "flow": "PassThrough",
+        "falhouEm": "2026-09-22T02:34:30.309+00:00",
     },
 }
 
@@ -91,22 +111,22 @@ def test_real_dump_decodes_exactly(real_fixtures):
 
 def test_real_dump_header(real_fixtures):
     assert read_dump_info(real_fixtures / REAL_DUMP) == DumpInfo(
-        tool="DMPMQMSG", version="10.0.0.0", created=CREATED, qmgr="QM1", queue="APP.DLQ")
+        tool="DMPMQMSG", version="10.0.0.0", created=CREATED, qmgr="QM1", queue="APP.DLQ"
+    )
 
 
 def test_real_dump_is_rewritten_byte_for_byte(real_fixtures):
     """Our writer reproduces what dmpmqmsg wrote, apart from the version in the header."""
     content = (real_fixtures / REAL_DUMP).read_bytes()
     written = dump_bytes(read_dump(real_fixtures / REAL_DUMP), qmgr="QM1", queue="APP.DLQ")
-    expected = content[content.index(b"* DMPMQMSG"):].replace(b"10.0.0.0", b"9.4.0.0", 1)
+    expected = content[content.index(b"* DMPMQMSG") :].replace(b"10.0.0.0", b"9.4.0.0", 1)
     assert written == expected
 
 
 @pytest.mark.parametrize("style", ["hex", "text"])
 def test_real_dump_round_trips_through_every_lossless_style(real_fixtures, style):
     original = next(read_dump(real_fixtures / REAL_DUMP))
-    again = read_bytes(dump_bytes([original], data_style=style, char_context=True,
-                                  ascii_column=True, hex_width=16))
+    again = read_bytes(dump_bytes([original], data_style=style, char_context=True, ascii_column=True, hex_width=16))
     assert len(again) == 1 and again[0].same_message(original)
 
 
@@ -158,8 +178,8 @@ def test_options_fixture_every_line_type():
 
 def test_options_fixture_header():
     assert read_dump_info(FIXTURES / "dmpmqmsg-options.dmp") == DumpInfo(
-        tool="QLOAD", version="8.0", created="Mon Mar  2 09:05:07 2026", qmgr="QM2",
-        queue="SYSTEM.DEAD.LETTER.QUEUE")
+        tool="QLOAD", version="8.0", created="Mon Mar  2 09:05:07 2026", qmgr="QM2", queue="SYSTEM.DEAD.LETTER.QUEUE"
+    )
 
 
 def test_crlf_reads_exactly_like_lf():
@@ -167,7 +187,8 @@ def test_crlf_reads_exactly_like_lf():
     lf = read_bytes(content)
     crlf = read_bytes(content.replace(b"\n", b"\r\n"))
     assert [(m.md, m.data, m.index, m.line, m.notes) for m in lf] == [
-        (m.md, m.data, m.index, m.line, m.notes) for m in crlf]
+        (m.md, m.data, m.index, m.line, m.notes) for m in crlf
+    ]
 
 
 def test_blank_whitespace_lines_and_comments_are_ignored_anywhere():
@@ -250,12 +271,18 @@ X 4243
 
 def test_bad_records_yield_errors_in_place_and_reading_continues():
     records = read_bytes(BAD_FILE)
-    summary = [(r.index, r.code if isinstance(r, RecordError) else r.md.priority)
-               for r in records]
+    summary = [(r.index, r.code if isinstance(r, RecordError) else r.md.priority) for r in records]
     assert summary == [
-        (0, 1), (1, "unknown_attribute"), (2, "odd_length_hex"), (3, "missing_data"),
-        (4, -1), (5, "bad_number"), (6, "number_out_of_range"), (7, "bad_hex"),
-        (8, "unexpected_line"), (9, 9),
+        (0, 1),
+        (1, "unknown_attribute"),
+        (2, "odd_length_hex"),
+        (3, "missing_data"),
+        (4, -1),
+        (5, "bad_number"),
+        (6, "number_out_of_range"),
+        (7, "bad_hex"),
+        (8, "unexpected_line"),
+        (9, 9),
     ]
     assert records[-1].data == b"BC"
 
@@ -298,8 +325,7 @@ def test_file_name_defaults_to_the_path(tmp_path):
 
 def test_data_before_any_attributes_is_one_bad_record():
     records = read_bytes(b"* QLOAD Version:8.0\n\nX 4142\nX 4344\nA PRI 1\nX 45\n")
-    assert [(type(r).__name__, r.index) for r in records] == [
-        ("RecordError", 0), ("DumpedMessage", 1)]
+    assert [(type(r).__name__, r.index) for r in records] == [("RecordError", 0), ("DumpedMessage", 1)]
     assert records[0].code == "data_without_attributes"
     assert records[1].data == b"E"
 
@@ -308,8 +334,7 @@ def test_too_long_line_is_skipped_not_loaded():
     huge = b"X " + b"41" * 5000
     content = b"A PRI 1\nX 00\n\nA PRI 2\n" + huge + b"\nX 00\n\nA PRI 3\nX 4243\n"
     records = read_bytes(content, max_line_length=1000)
-    assert [r.code if isinstance(r, RecordError) else r.data for r in records] == [
-        b"\x00", "line_too_long", b"BC"]
+    assert [r.code if isinstance(r, RecordError) else r.data for r in records] == [b"\x00", "line_too_long", b"BC"]
     assert records[1].offset == content.index(b"A PRI 2")
     assert records[1].snippet == bytes_to_text(huge[:80])
     # with room for it, the same line reads fine
@@ -339,7 +364,7 @@ def test_age_and_summary_listings_are_rejected_once(fixture, listing):
     assert error.code == "not_a_message_dump"
     assert listing in error.message
     content = path.read_bytes()
-    assert error.line == content[:error.offset].count(b"\n") + 1
+    assert error.line == content[: error.offset].count(b"\n") + 1
     assert error.index is None
     for start, end in plan_splits(path, 40):
         assert list(read_dump(path, start=start, end=end)) == ([error] if start == 0 else [])
@@ -362,26 +387,39 @@ def test_empty_and_foreign_files():
 
 def test_writer_layout_whole_output():
     md = MQMD(format="MQSTR   ", put_appl_name="app", appl_identity_data="id")
-    out = dump_bytes([DumpedMessage(md, b'Hi "x"~\x00\x01ok'), (MQMD(), b"")],
-                     qmgr="QM1", queue="DLQ", data_style="text", hex_width=10,
-                     ascii_column=True, index_comments=True)
+    out = dump_bytes(
+        [DumpedMessage(md, b'Hi "x"~\x00\x01ok'), (MQMD(), b"")],
+        qmgr="QM1",
+        queue="DLQ",
+        data_style="text",
+        hex_width=10,
+        ascii_column=True,
+        index_comments=True,
+    )
     md_lines = (
         b"A VER 1\nA RPT 0\nA MST 8\nA EXP -1\nA FDB 0\nA ENC 546\nA CCS 0\nA FMT %s\n"
         b"A PRI -1\nA PER 2\nA MSI " + b"0" * 48 + b"\nA COI " + b"0" * 48 + b"\nA BOC 0\n"
         b"A RTQ " + b" " * 48 + b"\nA RTM " + b" " * 48 + b"\nA USR " + b" " * 12 + b"\n"
-        b"A ACC " + b"0" * 64 + b"\nA AIX %s\nA PAT 0\nA PAN %s\nA PTD " + b" " * 8 +
-        b"\nA PTT " + b" " * 8 + b"\nA AOX 20202020\nA GRP " + b"0" * 48 +
-        b"\nA MSQ 1\nA OFF 0\nA MSF 0\nA ORL -1\n"
+        b"A ACC "
+        + b"0" * 64
+        + b"\nA AIX %s\nA PAT 0\nA PAN %s\nA PTD "
+        + b" " * 8
+        + b"\nA PTT "
+        + b" " * 8
+        + b"\nA AOX 20202020\nA GRP "
+        + b"0" * 48
+        + b"\nA MSQ 1\nA OFF 0\nA MSF 0\nA ORL -1\n"
     )
-    assert out == (
-        b"* DMPMQMSG Version:9.4.0.0 Created:" + CREATED.encode() + b"\n"
-        b"* Qmgr  = QM1\n* Queue = DLQ\n\n"
-        b"* Index 1\n" + md_lines % (b"MQSTR   ", b"6964", b"app") +
-        b'S "Hi ~"x~"~~"\n'
-        b"X 0001" + b" " * 18 + b"<..>\n"  # -da pads to width + 1 byte columns
-        b'S "ok"\n\n'
-        b"* Index 2\n" + md_lines % (b" " * 8, b"20" * 32, b" " * 28) +
-        b"S \n\n"
+    assert (
+        out
+        == (
+            b"* DMPMQMSG Version:9.4.0.0 Created:" + CREATED.encode() + b"\n"
+            b"* Qmgr  = QM1\n* Queue = DLQ\n\n"
+            b"* Index 1\n" + md_lines % (b"MQSTR   ", b"6964", b"app") + b'S "Hi ~"x~"~~"\n'
+            b"X 0001" + b" " * 18 + b"<..>\n"  # -da pads to width + 1 byte columns
+            b'S "ok"\n\n'
+            b"* Index 2\n" + md_lines % (b" " * 8, b"20" * 32, b" " * 28) + b"S \n\n"
+        )
     )
 
 
@@ -392,8 +430,9 @@ def test_writer_text_style_splits_long_strings_and_leading_binary():
 
 def test_writer_hex_width_and_returns_count(tmp_path):
     path = tmp_path / "out.dmp"
-    count = write_dump(iter([(MQMD(), bytes(range(7)))] * 3), path, hex_width=3,
-                       created=dt.datetime(2026, 3, 2, 9, 5, 7))
+    count = write_dump(
+        iter([(MQMD(), bytes(range(7)))] * 3), path, hex_width=3, created=dt.datetime(2026, 3, 2, 9, 5, 7)
+    )
     content = path.read_bytes()
     assert count == 3
     assert content.startswith(b"* DMPMQMSG Version:9.4.0.0 Created:Mon Mar  2 09:05:07 2026\n\n")
@@ -459,8 +498,7 @@ def test_lines_style_loss(data, reads_back):
 
 
 @settings(max_examples=examples(200), deadline=None)
-@given(st.lists(st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=40),
-                max_size=8))
+@given(st.lists(st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=40), max_size=8))
 def test_lines_style_is_exact_for_lf_terminated_printable_lines(lines):
     data = "".join(line + "\n" for line in lines).encode()
     [again] = read_bytes(dump_bytes([(MQMD(), data)], data_style="lines"))
@@ -475,47 +513,64 @@ def char_value(length: int, *, allow_any: bool = False):
     raw = st.binary(min_size=1, max_size=length)
     if not allow_any:
         raw = raw.map(lambda b: b.replace(b"\x00", b" ").replace(b"\n", b" ")).map(
-            lambda b: b[:-1] + b" " if b.endswith(b"\r") else b)
+            lambda b: b[:-1] + b" " if b.endswith(b"\r") else b
+        )
     return raw.map(bytes_to_text)
 
 
 def mqmds(char_context: bool):
     ints = st.integers(-(2**31), 2**31 - 1)
     text_fields = {
-        name: char_value(length, allow_any=not char_context and name in (
-            "appl_identity_data", "appl_origin_data"))
+        name: char_value(length, allow_any=not char_context and name in ("appl_identity_data", "appl_origin_data"))
         for name, length in MQMD_CHAR_LENGTHS.items()
     }
     byte_fields = {name: st.binary(min_size=n, max_size=n) for name, n in MQMD_BYTE_LENGTHS.items()}
-    int_fields = {name: ints for name in (
-        "version", "report", "msg_type", "expiry", "feedback", "encoding", "ccsid", "priority",
-        "persistence", "backout_count", "put_appl_type", "msg_seq_number", "offset",
-        "msg_flags", "original_length")}
+    int_fields = {
+        name: ints
+        for name in (
+            "version",
+            "report",
+            "msg_type",
+            "expiry",
+            "feedback",
+            "encoding",
+            "ccsid",
+            "priority",
+            "persistence",
+            "backout_count",
+            "put_appl_type",
+            "msg_seq_number",
+            "offset",
+            "msg_flags",
+            "original_length",
+        )
+    }
     return st.builds(MQMD, **text_fields, **byte_fields, **int_fields)
 
 
-write_options = st.fixed_dictionaries({
-    "data_style": st.sampled_from(["hex", "text"]),
-    "hex_width": st.integers(1, 40),
-    "ascii_column": st.booleans(),
-    "char_context": st.booleans(),
-    "index_comments": st.booleans(),
-})
+write_options = st.fixed_dictionaries(
+    {
+        "data_style": st.sampled_from(["hex", "text"]),
+        "hex_width": st.integers(1, 40),
+        "ascii_column": st.booleans(),
+        "char_context": st.booleans(),
+        "index_comments": st.booleans(),
+    }
+)
 
 
 @settings(max_examples=examples(250), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), write_options)
 def test_read_write_round_trip_is_byte_exact(data, options):
-    messages = data.draw(st.lists(
-        st.tuples(mqmds(options["char_context"]), st.binary(max_size=200)), max_size=5))
+    messages = data.draw(st.lists(st.tuples(mqmds(options["char_context"]), st.binary(max_size=200)), max_size=5))
     content = dump_bytes(messages, qmgr="QM1", queue="DLQ", **options)
     records = read_bytes(content)
     assert [(r.md, r.data) for r in records] == messages
     assert [r.index for r in records] == list(range(len(messages)))
     assert all(r.notes == () for r in records)
     for r in records:  # line and offset point at each message's first A line
-        assert content[r.offset:].startswith(b"A VER ")
-        assert content[:r.offset].count(b"\n") + 1 == r.line
+        assert content[r.offset :].startswith(b"A VER ")
+        assert content[: r.offset].count(b"\n") + 1 == r.line
 
 
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -523,8 +578,7 @@ def test_read_write_round_trip_is_byte_exact(data, options):
 def test_a_dump_written_a_message_at_a_time_in_slices_is_the_same_bytes(data, options, lines_per_write):
     """What the dir: target writes (a header, then each message as it is committed, a large
     body in slices of whole X lines) is byte for byte what `write_dump` writes at once."""
-    messages = data.draw(st.lists(
-        st.tuples(mqmds(options["char_context"]), st.binary(max_size=300)), max_size=4))
+    messages = data.draw(st.lists(st.tuples(mqmds(options["char_context"]), st.binary(max_size=300)), max_size=4))
     whole = dump_bytes(messages, qmgr="QM1", queue="DLQ", **options)
     layout = DumpLayout(**options)
     out = io.BytesIO()
@@ -547,7 +601,7 @@ BAD_RECORDS = [
     b"A QQQ 1\nX 00\n",  # unknown attribute
     b"A PRI 1\n",  # attributes without data
     b"A PRI 1\nX 00\nstray text\n",  # unexpected line
-    b"N\nS \"open\n",  # unterminated string
+    b'N\nS "open\n',  # unterminated string
     b"N\nX " + b"AB" * 80 + b"\n",  # too long for the 120-byte limit used below
 ]
 
@@ -567,12 +621,16 @@ def dump_files(draw):
         if choice == 0:
             parts.append(draw(st.sampled_from(BAD_RECORDS)))
         else:
-            md = MQMD(priority=draw(st.integers(0, 9)),
-                      put_appl_name=draw(st.just("") | char_value(28)),
-                      appl_origin_data=draw(st.just("") | char_value(4, allow_any=True)))
-            text = dump_bytes([(md, draw(st.binary(max_size=40)))],
-                              data_style=draw(st.sampled_from(["hex", "text", "lines"])),
-                              hex_width=draw(st.integers(2, 12)))
+            md = MQMD(
+                priority=draw(st.integers(0, 9)),
+                put_appl_name=draw(st.just("") | char_value(28)),
+                appl_origin_data=draw(st.just("") | char_value(4, allow_any=True)),
+            )
+            text = dump_bytes(
+                [(md, draw(st.binary(max_size=40)))],
+                data_style=draw(st.sampled_from(["hex", "text", "lines"])),
+                hex_width=draw(st.integers(2, 12)),
+            )
             parts.append(text.split(b"\n\n", 1)[1])  # drop the header
         for _ in range(draw(st.integers(0, 2))):
             parts.append(draw(st.sampled_from(NOISE)) + b"\n")
@@ -612,7 +670,8 @@ def test_splits_concatenate_to_the_full_read(tmp_path_factory, data, content):
         pieces += piece
     assert [comparable(r) + (r.line,) for r in pieces] == [comparable(r) + (r.line,) for r in full]
     assert [r.index for r in full if isinstance(r, DumpedMessage)] == sorted(
-        r.index for r in full if isinstance(r, DumpedMessage))
+        r.index for r in full if isinstance(r, DumpedMessage)
+    )
 
 
 def test_split_with_start_inside_a_line_and_past_the_end(tmp_path):
@@ -672,21 +731,23 @@ def test_lookback_over_a_long_comment_run(tmp_path):
 
 def corrupted(base: bytes):
     """``base`` with a few bytes replaced, inserted or deleted (newlines included)."""
-    edit = st.tuples(st.integers(0, max(len(base) - 1, 0)), st.integers(0, 3),
-                     st.binary(max_size=4) | st.sampled_from([b"\n", b"\r\n", b"A ", b"N\n", b"X 4"]))
+    edit = st.tuples(
+        st.integers(0, max(len(base) - 1, 0)),
+        st.integers(0, 3),
+        st.binary(max_size=4) | st.sampled_from([b"\n", b"\r\n", b"A ", b"N\n", b"X 4"]),
+    )
 
     def apply(edits):
         data = bytearray(base)
         for at, cut, new in edits:
-            data[at:at + cut] = new
+            data[at : at + cut] = new
         return bytes(data)
 
     return st.lists(edit, min_size=1, max_size=5).map(apply)
 
 
 @settings(max_examples=examples(250), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.data(), st.binary(max_size=300) | corrupted(
-    (FIXTURES / "dmpmqmsg-options.dmp").read_bytes()))
+@given(st.data(), st.binary(max_size=300) | corrupted((FIXTURES / "dmpmqmsg-options.dmp").read_bytes()))
 def test_damaged_files_never_raise_and_still_split_exactly(tmp_path_factory, data, content):
     path = tmp_path_factory.mktemp("fuzz") / "d.dmp"
     path.write_bytes(content)
@@ -695,28 +756,36 @@ def test_damaged_files_never_raise_and_still_split_exactly(tmp_path_factory, dat
     cut = data.draw(st.integers(1, max(len(content), 1)))
     before = content[:cut].count(b"\n")
     pieces = list(read_dump(path, end=cut, max_line_length=200)) + [
-        replace(r, line=r.line + before) for r in read_dump(path, start=cut, max_line_length=200)]
+        replace(r, line=r.line + before) for r in read_dump(path, start=cut, max_line_length=200)
+    ]
     assert [comparable(r) + (r.line,) for r in pieces] == [comparable(r) + (r.line,) for r in full]
 
 
 @settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(dump_files() | corrupted((FIXTURES / "dmpmqmsg-options.dmp").read_bytes())
-       | corrupted(dump_bytes([(MQMD(priority=p), bytes(range(p * 20))) for p in range(5)])),
-       st.sampled_from([40, 120, MAX_LINE_LENGTH]), st.sampled_from([None, None, 0, 7, 64, 100]))
+@given(
+    dump_files()
+    | corrupted((FIXTURES / "dmpmqmsg-options.dmp").read_bytes())
+    | corrupted(dump_bytes([(MQMD(priority=p), bytes(range(p * 20))) for p in range(5)])),
+    st.sampled_from([40, 120, MAX_LINE_LENGTH]),
+    st.sampled_from([None, None, 0, 7, 64, 100]),
+)
 def test_fast_paths_read_exactly_like_the_line_by_line_path(content, limit, max_message):
     """Runs of X lines, of quoted S lines and the usual 28-line MQMD block have fast paths; with them switched
     off the reader must give identical records, positions and errors (a size limit's error included: it names
     the line that crosses the limit either way)."""
     fast = read_bytes(content, max_line_length=limit, max_message_bytes=max_message)
-    with patch.object(LineReader, "data_run", lambda self, budget=None: None), \
-            patch.object(LineReader, "md_run", lambda self: None):
+    with (
+        patch.object(LineReader, "data_run", lambda self, budget=None: None),
+        patch.object(LineReader, "md_run", lambda self: None),
+    ):
         slow = read_bytes(content, max_line_length=limit, max_message_bytes=max_message)
     assert fast == slow
 
 
 x_line = st.builds(
-    lambda data, junk, at, end: (b"X " + data.hex().upper().encode()[:at] + junk
-                                 + data.hex().upper().encode()[at:] + end),
+    lambda data, junk, at, end: (
+        b"X " + data.hex().upper().encode()[:at] + junk + data.hex().upper().encode()[at:] + end
+    ),
     st.binary(max_size=30),
     st.sampled_from([b"", b"", b"", b" ", b"X", b"G", b"\r", b"x ", b"  ", b"X ", b"\r\r", b"\nA PRI 1", b"\xff"]),
     st.integers(0, 60),
@@ -725,8 +794,12 @@ x_line = st.builds(
 
 
 @settings(max_examples=examples(300), deadline=None)
-@given(st.lists(x_line, min_size=1, max_size=12), st.sampled_from([b"", b"A PRI 2\nX 01\n", b"X 0"]),
-       st.sampled_from([40, MAX_LINE_LENGTH]), st.sampled_from([None, 0, 5, 30]))
+@given(
+    st.lists(x_line, min_size=1, max_size=12),
+    st.sampled_from([b"", b"A PRI 2\nX 01\n", b"X 0"]),
+    st.sampled_from([40, MAX_LINE_LENGTH]),
+    st.sampled_from([None, 0, 5, 30]),
+)
 def test_x_runs_without_the_regular_expression_read_like_with_it(lines, tail, limit, max_message):
     """The X-run fast path finds the run's end and lets the hex decoder check the digits;
     a damaged line anywhere in the run must give exactly what the regular expression gives."""
@@ -739,14 +812,19 @@ def test_x_runs_without_the_regular_expression_read_like_with_it(lines, tail, li
 
 def even_x_lines(data: bytes, width: int) -> bytes:
     """``data`` as dmpmqmsg writes it: X lines of ``width`` bytes, the last one shorter."""
-    return b"".join(b"X " + data[at:at + width].hex().upper().encode() + b"\n"
-                    for at in range(0, max(len(data), 1), width))
+    return b"".join(
+        b"X " + data[at : at + width].hex().upper().encode() + b"\n" for at in range(0, max(len(data), 1), width)
+    )
 
 
 @settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.binary(max_size=400), st.integers(1, 40)), min_size=1, max_size=4),
-       st.data(), st.sampled_from([b"", b"A PRI 2\nX 01\n", b"X 0"]),
-       st.sampled_from([40, MAX_LINE_LENGTH]), st.sampled_from([None, 0, 5, 30, 1000]))
+@given(
+    st.lists(st.tuples(st.binary(max_size=400), st.integers(1, 40)), min_size=1, max_size=4),
+    st.data(),
+    st.sampled_from([b"", b"A PRI 2\nX 01\n", b"X 0"]),
+    st.sampled_from([40, MAX_LINE_LENGTH]),
+    st.sampled_from([None, 0, 5, 30, 1000]),
+)
 def test_even_x_runs_read_like_the_line_by_line_path(messages, data, tail, limit, max_message):
     """The fast path for X lines of one width checks the line starts, spaces and newlines by
     stride: on such runs, damaged or not, it must give exactly what the other paths give."""
@@ -755,8 +833,10 @@ def test_even_x_runs_read_like_the_line_by_line_path(messages, data, tail, limit
     fast = read_bytes(content, max_line_length=limit, max_message_bytes=max_message)
     with patch.object(LineReader, "_even_x_run", lambda self, budget=None: None):
         without = read_bytes(content, max_line_length=limit, max_message_bytes=max_message)
-    with patch.object(LineReader, "data_run", lambda self, budget=None: None), \
-            patch.object(LineReader, "md_run", lambda self: None):
+    with (
+        patch.object(LineReader, "data_run", lambda self, budget=None: None),
+        patch.object(LineReader, "md_run", lambda self: None),
+    ):
         slow = read_bytes(content, max_line_length=limit, max_message_bytes=max_message)
     assert fast == without == slow
 
@@ -766,7 +846,7 @@ def test_a_message_s_data_is_one_run_and_the_next_mqmd_block_skips_the_blank_lin
     line, takes one data run and one MQMD block (the per-message cost of ingest)."""
     body = bytes(range(256)) * 3 + b"last"  # 24 lines of 32 bytes and one of 4
     whole = dump_bytes([(MQMD(priority=7), b"next")])
-    second = whole[whole.index(b"A VER "):]
+    second = whole[whole.index(b"A VER ") :]
     content = b"A PRI 1\n" + even_x_lines(body, 32) + b"\n" + second
     reader = LineReader(io.BytesIO(content), 0, 1, MAX_LINE_LENGTH)
     next(reader)  # the A line
@@ -821,9 +901,15 @@ def test_the_mqmd_block_keeps_bad_utf8_of_adjacent_fields_apart(char_context):
     """A character field that ends inside a UTF-8 sequence, and the next one that goes on
     with continuation bytes, are decoded each on its own; MQLONG's extremes and empty values
     stay on the block fast path, an out-of-range MQLONG leaves it."""
-    md = MQMD(reply_to_q=bytes_to_text(b"Q\xc3"), reply_to_qmgr=bytes_to_text(b"\xa9M"),
-              put_appl_name=bytes_to_text(b"APP\xe2\x82"), put_date=bytes_to_text(b"\xac2026"),
-              expiry=-(2**31), ccsid=2**31 - 1, msg_id=bytes(range(24)))
+    md = MQMD(
+        reply_to_q=bytes_to_text(b"Q\xc3"),
+        reply_to_qmgr=bytes_to_text(b"\xa9M"),
+        put_appl_name=bytes_to_text(b"APP\xe2\x82"),
+        put_date=bytes_to_text(b"\xac2026"),
+        expiry=-(2**31),
+        ccsid=2**31 - 1,
+        msg_id=bytes(range(24)),
+    )
     content = dump_bytes([(md, b"x")], char_context=char_context)
     assert len(_taken_blocks(content)) == 1
     [got] = read_bytes(content)

@@ -13,20 +13,22 @@ import pyarrow.fs as pafs
 import pytest
 
 from dlq_pipeline.dumps.dmpmqmsg import plan_splits, read_dump
-from dlq_pipeline.dumps.files import (InputNotFound, InputUnreachable, _ArrowRaw, is_local, list_files,
-                                      reading_url)
+from dlq_pipeline.dumps.files import InputNotFound, InputUnreachable, _ArrowRaw, is_local, list_files, reading_url
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.dumps.plan import input_bytes, plan_work
 from dlq_pipeline.dumps.sources import expand_paths
 
 
-@pytest.mark.parametrize("uri, webhdfs, url", [
-    ("hdfs://nn:8020/data/dumps", "", "webhdfs://nn:9870/data/dumps"),
-    ("hdfs://nn/data/x.dmp", "http://gateway:50070", "webhdfs://gateway:50070/data/x.dmp"),
-    ("hdfs://nn/data/x.dmp", "https://nn:9871", "swebhdfs://nn:9871/data/x.dmp"),
-    ("s3a://bucket/dumps", "http://ignored:1", "s3a://bucket/dumps"),
-    ("/data/dumps", "", "/data/dumps"),
-])
+@pytest.mark.parametrize(
+    "uri, webhdfs, url",
+    [
+        ("hdfs://nn:8020/data/dumps", "", "webhdfs://nn:9870/data/dumps"),
+        ("hdfs://nn/data/x.dmp", "http://gateway:50070", "webhdfs://gateway:50070/data/x.dmp"),
+        ("hdfs://nn/data/x.dmp", "https://nn:9871", "swebhdfs://nn:9871/data/x.dmp"),
+        ("s3a://bucket/dumps", "http://ignored:1", "s3a://bucket/dumps"),
+        ("/data/dumps", "", "/data/dumps"),
+    ],
+)
 def test_reading_url_maps_hdfs_to_webhdfs_and_leaves_the_rest(uri, webhdfs, url):
     assert reading_url(uri, webhdfs) == url
 
@@ -38,11 +40,21 @@ def test_reading_url_rejects_what_cannot_name_a_namenode():
         reading_url("hdfs:///data/x", "")
 
 
-@pytest.mark.parametrize("path, local", [
-    ("/data/x", True), ("relative/x", True), ("file:/data/x", True), ("dbfs:/x", True),
-    ("/Volumes/cat/sch/vol/x", True), ("hdfs://nn/x", False), ("s3a://b/x", False), ("gs://b/x", False),
-    ("abfss://c@a.dfs.core.windows.net/x", False), ("webhdfs://nn:9870/x", False),
-])
+@pytest.mark.parametrize(
+    "path, local",
+    [
+        ("/data/x", True),
+        ("relative/x", True),
+        ("file:/data/x", True),
+        ("dbfs:/x", True),
+        ("/Volumes/cat/sch/vol/x", True),
+        ("hdfs://nn/x", False),
+        ("s3a://b/x", False),
+        ("gs://b/x", False),
+        ("abfss://c@a.dfs.core.windows.net/x", False),
+        ("webhdfs://nn:9870/x", False),
+    ],
+)
 def test_is_local(path, local):
     assert is_local(path) is local
 
@@ -135,7 +147,10 @@ def test_a_header_naming_its_queue_in_bytes_that_are_not_utf8_plans_readable_tex
     failed the ingest job when Arrow encoded the rows (found by tests/spark/test_jvm_reader.py)."""
     [dump] = write_generated(tmp_path, 2, seed=5, files=1)
     text = dump.read_bytes()
-    dump.write_bytes(text.replace(b"* Qmgr  = QMHUB01", b"* Qmgr  = QM\xfbHUB", 1)
-                     .replace(b"SYSTEM.DEAD.LETTER.QUEUE", b"SYSTEM.DEAD.LET\xfbER.QUEUE", 1))
+    dump.write_bytes(
+        text.replace(b"* Qmgr  = QMHUB01", b"* Qmgr  = QM\xfbHUB", 1).replace(
+            b"SYSTEM.DEAD.LETTER.QUEUE", b"SYSTEM.DEAD.LET\xfbER.QUEUE", 1
+        )
+    )
     [item] = plan_work([str(dump)])
     assert (item.qmgr, item.queue) == ("QM\ufffdHUB", "SYSTEM.DEAD.LET\ufffdER.QUEUE")

@@ -39,11 +39,17 @@ SEED = int(os.environ.get("DLQ_FUZZ_SEED") or 18)
 def seeds(kind: str) -> list[tuple[str, bytes]]:
     """(name, bytes) of the corpus for ``kind``: "dump" (dumps and listings) or "rules"."""
     if kind == "rules":
-        paths = [*sorted((REPO / "dlq_pipeline" / "data" / "rules").glob("*.rules")), *sorted((REPO / "tests" / "golden" / "rules").rglob("*.rules")),
-                 *sorted(CORPUS.glob("*.rules"))]
+        paths = [
+            *sorted((REPO / "dlq_pipeline" / "data" / "rules").glob("*.rules")),
+            *sorted((REPO / "tests" / "golden" / "rules").rglob("*.rules")),
+            *sorted(CORPUS.glob("*.rules")),
+        ]
     else:
-        paths = [p for p in sorted(FIXTURES.glob("*")) + sorted(CORPUS.glob("*"))
-                 if p.is_file() and p.suffix in (".dmp", ".txt") and p.name != "README.md"]
+        paths = [
+            p
+            for p in sorted(FIXTURES.glob("*")) + sorted(CORPUS.glob("*"))
+            if p.is_file() and p.suffix in (".dmp", ".txt") and p.name != "README.md"
+        ]
     return [(str(p.relative_to(REPO)), p.read_bytes()) for p in paths]
 
 
@@ -57,9 +63,23 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
         elif kind == "cut":
             del out[at:]
         elif kind == "splice":
-            out[at:at] = rng.choice([bytes(rng.randrange(256) for _ in range(rng.randint(1, 32))),
-                                     b"\n", b" ", b"'", b"+\n", b"(", b")", b"\x00", b"\xff", b"A VER 2\n",
-                                     b"X 00\n", b" length - 9999999999 bytes\n", b"2147483648"])
+            out[at:at] = rng.choice(
+                [
+                    bytes(rng.randrange(256) for _ in range(rng.randint(1, 32))),
+                    b"\n",
+                    b" ",
+                    b"'",
+                    b"+\n",
+                    b"(",
+                    b")",
+                    b"\x00",
+                    b"\xff",
+                    b"A VER 2\n",
+                    b"X 00\n",
+                    b" length - 9999999999 bytes\n",
+                    b"2147483648",
+                ]
+            )
         elif kind == "crlf":
             out = bytearray(bytes(out).replace(b"\n", b"\r\n"))
         elif kind == "twice":
@@ -67,9 +87,9 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
         else:
             lines = bytes(out).split(b"\n")
             i = rng.randrange(len(lines))
-            lines[i:i + 1] = [lines[i]] * 2 if kind == "dup" else []
+            lines[i : i + 1] = [lines[i]] * 2 if kind == "dup" else []
             out = bytearray(b"\n".join(lines))
-    return bytes(out[:256 * 1024])
+    return bytes(out[: 256 * 1024])
 
 
 # --- the targets: each checks what must hold for any input -------------------------------------
@@ -90,7 +110,9 @@ def target_readers(path: Path, _content: bytes, rng: random.Random) -> None:
     and a dump read in two byte ranges gives the records of one whole read."""
     kind = sniff(path)
     assert kind in ("dmpmqmsg", "amqsbcg", None)
-    whole = list(read_source(str(path), max_line_length=rng.choice([80, 4096]), max_message_bytes=rng.choice([None, 64])))
+    whole = list(
+        read_source(str(path), max_line_length=rng.choice([80, 4096]), max_message_bytes=rng.choice([None, 64]))
+    )
     check_records(whole, str(path))
     size = path.stat().st_size
     if kind == "dmpmqmsg" and size > 1:
@@ -121,11 +143,15 @@ def target_rules(_path: Path, content: bytes, _rng: random.Random) -> None:
         again = parse_rules(canonical, "again.rules")
         assert again.ok and format_table(again) == canonical
         assert [(r.action, r.patterns, r.retry, r.fwdq, r.fwdqm, r.header, r.putaut) for r in again.rules] == [
-            (r.action, r.patterns, r.retry, r.fwdq, r.fwdqm, r.header, r.putaut) for r in table.rules]
+            (r.action, r.patterns, r.retry, r.fwdq, r.fwdqm, r.header, r.putaut) for r in table.rules
+        ]
 
 
-TARGETS = {"readers": ("dump", target_readers), "each_reader": ("dump", target_each_reader),
-           "rules": ("rules", target_rules)}
+TARGETS = {
+    "readers": ("dump", target_readers),
+    "each_reader": ("dump", target_each_reader),
+    "rules": ("rules", target_rules),
+}
 
 
 @pytest.mark.parametrize("name", sorted(TARGETS))
@@ -143,8 +169,9 @@ def test_fuzz_target_finds_nothing(name, tmp_path):
         except BaseException as exc:
             finding = tmp_path / f"finding-{name}"
             finding.write_bytes(content)
-            raise AssertionError(f"fuzz target {name}: {what}: {type(exc).__name__}: {exc}; "
-                                 f"input kept in {finding}") from exc
+            raise AssertionError(
+                f"fuzz target {name}: {what}: {type(exc).__name__}: {exc}; input kept in {finding}"
+            ) from exc
 
     for seed_name, content in corpus:  # every seed as it is
         run(content, f"seed {seed_name}")

@@ -8,11 +8,9 @@ from collections import Counter
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from tests.profiles import examples
-
-from dlq_pipeline.formats import codepages
 from dlq_pipeline.cli import cli
 from dlq_pipeline.dumps.dmpmqmsg import read_dump, read_dump_info
 from dlq_pipeline.dumps.generator import (
@@ -30,7 +28,9 @@ from dlq_pipeline.dumps.generator import (
     write_generated,
 )
 from dlq_pipeline.dumps.records import RecordError
+from dlq_pipeline.formats import codepages
 from dlq_pipeline.formats.structures import DLH_LENGTH, decode_dlh
+from tests.profiles import examples
 
 SMALL = 32 * 1024  # keeps samples fast; the size tests use the real default
 
@@ -50,8 +50,7 @@ def sample():
 
 
 def _stamp(date: str, time: str) -> dt.datetime:
-    return dt.datetime.strptime(date + time[:6], "%Y%m%d%H%M%S") + dt.timedelta(
-        milliseconds=10 * int(time[6:8]))
+    return dt.datetime.strptime(date + time[:6], "%Y%m%d%H%M%S") + dt.timedelta(milliseconds=10 * int(time[6:8]))
 
 
 def _read_all(paths) -> list:
@@ -119,11 +118,22 @@ def test_zos_dead_letters_keep_the_mqdlh_raw_ebcdic_with_readable_mqmd(sample):
 
 def test_header_chains_are_the_ones_generated(sample):
     chains = Counter(g.chain for g in sample if g.dlh is not None)
-    assert {("MQSTR",), ("",), ("MQHRF2", "MQSTR"), ("MQXMIT", "MQSTR"), ("MQXMIT", ""),
-            ("MQXMIT", "MQHRF2", "MQSTR"), ("MQTRIG",)} == set(chains)
+    assert {
+        ("MQSTR",),
+        ("",),
+        ("MQHRF2", "MQSTR"),
+        ("MQXMIT", "MQSTR"),
+        ("MQXMIT", ""),
+        ("MQXMIT", "MQHRF2", "MQSTR"),
+        ("MQTRIG",),
+    } == set(chains)
     for g in sample:
-        expected = {"jms": {("MQHRF2", "MQSTR")}, "trigger": {("MQTRIG",)},
-                    "text": {("MQSTR",)}, "binary": {("",)}}.get(g.payload)
+        expected = {
+            "jms": {("MQHRF2", "MQSTR")},
+            "trigger": {("MQTRIG",)},
+            "text": {("MQSTR",)},
+            "binary": {("",)},
+        }.get(g.payload)
         if expected:
             assert g.chain in expected
         if g.payload == "xmit":
@@ -131,9 +141,24 @@ def test_header_chains_are_the_ones_generated(sample):
 
 
 def test_mix_can_select_one_platform_and_one_payload():
-    messages = list(generate(60, 5, {"aix": 0, "linux": 0, "windows": 0, "text": 0, "binary": 0,
-                                     "jms": 0, "trigger": 0, "no_dlh": 0, "empty": 0},
-                             max_size=SMALL))
+    messages = list(
+        generate(
+            60,
+            5,
+            {
+                "aix": 0,
+                "linux": 0,
+                "windows": 0,
+                "text": 0,
+                "binary": 0,
+                "jms": 0,
+                "trigger": 0,
+                "no_dlh": 0,
+                "empty": 0,
+            },
+            max_size=SMALL,
+        )
+    )
     assert {(g.platform, g.payload) for g in messages} == {("zos", "xmit")}
     assert all(g.message.md.encoding == 785 for g in messages)
 
@@ -141,8 +166,12 @@ def test_mix_can_select_one_platform_and_one_payload():
 def test_parse_mix():
     assert parse_mix("zos=5, jms=0,") == {"zos": 5.0, "jms": 0.0}
     assert parse_mix("") == {}
-    for bad, words in [("zos", "NAME=WEIGHT"), ("os2=1", "unknown mix name"),
-                       ("zos=x", "not a number"), ("zos=-1", ">= 0")]:
+    for bad, words in [
+        ("zos", "NAME=WEIGHT"),
+        ("os2=1", "unknown mix name"),
+        ("zos=x", "not a number"),
+        ("zos=-1", ">= 0"),
+    ]:
         with pytest.raises(ValueError, match=words):
             parse_mix(bad)
 
@@ -254,8 +283,11 @@ def test_requests_carry_reply_to_queues_some_to_aaaa_gateways(sample):
 
 
 def test_qmgr_dead_letters_name_the_queue_manager_or_a_channel_program(sample):
-    writers = {(g.dlh.put_appl_type, g.dlh.put_appl_name.strip(), g.home_qmgr)
-               for g in sample if g.dlh is not None and g.dlh.put_appl_type == 7}
+    writers = {
+        (g.dlh.put_appl_type, g.dlh.put_appl_name.strip(), g.home_qmgr)
+        for g in sample
+        if g.dlh is not None and g.dlh.put_appl_type == 7
+    }
     assert any(name == home for _, name, home in writers)
     assert any(name in ("amqrmppa", "amqrmppa.exe", home + "CHIN") for _, name, home in writers)
 
@@ -292,8 +324,24 @@ def test_dumps_have_headers_and_created_stamps_after_their_last_message(tmp_path
 
 def test_generate_command_writes_and_reports(tmp_path):
     out = tmp_path / "dumps"
-    result = CliRunner().invoke(cli, ["generate", "--out", str(out), "--count", "25", "--seed", "3",
-                                      "--files", "2", "--max-size", "16K", "--mix", "zos=1,aix=0"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "generate",
+            "--out",
+            str(out),
+            "--count",
+            "25",
+            "--seed",
+            "3",
+            "--files",
+            "2",
+            "--max-size",
+            "16K",
+            "--mix",
+            "zos=1,aix=0",
+        ],
+    )
     assert result.exit_code == 0, result.output
     paths = sorted(out.iterdir())
     assert [p.name for p in paths] == ["dlq-0000.dmp", "dlq-0001.dmp"]
@@ -307,14 +355,16 @@ def test_generate_command_writes_and_reports(tmp_path):
     assert all(a.same_message(b) for a, b in zip(expected, read)) and len(read) == 25
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--mix", "os2=1"], "unknown mix name"),
-    (["--max-size", "12Q"], "is not a size"),
-    (["--max-size", "100"], "max_size must be"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--mix", "os2=1"], "unknown mix name"),
+        (["--max-size", "12Q"], "is not a size"),
+        (["--max-size", "100"], "max_size must be"),
+    ],
+)
 def test_generate_command_refuses_bad_options(tmp_path, args, words):
-    result = CliRunner().invoke(cli, ["generate", "--out", str(tmp_path / "x"), "--count", "3",
-                                      "--seed", "1", *args])
+    result = CliRunner().invoke(cli, ["generate", "--out", str(tmp_path / "x"), "--count", "3", "--seed", "1", *args])
     assert result.exit_code == 2 and words in result.output
     assert not (tmp_path / "x").exists()
 
@@ -341,10 +391,22 @@ def test_storms_are_bursts_of_their_reason_on_their_queue_inside_their_window():
         for g in members:
             assert first <= _arrival(g) < first + dt.timedelta(hours=storm.hours)
             assert (g.dlh.reason, g.dlh.dest_q.rstrip(), g.dlh.dest_qmgr.rstrip(), g.home_qmgr) == (
-                storm.reason, storm.dest_q, storm.home, storm.home)
+                storm.reason,
+                storm.dest_q,
+                storm.home,
+                storm.home,
+            )
             assert g.message.md.reply_to_qmgr.rstrip() in dict(storm.origins)  # the sender, not the hub
-    rows = [{"at": _arrival(g), "reason": reason_name(g.dlh.reason) if g.dlh else "(no MQDLH)",
-             "qmgr": g.message.md.reply_to_qmgr.rstrip(), "dest": "", "count": 1} for g in generated]
+    rows = [
+        {
+            "at": _arrival(g),
+            "reason": reason_name(g.dlh.reason) if g.dlh else "(no MQDLH)",
+            "qmgr": g.message.md.reply_to_qmgr.rstrip(),
+            "dest": "",
+            "count": 1,
+        }
+        for g in generated
+    ]
     found = timeline(rows)
     assert found["bucket"] == "hour"
     assert [b["reasons"][0]["reason"] for b in found["bursts"]] == ["MQRC_UNKNOWN_OBJECT_NAME", "MQRC_Q_FULL"]

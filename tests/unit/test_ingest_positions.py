@@ -7,10 +7,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.profiles import examples
-
 from dlq_pipeline.dumps.plan import plan_work
 from dlq_pipeline.spark.ingest import read_item
+from tests.profiles import examples
 
 from .test_dumpfile import FIXTURES, corrupted, dump_files
 
@@ -40,8 +39,8 @@ def assert_positions(content: bytes, items) -> int:
                 assert row.get("newlines") is None  # a file read whole has its lines from the reader
             elif row["rec"] == "split":
                 end = item.end if item.end is not None else len(content)
-                assert row["newlines"] == content[item.start:end].count(b"\n")
+                assert row["newlines"] == content[item.start : end].count(b"\n")
             else:
-                assert row["newlines"] == content[item.start:row["source_offset"]].count(b"\n"), row
+                assert row["newlines"] == content[item.start : row["source_offset"]].count(b"\n"), row
                 rows += 1
     return rows

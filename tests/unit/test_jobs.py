@@ -64,15 +64,18 @@ def test_bad_configuration_exits_2_with_every_problem(tmp_path, capsys):
     ]
 
 
-@pytest.mark.parametrize("item, expected", [
-    ("storage.catalog=main", ("storage", "catalog", "main")),
-    ("replay.batch_size=50", ("replay", "batch_size", 50)),
-    ("replay.depth_check=true", ("replay", "depth_check", True)),
-    ('pipeline.inputs=["/a", "/b"]', ("pipeline", "inputs", ["/a", "/b"])),
-    ('metrics.textfile="/var/lib/x y.prom"', ("metrics", "textfile", "/var/lib/x y.prom")),
-    ("pipeline.target=mq:QM1", ("pipeline", "target", "mq:QM1")),
-    ("storage.path=", ("storage", "path", "")),
-])
+@pytest.mark.parametrize(
+    "item, expected",
+    [
+        ("storage.catalog=main", ("storage", "catalog", "main")),
+        ("replay.batch_size=50", ("replay", "batch_size", 50)),
+        ("replay.depth_check=true", ("replay", "depth_check", True)),
+        ('pipeline.inputs=["/a", "/b"]', ("pipeline", "inputs", ["/a", "/b"])),
+        ('metrics.textfile="/var/lib/x y.prom"', ("metrics", "textfile", "/var/lib/x y.prom")),
+        ("pipeline.target=mq:QM1", ("pipeline", "target", "mq:QM1")),
+        ("storage.path=", ("storage", "path", "")),
+    ],
+)
 def test_parse_setting(item, expected):
     assert parse_setting(item) == expected
 
@@ -87,15 +90,21 @@ def test_what_spark_submit_was_given_wins_over_defaults_and_the_file():
     from dlq_pipeline.spark.session import BASE_CONF, session_conf
 
     settings = {"master": "local[*]", "app_name": "dlq-pipeline", "spark_conf": {"spark.sql.shuffle.partitions": "8"}}
-    launcher = {"spark.master": "yarn", "spark.app.name": "dlq-nightly", "spark.sql.shuffle.partitions": "200",
-                "spark.submit.deployMode": "cluster"}
+    launcher = {
+        "spark.master": "yarn",
+        "spark.app.name": "dlq-nightly",
+        "spark.sql.shuffle.partitions": "200",
+        "spark.submit.deployMode": "cluster",
+    }
     assert session_conf(settings, launcher) == {**BASE_CONF, **launcher}
     assert session_conf(settings)["spark.master"] == "local[*]"  # no launcher: the configuration decides
 
 
 def test_shipped_files_maps_names_of_local_files_given_to_spark_submit():
     assert jobs.shipped_files("file:/etc/dlq/prod.toml, /etc/dlq/prod.rules,hdfs://nn/x/remote.toml,") == {
-        "prod.toml": "/etc/dlq/prod.toml", "prod.rules": "/etc/dlq/prod.rules"}
+        "prod.toml": "/etc/dlq/prod.toml",
+        "prod.rules": "/etc/dlq/prod.rules",
+    }
     assert jobs.shipped_files("") == {}
 
 
@@ -103,8 +112,14 @@ def test_a_bare_config_or_rules_name_missing_here_is_the_shipped_file_client_mod
     shipped = {"prod.toml": "/etc/dlq/prod.toml", "prod.rules": "/etc/dlq/prod.rules"}
     args = ["--config", "prod.toml", "--profile", "cluster", "--rules=prod.rules", "--target", "prod.toml"]
     assert jobs.with_shipped_files(args, shipped, exists=lambda p: False) == [
-        "--config", "/etc/dlq/prod.toml", "--profile", "cluster", "--rules=/etc/dlq/prod.rules",
-        "--target", "prod.toml"]
+        "--config",
+        "/etc/dlq/prod.toml",
+        "--profile",
+        "cluster",
+        "--rules=/etc/dlq/prod.rules",
+        "--target",
+        "prod.toml",
+    ]
 
 
 def test_a_name_found_here_or_a_path_or_an_unshipped_name_is_left_alone():

@@ -106,8 +106,12 @@ def test_the_scan_sees_the_package():
 
 
 def test_only_spark_imports_pyspark():
-    bad = [_where(i) for imports in IMPORTS.values() for i in imports
-           if any(_under(i.target, lib) for lib in SPARK_LIBRARIES) and not _under(i.module, "dlq_pipeline.spark")]
+    bad = [
+        _where(i)
+        for imports in IMPORTS.values()
+        for i in imports
+        if any(_under(i.target, lib) for lib in SPARK_LIBRARIES) and not _under(i.module, "dlq_pipeline.spark")
+    ]
     assert bad == []
 
 
@@ -124,8 +128,12 @@ def test_spark_modules_are_used_lazily_and_only_by_the_command_line_edge():
 
 
 def test_only_mq_imports_an_mq_client_library():
-    bad = [_where(i) for imports in IMPORTS.values() for i in imports
-           if any(_under(i.target, lib) for lib in MQ_LIBRARIES) and not _under(i.module, "dlq_pipeline.mq")]
+    bad = [
+        _where(i)
+        for imports in IMPORTS.values()
+        for i in imports
+        if any(_under(i.target, lib) for lib in MQ_LIBRARIES) and not _under(i.module, "dlq_pipeline.mq")
+    ]
     assert bad == []
 
 
@@ -135,7 +143,9 @@ def _config_reads(module: str) -> list[str]:
     from dlq_pipeline.config import OPTIONS
 
     path = MODULES[module]
-    found = [_where(i) for i in IMPORTS[module] if i.target == "dlq_pipeline.config" and i.name in ("Config", "load_config")]
+    found = [
+        _where(i) for i in IMPORTS[module] if i.target == "dlq_pipeline.config" and i.name in ("Config", "load_config")
+    ]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args):
             continue
@@ -151,8 +161,12 @@ def test_the_config_scan_sees_reads():
 
 
 def test_only_the_edge_reads_the_configuration():
-    bad = [where for module in MODULES if not any(_under(module, edge) for edge in CONFIG_READERS)
-           for where in _config_reads(module)]
+    bad = [
+        where
+        for module in MODULES
+        if not any(_under(module, edge) for edge in CONFIG_READERS)
+        for where in _config_reads(module)
+    ]
     assert bad == []
 
 
@@ -161,8 +175,12 @@ def _private(name: str | None) -> bool:
 
 
 def test_no_private_name_is_imported_from_another_module():
-    bad = [_where(i) for imports in IMPORTS.values() for i in imports
-           if _under(i.target, PACKAGE) and i.target != i.module and _private(i.name)]
+    bad = [
+        _where(i)
+        for imports in IMPORTS.values()
+        for i in imports
+        if _under(i.target, PACKAGE) and i.target != i.module and _private(i.name)
+    ]
     assert bad == []
 
 
@@ -182,8 +200,13 @@ def test_no_private_name_is_reached_through_an_imported_module():
                     if f"{source}.{a.name}" in MODULES:
                         aliases[a.asname or a.name] = f"{source}.{a.name}"
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name)
-                    and node.value.id in aliases and aliases[node.value.id] != module):
+            if (
+                isinstance(node, ast.Attribute)
+                and _private(node.attr)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and aliases[node.value.id] != module
+            ):
                 bad.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}: {aliases[node.value.id]}.{node.attr}")
     assert bad == []
 
@@ -229,6 +252,5 @@ def test_the_cycle_finder_finds_cycles():
 
 
 def test_no_import_cycles_between_modules():
-    graph = {m: {i.target for i in imports if i.target in MODULES and i.target != m}
-             for m, imports in IMPORTS.items()}
+    graph = {m: {i.target for i in imports if i.target in MODULES and i.target != m} for m, imports in IMPORTS.items()}
     assert _cycles(graph) == []

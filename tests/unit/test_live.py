@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from dlq_pipeline.config import load_config
-from dlq_pipeline.settings import mq_qmgrs
 from dlq_pipeline.live import LiveError, QueueLock, QueueLocked, live_queue, lock_path, parse_source, resolve_queue
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.replay.targets import TargetError
 from dlq_pipeline.rules.model import ControlData
+from dlq_pipeline.settings import mq_qmgrs
 
 CONTROL = ControlData(inputq="APP.DLQ", inputqm="QM7")
 
@@ -55,8 +55,11 @@ def test_the_lock_names_its_holder_and_is_released(tmp_path):
     path = lock_path(tmp_path, "QM1", "a/b")
     assert path.parent == tmp_path / "_locks" and path.name == "QM1@-61-2F-62.lock"
     with QueueLock(path, what="queue a/b on QM1", command="drain (browse)", run_id="R1"):
-        with pytest.raises(QueueLocked, match=r"queue a/b on QM1 is already being worked on by drain \(browse\) "
-                                              r"\(pid \d+ on .*, run R1, since"):
+        with pytest.raises(
+            QueueLocked,
+            match=r"queue a/b on QM1 is already being worked on by drain \(browse\) "
+            r"\(pid \d+ on .*, run R1, since",
+        ):
             with QueueLock(path, what="queue a/b on QM1", command="settle", run_id="R2"):
                 pass
     with QueueLock(path, what="queue a/b on QM1", command="settle", run_id="R2"):

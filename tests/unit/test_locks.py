@@ -24,8 +24,12 @@ REPO = Path(__file__).resolve().parents[2]
 def hold(warehouse: Path, command: str = "run", run_id: str = "HOLDER") -> subprocess.Popen:
     """A process holding the warehouse lock (returns once it holds it)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "lock_holder.py"), str(warehouse), command, run_id],
-                            env=env, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "tests" / "lock_holder.py"), str(warehouse), command, run_id],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline() == "held\n"
     return proc
 
@@ -42,8 +46,10 @@ def test_a_second_holder_is_refused_naming_the_first_and_kill_9_frees_the_lock(t
             with WarehouseLock(tmp_path, command="replay", run_id="SECOND"):
                 pass
         text = str(refused.value)
-        assert f"is being written by run (pid {holder.pid} on {socket.gethostname()}, run 20260301T120000Z-1a2b3c, " \
-               "since 20" in text
+        assert (
+            f"is being written by run (pid {holder.pid} on {socket.gethostname()}, run 20260301T120000Z-1a2b3c, "
+            "since 20" in text
+        )
         assert str(tmp_path / "_locks" / "warehouse.lock") in text and "nothing was touched" in text
     finally:
         kill(holder)
@@ -85,11 +91,19 @@ def test_the_lock_is_reentrant_in_one_process_and_released_by_the_outermost(tmp_
     with WarehouseLock(tmp_path, command="run", run_id="OUTER"):
         with WarehouseLock(tmp_path, command="run", run_id="INNER"):  # run_pipeline under the run command
             pass
-        holder = subprocess.run([sys.executable, "-c", "import sys; from dlq_pipeline.locks import WarehouseLock\n"
-                                 "try:\n    WarehouseLock(sys.argv[1], command='x').__enter__()\n"
-                                 "except Exception as e:\n    print(type(e).__name__)", str(tmp_path)],
-                                capture_output=True, text=True,
-                                env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])))
+        holder = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from dlq_pipeline.locks import WarehouseLock\n"
+                "try:\n    WarehouseLock(sys.argv[1], command='x').__enter__()\n"
+                "except Exception as e:\n    print(type(e).__name__)",
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])),
+        )
         assert holder.stdout == "WarehouseLocked\n"  # still held after the inner one ended
     with WarehouseLock(tmp_path, command="run", run_id="AGAIN"):
         pass
@@ -125,9 +139,24 @@ def test_a_warehouse_that_is_not_a_file_system_path_needs_storage_lock_false(tmp
 def test_bad_lease_settings_exit_2_before_anything_is_touched(tmp_path):
     dump = tmp_path / "x.dmp"
     dump.write_text("")
-    result = CliRunner().invoke(cli, ["ingest", str(dump), "--warehouse", str(tmp_path / "wh"), "--format", "delta",
-                                      "--set", "storage.lease_seconds=1", "--set", "storage.lease_wait=-3"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "ingest",
+            str(dump),
+            "--warehouse",
+            str(tmp_path / "wh"),
+            "--format",
+            "delta",
+            "--set",
+            "storage.lease_seconds=1",
+            "--set",
+            "storage.lease_wait=-3",
+        ],
+    )
     assert result.exit_code == 2
-    assert result.stderr == ("error: <defaults>: 'storage.lease_seconds' must be at least 5 (a heartbeat renews it "
-                             "every third)\nerror: <defaults>: 'storage.lease_wait' must be at least 0\n")
+    assert result.stderr == (
+        "error: <defaults>: 'storage.lease_seconds' must be at least 5 (a heartbeat renews it "
+        "every third)\nerror: <defaults>: 'storage.lease_wait' must be at least 0\n"
+    )
     assert not (tmp_path / "wh").exists()

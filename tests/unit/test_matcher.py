@@ -6,10 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.profiles import examples
-
 from dlq_pipeline.rules.matcher import decide, glob_match, resolve_name
 from dlq_pipeline.rules.model import Decision, Rule, RulesTable
+from tests.profiles import examples
 
 
 def reference_glob(pattern: str, value: str) -> bool:
@@ -33,6 +32,7 @@ def reference_glob(pattern: str, value: str) -> bool:
 
 
 # --- glob_match: examples from the spec -------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("pattern", "value", "expected"),
@@ -106,6 +106,7 @@ def test_a_literal_pattern_matches_itself_only_up_to_trailing_blanks(value):
 
 
 # --- decide --------------------------------------------------------------------------
+
 
 def view(**changes) -> dict:
     """A message with a usable MQDLH; field values as decoded (fixed length, blank padded)."""

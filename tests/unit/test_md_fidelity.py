@@ -11,19 +11,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.profiles import examples
-
+from dlq_pipeline.dumps.dmpmqmsg import read_dump
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.formats.mqmd import MQMD, MQMD_CHAR_LENGTHS, bytes_to_text
 from dlq_pipeline.mq.client import md_fields
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.replay.rebuild import exact_target
-from dlq_pipeline.dumps.dmpmqmsg import read_dump
 from dlq_pipeline.replay.targets import LOCAL_QMGR_DIR, open_target
 from dlq_pipeline.replay.writer import Checkpoint, ReplaySettings, WorkItem, replay_partition
 from dlq_pipeline.tables import MD_COLUMNS, char_bytes, exact_md, message_row, stored_md
+from tests.profiles import examples
 
-NOW = dt.datetime(2026, 3, 1, 12, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 3, 1, 12, tzinfo=dt.UTC)
 
 # Latin-1 bytes as a Windows (CCSID 1252) or AIX (819) queue manager writes them.
 USER = b"J\xfcrgen".ljust(12)  # Jürgen
@@ -33,9 +32,18 @@ REPLY_QM = b"QM_\xc9T\xc9".ljust(48)
 
 
 def latin1_md(**changes) -> MQMD:
-    md = MQMD(version=2, format="MQSTR   ", ccsid=819, user_id=bytes_to_text(USER),
-              put_appl_name=bytes_to_text(APPL), reply_to_q=bytes_to_text(REPLY_Q),
-              reply_to_qmgr=bytes_to_text(REPLY_QM), msg_id=b"M" * 24, put_date="20260301", put_time="10000000")
+    md = MQMD(
+        version=2,
+        format="MQSTR   ",
+        ccsid=819,
+        user_id=bytes_to_text(USER),
+        put_appl_name=bytes_to_text(APPL),
+        reply_to_q=bytes_to_text(REPLY_Q),
+        reply_to_qmgr=bytes_to_text(REPLY_QM),
+        msg_id=b"M" * 24,
+        put_date="20260301",
+        put_time="10000000",
+    )
     return md.replace(**changes)
 
 
@@ -52,10 +60,18 @@ def test_a_latin1_descriptor_is_stored_readable_and_exactly():
     for name in MD_COLUMNS.values():  # every text column is a valid Spark (UTF-8) string
         if isinstance(row[name], str):
             row[name].encode("utf-8")
-    assert row["md_char_bytes"] == {"reply_to_q": REPLY_Q, "reply_to_qmgr": REPLY_QM, "user_id": USER,
-                                    "put_appl_name": APPL}
-    assert row["notes"] == ["char_field_not_utf8:reply_to_q", "char_field_not_utf8:reply_to_qmgr",
-                            "char_field_not_utf8:user_id", "char_field_not_utf8:put_appl_name"]
+    assert row["md_char_bytes"] == {
+        "reply_to_q": REPLY_Q,
+        "reply_to_qmgr": REPLY_QM,
+        "user_id": USER,
+        "put_appl_name": APPL,
+    }
+    assert row["notes"] == [
+        "char_field_not_utf8:reply_to_q",
+        "char_field_not_utf8:reply_to_qmgr",
+        "char_field_not_utf8:user_id",
+        "char_field_not_utf8:put_appl_name",
+    ]
     rebuilt = exact_md(stored_columns(row), row["md_char_bytes"])
     assert rebuilt == md
     assert md_fields(rebuilt) == md_fields(md)  # what the MQ client sends: 12 bytes, not 14
@@ -105,13 +121,26 @@ def test_a_target_taken_from_a_field_that_is_not_utf8_is_its_exact_name():
 
 
 def replay(connect, items, checkpoint=None):
-    return list(replay_partition(items, connect, ReplaySettings(batch_size=1), run_id="R1", partition_id=0,
-                                 checkpoint=checkpoint, now=NOW))
+    return list(
+        replay_partition(
+            items, connect, ReplaySettings(batch_size=1), run_id="R1", partition_id=0, checkpoint=checkpoint, now=NOW
+        )
+    )
 
 
 def fwd(key: str, md: MQMD, target_q: str, target_qmgr: str = "") -> WorkItem:
-    return WorkItem(message_key=key, action="FWD", md=md, data=b"body", rule_line=1, attempt=1,
-                    target_q=target_q, target_qmgr=target_qmgr, header=True, putaut="DEF")
+    return WorkItem(
+        message_key=key,
+        action="FWD",
+        md=md,
+        data=b"body",
+        rule_line=1,
+        attempt=1,
+        target_q=target_q,
+        target_qmgr=target_qmgr,
+        header=True,
+        putaut="DEF",
+    )
 
 
 def test_the_writer_puts_the_exact_descriptor_and_records_readable_names():
@@ -120,7 +149,9 @@ def test_the_writer_puts_the_exact_descriptor_and_records_readable_names():
     latin1_q = bytes_to_text(b"R\xc9PONSE.Q")
     rows = replay(sim.connect, [fwd("k1", md, "HOLD.Q"), fwd("k2", md, latin1_q)])
     assert [(r["outcome"], r["target_q"], r["reason_code"]) for r in rows] == [
-        ("delivered", "HOLD.Q", 0), ("failed", "R\ufffdPONSE.Q", 2085)]
+        ("delivered", "HOLD.Q", 0),
+        ("failed", "R\ufffdPONSE.Q", 2085),
+    ]
     assert "R\\udcc9PONSE.Q" in rows[1]["error_text"]  # the exact name MQ was asked for, readable
     for row in rows:
         row["error_text"] and row["error_text"].encode("utf-8")  # a valid Spark string

@@ -12,8 +12,18 @@ import pytest
 
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import client
-from dlq_pipeline.mq.client import (ClientConnection, MQClientMissing, browse_options, client_settings, get_options,
-                                    md_fields, md_from_fields, object_descriptor, put_open_options, put_options)
+from dlq_pipeline.mq.client import (
+    ClientConnection,
+    MQClientMissing,
+    browse_options,
+    client_settings,
+    get_options,
+    md_fields,
+    md_from_fields,
+    object_descriptor,
+    put_open_options,
+    put_options,
+)
 from dlq_pipeline.mq.interface import MQError
 
 SETTINGS = {"channel": "APP.SVRCONN", "conn_name": "mq1(1414),mq2(1414)", "user": "app", "password_env": "TEST_MQ_PW"}
@@ -72,19 +82,46 @@ def test_get_and_browse_options():
 
 def test_object_descriptor():
     assert object_descriptor("APP.IN  ") == {"ObjectName": b"APP.IN", "ObjectQMgrName": b""}
-    assert object_descriptor("Q", "QM2", "alice") == {"ObjectName": b"Q", "ObjectQMgrName": b"QM2",
-                                                       "AlternateUserId": b"alice"}
+    assert object_descriptor("Q", "QM2", "alice") == {
+        "ObjectName": b"Q",
+        "ObjectQMgrName": b"QM2",
+        "AlternateUserId": b"alice",
+    }
     with pytest.raises(ValueError):
         object_descriptor("Q" * 49)
 
 
 def full_md() -> MQMD:
-    return MQMD(version=1, report=5, msg_type=1, expiry=100, feedback=2, encoding=785, ccsid=500, format="MQSTR   ",
-                priority=3, persistence=1, msg_id=b"\x01" * 24, correl_id=b"\x02" * 24, backout_count=4,
-                reply_to_q="R".ljust(48), reply_to_qmgr="QMR".ljust(48), user_id="alice", accounting_token=b"\x03" * 32,
-                appl_identity_data="id".ljust(32), put_appl_type=6, put_appl_name="app", put_date="20260101",
-                put_time="12345678", appl_origin_data="O", group_id=b"\x04" * 24, msg_seq_number=9, offset=10,
-                msg_flags=8, original_length=77)
+    return MQMD(
+        version=1,
+        report=5,
+        msg_type=1,
+        expiry=100,
+        feedback=2,
+        encoding=785,
+        ccsid=500,
+        format="MQSTR   ",
+        priority=3,
+        persistence=1,
+        msg_id=b"\x01" * 24,
+        correl_id=b"\x02" * 24,
+        backout_count=4,
+        reply_to_q="R".ljust(48),
+        reply_to_qmgr="QMR".ljust(48),
+        user_id="alice",
+        accounting_token=b"\x03" * 32,
+        appl_identity_data="id".ljust(32),
+        put_appl_type=6,
+        put_appl_name="app",
+        put_date="20260101",
+        put_time="12345678",
+        appl_origin_data="O",
+        group_id=b"\x04" * 24,
+        msg_seq_number=9,
+        offset=10,
+        msg_flags=8,
+        original_length=77,
+    )
 
 
 def test_md_fields_are_version_2_and_blank_padded():
@@ -95,8 +132,9 @@ def test_md_fields_are_version_2_and_blank_padded():
     assert fields["MsgId"] == b"\x01" * 24 and fields["OriginalLength"] == 77 and fields["CodedCharSetId"] == 500
     assert len(fields) == 28
     back = md_from_fields(fields)
-    assert back == full_md().replace(version=2, user_id="alice       ", put_appl_name="app".ljust(28),
-                                     appl_origin_data="O   ")
+    assert back == full_md().replace(
+        version=2, user_id="alice       ", put_appl_name="app".ljust(28), appl_origin_data="O   "
+    )
     with pytest.raises(ValueError):
         md_fields(full_md().replace(user_id="x" * 13))
     with pytest.raises(ValueError):
@@ -190,11 +228,16 @@ def test_connection_wiring_over_a_stand_in_library(monkeypatch):
     calls: list = []
     settings = dict(SETTINGS, cipher_spec="ANY_TLS13_OR_HIGHER", key_repository="/keys/client")
     conn = ClientConnection("QM1", settings, library=fake_library(calls, {"queue": [b"x" * 5000]}))
-    (_, name, kw), = calls
+    ((_, name, kw),) = calls
     assert name == b"QM1" and kw["opts"] == 0x800 and kw["user"] == b"app" and kw["password"] == b"s3cret-pw"
     cd = kw["cd"]
     assert (cd.ChannelName, cd.ConnectionName, cd.ChannelType, cd.TransportType, cd.SSLCipherSpec) == (
-        b"APP.SVRCONN", b"mq1(1414),mq2(1414)", 6, 2, b"ANY_TLS13_OR_HIGHER")
+        b"APP.SVRCONN",
+        b"mq1(1414),mq2(1414)",
+        6,
+        2,
+        b"ANY_TLS13_OR_HIGHER",
+    )
     assert kw["sco"].KeyRepository == b"/keys/client"
 
     handle = conn.open_for_put("APP.IN", "", alternate_user="alice")

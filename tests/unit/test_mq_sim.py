@@ -15,20 +15,30 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.profiles import examples
-
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import reasons, sim
-from dlq_pipeline.mq.interface import MQError, read_whole, Message
+from dlq_pipeline.mq.interface import Message, MQError, read_whole
 from dlq_pipeline.mq.sim import SimQueueManager, normalize_config
+from tests.profiles import examples
 
 
 def md(n: int, **changes) -> MQMD:
     base = MQMD(
-        version=2, msg_id=b"MSG" + n.to_bytes(4, "big") + b"\x01" * 17, correl_id=b"COR" + n.to_bytes(4, "big") + b"\x02" * 17,
-        format="MQSTR   ", encoding=273, ccsid=500, persistence=1, priority=4,
-        user_id="ALICE       ", put_appl_name="orders.exe".ljust(28), put_date="20260105", put_time="10111213",
-        appl_identity_data="ident".ljust(32), appl_origin_data="ORIG", accounting_token=b"\x16" + b"\x07" * 31,
+        version=2,
+        msg_id=b"MSG" + n.to_bytes(4, "big") + b"\x01" * 17,
+        correl_id=b"COR" + n.to_bytes(4, "big") + b"\x02" * 17,
+        format="MQSTR   ",
+        encoding=273,
+        ccsid=500,
+        persistence=1,
+        priority=4,
+        user_id="ALICE       ",
+        put_appl_name="orders.exe".ljust(28),
+        put_date="20260105",
+        put_time="10111213",
+        appl_identity_data="ident".ljust(32),
+        appl_origin_data="ORIG",
+        accounting_token=b"\x16" + b"\x07" * 31,
     )
     return base.replace(**changes)
 
@@ -143,13 +153,21 @@ def test_disconnect_commits_like_mqdisc(qm):
 
 
 def test_maxdepth_maxmsgl_and_inhibit(qm):
-    qm.configure({"queues": {"SMALL": {"maxdepth": 2, "maxmsgl": 10}, "SHUT": {"put_inhibited": True, "get_inhibited": True}},
-                  "qmgr_maxmsgl": 20})
+    qm.configure(
+        {
+            "queues": {"SMALL": {"maxdepth": 2, "maxmsgl": 10}, "SHUT": {"put_inhibited": True, "get_inhibited": True}},
+            "qmgr_maxmsgl": 20,
+        }
+    )
     c = qm.connect()
     put(c, "SMALL", 1, b"x")
     put(c, "SMALL", 2, b"y")  # uncommitted puts count towards CURDEPTH, as in MQ
-    for queue, data, reason in [("SMALL", b"z", 2053), ("SMALL", b"z" * 11, 2030), ("BIG", b"z" * 21, 2031),
-                                ("SHUT", b"z", 2051)]:
+    for queue, data, reason in [
+        ("SMALL", b"z", 2053),
+        ("SMALL", b"z" * 11, 2030),
+        ("BIG", b"z" * 21, 2031),
+        ("SHUT", b"z", 2051),
+    ]:
         with pytest.raises(MQError) as err:
             put(c, queue, 3, data)
         assert err.value.reason == reason
@@ -237,14 +255,28 @@ def test_a_body_is_stored_once_and_a_file_made_before_keeps_its_messages(tmp_pat
         assert db.execute("PRAGMA page_size").fetchone() == (16384,)  # a new file's (see SimQueueManager._open)
         # as an earlier version left it: bodies and descriptors (JSON objects) in the message
         # rows, no log_seq, CURDEPTH counted by a trigger per inserted row
-        db.executescript("DELETE FROM messages; ALTER TABLE messages DROP COLUMN log_seq; "
-                         "ALTER TABLE get_log DROP COLUMN log_seq; "
-                         "CREATE TRIGGER depth_in AFTER INSERT ON messages BEGIN INSERT INTO depths "
-                         "VALUES (NEW.qmgr, NEW.queue, 1) ON CONFLICT (qmgr, queue) DO UPDATE SET depth = depth + 1; END")
-        db.executemany("INSERT INTO messages (qmgr, queue, md, data, msg_id, correl_id, state) VALUES (?,?,?,?,?,?,0)",
-                       [("OLD", "Q1", json.dumps({k: v.hex() if isinstance(v, bytes) else v
-                                                  for k, v in dataclasses.asdict(md(n)).items()}),
-                         b"old-%d" % n, md(n).msg_id, md(n).correl_id) for n in (5, 6)])
+        db.executescript(
+            "DELETE FROM messages; ALTER TABLE messages DROP COLUMN log_seq; "
+            "ALTER TABLE get_log DROP COLUMN log_seq; "
+            "CREATE TRIGGER depth_in AFTER INSERT ON messages BEGIN INSERT INTO depths "
+            "VALUES (NEW.qmgr, NEW.queue, 1) ON CONFLICT (qmgr, queue) DO UPDATE SET depth = depth + 1; END"
+        )
+        db.executemany(
+            "INSERT INTO messages (qmgr, queue, md, data, msg_id, correl_id, state) VALUES (?,?,?,?,?,?,0)",
+            [
+                (
+                    "OLD",
+                    "Q1",
+                    json.dumps(
+                        {k: v.hex() if isinstance(v, bytes) else v for k, v in dataclasses.asdict(md(n)).items()}
+                    ),
+                    b"old-%d" % n,
+                    md(n).msg_id,
+                    md(n).correl_id,
+                )
+                for n in (5, 6)
+            ],
+        )
         db.commit()
     qm = SimQueueManager(path, "OLD")
     c = qm.connect()
@@ -252,8 +284,11 @@ def test_a_body_is_stored_once_and_a_file_made_before_keeps_its_messages(tmp_pat
     put(c, "Q1", 7)
     c.commit()
     assert c.inquire_depth("Q1")[0] == 3  # counted once: the per-row trigger is gone
-    assert [(m.md.msg_id, m.data) for m in qm.messages("Q1")] == [(md(5).msg_id, b"old-5"), (md(6).msg_id, b"old-6"),
-                                                                  (md(7).msg_id, b"body-7")]
+    assert [(m.md.msg_id, m.data) for m in qm.messages("Q1")] == [
+        (md(5).msg_id, b"old-5"),
+        (md(6).msg_id, b"old-6"),
+        (md(7).msg_id, b"body-7"),
+    ]
     got = c.get("Q1", msg_id=md(6).msg_id)
     c.commit()
     assert (got.md.replace(version=2), got.data) == (md(6), b"old-6")
@@ -266,8 +301,12 @@ def test_a_body_is_stored_once_and_a_file_made_before_keeps_its_messages(tmp_pat
 def test_unknown_queues_and_queue_managers(qm):
     qm.configure({"queues": {"GONE": {"exists": False}}, "remote_qmgrs": ["QM2"]})
     c = qm.connect()
-    for call in (lambda: c.open_for_put("GONE"), lambda: c.get("NEVER.PUT"), lambda: list(c.browse("NEVER.PUT")),
-                 lambda: c.inquire_depth("NEVER.PUT")):
+    for call in (
+        lambda: c.open_for_put("GONE"),
+        lambda: c.get("NEVER.PUT"),
+        lambda: list(c.browse("NEVER.PUT")),
+        lambda: c.inquire_depth("NEVER.PUT"),
+    ):
         with pytest.raises(MQError) as err:
             call()
         assert err.value.reason == 2085
@@ -297,15 +336,24 @@ def test_unknown_queues_and_queue_managers(qm):
 
 
 def test_authority_is_checked_at_open(qm):
-    qm.configure({"queues": {
-        "NOSET": {"authority": {"dlqpipe": ["put"]}},
-        "CTX": {"authority": {"dlqpipe": ["altusr"], "ALICE": ["put", "setall"]}},
-        "NOALT": {"authority": {"*": ["put", "setall"]}},
-        "NOPUT": {"authority": {"*": ["browse"]}},
-    }})
+    qm.configure(
+        {
+            "queues": {
+                "NOSET": {"authority": {"dlqpipe": ["put"]}},
+                "CTX": {"authority": {"dlqpipe": ["altusr"], "ALICE": ["put", "setall"]}},
+                "NOALT": {"authority": {"*": ["put", "setall"]}},
+                "NOPUT": {"authority": {"*": ["browse"]}},
+            }
+        }
+    )
     c = qm.connect()
-    cases = [("NOSET", {}), ("NOALT", {"alternate_user": "ALICE"}), ("NOPUT", {"set_all_context": False}),
-             ("CTX", {"alternate_user": "BOB"}), ("CTX", {})]
+    cases = [
+        ("NOSET", {}),
+        ("NOALT", {"alternate_user": "ALICE"}),
+        ("NOPUT", {"set_all_context": False}),
+        ("CTX", {"alternate_user": "BOB"}),
+        ("CTX", {}),
+    ]
     for queue, kw in cases:
         with pytest.raises(MQError) as err:
             c.open_for_put(queue, **kw)
@@ -391,11 +439,16 @@ def test_connection_broken_backs_out_and_stays_broken(qm):
 
 
 def test_faults_by_queue_probability_delay_and_commit(qm):
-    qm.configure({"seed": 7, "faults": [
-        {"op": "put", "queue": "FLAKY", "reason": 2053, "probability": 0.5},
-        {"op": "put", "queue": "SLOW", "delay": 0.05},
-        {"op": "commit", "reason": 2003, "after": 1, "times": 1},
-    ]})
+    qm.configure(
+        {
+            "seed": 7,
+            "faults": [
+                {"op": "put", "queue": "FLAKY", "reason": 2053, "probability": 0.5},
+                {"op": "put", "queue": "SLOW", "delay": 0.05},
+                {"op": "commit", "reason": 2003, "after": 1, "times": 1},
+            ],
+        }
+    )
     c = qm.connect()
     outcomes = []
     for n in range(40):
@@ -435,8 +488,15 @@ def test_unconditional_faults_keep_no_shared_counts(qm):
     so it costs no database transactions per call; counted faults still count."""
     import sqlite3
 
-    qm.configure({"faults": [{"op": "put", "delay": 0.0001}, {"op": "commit", "delay": 0.0001},
-                             {"op": "put", "queue": "LIMITED", "reason": 2053, "after": 2}]})
+    qm.configure(
+        {
+            "faults": [
+                {"op": "put", "delay": 0.0001},
+                {"op": "commit", "delay": 0.0001},
+                {"op": "put", "queue": "LIMITED", "reason": 2053, "after": 2},
+            ]
+        }
+    )
     c = qm.connect()
     for n in range(3):
         put(c, "Q1", n)
@@ -492,8 +552,13 @@ def test_connect_fault(qm):
 
 def test_configuration_is_validated():
     with pytest.raises(ValueError) as err:
-        normalize_config({"queus": {}, "queues": {"Q": {"maxdeph": 1, "authority": {"u": ["fly"]}}},
-                          "faults": [{"op": "jump"}, {"reason": 2053, "probability": 2}]})
+        normalize_config(
+            {
+                "queus": {},
+                "queues": {"Q": {"maxdeph": 1, "authority": {"u": ["fly"]}}},
+                "faults": [{"op": "jump"}, {"reason": 2053, "probability": 2}],
+            }
+        )
     text = str(err.value)
     for fragment in ("'queus'", "'maxdeph'", "'fly'", "op must be one of", "needs a reason code", "probability"):
         assert fragment in text
@@ -603,8 +668,9 @@ def test_put_log_and_fifo_follow_the_order_of_the_puts_across_queues_and_connect
     put(other, "A", 6)
     other.commit()
     log = qm.put_log()
-    assert [(r.queue, r.md.msg_id) for r in log] == [(q, md(n).msg_id) for q, n in
-                                                      [("A", 1), ("B", 2), ("A", 3), ("B", 4), ("A", 5), ("A", 6)]]
+    assert [(r.queue, r.md.msg_id) for r in log] == [
+        (q, md(n).msg_id) for q, n in [("A", 1), ("B", 2), ("A", 3), ("B", 4), ("A", 5), ("A", 6)]
+    ]
     assert [r.connection for r in log] == [c.id] * 4 + [other.id] * 2
     assert [m.data for m in qm.messages("A")] == [b"body-3", b"body-5", b"body-6"]
     assert [m.data for m in qm.messages("B")] == [b"body-2", b"body-4"]
@@ -625,8 +691,12 @@ def test_units_of_puts_on_two_connections_do_not_wait_for_each_other(tmp_path):
     assert c.inquire_depth("A") == (1, 5000)  # its own put and what was committed before its unit
     put(c, "B", 4)
     c.commit()
-    assert [(r.queue, r.md.msg_id) for r in qm.put_log()] == [("A", md(2).msg_id), ("B", md(3).msg_id),
-                                                              ("A", md(1).msg_id), ("B", md(4).msg_id)]
+    assert [(r.queue, r.md.msg_id) for r in qm.put_log()] == [
+        ("A", md(2).msg_id),
+        ("B", md(3).msg_id),
+        ("A", md(1).msg_id),
+        ("B", md(4).msg_id),
+    ]
     assert [m.data for m in qm.messages("A")] == [b"body-2", b"body-1"]
     c.disconnect()
     other.disconnect()
@@ -719,7 +789,7 @@ def test_md_json_is_the_json_array_of_every_field_by_sorted_name_and_reads_back(
 
     values = {}
     odd = data.draw(st.booleans())  # half the examples all plain ints (the template), half with odd ones
-    ints = st.integers(-2**31, 2**31 - 1)
+    ints = st.integers(-(2**31), 2**31 - 1)
     for f in dc_fields(MQMD):
         default = getattr(MQMD(), f.name)
         if f.name in MQMD_BYTE_LENGTHS:
@@ -739,8 +809,12 @@ def test_md_json_is_the_json_array_of_every_field_by_sorted_name_and_reads_back(
 
 
 def test_an_asynchronous_put_reports_its_failure_through_async_status_and_waits_for_nothing(qm):
-    qm.configure({"queues": {"FULL": {"maxdepth": 0}},
-                  "faults": [{"op": "put", "delay": 5.0}, {"op": "stat", "reason": 2009, "after": 1}]})
+    qm.configure(
+        {
+            "queues": {"FULL": {"maxdepth": 0}},
+            "faults": [{"op": "put", "delay": 5.0}, {"op": "stat", "reason": 2009, "after": 1}],
+        }
+    )
     c = qm.connect()
     ok, full = c.open_for_put("Q1"), c.open_for_put("FULL")
     began = time.monotonic()

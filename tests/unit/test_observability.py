@@ -14,19 +14,37 @@ from dlq_pipeline.metrics import prometheus_text, run_metrics, write_textfile
 from dlq_pipeline.settings import LogSettings
 
 SUMMARY = {
-    "run_id": "20260301T120000Z-abc123", "target": "mq:QM1", "started_at": "2026-03-01T12:00:00Z",
-    "finished_at": "2026-03-01T12:00:20Z", "inputs": ["/d/dlq.dmp"], "files": 2, "messages_landed": 90,
-    "duplicates_skipped": 10, "quarantined": 1, "pending": 95, "messages_without_dlh": 4,
-    "decisions": {"RETRY": 50, "FWD": 30, "IGNORE": 15}, "ignore_reasons": {"no_dlh": 4, "no_match": 11},
+    "run_id": "20260301T120000Z-abc123",
+    "target": "mq:QM1",
+    "started_at": "2026-03-01T12:00:00Z",
+    "finished_at": "2026-03-01T12:00:20Z",
+    "inputs": ["/d/dlq.dmp"],
+    "files": 2,
+    "messages_landed": 90,
+    "duplicates_skipped": 10,
+    "quarantined": 1,
+    "pending": 95,
+    "messages_without_dlh": 4,
+    "decisions": {"RETRY": 50, "FWD": 30, "IGNORE": 15},
+    "ignore_reasons": {"no_dlh": 4, "no_match": 11},
     "outcomes": {"delivered": 70, "failed": 5, "ignored": 15, "deferred": 5},
-    "durations": {"ingest": 4.0, "classify": 2.5, "replay": 10.0}, "exit_status": 3,
+    "durations": {"ingest": 4.0, "classify": 2.5, "replay": 10.0},
+    "exit_status": 3,
 }
 
 
 def test_run_metrics_counts_durations_and_rates():
     assert run_metrics(SUMMARY) == {
-        "counts": {"files": 2, "messages_landed": 90, "duplicates_skipped": 10, "messages_read": 100,
-                   "quarantined": 1, "pending": 95, "messages_without_dlh": 4, "attempts": 95},
+        "counts": {
+            "files": 2,
+            "messages_landed": 90,
+            "duplicates_skipped": 10,
+            "messages_read": 100,
+            "quarantined": 1,
+            "pending": 95,
+            "messages_without_dlh": 4,
+            "attempts": 95,
+        },
         "decisions": {"RETRY": 50, "FWD": 30, "IGNORE": 15},
         "ignore_reasons": {"no_dlh": 4, "no_match": 11},
         "outcomes": {"delivered": 70, "failed": 5, "ignored": 15, "deferred": 5},
@@ -78,8 +96,10 @@ def test_prometheus_text_is_the_whole_exposition():
     ]
     # every family has HELP and TYPE right before its samples
     families = [line.split()[2] for line in lines if line.startswith("# TYPE")]
-    assert all(f"# TYPE {f} gauge" in lines and any(s.startswith(f + "{") or s.startswith(f + " ") for s in samples)
-               for f in families)
+    assert all(
+        f"# TYPE {f} gauge" in lines and any(s.startswith(f + "{") or s.startswith(f + " ") for s in samples)
+        for f in families
+    )
     assert text.endswith("\n")
 
 
@@ -105,8 +125,14 @@ def test_json_log_lines_carry_structured_fields():
         logs.setup("text", "warning")
     first, second = [json.loads(line) for line in stream.getvalue().splitlines()]
     assert first.pop("ts").endswith("Z")
-    assert first == {"level": "info", "logger": "dlq_pipeline.test", "message": "stage ingest done",
-                     "event": "stage_finished", "stage": "ingest", "duration_s": 1.5}
+    assert first == {
+        "level": "info",
+        "logger": "dlq_pipeline.test",
+        "message": "stage ingest done",
+        "event": "stage_finished",
+        "stage": "ingest",
+        "duration_s": 1.5,
+    }
     assert second["message"] == "failed" and second["exc"].splitlines()[-1] == "ValueError: boom"
 
 

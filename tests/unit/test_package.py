@@ -33,10 +33,16 @@ pytestmark = [pytest.mark.deploy, pytest.mark.slow]
 
 def test_make_package_runs_the_packaging_tool():
     # --no-print-directory: under `make test` this is a sub-make, which would add "Leaving directory"
-    dry = subprocess.run(["make", "--no-print-directory", "-n", "package", f"VENV={Path(sys.executable).parents[1]}"],
-                         cwd=REPO, capture_output=True, text=True, check=True)
+    dry = subprocess.run(
+        ["make", "--no-print-directory", "-n", "package", f"VENV={Path(sys.executable).parents[1]}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert dry.stdout.splitlines()[-1].strip() == (
-        f"{sys.executable} tools/package.py --dist dist --constraints constraints/spark-4.2.txt")
+        f"{sys.executable} tools/package.py --dist dist --constraints constraints/spark-4.2.txt"
+    )
 
 
 def test_runtime_requirements_leave_spark_to_the_cluster():
@@ -44,7 +50,11 @@ def test_runtime_requirements_leave_spark_to_the_cluster():
     deps, extras = pyproject["project"]["dependencies"], pyproject["project"]["optional-dependencies"]
     assert not any(package._name(d) in package.LEFT_OUT for d in deps)
     assert package.runtime_requirements(pyproject, []) == deps
-    assert package.runtime_requirements(pyproject, ["mq"], with_pyspark=True) == [*deps, *extras["mq"], *extras["spark"]]
+    assert package.runtime_requirements(pyproject, ["mq"], with_pyspark=True) == [
+        *deps,
+        *extras["mq"],
+        *extras["spark"],
+    ]
 
 
 def test_wheel_and_packed_environment_run_their_entry_points(tmp_path, monkeypatch):
@@ -75,10 +85,15 @@ def test_wheel_and_packed_environment_run_their_entry_points(tmp_path, monkeypat
     def run(*args):
         return subprocess.run([python, *args], cwd=work, env=clean, capture_output=True, text=True, timeout=300)
 
-    where = run("-c", "import dlq_pipeline, importlib.util; print(dlq_pipeline.__file__); "
-                      "print(importlib.util.find_spec('pyspark') is None)")
-    assert where.stdout.splitlines() == [str(env / "lib" / "python3.11" / "site-packages" / "dlq_pipeline" / "__init__.py"),
-                                         "True"]  # the installed wheel; Spark's own pyspark is used on a cluster
+    where = run(
+        "-c",
+        "import dlq_pipeline, importlib.util; print(dlq_pipeline.__file__); "
+        "print(importlib.util.find_spec('pyspark') is None)",
+    )
+    assert where.stdout.splitlines() == [
+        str(env / "lib" / "python3.11" / "site-packages" / "dlq_pipeline" / "__init__.py"),
+        "True",
+    ]  # the installed wheel; Spark's own pyspark is used on a cluster
 
     for stage in ("ingest", "classify", "report", "run"):
         helped = run(str(env / "bin" / f"dlq-pipeline-{stage}"), "--help")

@@ -7,24 +7,35 @@ import pytest
 from dlq_pipeline.paths import PathError, default_fs_problem, local_dir, local_path, plain_path
 
 
-@pytest.mark.parametrize("given, expected", [
-    ("dbfs:/mnt/dumps/x.dmp", "/dbfs/mnt/dumps/x.dmp"),
-    ("dbfs://mnt/dumps/x.dmp", "/dbfs/mnt/dumps/x.dmp"),
-    ("dbfs:///mnt/dumps/x.dmp", "/dbfs/mnt/dumps/x.dmp"),
-    ("/dbfs/mnt/dumps/x.dmp", "/dbfs/mnt/dumps/x.dmp"),
-    ("/Volumes/main/dlq/dumps/x.dmp", "/Volumes/main/dlq/dumps/x.dmp"),
-    ("file:/data/x.dmp", "/data/x.dmp"),
-    ("file:///data/x.dmp", "/data/x.dmp"),
-    ("file://localhost/data/x.dmp", "/data/x.dmp"),
-    ("relative/x.dmp", "relative/x.dmp"),
-    ("C:\\dumps\\x.dmp", "C:\\dumps\\x.dmp"),
-])
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ("dbfs:/mnt/dumps/x.dmp", "/dbfs/mnt/dumps/x.dmp"),
+        ("dbfs://mnt/dumps/x.dmp", "/dbfs/mnt/dumps/x.dmp"),
+        ("dbfs:///mnt/dumps/x.dmp", "/dbfs/mnt/dumps/x.dmp"),
+        ("/dbfs/mnt/dumps/x.dmp", "/dbfs/mnt/dumps/x.dmp"),
+        ("/Volumes/main/dlq/dumps/x.dmp", "/Volumes/main/dlq/dumps/x.dmp"),
+        ("file:/data/x.dmp", "/data/x.dmp"),
+        ("file:///data/x.dmp", "/data/x.dmp"),
+        ("file://localhost/data/x.dmp", "/data/x.dmp"),
+        ("relative/x.dmp", "relative/x.dmp"),
+        ("C:\\dumps\\x.dmp", "C:\\dumps\\x.dmp"),
+    ],
+)
 def test_local_path(given, expected):
     assert local_path(given) == expected
 
 
-@pytest.mark.parametrize("uri", ["s3a://bucket/dumps", "abfss://c@acct.dfs.core.windows.net/d", "hdfs:///data/dumps",
-                                 "gs://bucket/d", "file://otherhost/data/x.dmp"])
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "s3a://bucket/dumps",
+        "abfss://c@acct.dfs.core.windows.net/d",
+        "hdfs:///data/dumps",
+        "gs://bucket/d",
+        "file://otherhost/data/x.dmp",
+    ],
+)
 def test_uris_only_hadoop_opens_are_a_path_error_naming_the_path_and_the_need(uri):
     with pytest.raises(PathError) as err:
         local_path(uri, needed_for="the warehouse lock")
@@ -56,12 +67,20 @@ def test_a_scheme_less_warehouse_on_an_hdfs_default_fs_is_refused_naming_both_pl
         "Spark would keep the tables in hdfs://nn:8020/user/dlq/warehouse while the lock, replay's checkpoints and "
         f"the run summaries would use the local directory {local}. Write the full URI: "
         'storage.path = "hdfs://nn:8020/user/dlq/warehouse" (on HDFS: storage.format = "delta", storage.lock = '
-        f'false) or "file://{local}" (a directory every node mounts)')
+        f'false) or "file://{local}" (a directory every node mounts)'
+    )
 
 
-@pytest.mark.parametrize("path, default_fs", [
-    ("./warehouse", "file:///"), ("/data/wh", "file:///"), ("/data/wh", ""),  # local: one place
-    ("hdfs://nn/wh", "hdfs://nn"), ("file:///data/wh", "hdfs://nn"), ("dbfs:/wh", "hdfs://nn"),  # a full URI
-])
+@pytest.mark.parametrize(
+    "path, default_fs",
+    [
+        ("./warehouse", "file:///"),
+        ("/data/wh", "file:///"),
+        ("/data/wh", ""),  # local: one place
+        ("hdfs://nn/wh", "hdfs://nn"),
+        ("file:///data/wh", "hdfs://nn"),
+        ("dbfs:/wh", "hdfs://nn"),  # a full URI
+    ],
+)
 def test_a_full_uri_or_a_local_default_fs_is_no_problem(path, default_fs):
     assert default_fs_problem(path, default_fs, "whatever") is None

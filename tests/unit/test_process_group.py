@@ -28,8 +28,9 @@ CHILD = textwrap.dedent("""
 
 def start_child(run: RunGroup | None) -> tuple[subprocess.Popen, list[str]]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, pickle.dumps(run).hex()], stdout=subprocess.PIPE,
-                            text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, pickle.dumps(run).hex()], stdout=subprocess.PIPE, text=True, env=env
+    )
     return proc, proc.stdout.readline().split()
 
 
@@ -37,15 +38,23 @@ def test_a_worker_in_a_group_of_its_own_joins_the_run_group_and_dies_with_it():
     """The run (here: a process leading a new session and group) kills its group; the worker
     that joined dies with it although it was started in a group of its own."""
     leader = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
             import os, subprocess, sys
             from dlq_pipeline.process_group import RunGroup
             child = subprocess.Popen([sys.executable, "-c", {CHILD!r},
                                       __import__("pickle").dumps(RunGroup.of_this_process()).hex()])
             print(child.pid, os.getpgid(0), flush=True)
             child.wait()
-        """)], stdout=subprocess.PIPE, text=True, start_new_session=True,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])))
+        """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])),
+    )
     try:
         child_pid, group = map(int, leader.stdout.readline().split())
         before, joined, after = leader.stdout.readline().split()

@@ -77,7 +77,8 @@ def test_a_terminal_gets_one_bar_redrawn_in_place_and_notes_above_it():
         "ingest: 2 files (1.0 MB of dumps) in 4 work items\n"
         f"\r{bar[0]}\r{bar[1]}"
         f"\r{' ' * len(bar[1])}\ra note while the bar is drawn\n"
-        f"\r{bar[2]}\n")
+        f"\r{bar[2]}\n"
+    )
 
 
 def test_a_log_line_clears_the_bar_first():
@@ -131,8 +132,11 @@ def test_elsewhere_plain_lines_at_most_one_per_interval_and_always_the_last():
     progress.count("classify", 10, 10, "tasks")  # complete: shown at once
     progress.count("classify", 10, 10, "tasks", final=True)
     progress.end()
-    assert out.getvalue().splitlines() == ["classify: 1/10 tasks done", "classify: 7/10 tasks done",
-                                           "classify: 10/10 tasks done"]
+    assert out.getvalue().splitlines() == [
+        "classify: 1/10 tasks done",
+        "classify: 7/10 tasks done",
+        "classify: 10/10 tasks done",
+    ]
 
 
 def test_a_callable_gets_the_plain_lines():
@@ -156,12 +160,21 @@ def test_json_logs_get_events_and_nothing_else(json_log):
         counts["outcomes"] = {"delivered": 3}
     assert out.getvalue() == ""
     found = records(json_log)
-    assert [r["event"] for r in found] == ["stage_started", "progress", "stage_progress", "stage_progress",
-                                           "stage_finished"]
+    assert [r["event"] for r in found] == [
+        "stage_started",
+        "progress",
+        "stage_progress",
+        "stage_progress",
+        "stage_finished",
+    ]
     assert all(r["level"] == "info" for r in found)
     assert found[3]["message"] == count_line("replay", 4, 4, "partitions") == "replay: 4/4 partitions done"
     assert {k: found[3][k] for k in ("stage", "done", "total", "unit")} == {
-        "stage": "replay", "done": 4, "total": 4, "unit": "partitions"}
+        "stage": "replay",
+        "done": 4,
+        "total": 4,
+        "unit": "partitions",
+    }
     assert found[-1]["run_id"] == "r1" and found[-1]["outcomes"] == {"delivered": 3}
     assert found[-1]["duration_s"] >= 0
 
@@ -175,8 +188,10 @@ def test_a_stage_shows_its_header_to_people_and_logs_its_failure(json_log):
         with stage(progress, "classify", run_id="r2", header="[2/4] classify"):
             raise RuntimeError("boom")
     assert out.getvalue() == "[2/4] classify\n"
-    assert [(r["event"], r["stage"]) for r in records(json_log)] == [("stage_started", "classify"),
-                                                                    ("stage_failed", "classify")]
+    assert [(r["event"], r["stage"]) for r in records(json_log)] == [
+        ("stage_started", "classify"),
+        ("stage_failed", "classify"),
+    ]
 
 
 def _queue(tmp_path, count: int):
@@ -198,21 +213,30 @@ def test_drain_reports_the_messages_it_reads_or_moves(tmp_path):
     assert result.read == 7 and lines == ["drain: 1 messages", "drain: 7 messages"]
 
     moved = []
-    result = drain_queue(live, len, warehouse=tmp_path, run_id="d2", mode="move", batch_size=3, limit=5,
-                         progress=moved.append)
+    result = drain_queue(
+        live, len, warehouse=tmp_path, run_id="d2", mode="move", batch_size=3, limit=5, progress=moved.append
+    )
     assert result.removed == 5 and moved == ["drain: 3/5 messages done", "drain: 5/5 messages done"]
 
 
 def test_settle_reports_what_it_browsed_then_what_it_settled(tmp_path):
     live = _queue(tmp_path, 6)
     out = Terminal(True)
-    result = settle_queue(live, lambda keys: set(sorted(keys)[:4]), warehouse=tmp_path, run_id="s1", batch_size=2,
-                          progress=Progress(out, interval=0))
+    result = settle_queue(
+        live,
+        lambda keys: set(sorted(keys)[:4]),
+        warehouse=tmp_path,
+        run_id="s1",
+        batch_size=2,
+        progress=Progress(out, interval=0),
+    )
     assert result.removed == 4
     browsed = [f"settle: {n} messages browsed" for n in range(1, 7)]
     settled = [bar_text("settle", n, 4, "ended messages") for n in (2, 4)]
-    assert out.getvalue() == "".join(f"\r{line}" for line in browsed) + "\n" + "".join(
-        f"\r{line}" for line in settled) + "\n"
+    assert (
+        out.getvalue()
+        == "".join(f"\r{line}" for line in browsed) + "\n" + "".join(f"\r{line}" for line in settled) + "\n"
+    )
 
 
 # --- TaskTicker: which stage it counts, and what it says without a SparkContext ------------------

@@ -12,22 +12,30 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.profiles import examples
-
-from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
 from dlq_pipeline.cli import cli
+from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
 from dlq_pipeline.dumps.dmpmqmsg import mqlong, read_dump, write_dump
-from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
+from dlq_pipeline.formats.mqmd import MQMD
+from tests.profiles import examples
 from tests.unit.test_amqsbcg import FIXTURES, Browsed, listing
 
-LISTINGS = {name: (FIXTURES / name).read_bytes() for name in (
-    "amqsbcg-old.txt", "amqsbcg-94.txt", "amqsbcg-field-aix-trigger-cut.txt", "amqsbcg-field-mq91-rfh2.txt")}
+LISTINGS = {
+    name: (FIXTURES / name).read_bytes()
+    for name in (
+        "amqsbcg-old.txt",
+        "amqsbcg-94.txt",
+        "amqsbcg-field-aix-trigger-cut.txt",
+        "amqsbcg-field-mq91-rfh2.txt",
+    )
+}
 DUMP = (FIXTURES / "dmpmqmsg-options.dmp").read_bytes()
 NUMBERS = (st.integers(-(2**31), 2**31 - 1) | st.integers(2**31, 2**80) | st.integers(-(2**80), -(2**31) - 1)).map(
-    str) | st.sampled_from(["2147483648", "-2147483649", "16777216", "+0000000000000000001", "9" * 5000])
+    str
+) | st.sampled_from(["2147483648", "-2147483649", "16777216", "+0000000000000000001", "9" * 5000])
 GARBAGE = st.binary(max_size=60).map(lambda b: b.replace(b"\n", b" ")) | st.sampled_from(
-    [b"   ", b"****", b" 00000000:", b"X'", b"'", b" : ", b"length - 9", b"A VER", b"X 0", b"S \"", b"N", b"T"])
+    [b"   ", b"****", b" 00000000:", b"X'", b"'", b" : ", b"length - 9", b"A VER", b"X 0", b'S "', b"N", b"T"]
+)
 
 
 def _never_raises(records: list) -> None:
@@ -75,10 +83,13 @@ def test_listings_never_raise_on_any_number(data):
     name = data.draw(st.sampled_from(sorted(LISTINGS)))
     content = LISTINGS[name]
     numbers = list(re.finditer(rb"(?<=: )'?(-?\d+)'?(?=\s|$)", content, re.M))
-    chosen = sorted(data.draw(st.lists(st.sampled_from(numbers), min_size=1, max_size=4,
-                                       unique_by=lambda m: m.start())), key=lambda m: m.start(), reverse=True)
+    chosen = sorted(
+        data.draw(st.lists(st.sampled_from(numbers), min_size=1, max_size=4, unique_by=lambda m: m.start())),
+        key=lambda m: m.start(),
+        reverse=True,
+    )
     for match in chosen:
-        content = content[:match.start(1)] + data.draw(NUMBERS).encode() + content[match.end(1):]
+        content = content[: match.start(1)] + data.draw(NUMBERS).encode() + content[match.end(1) :]
     _never_raises(list(read_amqsbcg(io.BytesIO(content), name=name)))
 
 
@@ -94,15 +105,19 @@ def test_readers_never_raise_on_garbage_lines(data):
         if data.draw(st.booleans()):
             lines.insert(at, garbage)
         else:
-            lines[at] = lines[at][:data.draw(st.integers(0, len(lines[at])))] + garbage
+            lines[at] = lines[at][: data.draw(st.integers(0, len(lines[at])))] + garbage
     content = b"\n".join(lines)
     reader = read_dump if name == "dump" else read_amqsbcg
     _never_raises(list(reader(io.BytesIO(content), name=name)))
 
 
 @settings(max_examples=examples(100), deadline=None)
-@given(st.sampled_from(["VER", "RPT", "MST", "EXP", "FDB", "ENC", "CCS", "PRI", "PER", "BOC", "PAT", "MSQ", "OFF",
-                        "MSF", "ORL"]), NUMBERS)
+@given(
+    st.sampled_from(
+        ["VER", "RPT", "MST", "EXP", "FDB", "ENC", "CCS", "PRI", "PER", "BOC", "PAT", "MSQ", "OFF", "MSF", "ORL"]
+    ),
+    NUMBERS,
+)
 def test_dump_attributes_take_any_number(code, number):
     content = b"* DMPMQMSG Version:9.4.0.0\nA %s %s\nX 41\n" % (code.encode(), number.encode())
     [record] = read_dump(io.BytesIO(content), name="d")
@@ -149,7 +164,7 @@ def test_message_too_large_names_the_line_that_crosses_the_limit():
         assert (first.data, last.data) == (b"small\n", b"small\n")
         if size_of is None:  # 'lines': S/T/X mixed; the snippet locates the line
             offset = int(error.message.split("at the line at byte ")[1].split(",")[0])
-            line = content[offset:content.index(b"\n", offset)]
+            line = content[offset : content.index(b"\n", offset)]
             assert error.snippet == line[:80].decode("utf-8", "surrogateescape")
             assert offset > content.index(b"A MSI " + (b"42" * 24))
             continue
@@ -157,7 +172,8 @@ def test_message_too_large_names_the_line_that_crosses_the_limit():
         assert error.code == "message_too_large"
         assert error.message == (
             f"the message data reaches byte {reached} at the line at byte {offset}, more than the 1000-byte "
-            "limit (ingest.max_message_bytes); the message was skipped")
+            "limit (ingest.max_message_bytes); the message was skipped"
+        )
         assert error.snippet == line[:80].decode()
 
 
@@ -209,23 +225,26 @@ def test_dumps_of_several_runs_concatenated_read_whole(tmp_path):
     both = list(read_dump(str(path)))
     assert [(r.md, r.data, r.notes) for r in both] == [(r.md, r.data, r.notes) for r in single] * 2
     assert [r.index for r in both] == list(range(10))
-    assert [(r.offset, r.line) for r in both[5:]] == [
-        (len(one) + r.offset, one.count(b"\n") + r.line) for r in single]
+    assert [(r.offset, r.line) for r in both[5:]] == [(len(one) + r.offset, one.count(b"\n") + r.line) for r in single]
     for cut in (len(one) - 5, len(one) + 3, len(one) + 60):
         parts = list(read_dump(str(path), end=cut)) + list(read_dump(str(path), start=cut))
         assert [(r.md, r.data, r.offset) for r in parts] == [(r.md, r.data, r.offset) for r in both]
 
 
 def test_ebcdic_files_transferred_in_binary_get_a_clear_error(tmp_path):
-    from dlq_pipeline.formats import codepages
     from dlq_pipeline.dumps.sources import read_source
+    from dlq_pipeline.formats import codepages
 
-    for name, text, kind in (("d.dmp", DUMP, "dmpmqmsg dump"),
-                             ("l.txt", LISTINGS["amqsbcg-old.txt"], "amqsbcg listing")):
+    for name, text, kind in (
+        ("d.dmp", DUMP, "dmpmqmsg dump"),
+        ("l.txt", LISTINGS["amqsbcg-old.txt"], "amqsbcg listing"),
+    ):
         for newline in (b"\x15", b"\x25"):  # z/OS NL, or LF as some converters write it
             path = tmp_path / name
             path.write_bytes(codepages.encode(text.decode("latin-1"), 1047).replace(b"\x25", newline))
             [error] = read_source(path)
             assert (error.code, error.line, error.offset) == ("unknown_format", 1, 0)
-            assert error.message.startswith(f"this is a {kind} in EBCDIC (a z/OS text file transferred in "
-                                            "binary), which is not read: transfer it as text (FTP ASCII mode)")
+            assert error.message.startswith(
+                f"this is a {kind} in EBCDIC (a z/OS text file transferred in "
+                "binary), which is not read: transfer it as text (FTP ASCII mode)"
+            )

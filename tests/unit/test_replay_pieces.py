@@ -18,7 +18,7 @@ def test_the_pieces_of_each_message_join_back_into_its_row(cases, size):
         data = row["data"]
         count = max(1, -(-len(data) // size)) if data is not None else 1
         for k in range(count):
-            piece = data[k * size:(k + 1) * size] if data is not None else None
+            piece = data[k * size : (k + 1) * size] if data is not None else None
             cut.append({**row, "data": piece, PIECE_COLUMN: k})
     assert list(whole_messages(iter(cut))) == rows
 

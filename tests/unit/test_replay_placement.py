@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dlq_pipeline.replay.placement import place_queues, slot_values, spark_int_hash
 
@@ -12,8 +13,14 @@ from dlq_pipeline.replay.placement import place_queues, slot_values, spark_int_h
 def test_spark_int_hash_is_sparks_murmur3():
     # Spark 4.2's answer to SELECT hash(0), hash(1), hash(42), hash(-1), hash(2147483647), hash(-2147483648)
     # (tests/spark/test_replay.py checks the partitions themselves on the Spark installed)
-    assert [spark_int_hash(v) for v in (0, 1, 42, -1, 2**31 - 1, -2**31)] == \
-        [933211791, -559580957, 29417773, -1604776387, 133916647, 723455942]
+    assert [spark_int_hash(v) for v in (0, 1, 42, -1, 2**31 - 1, -(2**31))] == [
+        933211791,
+        -559580957,
+        29417773,
+        -1604776387,
+        133916647,
+        723455942,
+    ]
 
 
 def test_slot_values_hash_to_their_own_partition():
@@ -43,9 +50,13 @@ def test_one_queue_manager_uses_at_most_per_qmgr_connections():
     assert len({p for (m, _), p in placed.items() if m == "OTHER"}) <= 3
 
 
-@given(st.dictionaries(st.tuples(st.sampled_from(["", "QM1", "QM2"]), st.text(max_size=4)),
-                       st.integers(0, 1000), max_size=30),
-       st.integers(1, 8), st.integers(1, 8))
+@given(
+    st.dictionaries(
+        st.tuples(st.sampled_from(["", "QM1", "QM2"]), st.text(max_size=4)), st.integers(0, 1000), max_size=30
+    ),
+    st.integers(1, 8),
+    st.integers(1, 8),
+)
 def test_placement_is_a_deterministic_function_of_the_counts(puts, partitions, per_qmgr):
     placed = place_queues(puts, partitions, per_qmgr)
     assert set(placed) == set(puts)

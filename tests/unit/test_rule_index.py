@@ -8,11 +8,10 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.profiles import examples
-
 from dlq_pipeline.rules.index import EXHAUSTED, NO_MATCH, RuleIndex
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.model import PATTERN_FIELDS, Rule, RulesTable
+from tests.profiles import examples
 
 CHARS = "AAB  .\x00é*?"  # blanks, NULs, a national letter; * and ? are literal in values
 INTS = [0, 1, 2, 2053, -1]
@@ -31,8 +30,16 @@ def random_table(rnd: random.Random) -> RulesTable:
         keywords = rnd.sample(sorted(PATTERN_FIELDS), rnd.choice([0, 1, 1, 2, 3]))
         patterns = {k: random_pattern(rnd, PATTERN_FIELDS[k][1]) for k in keywords}
         action = rnd.choice(["DISCARD", "IGNORE", "RETRY", "RETRY", "FWD"])
-        rules.append(Rule(line=i + 1, index=i, patterns=patterns, action=action, retry=rnd.choice([1, 1, 2, 3]),
-                          fwdq="Q" if action == "FWD" else None))
+        rules.append(
+            Rule(
+                line=i + 1,
+                index=i,
+                patterns=patterns,
+                action=action,
+                retry=rnd.choice([1, 1, 2, 3]),
+                fwdq="Q" if action == "FWD" else None,
+            )
+        )
     return RulesTable("random.rules", rules=tuple(rules))
 
 
@@ -78,9 +85,14 @@ def test_choices_equal_the_reference_matcher(seed, arrow):
 
 
 def test_cumulative_retry_and_first_ignore():
-    table = RulesTable("t", rules=(Rule(5, 0, {"REASON": 2053}, "RETRY", retry=3),
-                                   Rule(7, 1, {}, "FWD", retry=1, fwdq="B"),
-                                   Rule(9, 2, {"DESTQ": "X*"}, "IGNORE")))
+    table = RulesTable(
+        "t",
+        rules=(
+            Rule(5, 0, {"REASON": 2053}, "RETRY", retry=3),
+            Rule(7, 1, {}, "FWD", retry=1, fwdq="B"),
+            Rule(9, 2, {"DESTQ": "X*"}, "IGNORE"),
+        ),
+    )
     index = RuleIndex(table)
     view = {"has_dlh": True, "truncated": False, "dlh_reason": 2053, "dlh_dest_q": "XQ"}
     assert [index.decide_one(view, a) for a in range(7)] == [0, 0, 0, 1, 2, 2, 2]

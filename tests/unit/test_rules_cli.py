@@ -42,15 +42,36 @@ def test_broken_tables_list_every_error_exactly(table, monkeypatch):
 def test_the_broken_tables_cover_every_error_code():
     codes = set()
     for expected in (GOLDEN / "errors").glob("*.expected"):
-        codes |= {line.rsplit("[", 1)[1].rstrip("]") for line in expected.read_text().splitlines()
-                  if line.endswith("]")}
+        codes |= {
+            line.rsplit("[", 1)[1].rstrip("]") for line in expected.read_text().splitlines() if line.endswith("]")
+        }
     assert codes >= {
-        "not_text", "continuation_at_eof", "unterminated_quote", "unclosed_paren", "unexpected_text",
-        "missing_separator", "bad_value", "unknown_keyword", "missing_value", "duplicate_keyword",
-        "control_keyword_in_rule", "empty_value", "value_too_long", "bad_number",
-        "number_out_of_range", "unknown_symbol", "wildcard_not_allowed", "bad_choice",
-        "bad_substitution", "blank_name", "missing_action", "fwd_without_fwdq", "fwd_only_keyword",
-        "no_rules", "line_too_long"}
+        "not_text",
+        "continuation_at_eof",
+        "unterminated_quote",
+        "unclosed_paren",
+        "unexpected_text",
+        "missing_separator",
+        "bad_value",
+        "unknown_keyword",
+        "missing_value",
+        "duplicate_keyword",
+        "control_keyword_in_rule",
+        "empty_value",
+        "value_too_long",
+        "bad_number",
+        "number_out_of_range",
+        "unknown_symbol",
+        "wildcard_not_allowed",
+        "bad_choice",
+        "bad_substitution",
+        "blank_name",
+        "missing_action",
+        "fwd_without_fwdq",
+        "fwd_only_keyword",
+        "no_rules",
+        "line_too_long",
+    }
 
 
 def test_warnings_pass_unless_strict(monkeypatch):
@@ -62,10 +83,10 @@ def test_warnings_pass_unless_strict(monkeypatch):
     assert strict.exit_code == 2
     assert strict.stderr == expected.replace(
         "warnings.rules: valid, 5 rules (0 errors, 5 warnings)",
-        "warnings.rules: rejected under --strict (0 errors, 5 warnings)")
+        "warnings.rules: rejected under --strict (0 errors, 5 warnings)",
+    )
     codes = [line.rsplit("[", 1)[1].rstrip("]") for line in expected.splitlines()[:-1]]
-    assert codes == ["symbol_family_mismatch", "retry_has_no_effect", "shadowed_rule",
-                     "line_too_long", "no_catch_all"]
+    assert codes == ["symbol_family_mismatch", "retry_has_no_effect", "shadowed_rule", "line_too_long", "no_catch_all"]
 
 
 def test_check_json(tmp_path, monkeypatch):
@@ -79,10 +100,24 @@ def test_check_json(tmp_path, monkeypatch):
         "valid": False,
         "strict": False,
         "rules": 1,
-        "errors": [{"line": 2, "col": 1, "severity": "error", "code": "missing_action",
-                    "message": "this rule has no ACTION: write ACTION(DISCARD|IGNORE|RETRY|FWD)"}],
-        "warnings": [{"line": 1, "col": 25, "severity": "warning", "code": "retry_has_no_effect",
-                      "message": "RETRY has no effect with ACTION(IGNORE), which cannot fail"}],
+        "errors": [
+            {
+                "line": 2,
+                "col": 1,
+                "severity": "error",
+                "code": "missing_action",
+                "message": "this rule has no ACTION: write ACTION(DISCARD|IGNORE|RETRY|FWD)",
+            }
+        ],
+        "warnings": [
+            {
+                "line": 1,
+                "col": 25,
+                "severity": "warning",
+                "code": "retry_has_no_effect",
+                "message": "RETRY has no effect with ACTION(IGNORE), which cannot fail",
+            }
+        ],
     }
     Path("t.rules").write_text("DESTQ(A) ACTION(IGNORE) RETRY(2)\nACTION(DISCARD)\n")
     assert json.loads(run("check", "--json", "t.rules").stdout)["valid"] is True
@@ -95,7 +130,9 @@ def test_check_json(tmp_path, monkeypatch):
 def test_shipped_tables_pass_strict_check(table):
     result = run("check", "--strict", str(table))
     assert result.exit_code == 0, result.stderr
-    assert result.stderr == f"{table}: valid, {len(parse_rules(table.read_text()).rules)} rules (0 errors, 0 warnings)\n"
+    assert (
+        result.stderr == f"{table}: valid, {len(parse_rules(table.read_text()).rules)} rules (0 errors, 0 warnings)\n"
+    )
 
 
 def test_every_shipped_table_has_a_golden_show_output():
@@ -107,8 +144,10 @@ def test_every_shipped_table_has_a_golden_show_output():
 def test_rules_example_lists_the_shipped_tables_and_prints_one_byte_for_byte():
     listed = run("example")
     assert (listed.exit_code, listed.stderr) == (0, "")
-    assert listed.stdout == "".join(f"{name}\t{SHIPPED_RULES / (name + '.rules')}\n"
-                                    for name in ("ibm-distributed-example", "ibm-zos-example", "starter"))
+    assert listed.stdout == "".join(
+        f"{name}\t{SHIPPED_RULES / (name + '.rules')}\n"
+        for name in ("ibm-distributed-example", "ibm-zos-example", "starter")
+    )
     starter = run("example", "starter")
     assert (starter.exit_code, starter.stdout) == (0, (SHIPPED_RULES / "starter.rules").read_text())
 
@@ -116,8 +155,9 @@ def test_rules_example_lists_the_shipped_tables_and_prints_one_byte_for_byte():
 def test_rules_example_of_an_unknown_name_exits_2_naming_the_shipped_ones():
     result = run("example", "nope")
     assert (result.exit_code, result.stdout) == (2, "")
-    assert result.stderr == ("error: no shipped rules table 'nope' "
-                             "(shipped: ibm-distributed-example, ibm-zos-example, starter)\n")
+    assert result.stderr == (
+        "error: no shipped rules table 'nope' (shipped: ibm-distributed-example, ibm-zos-example, starter)\n"
+    )
 
 
 SHOWN = [(SHIPPED_RULES, name) for name in ("ibm-distributed-example", "ibm-zos-example", "starter")]
@@ -139,10 +179,9 @@ def test_show_text_reads_back_to_the_same_rules(folder, name, monkeypatch):
     original = parse_rules(Path(f"{name}.rules").read_text(), f"{name}.rules")
     again = parse_rules(shown, f"{name}.rules")
     assert again.diagnostics == []
-    assert [(r.index, r.patterns, r.action, r.retry, r.fwdq, r.fwdqm, r.header, r.putaut)
-            for r in again.rules] == [
-        (r.index, r.patterns, r.action, r.retry, r.fwdq, r.fwdqm, r.header, r.putaut)
-        for r in original.rules]
+    assert [(r.index, r.patterns, r.action, r.retry, r.fwdq, r.fwdqm, r.header, r.putaut) for r in again.rules] == [
+        (r.index, r.patterns, r.action, r.retry, r.fwdq, r.fwdqm, r.header, r.putaut) for r in original.rules
+    ]
 
 
 def test_syntax_tour_reads_the_same_with_crlf_line_ends(tmp_path, monkeypatch):
@@ -156,8 +195,10 @@ def test_syntax_tour_reads_the_same_with_crlf_line_ends(tmp_path, monkeypatch):
 
 def test_show_text(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    Path("t.rules").write_text("* my table\ninputqm(qm1)\n\nreason(mqrc_q_full) action(retry) +\n"
-                               "  retry(3)\nACTION(FWD) FWDQ(dead.q) header(no)\n")
+    Path("t.rules").write_text(
+        "* my table\ninputqm(qm1)\n\nreason(mqrc_q_full) action(retry) +\n"
+        "  retry(3)\nACTION(FWD) FWDQ(dead.q) header(no)\n"
+    )
     result = run("show", "t.rules")
     assert (result.exit_code, result.stderr) == (0, "")
     assert result.stdout == (
@@ -167,7 +208,8 @@ def test_show_text(tmp_path, monkeypatch):
         "* rule 1 (line 4)\n"
         "REASON(2053) ACTION(RETRY) RETRY(3)\n"
         "* rule 2 (line 6)\n"
-        "ACTION(FWD) FWDQ(DEAD.Q) HEADER(NO)\n")
+        "ACTION(FWD) FWDQ(DEAD.Q) HEADER(NO)\n"
+    )
 
 
 def test_show_prints_warnings_on_stderr_and_the_table_on_stdout(tmp_path, monkeypatch):
@@ -177,8 +219,18 @@ def test_show_prints_warnings_on_stderr_and_the_table_on_stdout(tmp_path, monkey
     assert result.exit_code == 0
     assert result.stderr.endswith("[no_catch_all]\n")
     assert json.loads(result.stdout)["rules"] == [
-        {"index": 0, "line": 1, "pattern": {}, "action": "IGNORE", "retry": 1, "fwdq": None,
-         "fwdqm": None, "header": True, "putaut": "DEF"}]
+        {
+            "index": 0,
+            "line": 1,
+            "pattern": {},
+            "action": "IGNORE",
+            "retry": 1,
+            "fwdq": None,
+            "fwdqm": None,
+            "header": True,
+            "putaut": "DEF",
+        }
+    ]
 
 
 def test_show_refuses_an_invalid_table(monkeypatch):

@@ -14,8 +14,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.profiles import examples
-
 from dlq_pipeline.rules.lexer import split_entries, tokenize
 from dlq_pipeline.rules.model import PATTERN_FIELDS, ControlData, Rule, RulesTable
 from dlq_pipeline.rules.parser import (
@@ -27,6 +25,7 @@ from dlq_pipeline.rules.parser import (
     subsumes,
     wrap_entry,
 )
+from tests.profiles import examples
 
 CATCH_ALL = "ACTION(FWD) FWDQ(REALLY.DEAD.QUEUE)\n"
 
@@ -120,8 +119,7 @@ def test_control_data_values():
 def test_control_keywords_outside_the_first_entry_are_errors():
     assert found(CATCH_ALL + "INPUTQ(X)\n") == [(2, 1, "error", "control_keyword_in_rule")]
     assert found("INPUTQ(X) ACTION(DISCARD)\n") == [(1, 1, "error", "control_keyword_in_rule")]
-    assert found("DESTQ(A) ACTION(DISCARD) RETRYINT(5)\n" + CATCH_ALL) == [
-        (1, 26, "error", "control_keyword_in_rule")]
+    assert found("DESTQ(A) ACTION(DISCARD) RETRYINT(5)\n" + CATCH_ALL) == [(1, 26, "error", "control_keyword_in_rule")]
 
 
 def test_a_table_needs_at_least_one_rule():
@@ -149,28 +147,26 @@ def test_keywords_have_no_abbreviations_and_unknown_ones_get_a_suggestion():
 def test_a_keyword_appears_once_per_entry():
     table = parse_rules("DESTQ(A) ACTION(DISCARD) destq(B)\n" + CATCH_ALL)
     assert [(d.line, d.col, d.code, d.message) for d in table.diagnostics] == [
-        (1, 26, "duplicate_keyword", "DESTQ is written twice in this entry (first at line 1, column 1)")]
+        (1, 26, "duplicate_keyword", "DESTQ is written twice in this entry (first at line 1, column 1)")
+    ]
 
 
 def test_items_are_separated_by_blanks_or_commas():
     expected = Rule(1, 0, {"DESTQ": "A", "USERID": "B"}, "DISCARD")
     assert one_rule("DESTQ(A),USERID(B),ACTION(DISCARD)") == expected
     assert one_rule(",DESTQ(A) ,, USERID(B)\t,ACTION(DISCARD),") == expected
-    assert found("DESTQ(A)USERID(B) ACTION(DISCARD)\n" + CATCH_ALL) == [
-        (1, 9, "error", "missing_separator")]
+    assert found("DESTQ(A)USERID(B) ACTION(DISCARD)\n" + CATCH_ALL) == [(1, 9, "error", "missing_separator")]
 
 
 def test_blanks_between_keyword_parentheses_and_value():
-    assert one_rule("ACTION (RETRY) RETRY ( 3 ) DESTQ(  A.B  )") == Rule(
-        1, 0, {"DESTQ": "A.B"}, "RETRY", retry=3)
+    assert one_rule("ACTION (RETRY) RETRY ( 3 ) DESTQ(  A.B  )") == Rule(1, 0, {"DESTQ": "A.B"}, "RETRY", retry=3)
 
 
 # ----------------------------------------------------------------------------- §2 lexical
 
 
 def test_comment_lines_anywhere():
-    text = ("* heading\n   * indented comment\nDESTQ(A) +\n* a comment inside the entry\n"
-            "   ACTION(DISCARD)\n")
+    text = "* heading\n   * indented comment\nDESTQ(A) +\n* a comment inside the entry\n   ACTION(DISCARD)\n"
     assert rules_of(text) == [Rule(3, 0, {"DESTQ": "A"}, "DISCARD")]
 
 
@@ -179,8 +175,7 @@ def test_an_indented_star_inside_a_continuation_is_data():
 
 
 def test_blank_lines_are_ignored_also_inside_a_continuation():
-    assert rules_of("\n\n  \t \nDESTQ(A) +\n\n   \nACTION(DISCARD)\n\n") == [
-        Rule(4, 0, {"DESTQ": "A"}, "DISCARD")]
+    assert rules_of("\n\n  \t \nDESTQ(A) +\n\n   \nACTION(DISCARD)\n\n") == [Rule(4, 0, {"DESTQ": "A"}, "DISCARD")]
 
 
 def test_plus_continues_from_the_first_non_blank_of_the_next_line():
@@ -200,8 +195,7 @@ def test_continuation_may_split_a_keyword_and_keeps_physical_positions():
     rule = one_rule("DEST+\n   QM(QM2) ACT-\nION(FWD) FWDQ(X)")
     assert rule == Rule(1, 0, {"DESTQM": "QM2"}, "FWD", fwdq="X")
     text = "DESTQ(A) +\n   ACTION(DISCARD) RETRYY(2) +\n      USERID('far too long a user')\n"
-    assert found(text + CATCH_ALL) == [
-        (2, 20, "error", "unknown_keyword"), (3, 14, "error", "value_too_long")]
+    assert found(text + CATCH_ALL) == [(2, 20, "error", "unknown_keyword"), (3, 14, "error", "value_too_long")]
 
 
 def test_continuation_at_end_of_file_is_an_error():
@@ -252,7 +246,8 @@ def test_unquoted_values_fold_ascii_letters_only():
 def test_every_value_needs_a_significant_character():
     for empty in ("FORMAT()", "FORMAT( )", "FORMAT('')"):
         assert found(f"{empty} ACTION(DISCARD)\n" + CATCH_ALL) == [
-            (1, 8 if empty != "FORMAT( )" else 9, "error", "empty_value")]
+            (1, 8 if empty != "FORMAT( )" else 9, "error", "empty_value")
+        ]
     assert found("FORMAT ACTION(DISCARD)\n" + CATCH_ALL) == [(1, 1, "error", "missing_value")]
     assert pattern("FORMAT(' ') ACTION(IGNORE)") == {"FORMAT": " "}
 
@@ -277,11 +272,18 @@ def test_numbers_range_and_forms():
     assert pattern("MSGTYPE(0008) ACTION(IGNORE)") == {"MSGTYPE": 8}
     assert pattern("MSGTYPE('8') ACTION(IGNORE)") == {"MSGTYPE": 8}
     assert pattern("PERSIST(*) ACTION(RETRY)") == {"PERSIST": "*"}
-    for bad, code in [("1000000000", "number_out_of_range"), ("-1", "number_out_of_range"),
-                      ("9" * 40, "number_out_of_range"), ("'2*'", "wildcard_not_allowed"),
-                      ("?", "wildcard_not_allowed"), ("2?", "wildcard_not_allowed"),
-                      ("12AB", "bad_number"), ("+5", "bad_number"), ("1.5", "bad_number"),
-                      ("' 1'", "bad_number")]:
+    for bad, code in [
+        ("1000000000", "number_out_of_range"),
+        ("-1", "number_out_of_range"),
+        ("9" * 40, "number_out_of_range"),
+        ("'2*'", "wildcard_not_allowed"),
+        ("?", "wildcard_not_allowed"),
+        ("2?", "wildcard_not_allowed"),
+        ("12AB", "bad_number"),
+        ("+5", "bad_number"),
+        ("1.5", "bad_number"),
+        ("' 1'", "bad_number"),
+    ]:
         assert found(f"MSGTYPE({bad}) ACTION(DISCARD)\n" + CATCH_ALL) == [(1, 9, "error", code)], bad
     digits = "+\n".join(["9" * 40] * 126)  # 5040 digits: more than int() converts by default
     assert found(f"ACTION(DISCARD) MSGTYPE({digits})\n" + CATCH_ALL) == [(1, 25, "error", "number_out_of_range")]
@@ -289,20 +291,28 @@ def test_numbers_range_and_forms():
 
 def test_symbolic_names_resolve_case_insensitively_including_negative_constants():
     assert pattern("REASON(mqrc_q_full) FEEDBACK(MQFB_APPL_CANNOT_BE_STARTED) +\n ACTION(IGNORE)") == {
-        "REASON": 2053, "FEEDBACK": 265}
+        "REASON": 2053,
+        "FEEDBACK": 265,
+    }
     assert pattern("REASON(MQFB_APPL_CANNOT_BE_STARTED) ACTION(IGNORE)") == {"REASON": 265}
     assert pattern("APPLTYPE(MQAT_UNKNOWN) PERSIST(MQPER_PERSISTENCE_AS_PARENT) +\n ACTION(IGNORE)") == {
-        "APPLTYPE": -1, "PERSIST": -1}
+        "APPLTYPE": -1,
+        "PERSIST": -1,
+    }
     assert pattern("MSGTYPE(MQMT_DATAGRAM) ACTION(IGNORE)") == {"MSGTYPE": 8}
 
 
 def test_unknown_names_are_errors_that_suggest_and_wrong_families_warn():
-    table = parse_rules("REASON(MQRC_Q_FUL) ACTION(DISCARD)\nMSGTYPE(MQPER_PERSISTENT) ACTION(IGNORE)\n"
-                        + CATCH_ALL)
+    table = parse_rules("REASON(MQRC_Q_FUL) ACTION(DISCARD)\nMSGTYPE(MQPER_PERSISTENT) ACTION(IGNORE)\n" + CATCH_ALL)
     assert [(d.line, d.col, d.severity, d.code, d.message) for d in table.diagnostics] == [
         (1, 8, "error", "unknown_symbol", "unknown symbolic name MQRC_Q_FUL (did you mean MQRC_Q_FULL?)"),
-        (2, 9, "warning", "symbol_family_mismatch",
-         "MSGTYPE normally takes MQMT_ names; MQPER_PERSISTENT (value 1) belongs to MQPER_"),
+        (
+            2,
+            9,
+            "warning",
+            "symbol_family_mismatch",
+            "MSGTYPE normally takes MQMT_ names; MQPER_PERSISTENT (value 1) belongs to MQPER_",
+        ),
     ]
 
 
@@ -314,8 +324,7 @@ def test_format_takes_the_literal_format_name():
 
 
 def test_unquoted_values_with_blanks_commas_or_quotes_are_errors():
-    for text, col in [("DESTQ(MY Q)", 7), ("DESTQ(A,B)", 7), ("APPLNAME(O'BRIEN)", 10),
-                      ("USERID('bob'x)", 13)]:
+    for text, col in [("DESTQ(MY Q)", 7), ("DESTQ(A,B)", 7), ("APPLNAME(O'BRIEN)", 10), ("USERID('bob'x)", 13)]:
         assert found(f"{text} ACTION(DISCARD)\n" + CATCH_ALL) == [(1, col, "error", "bad_value")], text
 
 
@@ -328,7 +337,9 @@ def test_unterminated_quote_and_unclosed_parenthesis():
 
 def test_stray_parentheses_and_quotes():
     assert found("ACTION(DISCARD) ) 'x'\n" + CATCH_ALL) == [
-        (1, 17, "error", "unexpected_text"), (1, 19, "error", "unexpected_text")]
+        (1, 17, "error", "unexpected_text"),
+        (1, 19, "error", "unexpected_text"),
+    ]
 
 
 # ----------------------------------------------------------------------------- §6 actions
@@ -336,7 +347,8 @@ def test_stray_parentheses_and_quotes():
 
 def test_action_keywords_and_defaults():
     assert one_rule("ACTION(fwd) FWDQ(q) FWDQM(qm) HEADER(no) PUTAUT(ctx) RETRY(7)") == Rule(
-        1, 0, {}, "FWD", retry=7, fwdq="Q", fwdqm="QM", header=False, putaut="CTX")
+        1, 0, {}, "FWD", retry=7, fwdq="Q", fwdqm="QM", header=False, putaut="CTX"
+    )
     assert one_rule("ACTION(FWD) FWDQ(Q) FWDQM(' ')") == Rule(1, 0, {}, "FWD", fwdq="Q", fwdqm=" ")
     assert one_rule("ACTION(RETRY)") == Rule(1, 0, {}, "RETRY", retry=1, putaut="DEF")
     assert one_rule("ACTION('retry') RETRY(999999999)").retry == 999_999_999
@@ -347,20 +359,25 @@ def test_substitution_tokens_are_the_four_case_insensitive_ones():
     assert (rule.fwdq, rule.fwdqm) == ("&REPLYQ", "&REPLYQM")
     rule = one_rule("ACTION(FWD) FWDQ(&destq) FWDQM('&DESTQM')")
     assert (rule.fwdq, rule.fwdqm) == ("&DESTQ", "&DESTQM")
-    for text in ("FWDQ(&DESTQM)", "FWDQ(&REPLYQM)", "FWDQ(&QUEUE)", "FWDQ(X) FWDQM(&DESTQ)",
-                 "FWDQ(X) FWDQM(&)"):
+    for text in ("FWDQ(&DESTQM)", "FWDQ(&REPLYQM)", "FWDQ(&QUEUE)", "FWDQ(X) FWDQM(&DESTQ)", "FWDQ(X) FWDQM(&)"):
         errors = found(f"ACTION(FWD) {text}\n" + CATCH_ALL)
         assert [e[3] for e in errors] == ["bad_substitution"], text
 
 
-@pytest.mark.parametrize("item", ["ACTION(*)", "ACTION(FW?)", "FWDQ(Q*)", "FWDQM(QM?)",
-                                  "HEADER(*)", "PUTAUT(D*)", "RETRY(*)", "RETRY(1?)"])
+@pytest.mark.parametrize(
+    "item", ["ACTION(*)", "ACTION(FW?)", "FWDQ(Q*)", "FWDQM(QM?)", "HEADER(*)", "PUTAUT(D*)", "RETRY(*)", "RETRY(1?)"]
+)
 def test_wildcards_are_invalid_in_action_keywords(item):
-    text = f"ACTION(FWD) FWDQ(X) {item}" if not item.startswith(("ACTION", "FWDQ(")) else (
-        f"{item} ACTION(FWD)" if item.startswith("FWDQ(") else f"{item} FWDQ(X)")
+    text = (
+        f"ACTION(FWD) FWDQ(X) {item}"
+        if not item.startswith(("ACTION", "FWDQ("))
+        else (f"{item} ACTION(FWD)" if item.startswith("FWDQ(") else f"{item} FWDQ(X)")
+    )
     codes = [code for *_, code in found(text + "\n" + CATCH_ALL)]
-    assert "wildcard_not_allowed" in codes and all(
-        c in ("wildcard_not_allowed", "duplicate_keyword") for c in codes), (text, codes)
+    assert "wildcard_not_allowed" in codes and all(c in ("wildcard_not_allowed", "duplicate_keyword") for c in codes), (
+        text,
+        codes,
+    )
 
 
 def test_fwdq_blank_is_invalid():
@@ -371,29 +388,40 @@ def test_fwdq_blank_is_invalid():
 def test_invalid_combinations():
     assert found("ACTION(FWD)\n" + CATCH_ALL) == [(1, 1, "error", "fwd_without_fwdq")]
     assert found("DESTQ(A) ACTION(RETRY) FWDQ(X) FWDQM(Y) HEADER(NO)\n" + CATCH_ALL) == [
-        (1, 24, "error", "fwd_only_keyword"), (1, 32, "error", "fwd_only_keyword"),
-        (1, 41, "error", "fwd_only_keyword")]
+        (1, 24, "error", "fwd_only_keyword"),
+        (1, 32, "error", "fwd_only_keyword"),
+        (1, 41, "error", "fwd_only_keyword"),
+    ]
     assert found("DESTQ(A)\n" + CATCH_ALL) == [(1, 1, "error", "missing_action")]
     assert found("ACTION(FORWARD) FWDQ(X)\n" + CATCH_ALL) == [(1, 8, "error", "bad_choice")]
     assert found("ACTION(FWD) FWDQ(X) HEADER(MAYBE) PUTAUT(ME)\n" + CATCH_ALL) == [
-        (1, 28, "error", "bad_choice"), (1, 42, "error", "bad_choice")]
+        (1, 28, "error", "bad_choice"),
+        (1, 42, "error", "bad_choice"),
+    ]
     assert found("ACTION(RETRY) RETRY(0)\n" + CATCH_ALL) == [(1, 21, "error", "number_out_of_range")]
 
 
 def test_retry_on_ignore_or_discard_has_no_effect():
-    assert found("DESTQ(A) ACTION(IGNORE) RETRY(3)\nDESTQ(B) ACTION(DISCARD) RETRY(1)\n"
-                 "DESTQ(C) ACTION(RETRY) RETRY(3)\n" + CATCH_ALL) == [
-        (1, 25, "warning", "retry_has_no_effect"), (2, 26, "warning", "retry_has_no_effect")]
+    assert found(
+        "DESTQ(A) ACTION(IGNORE) RETRY(3)\nDESTQ(B) ACTION(DISCARD) RETRY(1)\n"
+        "DESTQ(C) ACTION(RETRY) RETRY(3)\n" + CATCH_ALL
+    ) == [(1, 25, "warning", "retry_has_no_effect"), (2, 26, "warning", "retry_has_no_effect")]
 
 
 def test_every_error_is_reported_at_once_in_file_order():
-    text = ("INPUTQ(A*) WAIT(SOMETIMES)\nACTION(FWD)\nREASON(FOO) ACTION(DISCARD)\n"
-            "DESTQ(A) DESTQ(B)\n" + CATCH_ALL + "INPUTQM(X)\n")
+    text = (
+        "INPUTQ(A*) WAIT(SOMETIMES)\nACTION(FWD)\nREASON(FOO) ACTION(DISCARD)\n"
+        "DESTQ(A) DESTQ(B)\n" + CATCH_ALL + "INPUTQM(X)\n"
+    )
     assert found(text) == [
-        (1, 8, "error", "wildcard_not_allowed"), (1, 17, "error", "bad_choice"),
-        (2, 1, "error", "fwd_without_fwdq"), (3, 8, "error", "unknown_symbol"),
-        (4, 1, "error", "missing_action"), (4, 10, "error", "duplicate_keyword"),
-        (6, 1, "error", "control_keyword_in_rule")]
+        (1, 8, "error", "wildcard_not_allowed"),
+        (1, 17, "error", "bad_choice"),
+        (2, 1, "error", "fwd_without_fwdq"),
+        (3, 8, "error", "unknown_symbol"),
+        (4, 1, "error", "missing_action"),
+        (4, 10, "error", "duplicate_keyword"),
+        (6, 1, "error", "control_keyword_in_rule"),
+    ]
 
 
 def test_invalid_rules_are_left_out_and_the_table_is_not_ok():
@@ -405,37 +433,43 @@ def test_invalid_rules_are_left_out_and_the_table_is_not_ok():
 # ----------------------------------------------------------------------------- warnings
 
 
-@pytest.mark.parametrize("last, is_catch_all", [
-    ("ACTION(FWD) FWDQ(REALLY.DEAD.QUEUE) HEADER(YES)", True),
-    ("ACTION(FWD) FWDQ(REALLY.DEAD.QUEUE) FWDQM(QM2)", True),
-    ("ACTION(FWD) FWDQ(REALLY.DEAD.QUEUE) FWDQM(' ')", True),
-    ("DESTQ(*) ACTION(DISCARD)", True),
-    ("ACTION(IGNORE)", False),
-    ("ACTION(RETRY)", False),
-    ("ACTION(FWD) FWDQ(&REPLYQ)", False),
-    ("ACTION(FWD) FWDQ(X) FWDQM(&DESTQM)", False),
-    ("REPLYQM(?*) ACTION(FWD) FWDQ(X)", False),
-])
+@pytest.mark.parametrize(
+    "last, is_catch_all",
+    [
+        ("ACTION(FWD) FWDQ(REALLY.DEAD.QUEUE) HEADER(YES)", True),
+        ("ACTION(FWD) FWDQ(REALLY.DEAD.QUEUE) FWDQM(QM2)", True),
+        ("ACTION(FWD) FWDQ(REALLY.DEAD.QUEUE) FWDQM(' ')", True),
+        ("DESTQ(*) ACTION(DISCARD)", True),
+        ("ACTION(IGNORE)", False),
+        ("ACTION(RETRY)", False),
+        ("ACTION(FWD) FWDQ(&REPLYQ)", False),
+        ("ACTION(FWD) FWDQ(X) FWDQM(&DESTQM)", False),
+        ("REPLYQM(?*) ACTION(FWD) FWDQ(X)", False),
+    ],
+)
 def test_no_catch_all_warning(last, is_catch_all):
     expected = [] if is_catch_all else [(2, 1, "warning", "no_catch_all")]
     assert found("REASON(MQRC_Q_FULL) ACTION(RETRY) RETRY(5)\n" + last + "\n") == expected
 
 
-@pytest.mark.parametrize("earlier, later, shadowed", [
-    ("ACTION(IGNORE)", "DESTQ(A) ACTION(RETRY)", True),
-    ("DESTQ(APP.*) ACTION(DISCARD)", "DESTQ(APP.IN) REASON(2053) ACTION(RETRY)", True),
-    ("DESTQ(APP.*) ACTION(IGNORE)", "DESTQ(APP.*) ACTION(RETRY)", True),
-    ("DESTQ(APP.*) ACTION(IGNORE)", "DESTQ(APP.I*) ACTION(RETRY)", False),  # conservative
-    ("DESTQ(APP.*) ACTION(IGNORE)", "REASON(2053) ACTION(RETRY)", False),
-    ("DESTQ(APP.*) ACTION(IGNORE)", "DESTQ(OTHER) ACTION(RETRY)", False),
-    ("DESTQ('APP ') ACTION(IGNORE)", "DESTQ(APP) ACTION(RETRY)", True),
-    ("REASON(2053) ACTION(DISCARD)", "REASON(MQRC_Q_FULL) DESTQ(X) ACTION(RETRY)", True),
-    ("REASON(2053) ACTION(DISCARD)", "REASON(2051) ACTION(RETRY)", False),
-    ("DESTQ(*) ACTION(IGNORE)", "REASON(2051) ACTION(RETRY)", True),
-    ("ACTION(FWD) FWDQ(X)", "DESTQ(A) ACTION(RETRY)", False),  # FWD can fail
-    ("ACTION(RETRY) RETRY(9)", "DESTQ(A) ACTION(DISCARD)", False),
-    ("APPLNAME('amq*') ACTION(IGNORE)", "APPLNAME(AMQSPUT) ACTION(RETRY)", False),  # case
-])
+@pytest.mark.parametrize(
+    "earlier, later, shadowed",
+    [
+        ("ACTION(IGNORE)", "DESTQ(A) ACTION(RETRY)", True),
+        ("DESTQ(APP.*) ACTION(DISCARD)", "DESTQ(APP.IN) REASON(2053) ACTION(RETRY)", True),
+        ("DESTQ(APP.*) ACTION(IGNORE)", "DESTQ(APP.*) ACTION(RETRY)", True),
+        ("DESTQ(APP.*) ACTION(IGNORE)", "DESTQ(APP.I*) ACTION(RETRY)", False),  # conservative
+        ("DESTQ(APP.*) ACTION(IGNORE)", "REASON(2053) ACTION(RETRY)", False),
+        ("DESTQ(APP.*) ACTION(IGNORE)", "DESTQ(OTHER) ACTION(RETRY)", False),
+        ("DESTQ('APP ') ACTION(IGNORE)", "DESTQ(APP) ACTION(RETRY)", True),
+        ("REASON(2053) ACTION(DISCARD)", "REASON(MQRC_Q_FULL) DESTQ(X) ACTION(RETRY)", True),
+        ("REASON(2053) ACTION(DISCARD)", "REASON(2051) ACTION(RETRY)", False),
+        ("DESTQ(*) ACTION(IGNORE)", "REASON(2051) ACTION(RETRY)", True),
+        ("ACTION(FWD) FWDQ(X)", "DESTQ(A) ACTION(RETRY)", False),  # FWD can fail
+        ("ACTION(RETRY) RETRY(9)", "DESTQ(A) ACTION(DISCARD)", False),
+        ("APPLNAME('amq*') ACTION(IGNORE)", "APPLNAME(AMQSPUT) ACTION(RETRY)", False),  # case
+    ],
+)
 def test_shadowed_rules(earlier, later, shadowed):
     text = f"{earlier}\n{later}\n{CATCH_ALL}"
     diagnostics = [(d.line, d.code) for d in parse_rules(text).diagnostics if d.line == 2]
@@ -474,12 +508,14 @@ def test_load_rules_reads_utf8_and_reports_non_text_with_the_byte_offset(tmp_pat
     latin1 = tmp_path / "latin1.rules"
     latin1.write_bytes(b"ACTION(DISCARD)\nAPPLNAME('caf\xe9') ACTION(IGNORE)\n")
     assert [str(d) for d in load_rules(latin1).diagnostics] == [
-        f"{latin1}:2:14: error: not UTF-8 or ASCII text: byte 0xE9 at byte offset 29 [not_text]"]
+        f"{latin1}:2:14: error: not UTF-8 or ASCII text: byte 0xE9 at byte offset 29 [not_text]"
+    ]
 
     binary = tmp_path / "binary.rules"
     binary.write_bytes(b"\x00\x01\x02ACTION(DISCARD)\n")
     assert [str(d) for d in load_rules(binary).diagnostics] == [
-        f"{binary}:1:1: error: not a text file: NUL byte at byte offset 0 [not_text]"]
+        f"{binary}:1:1: error: not a text file: NUL byte at byte offset 0 [not_text]"
+    ]
 
 
 def test_parse_rules_rejects_nul_characters():
@@ -491,7 +527,15 @@ def test_parse_rules_rejects_nul_characters():
 
 def test_format_value_quotes_only_when_reading_back_needs_it():
     assert [format_value(v) for v in ["ABC.1", "A*?", "&DESTQ", "abc", " ", "O'B", "A B", "A-B"]] == [
-        "ABC.1", "A*?", "&DESTQ", "'abc'", "' '", "'O''B'", "'A B'", "'A-B'"]
+        "ABC.1",
+        "A*?",
+        "&DESTQ",
+        "'abc'",
+        "' '",
+        "'O''B'",
+        "'A B'",
+        "'A-B'",
+    ]
 
 
 def test_format_table_is_canonical_and_wraps_at_72():
@@ -507,7 +551,8 @@ def test_format_table_is_canonical_and_wraps_at_72():
         "PERSIST(0) ACTION(DISCARD)\n"
         "REPLYQM(?*) ACTION(FWD) FWDQ(DEADQ.MANUAL.INTERVENTION) +\n"
         "  FWDQM(&REPLYQM) HEADER(YES)\n"
-        "ACTION(FWD) FWDQ(DEADQ.MANUAL.INTERVENTION) HEADER(YES)\n")
+        "ACTION(FWD) FWDQ(DEADQ.MANUAL.INTERVENTION) HEADER(YES)\n"
+    )
 
 
 def test_negative_values_are_written_by_name():
@@ -543,8 +588,7 @@ def test_split_entries_keeps_the_physical_position_of_every_character():
 
 
 def _without_lines(table: RulesTable):
-    return ([dataclasses.replace(r, line=0) for r in table.rules],
-            dataclasses.replace(table.control, line=None))
+    return ([dataclasses.replace(r, line=0) for r in table.rules], dataclasses.replace(table.control, line=None))
 
 
 @settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -557,12 +601,57 @@ def test_the_parser_never_crashes_or_hangs_on_any_text(text):
 
 
 PIECES = (
-    [k for k in ALL_KEYWORDS] + [k.lower() for k in ALL_KEYWORDS]
-    + ["(", ")", "'", "''", " ", "  ", ",", "\t", "\n", "\r\n", " +\n", "-\n", "+\n  ", "*", "?",
-       "*\n", "\n*", "&DESTQ", "&replyqm", "&X", "MQRC_Q_FULL", "mqmt_request", "MQAT_UNKNOWN",
-       "MQFMT_STRING", "123", "0", "-1", "999999999", "1000000000", "abc", "A.B.*", "'a b'",
-       "FWD", "RETRY", "DISCARD", "IGNORE", "YES", "no", "CTX", "ACTION(FWD)", "FWDQ(X)",
-       "ACTION(DISCARD)", "REPLYQ(?*)", "' '", "x" * 80, "\ufeff", "é"]
+    [k for k in ALL_KEYWORDS]
+    + [k.lower() for k in ALL_KEYWORDS]
+    + [
+        "(",
+        ")",
+        "'",
+        "''",
+        " ",
+        "  ",
+        ",",
+        "\t",
+        "\n",
+        "\r\n",
+        " +\n",
+        "-\n",
+        "+\n  ",
+        "*",
+        "?",
+        "*\n",
+        "\n*",
+        "&DESTQ",
+        "&replyqm",
+        "&X",
+        "MQRC_Q_FULL",
+        "mqmt_request",
+        "MQAT_UNKNOWN",
+        "MQFMT_STRING",
+        "123",
+        "0",
+        "-1",
+        "999999999",
+        "1000000000",
+        "abc",
+        "A.B.*",
+        "'a b'",
+        "FWD",
+        "RETRY",
+        "DISCARD",
+        "IGNORE",
+        "YES",
+        "no",
+        "CTX",
+        "ACTION(FWD)",
+        "FWDQ(X)",
+        "ACTION(DISCARD)",
+        "REPLYQ(?*)",
+        "' '",
+        "x" * 80,
+        "\ufeff",
+        "é",
+    ]
 )
 
 
@@ -581,8 +670,12 @@ SOUP_VALUES = {
     "ACTION": ["FWD", "discard", "IGNORE", "retry", "'fwd'"],
     "FWDQ": ["Q1", "&DESTQ", "'lower'", "&replyq"],
     "FWDQM": ["QM2", "' '", "&replyqm", "&DESTQM"],
-    "HEADER": ["YES", "no"], "PUTAUT": ["DEF", "ctx"], "RETRY": ["1", "5", "999999999"],
-    "INPUTQ": ["DLQ", "' '"], "INPUTQM": ["qm1", "' '"], "RETRYINT": ["0", "60"],
+    "HEADER": ["YES", "no"],
+    "PUTAUT": ["DEF", "ctx"],
+    "RETRY": ["1", "5", "999999999"],
+    "INPUTQ": ["DLQ", "' '"],
+    "INPUTQM": ["qm1", "' '"],
+    "RETRYINT": ["0", "60"],
     "WAIT": ["YES", "no", "30"],
 }
 SOUP_SEPARATORS = [" ", ",", " , ", "\t", "  ", " +\n   ", ",+\n", "-\n ", " -\n", " +\n* comment\n  "]
@@ -601,8 +694,9 @@ def _soup_item(draw, keyword: str, values: list[str] | None = None):
 def _soup_entry(draw, control: bool):
     action = None
     if control:
-        keywords = draw(st.lists(st.sampled_from(["INPUTQ", "INPUTQM", "RETRYINT", "WAIT"]),
-                                 min_size=1, max_size=4, unique=True))
+        keywords = draw(
+            st.lists(st.sampled_from(["INPUTQ", "INPUTQM", "RETRYINT", "WAIT"]), min_size=1, max_size=4, unique=True)
+        )
     else:
         keywords = draw(st.lists(st.sampled_from(list(PATTERN_FIELDS)), max_size=4, unique=True))
         action = draw(st.sampled_from(["FWD", "DISCARD", "IGNORE", "RETRY"]))
@@ -610,8 +704,10 @@ def _soup_entry(draw, control: bool):
         if action == "FWD":
             keywords += ["FWDQ"] + draw(st.lists(st.sampled_from(["FWDQM", "HEADER"]), unique=True))
         keywords += draw(st.lists(st.sampled_from(["PUTAUT", "RETRY"]), max_size=1))
-    items = [draw(_soup_item(k, [action, action.lower(), f"'{action.lower()}'"] if k == "ACTION" else None))
-             for k in draw(st.permutations(keywords))]
+    items = [
+        draw(_soup_item(k, [action, action.lower(), f"'{action.lower()}'"] if k == "ACTION" else None))
+        for k in draw(st.permutations(keywords))
+    ]
     text = items[0]
     for item in items[1:]:
         text += draw(st.sampled_from(SOUP_SEPARATORS)) + item
@@ -665,16 +761,21 @@ def _rule(draw, index: int):
             patterns[keyword] = draw(_string_value(max_length))
         else:
             negative = {"APPLTYPE": [-1], "PERSIST": [-1]}.get(keyword, [])
-            patterns[keyword] = draw(st.one_of(st.just("*"), st.integers(0, 999_999_999),
-                                               st.sampled_from(negative or [0])))
+            patterns[keyword] = draw(
+                st.one_of(st.just("*"), st.integers(0, 999_999_999), st.sampled_from(negative or [0]))
+            )
     action = draw(st.sampled_from(["DISCARD", "IGNORE", "RETRY", "FWD"]))
     fwd = action == "FWD"
     return Rule(
-        line=0, index=index, patterns=patterns, action=action,
+        line=0,
+        index=index,
+        patterns=patterns,
+        action=action,
         retry=draw(st.integers(1, 999_999_999)),
         fwdq=draw(st.one_of(_name(), st.sampled_from(["&DESTQ", "&REPLYQ"]))) if fwd else None,
         fwdqm=draw(st.one_of(st.none(), st.just(" "), _name(), st.sampled_from(["&DESTQM", "&REPLYQM"])))
-        if fwd else None,
+        if fwd
+        else None,
         header=draw(st.booleans()) if fwd else True,
         putaut=draw(st.sampled_from(["DEF", "CTX"])),
     )
@@ -684,12 +785,19 @@ def _rule(draw, index: int):
 def _table(draw):
     count = draw(st.integers(1, 6))
     rules = tuple(draw(_rule(i)) for i in range(count))
-    control = draw(st.one_of(st.just(ControlData()), st.builds(
-        ControlData,
-        inputq=st.one_of(st.none(), _name()), inputqm=st.one_of(st.none(), _name()),
-        retryint=st.integers(0, 999_999_999),
-        wait=st.one_of(st.sampled_from(["YES", "NO"]), st.integers(0, 999_999_999)),
-        line=st.just(1))))
+    control = draw(
+        st.one_of(
+            st.just(ControlData()),
+            st.builds(
+                ControlData,
+                inputq=st.one_of(st.none(), _name()),
+                inputqm=st.one_of(st.none(), _name()),
+                retryint=st.integers(0, 999_999_999),
+                wait=st.one_of(st.sampled_from(["YES", "NO"]), st.integers(0, 999_999_999)),
+                line=st.just(1),
+            ),
+        )
+    )
     return RulesTable("generated.rules", control, rules)
 
 

@@ -9,15 +9,14 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.profiles import examples
-
 from dlq_pipeline.cli import cli
 from dlq_pipeline.dumps.dmpmqmsg import write_dump
-from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.dumps.records import DumpedMessage
+from dlq_pipeline.formats.mqmd import MQMD
+from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.whatif import OUTPUT_KEYS, decide_message
-from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
+from tests.profiles import examples
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -28,13 +27,36 @@ def run(*args: str):
     return CliRunner().invoke(cli, ["rules", "test", *args])
 
 
-def dead_letter(dest_q: str, *, reason: int = 2053, dest_qmgr: str = "QM1", reply_to_q: str = "",
-                reply_to_qmgr: str = "", persistence: int = 1, encoding: int = 546, ccsid: int = 819,
-                user_id: str = "app", body: bytes = b"hello") -> DumpedMessage:
-    dlh = DeadLetterHeader(reason=reason, dest_q=dest_q.ljust(48), dest_qmgr=dest_qmgr.ljust(48),
-                           encoding=encoding, ccsid=ccsid, format="MQSTR   ")
-    md = MQMD(format="MQDEAD", encoding=encoding, ccsid=ccsid, persistence=persistence,
-              reply_to_q=reply_to_q.ljust(48), reply_to_qmgr=reply_to_qmgr.ljust(48), user_id=user_id.ljust(12))
+def dead_letter(
+    dest_q: str,
+    *,
+    reason: int = 2053,
+    dest_qmgr: str = "QM1",
+    reply_to_q: str = "",
+    reply_to_qmgr: str = "",
+    persistence: int = 1,
+    encoding: int = 546,
+    ccsid: int = 819,
+    user_id: str = "app",
+    body: bytes = b"hello",
+) -> DumpedMessage:
+    dlh = DeadLetterHeader(
+        reason=reason,
+        dest_q=dest_q.ljust(48),
+        dest_qmgr=dest_qmgr.ljust(48),
+        encoding=encoding,
+        ccsid=ccsid,
+        format="MQSTR   ",
+    )
+    md = MQMD(
+        format="MQDEAD",
+        encoding=encoding,
+        ccsid=ccsid,
+        persistence=persistence,
+        reply_to_q=reply_to_q.ljust(48),
+        reply_to_qmgr=reply_to_qmgr.ljust(48),
+        user_id=user_id.ljust(12),
+    )
     return DumpedMessage(md, encode_dlh(dlh, encoding, ccsid) + body)
 
 
@@ -53,10 +75,20 @@ def table(tmp_path: Path, text: str, name: str = "t.rules") -> str:
     return str(path)
 
 
-def decision(file: str, index: int, action: str, rule_line=None, target_q=None, target_qmgr=None, header=None,
-             putaut=None, ignore_reason=None) -> dict:
-    return dict(zip(OUTPUT_KEYS, (file, index, action, rule_line, target_q, target_qmgr, header, putaut,
-                                  ignore_reason)))
+def decision(
+    file: str,
+    index: int,
+    action: str,
+    rule_line=None,
+    target_q=None,
+    target_qmgr=None,
+    header=None,
+    putaut=None,
+    ignore_reason=None,
+) -> dict:
+    return dict(
+        zip(OUTPUT_KEYS, (file, index, action, rule_line, target_q, target_qmgr, header, putaut, ignore_reason))
+    )
 
 
 def json_lines(result) -> list[dict]:
@@ -82,7 +114,9 @@ def test_cumulative_retry_chain_via_attempts(tmp_path):
 
 
 def test_json_decides_every_message_in_input_order(tmp_path):
-    rules = table(tmp_path, """\
+    rules = table(
+        tmp_path,
+        """\
 INPUTQM(' ') INPUTQ(' ') RETRYINT(60) WAIT(NO)
 DESTQ(KEEP.*) ACTION(IGNORE)
 DESTQ(APP.*) REASON(MQRC_Q_FULL) ACTION(RETRY) RETRY(2) PUTAUT(CTX)
@@ -90,19 +124,26 @@ REPLYQM('?*') ACTION(FWD) FWDQ(&REPLYQ) FWDQM(&REPLYQM)
 DESTQ(MY.Q*) ACTION(FWD) FWDQ(NUL.PADDED) FWDQM(' ')
 DESTQ('STRASSE.ÄÖÜß') ACTION(FWD) FWDQ(&DESTQ) FWDQM(&DESTQM)
 PERSIST(MQPER_NOT_PERSISTENT) ACTION(DISCARD)
-""")
-    first = dump(tmp_path / "a.dmp", [
-        dead_letter("APP.IN"),                                                 # RETRY, alternate user
-        dead_letter("KEEP.ME"),                                                # explicit IGNORE
-        dead_letter("OTHER", reason=2035, reply_to_q="R.Q", reply_to_qmgr="QMR"),  # &REPLYQ/&REPLYQM
-        plain(b"no header here"),                                              # implicit IGNORE: no_dlh
-        dead_letter("OTHER", reason=2035),                                     # nothing matches
-    ])
-    second = dump(tmp_path / "b.dmp", [
-        dead_letter("MY.Q\0\0\0"),                                             # NUL padding: MY.Q* only
-        dead_letter("STRASSE.ÄÖÜß", dest_qmgr="QMZ", encoding=785, ccsid=273),  # z/OS EBCDIC (German)
-        dead_letter("OTHER", reason=2035, persistence=0),                      # DISCARD
-    ])
+""",
+    )
+    first = dump(
+        tmp_path / "a.dmp",
+        [
+            dead_letter("APP.IN"),  # RETRY, alternate user
+            dead_letter("KEEP.ME"),  # explicit IGNORE
+            dead_letter("OTHER", reason=2035, reply_to_q="R.Q", reply_to_qmgr="QMR"),  # &REPLYQ/&REPLYQM
+            plain(b"no header here"),  # implicit IGNORE: no_dlh
+            dead_letter("OTHER", reason=2035),  # nothing matches
+        ],
+    )
+    second = dump(
+        tmp_path / "b.dmp",
+        [
+            dead_letter("MY.Q\0\0\0"),  # NUL padding: MY.Q* only
+            dead_letter("STRASSE.ÄÖÜß", dest_qmgr="QMZ", encoding=785, ccsid=273),  # z/OS EBCDIC (German)
+            dead_letter("OTHER", reason=2035, persistence=0),  # DISCARD
+        ],
+    )
     result = run(rules, "--input", first, "--input", second, "--json")
     assert result.exit_code == 0, result.stderr
     assert json_lines(result) == [
@@ -116,9 +157,11 @@ PERSIST(MQPER_NOT_PERSISTENT) ACTION(DISCARD)
         decision(second, 2, "DISCARD", 7),
     ]
     # the table's warnings are shown as `rules check` shows them; they do not stop the test
-    assert result.stderr == (f"{rules}:7:1: warning: the last rule is not a catch-all, so messages no rule takes "
-                             "stay on the DLQ; end the table with a rule such as ACTION(FWD) "
-                             "FWDQ(REALLY.DEAD.QUEUE) HEADER(YES) [no_catch_all]\n")
+    assert result.stderr == (
+        f"{rules}:7:1: warning: the last rule is not a catch-all, so messages no rule takes "
+        "stay on the DLQ; end the table with a rule such as ACTION(FWD) "
+        "FWDQ(REALLY.DEAD.QUEUE) HEADER(YES) [no_catch_all]\n"
+    )
 
 
 def test_text_output_table_counts_and_unused_rules(tmp_path, monkeypatch):
@@ -128,7 +171,9 @@ def test_text_output_table_counts_and_unused_rules(tmp_path, monkeypatch):
     dump(tmp_path / "in" / "dlq.dmp", [dead_letter("APP.IN"), dead_letter("X", reason=2035), plain(b"x")])
     result = run(rules, "--input", "in", "--attempts", "3")
     assert result.exit_code == 0
-    assert result.stdout == """\
+    assert (
+        result.stdout
+        == """\
 FILE        INDEX  ACTION   RULE  TARGET / REASON
 in/dlq.dmp      0  FWD         3  OVERFLOW at QM9  HEADER(NO)
 in/dlq.dmp      1  IGNORE      -  left on the DLQ: retries_exhausted
@@ -148,6 +193,7 @@ left on the DLQ by no rule (implicit IGNORE): no_dlh 1, retries_exhausted 1
 rules that matched nothing:
   line 4: DESTQ(NEVER.SEEN) ACTION(DISCARD)
 """
+    )
     assert result.stderr == ""
 
 
@@ -194,8 +240,9 @@ def test_real_dump_and_listings_with_ibms_example_table(real_fixtures):
     dead letters (tests/fixtures/README.md)."""
     real = str(real_fixtures / "mq10-dmpmqmsg-stdout.dmp")
     old, new = str(FIXTURES / "amqsbcg-old.txt"), str(FIXTURES / "amqsbcg-94.txt")
-    result = run(str(SHIPPED_RULES / "ibm-distributed-example.rules"), "--input", real, "--input", old,
-                 "--input", new, "--json")
+    result = run(
+        str(SHIPPED_RULES / "ibm-distributed-example.rules"), "--input", real, "--input", old, "--input", new, "--json"
+    )
     assert json_lines(result) == [
         decision(real, 0, "IGNORE", ignore_reason="no_dlh"),
         decision(old, 0, "RETRY", 20, "DLQ.TARGET", "QM1", None, "DEF"),  # MQRC_PUT_INHIBITED
@@ -207,8 +254,10 @@ def test_real_dump_and_listings_with_ibms_example_table(real_fixtures):
         decision(new, 3, "IGNORE", ignore_reason="no_dlh"),
     ]
     # amqsbcg could not get message 5: reported with where it is, the rest still decided
-    assert result.stderr == f"{new}:219: listing_get_failed: amqsbcg could not get message 5 " \
-                            "(CompCode 2, Reason 2009): it is not in the listing\n"
+    assert (
+        result.stderr == f"{new}:219: listing_get_failed: amqsbcg could not get message 5 "
+        "(CompCode 2, Reason 2009): it is not in the listing\n"
+    )
     assert result.exit_code == 3
 
 
@@ -229,7 +278,7 @@ def test_attempts_walk_the_chain_of_matching_rules(retries, attempts):
     text = "".join(f"DESTQ(APP.*) ACTION(RETRY) RETRY({r})\n" for r in retries)
     rules = parse_rules(text, "chain.rules")
     outcome = decide_message(rules, dead_letter("APP.IN"), "dlq.dmp", attempts)
-    totals = [sum(retries[:i + 1]) for i in range(len(retries))]
+    totals = [sum(retries[: i + 1]) for i in range(len(retries))]
     expected = next((i for i, total in enumerate(totals) if total > attempts), None)
     assert outcome.decision.rule_index == expected
     assert outcome.decision.ignore_reason == (None if expected is not None else "retries_exhausted")
@@ -263,9 +312,11 @@ def test_configured_ingest_limit_applies_as_in_a_run(tmp_path):
             size, crossing = size + (len(line) - 2) // 2, at
         at += len(line) + 1
     assert size > 100
-    assert result.stderr == (f"{dlq}:5: message_too_large: the message data reaches byte {size} at the line at "
-                             f"byte {crossing}, more than the 100-byte limit (ingest.max_message_bytes); the "
-                             "message was skipped\n")
+    assert result.stderr == (
+        f"{dlq}:5: message_too_large: the message data reaches byte {size} at the line at "
+        f"byte {crossing}, more than the 100-byte limit (ingest.max_message_bytes); the "
+        "message was skipped\n"
+    )
 
 
 def test_text_output_is_terminal_safe(tmp_path):
@@ -287,5 +338,7 @@ def test_bad_record_lines_are_terminal_safe(tmp_path):
     name.write_bytes(b"not a dump\n")
     result = run(rules, "--input", str(name))
     assert result.exit_code == 3
-    assert result.stderr == f"{tmp_path}/evil.]0;x..dmp:1: unknown_format: no '* DMPMQMSG'/'* QLOAD' header " \
+    assert (
+        result.stderr == f"{tmp_path}/evil.]0;x..dmp:1: unknown_format: no '* DMPMQMSG'/'* QLOAD' header "
         "and no 'AMQSBCG0' banner near the start: neither a dmpmqmsg dump nor an amqsbcg listing\n"
+    )

@@ -10,12 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.profiles import examples
-
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
 from dlq_pipeline.dumps.dmpmqmsg import read_dump
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import SNIFF_BYTES, read_source, sniff
+from tests.profiles import examples
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -49,8 +48,10 @@ def test_sniff_real_dump_with_stdout_banner(real_fixtures):
     [
         (b"A VER 2\nX 00\n", "dmpmqmsg"),  # -dH: no header
         (b"\r\n\r\nN\r\nX 00\r\n", "dmpmqmsg"),
-        (b" MQGET of message number 7, CompCode:0 Reason:0\n****Message descriptor****\n",
-         "amqsbcg"),  # a listing whose start was trimmed off
+        (
+            b" MQGET of message number 7, CompCode:0 Reason:0\n****Message descriptor****\n",
+            "amqsbcg",
+        ),  # a listing whose start was trimmed off
         (b"****Message descriptor****\n", "amqsbcg"),
         (b"", None),
         (b"   \n\n", None),
@@ -97,9 +98,11 @@ def test_read_source_splits_dumps_and_reads_listings_whole():
 def test_empty_file_is_one_record_error(tmp_path):
     for content in (b"", b" \n\t\n"):
         path = write(tmp_path, content)
-        assert list(read_source(path, name="in/empty.dmp")) == [RecordError(
-            "in/empty.dmp", 1, 0, "empty_file",
-            "the file is empty: neither a dmpmqmsg dump nor an amqsbcg listing")]
+        assert list(read_source(path, name="in/empty.dmp")) == [
+            RecordError(
+                "in/empty.dmp", 1, 0, "empty_file", "the file is empty: neither a dmpmqmsg dump nor an amqsbcg listing"
+            )
+        ]
         assert list(read_source(path, start=5)) == []
 
 
@@ -114,17 +117,27 @@ def test_binary_garbage_is_one_record_error(tmp_path):
 def test_other_text_is_one_record_error_pointing_at_its_first_line(tmp_path):
     path = write(tmp_path, b"\n\n  queue,reason\n1,2053\n")
     [error] = read_source(path)
-    assert (error.line, error.offset, error.code, error.snippet) == (
-        3, 2, "unknown_format", "  queue,reason")
+    assert (error.line, error.offset, error.code, error.snippet) == (3, 2, "unknown_format", "  queue,reason")
 
 
-@settings(max_examples=examples(300), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(st.binary(max_size=600) | st.sampled_from([
-    (FIXTURES / "dmpmqmsg-options.dmp").read_bytes(),
-    (FIXTURES / "amqsbcg-94.txt").read_bytes(),
-]).flatmap(lambda b: st.tuples(st.just(b), st.integers(0, len(b)), st.binary(max_size=8)).map(
-    lambda t: t[0][:t[1]] + t[2] + t[0][t[1]:])))
+@settings(
+    max_examples=examples(300),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    st.binary(max_size=600)
+    | st.sampled_from(
+        [
+            (FIXTURES / "dmpmqmsg-options.dmp").read_bytes(),
+            (FIXTURES / "amqsbcg-94.txt").read_bytes(),
+        ]
+    ).flatmap(
+        lambda b: st.tuples(st.just(b), st.integers(0, len(b)), st.binary(max_size=8)).map(
+            lambda t: t[0][: t[1]] + t[2] + t[0][t[1] :]
+        )
+    )
+)
 def test_any_bytes_give_records_never_exceptions(tmp_path, content):
     path = write(tmp_path, content, "fuzz.bin")
     records = list(read_source(path))

@@ -10,16 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.profiles import examples
-
 from dlq_pipeline.config import load_config
-from dlq_pipeline.settings import ReplaySettings, mq_qmgrs
 from dlq_pipeline.dumps.dmpmqmsg import read_dump, read_dump_info
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.mq.client import MQClientMissing
 from dlq_pipeline.replay.rebuild import rebuild
-from dlq_pipeline.replay.targets import (LOCAL_QMGR_DIR, TargetError, open_target, parse_target, safe_file_name)
+from dlq_pipeline.replay.targets import LOCAL_QMGR_DIR, TargetError, open_target, parse_target, safe_file_name
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
+from dlq_pipeline.settings import ReplaySettings, mq_qmgrs
+from tests.profiles import examples
 
 from ..conftest import dump_tree
 
@@ -40,20 +39,38 @@ def run(target, items, run_id="R1", partition_id=0):
     clock = FakeClock()
     checkpoint = checkpoint_for(target, run_id, partition_id)
     with target.partition(run_id, partition_id, checkpoint) as part:
-        return list(replay_partition(items, part.connect, ReplaySettings(batch_size=2), run_id=run_id,
-                                     partition_id=partition_id, checkpoint=part.checkpoint, clock=clock,
-                                     sleep=clock.sleep, now=NOW))
+        return list(
+            replay_partition(
+                items,
+                part.connect,
+                ReplaySettings(batch_size=2),
+                run_id=run_id,
+                partition_id=partition_id,
+                checkpoint=part.checkpoint,
+                clock=clock,
+                sleep=clock.sleep,
+                now=NOW,
+            )
+        )
 
 
-@pytest.mark.parametrize("spec,expected", [
-    ("dry-run", ("dry-run", "")), ("dir:out/replay", ("dir", "out/replay")), ("sim:", ("sim", "SIM")),
-    ("sim:QM.TEST_1", ("sim", "QM.TEST_1")), ("mq:QM1", ("mq", "QM1")),
-])
+@pytest.mark.parametrize(
+    "spec,expected",
+    [
+        ("dry-run", ("dry-run", "")),
+        ("dir:out/replay", ("dir", "out/replay")),
+        ("sim:", ("sim", "SIM")),
+        ("sim:QM.TEST_1", ("sim", "QM.TEST_1")),
+        ("mq:QM1", ("mq", "QM1")),
+    ],
+)
 def test_parse_target(spec, expected):
     assert parse_target(spec) == expected
 
 
-@pytest.mark.parametrize("spec", ["", "dryrun", "dir:", "mq:", "ftp:x", "sim:../x", "sim:.hidden", "mq:a b", "sim:" + "Q" * 49])
+@pytest.mark.parametrize(
+    "spec", ["", "dryrun", "dir:", "mq:", "ftp:x", "sim:../x", "sim:.hidden", "mq:a b", "sim:" + "Q" * 49]
+)
 def test_bad_target_specs_say_what_is_accepted(spec):
     with pytest.raises(TargetError):
         parse_target(spec)
@@ -64,23 +81,44 @@ def test_open_target(tmp_path):
     assert (sim.kind, sim.name, Path(sim.location)) == ("sim", "SIM", tmp_path / "_sim" / "SIM.sqlite")
     assert sim.resumable and not sim.dry_run
     assert open_target("dir:x", warehouse=tmp_path).resumable  # its checkpoint records what it published
-    assert not open_target("dry-run", warehouse=tmp_path).resumable and open_target("dry-run", warehouse=tmp_path).dry_run
+    assert (
+        not open_target("dry-run", warehouse=tmp_path).resumable and open_target("dry-run", warehouse=tmp_path).dry_run
+    )
     with pytest.raises(TargetError, match=r"\[mq.qmgrs.QM1\]"):
         open_target("mq:QM1", warehouse=tmp_path, qmgrs=mq_qmgrs(load_config()))
     config = load_config(overrides={"mq": {"qmgrs": {"QM1": {"channel": "APP.SVRCONN", "conn_name": "mq(1414)"}}}})
     mq = open_target("mq:QM1", warehouse=tmp_path, qmgrs=mq_qmgrs(config))
-    assert (mq.kind, mq.location, dict(mq.settings)) == ("mq", "QM1", {"channel": "APP.SVRCONN", "conn_name": "mq(1414)"})
+    assert (mq.kind, mq.location, dict(mq.settings)) == (
+        "mq",
+        "QM1",
+        {"channel": "APP.SVRCONN", "conn_name": "mq(1414)"},
+    )
     with pytest.raises(MQClientMissing, match=r"pip install 'dlq-pipeline\[mq\]'"):
         mq.preflight()  # no MQ client on this machine: one clear error before any task starts
 
 
-@pytest.mark.parametrize("name,expected", [
-    ("APP.ORDERS.IN", "APP.ORDERS.IN"), ("Q%1_X", "Q%1_X"), ("DEV.QUEUE.1      ", "DEV.QUEUE.1"),
-    ("dev.q", "-64-65-76.-71"), ("a/b", "-61-2F-62"), ("..", "-2E-2E"), (".HIDDEN", "-2EHIDDEN"), ("END.", "END-2E"),
-    ("CON", "-43ON"), ("NUL.Q", "-4EUL.Q"), ("COM1", "-43OM1"), ("CONX", "CONX"), ("A-B", "A-2DB"),
-    ("../../etc/passwd", "-2E.-2F..-2F-65-74-63-2F-70-61-73-73-77-64"),
-    ("", "-"), ("Q\x00\x00", "Q-00-00"), ("ÄQ", "-C3-84Q"),
-])
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("APP.ORDERS.IN", "APP.ORDERS.IN"),
+        ("Q%1_X", "Q%1_X"),
+        ("DEV.QUEUE.1      ", "DEV.QUEUE.1"),
+        ("dev.q", "-64-65-76.-71"),
+        ("a/b", "-61-2F-62"),
+        ("..", "-2E-2E"),
+        (".HIDDEN", "-2EHIDDEN"),
+        ("END.", "END-2E"),
+        ("CON", "-43ON"),
+        ("NUL.Q", "-4EUL.Q"),
+        ("COM1", "-43OM1"),
+        ("CONX", "CONX"),
+        ("A-B", "A-2DB"),
+        ("../../etc/passwd", "-2E.-2F..-2F-65-74-63-2F-70-61-73-73-77-64"),
+        ("", "-"),
+        ("Q\x00\x00", "Q-00-00"),
+        ("ÄQ", "-C3-84Q"),
+    ],
+)
 def test_safe_file_name_examples(name, expected):
     assert safe_file_name(name) == expected
 
@@ -90,8 +128,9 @@ def test_long_names_are_cut_with_a_digest():
     assert len(a) <= 120 and a != b and "~" in a
 
 
-HOSTILE = st.text(alphabet=st.sampled_from(list("AZaz09./_%-\\:~ *?<>|\"\x00\n\t\u00e9\u2603\udc80")) | st.characters(),
-                  max_size=48)
+HOSTILE = st.text(
+    alphabet=st.sampled_from(list('AZaz09./_%-\\:~ *?<>|"\x00\n\t\u00e9\u2603\udc80')) | st.characters(), max_size=48
+)
 
 
 @settings(max_examples=examples(400), deadline=None)
@@ -117,12 +156,23 @@ def test_distinct_names_get_distinct_files(a, b):
 
 def test_dir_target_writes_loadable_dumps_equal_to_the_rebuilt_messages(tmp_path):
     target = open_target(f"dir:{tmp_path / 'out'}", warehouse=tmp_path)
-    items = [item(0), item(1, "FWD", "FWD.Q", header=True), item(2), item(3, "FWD", "FWD.Q", header=False),
-             item(4, "DISCARD"), WorkItem("k005", "FWD", *dead_letter(5), target_q="REMOTE.Q", target_qmgr="QM2", header=True)]
+    items = [
+        item(0),
+        item(1, "FWD", "FWD.Q", header=True),
+        item(2),
+        item(3, "FWD", "FWD.Q", header=False),
+        item(4, "DISCARD"),
+        WorkItem("k005", "FWD", *dead_letter(5), target_q="REMOTE.Q", target_qmgr="QM2", header=True),
+    ]
     rows = run(target, items)
     assert {r["message_key"]: r["outcome"] for r in rows} == {
-        "k000": "delivered", "k001": "delivered", "k002": "delivered", "k003": "delivered", "k004": "discarded",
-        "k005": "delivered"}
+        "k000": "delivered",
+        "k001": "delivered",
+        "k002": "delivered",
+        "k003": "delivered",
+        "k004": "discarded",
+        "k005": "delivered",
+    }
     root = tmp_path / "out" / "R1"
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     assert files == [f"{LOCAL_QMGR_DIR}/APP.IN.dmp", f"{LOCAL_QMGR_DIR}/FWD.Q.dmp", "QM2/REMOTE.Q.dmp"]
@@ -132,7 +182,10 @@ def test_dir_target_writes_loadable_dumps_equal_to_the_rebuilt_messages(tmp_path
         assert all(isinstance(m, DumpedMessage) for m in got)
         return [(m.md, m.data) for m in got]
 
-    assert read(root / LOCAL_QMGR_DIR / "APP.IN.dmp") == [rebuild(*dead_letter(0), items[0]), rebuild(*dead_letter(2), items[2])]
+    assert read(root / LOCAL_QMGR_DIR / "APP.IN.dmp") == [
+        rebuild(*dead_letter(0), items[0]),
+        rebuild(*dead_letter(2), items[2]),
+    ]
     assert read(root / LOCAL_QMGR_DIR / "FWD.Q.dmp") == [dead_letter(1), rebuild(*dead_letter(3), items[3])]
     assert read(root / "QM2" / "REMOTE.Q.dmp") == [dead_letter(5)]
     info = read_dump_info(str(root / "QM2" / "REMOTE.Q.dmp"))
@@ -141,8 +194,14 @@ def test_dir_target_writes_loadable_dumps_equal_to_the_rebuilt_messages(tmp_path
 
 
 def _dir_items():
-    return [item(0), item(1, "FWD", "FWD.Q", header=True), item(2), item(3, "FWD", "FWD.Q", header=False),
-            item(4, "DISCARD"), WorkItem("k005", "FWD", *dead_letter(5), target_q="REMOTE.Q", target_qmgr="QM2", header=True)]
+    return [
+        item(0),
+        item(1, "FWD", "FWD.Q", header=True),
+        item(2),
+        item(3, "FWD", "FWD.Q", header=False),
+        item(4, "DISCARD"),
+        WorkItem("k005", "FWD", *dead_letter(5), target_q="REMOTE.Q", target_qmgr="QM2", header=True),
+    ]
 
 
 def test_local_dir_target_links_its_dumps_into_place_without_copying_them(tmp_path, monkeypatch):
@@ -173,9 +232,9 @@ def test_local_dir_target_links_its_dumps_into_place_without_copying_them(tmp_pa
 @pytest.mark.parametrize("where", ["webhdfs", "object-store"])
 def test_dir_target_on_hdfs_and_object_storage_writes_what_a_local_one_writes(tmp_path, where):
     import pyarrow.fs as pafs
+    from webhdfs_fake import FakeWebHdfs
 
     from dlq_pipeline.dumps import files
-    from webhdfs_fake import FakeWebHdfs
 
     local = open_target(f"dir:{tmp_path / 'local' / 'out'}", warehouse=tmp_path)
     expected_rows = run(local, _dir_items())
@@ -197,7 +256,9 @@ def test_dir_target_on_hdfs_and_object_storage_writes_what_a_local_one_writes(tm
         server.__exit__() if where == "webhdfs" else files.mount("s3a", None)
     strip = lambda rs: [{k: v for k, v in r.items() if k not in ("started_at", "finished_at")} for r in rs]  # noqa: E731
     assert strip(rows) == strip(expected_rows) and again == rows
-    assert dump_tree(remote_root / "bucket" / "out") == dump_tree(tmp_path / "local" / "out")  # no staging left, same bytes
+    assert dump_tree(remote_root / "bucket" / "out") == dump_tree(
+        tmp_path / "local" / "out"
+    )  # no staging left, same bytes
     records = sorted(p.name for p in (remote_root / "bucket" / "_checkpoints" / "R1" / "partition-00000").iterdir())
     # the first attempt's staging and publish records, then the retry's staging record (it published nothing)
     assert records == ["00000000.json", "00000001.json", "00000002.json"]
@@ -247,8 +308,17 @@ def test_dir_target_retried_partition_writes_each_message_once(tmp_path):
     items = [item(n) for n in range(5)]
     with pytest.raises(RuntimeError):
         with target.partition("R1", 7, checkpoint_for(target, "R1", 7)) as part:
-            for n, _row in enumerate(replay_partition(items, part.connect, ReplaySettings(batch_size=2), run_id="R1",
-                                                      partition_id=7, checkpoint=part.checkpoint, now=NOW)):
+            for n, _row in enumerate(
+                replay_partition(
+                    items,
+                    part.connect,
+                    ReplaySettings(batch_size=2),
+                    run_id="R1",
+                    partition_id=7,
+                    checkpoint=part.checkpoint,
+                    now=NOW,
+                )
+            ):
                 if n == 3:
                     raise RuntimeError("task killed")
     assert not [p for p in (tmp_path / "out").rglob("*.dmp")]  # nothing appears from a failed attempt

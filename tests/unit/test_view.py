@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dlq_pipeline.formats.mqmd import MQMD
+from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.model import Decision, Rule, RulesTable
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
 
 DLH = DeadLetterHeader(
     reason=2053,
@@ -102,20 +102,29 @@ def test_short_header_is_too_short_with_the_fields_that_are_there():
     """100 of 172 bytes: Reason, DestQName and DestQMgrName (bytes 8-108) are shown, the rest
     is null; the header is not usable, so no rule matches, not even a catch-all."""
     view = match_view(MD, encode_dlh(DLH, 546, 819)[:100], truncated=True)
-    expected = {**mqmd_columns(MD), "has_dlh": False, "dlh_problem": "too_short", **NO_DLH,
-                "dlh_reason": 2053, "dlh_dest_q": "APP.IN".ljust(48)}
+    expected = {
+        **mqmd_columns(MD),
+        "has_dlh": False,
+        "dlh_problem": "too_short",
+        **NO_DLH,
+        "dlh_reason": 2053,
+        "dlh_dest_q": "APP.IN".ljust(48),
+    }
     assert view == {**expected, "decode_flags": ["mqdead_without_dlh"], "truncated": True}
-    everything = RulesTable(path="t", rules=(Rule(line=1, index=0, patterns={"REASON": 2053}, action="DISCARD"),
-                                             Rule(line=2, index=1, patterns={}, action="DISCARD")))
+    everything = RulesTable(
+        path="t",
+        rules=(
+            Rule(line=1, index=0, patterns={"REASON": 2053}, action="DISCARD"),
+            Rule(line=2, index=1, patterns={}, action="DISCARD"),
+        ),
+    )
     assert decide(everything, view) == Decision("IGNORE", ignore_reason="no_dlh")
 
 
 def test_ascii_and_ebcdic_headers_get_the_same_decision():
     table = RulesTable(
         path="t",
-        rules=(
-            Rule(line=1, index=0, patterns={"DESTQ": "APP.*", "FORMAT": "MQSTR", "REASON": 2053}, action="RETRY"),
-        ),
+        rules=(Rule(line=1, index=0, patterns={"DESTQ": "APP.*", "FORMAT": "MQSTR", "REASON": 2053}, action="RETRY"),),
     )
     ascii_view = match_view(MD, encode_dlh(DLH, 546, 819))
     ebcdic_view = match_view(MD.replace(encoding=785, ccsid=37), encode_dlh(DLH, 785, 37))

@@ -10,16 +10,15 @@ from pathlib import Path
 import pytest
 
 from dlq_pipeline.formats.mqmd import MQMD
+from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
 from dlq_pipeline.mq.interface import MQError
 from dlq_pipeline.mq.sim import SimQueueManager
+from dlq_pipeline.replay import writer
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import DryRunConnection
+from dlq_pipeline.replay.writer import Checkpoint, TokenBucket, WorkItem, replay_partition, utc_from_epoch
 from dlq_pipeline.settings import ReplaySettings
 from dlq_pipeline.tables import LEDGER_COLUMNS
-from dlq_pipeline.replay import writer
-from dlq_pipeline.replay.writer import (Checkpoint, TokenBucket, WorkItem,
-                                        replay_partition, utc_from_epoch)
-from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
 
 START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 NOW = utc_from_epoch(START)
@@ -39,21 +38,52 @@ class FakeClock:
 
 
 def dead_letter(n: int, dest_q: str = "APP.IN", payload: bytes | None = None, **md_changes) -> tuple[MQMD, bytes]:
-    md = MQMD(version=2, encoding=546, ccsid=819, format="MQDEAD  ", persistence=1, priority=5,
-              msg_id=b"M" + n.to_bytes(4, "big") + b"\x00" * 19, correl_id=b"C" + n.to_bytes(4, "big") + b"\x00" * 19,
-              backout_count=1, user_id="ALICE       ", put_appl_name="orders".ljust(28), put_date="20260101",
-              put_time="01020304", reply_to_q="REPLY.Q".ljust(48), reply_to_qmgr=" " * 48).replace(**md_changes)
-    dlh = DeadLetterHeader(reason=2053, dest_q=dest_q.ljust(48), dest_qmgr="QM1".ljust(48), encoding=273, ccsid=500,
-                           format="MQSTR   ", put_appl_type=7, put_appl_name="QM1".ljust(28))
+    md = MQMD(
+        version=2,
+        encoding=546,
+        ccsid=819,
+        format="MQDEAD  ",
+        persistence=1,
+        priority=5,
+        msg_id=b"M" + n.to_bytes(4, "big") + b"\x00" * 19,
+        correl_id=b"C" + n.to_bytes(4, "big") + b"\x00" * 19,
+        backout_count=1,
+        user_id="ALICE       ",
+        put_appl_name="orders".ljust(28),
+        put_date="20260101",
+        put_time="01020304",
+        reply_to_q="REPLY.Q".ljust(48),
+        reply_to_qmgr=" " * 48,
+    ).replace(**md_changes)
+    dlh = DeadLetterHeader(
+        reason=2053,
+        dest_q=dest_q.ljust(48),
+        dest_qmgr="QM1".ljust(48),
+        encoding=273,
+        ccsid=500,
+        format="MQSTR   ",
+        put_appl_type=7,
+        put_appl_name="QM1".ljust(28),
+    )
     return md, encode_dlh(dlh, 546, 819) + (payload if payload is not None else b"payload-%d" % n)
 
 
 def item(n: int, action: str = "RETRY", target_q: str | None = "APP.IN", **kw) -> WorkItem:
     md, data = dead_letter(n, kw.pop("dest_q", "APP.IN"), kw.pop("payload", None), **kw.pop("md", {}))
     header = kw.pop("header", True if action == "FWD" else None)
-    return WorkItem(message_key=f"k{n:03d}", action=action, md=md, data=data, rule_line=10 + n % 3, attempt=1,
-                    target_q=target_q if action in ("RETRY", "FWD") else None, target_qmgr="", header=header,
-                    putaut=kw.pop("putaut", "DEF") if action in ("RETRY", "FWD") else None, **kw)
+    return WorkItem(
+        message_key=f"k{n:03d}",
+        action=action,
+        md=md,
+        data=data,
+        rule_line=10 + n % 3,
+        attempt=1,
+        target_q=target_q if action in ("RETRY", "FWD") else None,
+        target_qmgr="",
+        header=header,
+        putaut=kw.pop("putaut", "DEF") if action in ("RETRY", "FWD") else None,
+        **kw,
+    )
 
 
 @pytest.fixture
@@ -65,8 +95,20 @@ def qm():
 
 def run(items, connect, clock=None, checkpoint=None, on_commit=None, **settings):
     clock = clock or FakeClock()
-    return list(replay_partition(items, connect, ReplaySettings(**settings), run_id="R1", partition_id=3,
-                                 checkpoint=checkpoint, clock=clock, sleep=clock.sleep, now=NOW, on_commit=on_commit))
+    return list(
+        replay_partition(
+            items,
+            connect,
+            ReplaySettings(**settings),
+            run_id="R1",
+            partition_id=3,
+            checkpoint=checkpoint,
+            clock=clock,
+            sleep=clock.sleep,
+            now=NOW,
+            on_commit=on_commit,
+        )
+    )
 
 
 def outcomes(rows):
@@ -81,21 +123,43 @@ def test_every_action_and_flag(qm):
     qm.configure({"queues": {"CTX.Q": {"authority": {"dlqpipe": ["altusr"], "ALICE": ["put", "setall"]}}}})
     later = NOW + dt.timedelta(minutes=5)
     items = [
-        item(1, "DISCARD"), item(2, "IGNORE"),
-        item(3, "RETRY"), item(4, "FWD", "FWD.Q", header=True), item(5, "FWD", "FWD.Q", header=False),
+        item(1, "DISCARD"),
+        item(2, "IGNORE"),
+        item(3, "RETRY"),
+        item(4, "FWD", "FWD.Q", header=True),
+        item(5, "FWD", "FWD.Q", header=False),
         item(6, "RETRY", "CTX.Q", putaut="CTX"),
-        item(7, "RETRY", truncated=True), item(8, "RETRY", not_before=later), item(9, "FWD", "  "),
+        item(7, "RETRY", truncated=True),
+        item(8, "RETRY", not_before=later),
+        item(9, "FWD", "  "),
         WorkItem("k010", "RETRY", md=MQMD(format="MQSTR   "), data=b"no header here", target_q="APP.IN"),
         WorkItem("k011", "RETRY", target_q="APP.IN"),  # decision without a message
         item(12, "RETRY", not_before=NOW),  # due now: sent
     ]
     rows = run(items, qm.connect)
     assert [r["message_key"] for r in rows if r["outcome"] != "delivered"] == [
-        "k001", "k002", "k007", "k008", "k009", "k010", "k011"]
+        "k001",
+        "k002",
+        "k007",
+        "k008",
+        "k009",
+        "k010",
+        "k011",
+    ]
     assert outcomes(rows) == {
-        "k001": ("discarded", None), "k002": ("ignored", None), "k003": ("delivered", 0), "k004": ("delivered", 0),
-        "k005": ("delivered", 0), "k006": ("delivered", 0), "k007": ("ignored", None), "k008": ("deferred", None),
-        "k009": ("failed", None), "k010": ("failed", None), "k011": ("failed", None), "k012": ("delivered", 0)}
+        "k001": ("discarded", None),
+        "k002": ("ignored", None),
+        "k003": ("delivered", 0),
+        "k004": ("delivered", 0),
+        "k005": ("delivered", 0),
+        "k006": ("delivered", 0),
+        "k007": ("ignored", None),
+        "k008": ("deferred", None),
+        "k009": ("failed", None),
+        "k010": ("failed", None),
+        "k011": ("failed", None),
+        "k012": ("delivered", 0),
+    }
     texts = {r["message_key"]: r["error_text"] for r in rows}
     assert "truncated" in texts["k007"] and "RETRYINT" in texts["k008"] and "blank" in texts["k009"]
     assert "no usable MQDLH" in texts["k010"] and "not in the messages table" in texts["k011"]
@@ -107,12 +171,20 @@ def test_every_action_and_flag(qm):
     assert by_key["k001"]["target_q"] is None and by_key["k005"]["target_q"] == "FWD.Q"
 
     # what the queue manager received, byte for byte, in DLQ order
-    expected = [("APP.IN", *rebuild(*dead_letter(3), items[2])), ("FWD.Q", *dead_letter(4)),
-                ("FWD.Q", *rebuild(*dead_letter(5), items[4])), ("CTX.Q", *rebuild(*dead_letter(6), items[5])),
-                ("APP.IN", *rebuild(*dead_letter(12), items[11]))]
+    expected = [
+        ("APP.IN", *rebuild(*dead_letter(3), items[2])),
+        ("FWD.Q", *dead_letter(4)),
+        ("FWD.Q", *rebuild(*dead_letter(5), items[4])),
+        ("CTX.Q", *rebuild(*dead_letter(6), items[5])),
+        ("APP.IN", *rebuild(*dead_letter(12), items[11])),
+    ]
     assert sent(qm) == expected
     stripped_md, stripped = expected[0][1], expected[0][2]
-    assert stripped == b"payload-3" and (stripped_md.format, stripped_md.encoding, stripped_md.ccsid) == ("MQSTR   ", 273, 500)
+    assert stripped == b"payload-3" and (stripped_md.format, stripped_md.encoding, stripped_md.ccsid) == (
+        "MQSTR   ",
+        273,
+        500,
+    )
     assert expected[1][1].format == "MQDEAD  " and expected[1][2][:4] == b"DLH "
     assert [r.user for r in qm.put_log()] == ["dlqpipe", "dlqpipe", "dlqpipe", "ALICE", "dlqpipe"]
 
@@ -120,8 +192,13 @@ def test_every_action_and_flag(qm):
 def test_batches_commit_every_batch_size_and_checkpoint_each(qm, tmp_path):
     commits = []
     cp = Checkpoint.for_partition(tmp_path, "R1", 3)
-    rows = run([item(n) for n in range(7)], qm.connect, checkpoint=cp, batch_size=3,
-               on_commit=lambda b: commits.append((b, len(qm.put_log()))))
+    rows = run(
+        [item(n) for n in range(7)],
+        qm.connect,
+        checkpoint=cp,
+        batch_size=3,
+        on_commit=lambda b: commits.append((b, len(qm.put_log()))),
+    )
     assert commits == [(1, 3), (2, 6), (3, 7)]
     assert [r["batch_id"] for r in rows] == [0, 0, 0, 1, 1, 1, 2]
     records = sorted(Path(cp.path).iterdir())  # one immutable object per commit, then the end of the partition
@@ -154,11 +231,25 @@ def test_a_failed_put_backs_out_only_its_batch_and_the_rest_is_sent_once(qm):
 
 def test_open_failures_need_no_backout_and_permanent_failures_leave_other_queues_alone(qm):
     qm.configure({"queues": {"GONE": {"exists": False}}})
-    items = [item(0), item(1, "FWD", "GONE"), item(2), item(3, "FWD", "GONE"), item(4, "FWD", "GONE"), item(5, "FWD", "GONE"),
-             item(6, "FWD", "GONE"), item(7, "FWD", "GONE"), item(8)]
+    items = [
+        item(0),
+        item(1, "FWD", "GONE"),
+        item(2),
+        item(3, "FWD", "GONE"),
+        item(4, "FWD", "GONE"),
+        item(5, "FWD", "GONE"),
+        item(6, "FWD", "GONE"),
+        item(7, "FWD", "GONE"),
+        item(8),
+    ]
     rows = run(items, qm.connect, batch_size=100, breaker_threshold=2)
     assert [outcomes(rows)[f"k{n:03d}"] for n in range(9)] == [
-        ("delivered", 0), *[("failed", 2085)] * 1, ("delivered", 0), *[("failed", 2085)] * 5, ("delivered", 0)]
+        ("delivered", 0),
+        *[("failed", 2085)] * 1,
+        ("delivered", 0),
+        *[("failed", 2085)] * 5,
+        ("delivered", 0),
+    ]
     assert [r.queue for r in qm.put_log()] == ["APP.IN"] * 3
 
 
@@ -199,10 +290,17 @@ def test_circuit_breaker_stops_sending_to_a_full_queue(qm, async_put):
 
 def test_the_breaker_counts_consecutive_failures_only(qm):
     # the faults count put calls: synchronous puts, so that each fault meets the message it names
-    qm.configure({"faults": [{"op": "put", "queue": "FLAKY", "reason": 2051, "after": 0, "times": 2},
-                             {"op": "put", "queue": "FLAKY", "reason": 2051, "after": 4, "times": 2}]})
-    rows = run([item(n, "FWD", "FLAKY") for n in range(8)], qm.connect, batch_size=1, breaker_threshold=3,
-               async_put=False)
+    qm.configure(
+        {
+            "faults": [
+                {"op": "put", "queue": "FLAKY", "reason": 2051, "after": 0, "times": 2},
+                {"op": "put", "queue": "FLAKY", "reason": 2051, "after": 4, "times": 2},
+            ]
+        }
+    )
+    rows = run(
+        [item(n, "FWD", "FLAKY") for n in range(8)], qm.connect, batch_size=1, breaker_threshold=3, async_put=False
+    )
     assert sorted(o for o, _ in outcomes(rows).values()) == ["delivered"] * 4 + ["failed"] * 4
 
 
@@ -216,11 +314,17 @@ def test_reconnect_with_backoff_resends_the_backed_out_batch_once(qm):
 
 
 def test_giving_up_after_reconnect_attempts_defers_the_rest(qm):
-    qm.configure({"faults": [{"op": "put", "reason": 2009, "after": 2},
-                             {"op": "connect", "reason": 2059, "after": 2}]})
+    qm.configure({"faults": [{"op": "put", "reason": 2009, "after": 2}, {"op": "connect", "reason": 2059, "after": 2}]})
     clock = FakeClock()
-    rows = run([item(n) for n in range(6)], qm.connect, clock=clock, batch_size=2, reconnect_attempts=3,
-               backoff_initial=1.0, backoff_max=3.0)
+    rows = run(
+        [item(n) for n in range(6)],
+        qm.connect,
+        clock=clock,
+        batch_size=2,
+        reconnect_attempts=3,
+        backoff_initial=1.0,
+        backoff_max=3.0,
+    )
     assert clock.sleeps == [1.0, 2.0, 3.0]
     assert [outcomes(rows)[f"k{n:03d}"] for n in range(6)] == [("delivered", 0)] * 2 + [("deferred", None)] * 4
     assert "no connection to the queue manager" in rows[-1]["error_text"]
@@ -290,8 +394,12 @@ def test_depth_check_holds_back_above_the_headroom(qm):
 
 def test_dry_run_puts_nothing_and_records_what_would_happen():
     rows = run([item(0), item(1, "FWD", " "), item(2, "DISCARD"), item(3, truncated=True)], DryRunConnection)
-    assert outcomes(rows) == {"k000": ("dry_run", None), "k001": ("dry_run", None), "k002": ("dry_run", None),
-                              "k003": ("ignored", None)}
+    assert outcomes(rows) == {
+        "k000": ("dry_run", None),
+        "k001": ("dry_run", None),
+        "k002": ("dry_run", None),
+        "k003": ("ignored", None),
+    }
     assert rows[0]["error_text"] is None and "would fail" in rows[1]["error_text"]
     assert rows[2]["error_text"] == "would discard"  # a dry run ends nothing, so settle removes nothing
 
@@ -306,9 +414,18 @@ def test_a_crashed_partition_resumes_from_its_checkpoint_without_sending_twice(q
 
     first = []
     with pytest.raises(RuntimeError):
-        for row in replay_partition(items, qm.connect, ReplaySettings(batch_size=3), run_id="R1", partition_id=3,
-                                    checkpoint=cp, clock=FakeClock(), sleep=lambda s: None, now=NOW,
-                                    on_commit=crash_after_two):
+        for row in replay_partition(
+            items,
+            qm.connect,
+            ReplaySettings(batch_size=3),
+            run_id="R1",
+            partition_id=3,
+            checkpoint=cp,
+            clock=FakeClock(),
+            sleep=lambda s: None,
+            now=NOW,
+            on_commit=crash_after_two,
+        ):
             first.append(row)
     assert len(qm.put_log()) == 6 and len(first) == 3  # the second batch's rows never reached Spark
 
@@ -380,7 +497,13 @@ def test_settings_from_config():
 
     config = load_config(overrides={"replay": {"batch_size": 7, "rate_limit": 2, "depth_check": True}})
     s = ReplaySettings.from_config(config)
-    assert (s.batch_size, s.rate_limit, s.depth_check, s.breaker_threshold, s.reconnect_attempts) == (7, 2.0, True, 5, 3)
+    assert (s.batch_size, s.rate_limit, s.depth_check, s.breaker_threshold, s.reconnect_attempts) == (
+        7,
+        2.0,
+        True,
+        5,
+        3,
+    )
 
 
 def test_errors_other_than_mq_propagate_after_backing_out(qm):
@@ -412,8 +535,16 @@ def _mixed_run(async_put: bool, batch_size: int):
     """A partition meeting every kind of refusal a queue gives, on a fresh queue manager."""
     qm = SimQueueManager(":memory:", "QM1")
     try:
-        qm.configure({"queues": {"FULL": {"maxdepth": 2}, "SHUT": {"put_inhibited": True},
-                                 "SMALL": {"maxmsgl": 40}, "GONE": {"exists": False}}})
+        qm.configure(
+            {
+                "queues": {
+                    "FULL": {"maxdepth": 2},
+                    "SHUT": {"put_inhibited": True},
+                    "SMALL": {"maxmsgl": 40},
+                    "GONE": {"exists": False},
+                }
+            }
+        )
         queues = ["APP.IN", "FULL", "APP.IN", "SHUT", "SMALL", "APP.IN", "GONE", "FULL", "OTHER", "FULL"]
         items = [item(n, "FWD", queues[n % len(queues)], payload=b"x" * (n % 7) * 10) for n in range(37)]
         spy = Spy(qm.connect)
@@ -432,7 +563,9 @@ def test_asynchronous_puts_settle_every_message_as_synchronous_puts_do(batch_siz
     assert async_sent == sync_sent  # the same messages put, in the same order
     # (in one batch of 200 the FULL queue's failures are never consecutive: its first two puts
     # succeed again each time the batch is put again, so its breaker stays closed)
-    assert {o for o, *_ in synchronous.values()} == {"delivered", "failed"} | ({"deferred"} if batch_size < 200 else set())
+    assert {o for o, *_ in synchronous.values()} == {"delivered", "failed"} | (
+        {"deferred"} if batch_size < 200 else set()
+    )
     # batches with a refused put were tried asynchronously first, then again synchronously
     assert sum(async_calls.values()) > sum(sync_calls.values())
 

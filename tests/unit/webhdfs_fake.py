@@ -36,7 +36,7 @@ class _Handler(BaseHTTPRequestHandler):
         query = dict(urllib.parse.parse_qsl(url.query))
         hdfs_path = urllib.parse.unquote(url.path)
         if hdfs_path.startswith("/webhdfs/v1"):
-            hdfs_path = hdfs_path[len("/webhdfs/v1"):] or "/"
+            hdfs_path = hdfs_path[len("/webhdfs/v1") :] or "/"
         return url.path, hdfs_path, query, self.server.root / hdfs_path.lstrip("/")
 
     def do_GET(self):
@@ -50,7 +50,7 @@ class _Handler(BaseHTTPRequestHandler):
             entries = [dict(_status(c), pathSuffix=c.name) for c in sorted(local.iterdir())] if local.is_dir() else []
             return self._reply(200, {"FileStatuses": {"FileStatus": entries}})
         if op == "OPEN":
-            return self._reply(200, body=local.read_bytes()[int(q.get("offset", 0)):])
+            return self._reply(200, body=local.read_bytes()[int(q.get("offset", 0)) :])
         return self._error(400, "IllegalArgumentException", f"op {op}")
 
     def do_PUT(self):
@@ -102,8 +102,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _status(path: Path) -> dict:
-    return {"type": "DIRECTORY" if path.is_dir() else "FILE", "length": 0 if path.is_dir() else path.stat().st_size,
-            "permission": f"{path.stat().st_mode & 0o777:o}"}
+    return {
+        "type": "DIRECTORY" if path.is_dir() else "FILE",
+        "length": 0 if path.is_dir() else path.stat().st_size,
+        "permission": f"{path.stat().st_mode & 0o777:o}",
+    }
 
 
 class FakeWebHdfs:
@@ -120,7 +123,7 @@ class FakeWebHdfs:
     def uri(self) -> str:
         return f"webhdfs://127.0.0.1:{self.server.server_address[1]}"
 
-    def __enter__(self) -> "FakeWebHdfs":
+    def __enter__(self) -> FakeWebHdfs:
         self.thread.start()
         return self
 
