@@ -58,6 +58,7 @@ test-envs: $(STAMP) jvm-reader
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 # Rewrite what ruff can: import order, upgrades, formatting.
 fmt: $(STAMP)
@@ -96,4 +97,4 @@ bench: $(STAMP) jvm-reader class-archive
 	$(BIN)/python -m benchmarks.run $(if $(QUICK),--quick) $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) demo-out warehouse build dist *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) demo-out warehouse build dist *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -134,7 +134,9 @@ def timeline(rows: Iterable[dict], width: str | None = None) -> dict:
 
 
 def _burst(starts, step, totals, reasons, qmgrs, dests, median) -> dict:
-    why, who, where = Counter(), Counter(), Counter()
+    why: Counter[str] = Counter()
+    who: Counter[str] = Counter()
+    where: Counter[str] = Counter()
     for s in starts:
         why.update(reasons[s])
         who.update(qmgrs[s])

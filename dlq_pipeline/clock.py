@@ -13,6 +13,7 @@ Naive datetimes given to the library (``now=``, ``landed_at=``) are taken as UTC
 from __future__ import annotations
 
 import datetime as dt
+from typing import overload
 
 UTC = dt.UTC
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
@@ -23,6 +24,10 @@ def utc_now() -> dt.datetime:
     return dt.datetime.now(UTC)
 
 
+@overload
+def as_utc(value: dt.datetime) -> dt.datetime: ...
+@overload
+def as_utc(value: None) -> None: ...
 def as_utc(value: dt.datetime | None) -> dt.datetime | None:
     """``value`` as an aware UTC datetime; a naive one is taken as UTC. None stays None."""
     if value is None:

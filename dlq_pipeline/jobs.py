@@ -28,7 +28,7 @@ FILE_OPTIONS = ("--config", "--rules")
 def shipped_files(spark_files: str) -> dict[str, str]:
     """File name -> local path of each local file in ``spark.files`` (spark-submit's
     ``--files``, as URIs or paths, comma-separated); remote ones are left out (pure)."""
-    found = {}
+    found: dict[str, str] = {}
     for entry in filter(None, (e.strip() for e in spark_files.split(","))):
         parsed = urlparse(entry)
         if parsed.scheme in ("", "file", "local"):

@@ -35,6 +35,7 @@ import datetime as dt
 import json
 import os
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -225,8 +226,10 @@ try:
 except ImportError:  # Windows
     import msvcrt
 
-    def _lock(fd: int) -> None:
-        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+    if sys.platform == "win32":  # always, where msvcrt imports: the check tells mypy which stubs apply
 
-    def _unlock(fd: int) -> None:
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        def _lock(fd: int) -> None:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+
+        def _unlock(fd: int) -> None:
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)

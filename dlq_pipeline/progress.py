@@ -112,7 +112,7 @@ class Progress:
         """``done`` of ``total`` (None: not known) ``unit`` of step ``label``. A change shows
         at most once per ``interval``, except done == total and the ``final`` count (which
         also ends a bar's line)."""
-        complete = bool(total) and done >= total
+        complete = bool(total and done >= total)
         with self._lock:
             now = self.clock()
             last = self._last.get(label)

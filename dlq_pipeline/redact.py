@@ -12,6 +12,7 @@ to decide whether to show ``data`` at all.
 from __future__ import annotations
 
 import re
+from typing import overload
 
 REDACTED = "[redacted]"
 # A dump line's kind is its first token: keep "X", "S", "T" or "A CCC", never what follows.
@@ -29,6 +30,10 @@ def redact_preview(preview: dict) -> dict:
     return {**preview, "hex": "", "text": REDACTED}
 
 
+@overload
+def redact_snippet(snippet: str) -> str: ...
+@overload
+def redact_snippet(snippet: None) -> None: ...
 def redact_snippet(snippet: str | None) -> str | None:
     """A quarantine snippet reduced to the kind of line it was (``X``, ``A PER``, ...)."""
     if snippet is None:

@@ -304,7 +304,7 @@ def render_html(report: dict) -> str:
 
     overall, pending = report["overall"], report.get("pending") or {}
     facts = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in run_facts(report))
-    blocks = {scope: [] for scope in SCOPE_TITLES}
+    blocks: dict[str, list[str]] = {scope: [] for scope in SCOPE_TITLES}
     for n, (title, scope, path, columns, chart) in enumerate(SECTIONS):
         rows = _section_rows(report, path)
         if not rows:

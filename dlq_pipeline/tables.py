@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, overload
 
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.formats.mqmd import MQMD, MQMD_CHAR_LENGTHS, MQMD_FIELDS, bytes_to_text, text_to_bytes
@@ -111,6 +111,10 @@ CHAR_BYTES_COLUMN = "md_char_bytes"
 HEAD_COLUMN = "data_head"
 
 
+@overload
+def stored_text(text: str) -> str: ...
+@overload
+def stored_text(text: None) -> None: ...
 def stored_text(text: str | None) -> str | None:
     """``text`` as the tables store it (valid UTF-8, as Spark strings must be): each byte that
     was not UTF-8 in the dump (kept by ``MQMD_TEXT`` (formats.mqmd) as a surrogate escape) becomes U+FFFD."""

@@ -385,7 +385,7 @@ def storage_with_tables(spark, config: Config):
 _OUT_OF_MEMORY = re.compile(r"java\.lang\.OutOfMemoryError(?::[ \t]*([^\r\n]*))?")
 
 
-def out_of_memory(exc: BaseException) -> str | None:
+def out_of_memory(exc: BaseException | None) -> str | None:
     """The JVM's OutOfMemoryError line inside ``exc`` or the exceptions it came from (py4j
     puts the Java exception's text in its own), or None (pure)."""
     seen = set()

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from dlq_pipeline import exitcodes
 from dlq_pipeline.cli.common import FILE, ingest_settings, summary_line
-from dlq_pipeline.dumps.records import RecordError
+from dlq_pipeline.dumps.records import DumpedMessage, RecordError
+
+if TYPE_CHECKING:
+    from dlq_pipeline.rules.whatif import Outcome
 
 
 @click.command("test")
@@ -96,6 +100,7 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
     width = file_width(paths)
     if not as_json:
         click.echo(text_header(width))
+    record: DumpedMessage | Outcome | RecordError  # a message as read, then its decision
     for path in paths:
         try:
             for record in read_source(

@@ -46,6 +46,7 @@ import binascii
 import re
 import struct
 from collections.abc import Iterator
+from typing import Any, cast
 
 from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH, LineReader, mqlong, open_source, shown_number
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
@@ -153,10 +154,11 @@ class _Bad(Exception):
 # --- "Name : value" pairs ------------------------------------------------------------------
 
 
-def _pairs(line: bytes) -> list[tuple[bytes, tuple[str, object] | None]]:
+def _pairs(line: bytes) -> list[tuple[bytes, tuple[str, bytes] | None]]:
     """The ``Name : value`` pairs of one line; a value of None continues on the next line."""
-    pairs: list[tuple[bytes, tuple[str, object] | None]] = []
+    pairs: list[tuple[bytes, tuple[str, bytes] | None]] = []
     pos, size = 0, len(line)
+    close: int | None  # where a value's closing quote is
     while line[pos:].strip():
         name_match = _NAME.match(line, pos)
         if name_match is None:
@@ -204,11 +206,12 @@ def _closing_quote(line: bytes, opening: int, length: int) -> int | None:
     return best
 
 
-def _set(target: dict, names: dict, name: bytes, value: tuple[str, object], line: bytes):
+def _set(target: dict, names: dict, name: bytes, value: tuple[str, bytes], line: bytes):
     spec = names.get(name)
     if spec is None:
         raise _Bad("unknown_field", f"unknown field {bytes_to_text(name)!r}", line)
     field_name, kind = spec[0], spec[1]
+    raw: bytes | int | None  # the printed bytes, then the value to store
     value_kind, raw = value
     if kind == INT and value_kind == TEXT and _NUMBER.fullmatch(raw):
         value_kind = INT  # PutApplType : '6'
@@ -223,7 +226,7 @@ def _set(target: dict, names: dict, name: bytes, value: tuple[str, object], line
                 "not fit a 4-byte MQLONG (amqsbcg never prints one)",
                 line,
             )
-    if kind == HEX:
+    elif kind == HEX:
         if not _HEX_GROUP.fullmatch(raw) or len(raw) != 2 * MQMD_BYTE_LENGTHS[field_name]:
             raise _Bad(
                 "bad_field", f"{bytes_to_text(name)} should be {MQMD_BYTE_LENGTHS[field_name]} bytes of hex", line
@@ -342,7 +345,7 @@ class _Listing:
             raise _Bad("incomplete_message", "the listing ends before the message data", self.head)
         md = _mqmd(self.md, self.head)
         data = binascii.a2b_hex(b"".join(self.hex))
-        printed, total = self.length
+        printed, total = cast("tuple[int, int | None]", self.length)  # set before the "hex" section
         if len(data) > printed:
             raise _Bad(
                 "length_mismatch", f"the length line says {printed} bytes but the hex holds {len(data)}", self.head
@@ -372,9 +375,11 @@ def _mqmd(fields: dict, head: bytes) -> MQMD:
     missing = [name.decode() for name, (f, _) in _MD_NAMES.items() if f != "strucid" and f not in fields]
     if missing:
         raise _Bad("incomplete_descriptor", "message descriptor lacks " + ", ".join(missing), head)
-    return MQMD(
-        **{f: bytes_to_text(v) if isinstance(v, bytes) and f in MQMD_CHAR_LENGTHS else v for f, v in fields.items()}
-    )
+    # ints, bytes and text, each of its field's type (Any: mypy checks ** values against every field)
+    values: dict[str, Any] = {
+        f: bytes_to_text(v) if isinstance(v, bytes) and f in MQMD_CHAR_LENGTHS else v for f, v in fields.items()
+    }
+    return MQMD(**values)
 
 
 def _swap(value: int) -> int:
@@ -405,7 +410,8 @@ def _rebuild_dlh(printed: dict, md: MQMD) -> bytes:
             if len(value) > length:
                 raise _Bad("bad_dlh_block", f"Dead Letter Header {name} longer than {length} bytes")
             raw_text[name] = value + b"\x00" * (length - len(value))  # %.*s stopped at a NUL
-    text = {name: codepages.decode(raw, md.ccsid)[0] for name, raw in raw_text.items()}
+    # str for DeadLetterHeader's character fields (Any: mypy checks ** values against every field)
+    text: dict[str, Any] = {name: codepages.decode(raw, md.ccsid)[0] for name, raw in raw_text.items()}
     try:
         rebuilt = encode_dlh(DeadLetterHeader(**ints, **text), md.encoding, md.ccsid)
     except ValueError as exc:

@@ -41,7 +41,7 @@ import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import numpy as np
 
@@ -172,7 +172,7 @@ _MD_BLOCK_LONGEST_LINE = 6 + 2 * max(a.length for a in _ATTR_LIST)
 
 def _md_block_fields(values, order: tuple[_Attr, ...]) -> dict | None:
     """MQMD fields from a matched block; None when a value needs the line-by-line path."""
-    fields = {}
+    fields: dict[str, int | str | bytes] = {}
     for attr, value in zip(order, values):
         kind = attr.kind
         if kind is LONG:
@@ -769,7 +769,7 @@ class _Record:
                 "line_too_long", offset, f"line is longer than the {limit}-byte limit; the message was skipped", line
             )
         elif kind == K_HEX:
-            digits = _X_LINE.match(line).group(1)
+            digits = cast(re.Match[bytes], _X_LINE.match(line)).group(1)  # an X line always matches
             if len(digits) & 1:
                 self.fail("odd_length_hex", offset, f"X line has an odd number of hex digits ({len(digits)})", line)
                 return
@@ -861,7 +861,7 @@ def _apply_attribute(line: bytes, fields: dict, notes: list[str]) -> tuple[str, 
     return None
 
 
-_QUOTED_PREFIX = re.compile(rb'(?:[^"~]|~["~])*')
+_QUOTED_PREFIX = re.compile(rb'(?:[^"~]|~["~])*')  # matches anywhere (maybe empty): .match() is never None
 
 
 def _string_line(line: bytes) -> bytes | tuple[str, str]:
@@ -877,7 +877,7 @@ def _string_line(line: bytes) -> bytes | tuple[str, str]:
         return "unterminated_string", 'S line has no closing "'
     quoted = _QUOTED.match(body)
     if quoted is None:
-        stop = _QUOTED_PREFIX.match(body).end()
+        stop = cast(re.Match[bytes], _QUOTED_PREFIX.match(body)).end()
         if body[stop : stop + 1] == b"~":
             return "bad_escape", (f'S line has an escape other than ~" or ~~ (at character {stop + 3})')
         return "unterminated_string", 'S line has no closing "'
@@ -1062,6 +1062,7 @@ def plan_splits(path, target_bytes: int) -> list[tuple[int, int]]:
 # --- the writer ----------------------------------------------------------------------------
 
 DATA_STYLES = ("hex", "text", "lines")
+# both match anywhere (maybe empty): their .match() is never None
 _PRINTABLE_RUN = re.compile(rb"[\x20-\x7e]*")
 _UNPRINTABLE_RUN = re.compile(rb"[^\x20-\x7e]*")
 _DOTS = bytes(c if 0x20 <= c <= 0x7E else 0x2E for c in range(256))
@@ -1109,13 +1110,13 @@ class DumpLayout:
         if self.index_comments:
             out.write(b"* Index %d\n" % (index + 1))
         out.write(b"".join(md_lines))
-        data = memoryview(data)
+        view = memoryview(data)
         step = self.hex_width * HEX_LINES_PER_WRITE
-        if self.data_style == "hex" and len(data) > step:
-            for start in range(0, len(data), step):
-                out.write(b"".join(_hex_lines(bytes(data[start : start + step]), self.hex_width, self.ascii_column)))
+        if self.data_style == "hex" and len(view) > step:
+            for start in range(0, len(view), step):
+                out.write(b"".join(_hex_lines(bytes(view[start : start + step]), self.hex_width, self.ascii_column)))
         else:
-            out.write(b"".join(_DATA_WRITERS[self.data_style](bytes(data), self)))
+            out.write(b"".join(_DATA_WRITERS[self.data_style](bytes(view), self)))
         out.write(b"\n")
 
 
@@ -1192,13 +1193,13 @@ def _printable_mix(data: bytes, opts: DumpLayout) -> list[bytes]:
     out: list[bytes] = []
     pos, size, first = 0, len(data), True
     while True:
-        stop = _PRINTABLE_RUN.match(data, pos).end()
+        stop = cast(re.Match[bytes], _PRINTABLE_RUN.match(data, pos)).end()
         if stop > pos or first:
             out += _string_lines(data[pos:stop], opts.hex_width)
         pos = stop
         if pos >= size:
             return out
-        stop = _UNPRINTABLE_RUN.match(data, pos).end()
+        stop = cast(re.Match[bytes], _UNPRINTABLE_RUN.match(data, pos)).end()
         out += _hex_lines(data[pos:stop], opts.hex_width, opts.ascii_column)
         pos = stop
         if pos >= size:
@@ -1216,7 +1217,7 @@ def _text_line_mix(data: bytes, opts: DumpLayout) -> list[bytes]:
     out: list[bytes] = []
     pos, size, first = 0, len(data), True
     while True:
-        stop = _PRINTABLE_RUN.match(data, pos).end()
+        stop = cast(re.Match[bytes], _PRINTABLE_RUN.match(data, pos)).end()
         at_newline = stop < size and data[stop] in (0x0A, 0x0D)
         if stop > pos or first or at_newline:
             out.append(b"T " + data[pos:stop] + b"\n")
@@ -1232,7 +1233,7 @@ def _text_line_mix(data: bytes, opts: DumpLayout) -> list[bytes]:
             if pos >= size:
                 return out
             continue
-        stop = _UNPRINTABLE_RUN.match(data, pos).end()
+        stop = cast(re.Match[bytes], _UNPRINTABLE_RUN.match(data, pos)).end()
         out += _hex_lines(data[pos:stop], opts.hex_width, opts.ascii_column)
         pos = stop
         if pos >= size:

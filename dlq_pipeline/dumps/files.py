@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import fnmatch
 import getpass
+import http.client
 import io
 import json
 import os
@@ -69,7 +70,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, Literal, cast, overload
 
 from dlq_pipeline.paths import local_path, plain_path
 from dlq_pipeline.private import DIR_MODE, FILE_MODE, private_dirs
@@ -289,6 +290,10 @@ class _WebHdfs:
             raise FileNotFoundError(f"no such file: {uri!r}")
         return io.BufferedReader(_HttpRanges(self, uri, size.size), BUFFER)
 
+    @overload
+    def _call(self, uri: str, method: str, op: str, *, missing_ok: Literal[False] = False, **params) -> dict: ...
+    @overload
+    def _call(self, uri: str, method: str, op: str, *, missing_ok: bool, **params) -> dict | None: ...
     def _call(self, uri: str, method: str, op: str, *, missing_ok: bool = False, **params) -> dict | None:
         """One WebHDFS call's JSON answer ({} when it has no body; None: 404 and ``missing_ok``)."""
         body = self._fetch(uri, method, op, missing_ok=missing_ok, **params)
@@ -384,7 +389,7 @@ class _HttpRanges(io.RawIOBase):
     def __init__(self, store: _WebHdfs, uri: str, size: int):
         self.store, self.uri, self.size = store, uri, size
         self.pos = 0
-        self.response = None
+        self.response: http.client.HTTPResponse | None = None
         self.response_pos = -1
 
     def readable(self) -> bool:
@@ -674,7 +679,8 @@ def _glob(store, pattern: str) -> list[str]:
             matches += [hit] if os.path.isfile(hit) else store.walk(hit) if os.path.isdir(hit) else []
         return matches
     # remote: list below the part before the first glob character, keep what the pattern matches
-    fixed = pattern[: _GLOB_CHARS.search(pattern).start()].rsplit("/", 1)[0]
+    first_glob = cast(re.Match[str], _GLOB_CHARS.search(pattern))  # `list_files` globs only a pattern that has one
+    fixed = pattern[: first_glob.start()].rsplit("/", 1)[0]
     top = store.info(fixed)
     if top is None or not top.is_dir:
         return []

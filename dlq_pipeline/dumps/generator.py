@@ -25,6 +25,7 @@ import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from dlq_pipeline.dumps.dmpmqmsg import write_dump
 from dlq_pipeline.dumps.records import DumpedMessage
@@ -398,7 +399,7 @@ def _binary_body(rng: random.Random, size: int, encoding: int) -> bytes:
     """A record-structured binary body: a length-prefixed header, then opaque bytes."""
     if size <= 0:
         return b""
-    order = "big" if encoding & 0x0F == 1 else "little"
+    order: Literal["big", "little"] = "big" if encoding & 0x0F == 1 else "little"
     head = b"\x1f\x8b\x08\x00" if rng.random() < 0.3 else (b"\x01\x02" + min(size, 65535).to_bytes(2, order))
     return (head + rng.randbytes(max(0, size - len(head))))[:size]
 
@@ -448,7 +449,7 @@ def _msg_id(qm: QueueManager, counter: int, put_cs: int) -> bytes:
         return prefix + stck.to_bytes(8, "big")
     prefix = ("AMQ " + qm.name.ljust(12)[:12]).encode("ascii")
     start = zlib.crc32(qm.name.encode("ascii")).to_bytes(4, "big")
-    order = "big" if qm.encoding & 0x0F == 1 else "little"
+    order: Literal["big", "little"] = "big" if qm.encoding & 0x0F == 1 else "little"
     return prefix + start + (counter & 0xFFFFFFFF).to_bytes(4, order)
 
 
@@ -550,10 +551,10 @@ class _Generator:
         """The span cut where storms start and end: (start cs, end cs, share of all messages,
         [(storm, its share)]); the trickle gets what the storms leave, spread evenly."""
         trickle = 1.0 - sum(s.share for s, _, _ in self.storms)
-        cuts = {self.end_cs - self.span_cs, self.end_cs}
+        edges = {self.end_cs - self.span_cs, self.end_cs}
         for _, first, length in self.storms:
-            cuts |= {first, first + length}
-        cuts = sorted(cuts)
+            edges |= {first, first + length}
+        cuts = sorted(edges)
         segments = []
         for a, b in zip(cuts, cuts[1:]):
             inside = [

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import cast
 
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.formats import codepages, constants
 from dlq_pipeline.formats.mqmd import MQMD_CHAR_LENGTHS
-from dlq_pipeline.formats.structures import DLH_LENGTH, MQCCSI_INHERIT, decode_dlh
+from dlq_pipeline.formats.structures import DLH_LENGTH, MQCCSI_INHERIT, DeadLetterHeader, decode_dlh
 from dlq_pipeline.redact import REDACTED, redact_preview
 
 __all__ = ["PREVIEW_BYTES", "describe", "format_message", "summarize", "format_summary", "printable"]
@@ -58,7 +59,8 @@ def describe(msg: DumpedMessage, file: str, *, redact: bool = False) -> dict:
         f"md_nul_padded:{field}" for field in MQMD_CHAR_LENGTHS if "\x00" in getattr(md, field)
     ]
     if header.has_dlh:
-        body_ccsid = md.ccsid if dlh.ccsid in (MQCCSI_INHERIT, 0) else dlh.ccsid
+        usable = cast(DeadLetterHeader, dlh)  # has_dlh: there is an MQDLH
+        body_ccsid = md.ccsid if usable.ccsid in (MQCCSI_INHERIT, 0) else usable.ccsid
         preview = _preview(msg.data, DLH_LENGTH, body_ccsid)
     else:
         preview = _preview(msg.data, 0, md.ccsid)

@@ -18,6 +18,7 @@ import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -378,7 +379,7 @@ def byte_order(encoding: int) -> str | None:
     return {1: ">", 2: "<"}.get(int(encoding) & 0x0F)
 
 
-_ENDIAN = {">": "big", "<": "little"}
+_ENDIAN: dict[str, Literal["big", "little"]] = {">": "big", "<": "little"}
 
 
 def _long(raw, offset: int, order: str) -> int:
@@ -448,7 +449,7 @@ def _encode_chars(text: str, length: int, ccsid: int, where: str) -> bytes:
 
 
 def _read_fields(layout_fields, raw, order: str, ccsid: int, ebcdic: bool | None) -> dict:
-    values = {}
+    values: dict[str, int | str | bytes] = {}
     for attribute, kind, offset, length in layout_fields:
         chunk = raw[offset : offset + length]
         if kind == _LONG:
@@ -499,7 +500,7 @@ def _open(layout: _Layout, raw, encoding: int | None, ccsid: int | None) -> tupl
         raise StructureError(
             name,
             4,
-            f"Version reads {_long(raw, 4, order)} in byte order of Encoding "
+            f"Version reads {_long(raw, 4, cast(str, order))} in byte order of Encoding "  # the one it names
             f"{encoding}; expected {' or '.join(map(str, layout.versions))}",
         )
     if problem:
@@ -511,6 +512,7 @@ def _open(layout: _Layout, raw, encoding: int | None, ccsid: int | None) -> tupl
         )
     if len(raw) < layout.length:
         raise StructureError(name, len(raw), f"needs {layout.length} bytes, got {len(raw)}")
+    order = cast(str, order)  # no problem: _choose_order chose the order
     return order, ebcdic, ccsid, _long(raw, 4, order)
 
 
@@ -779,7 +781,7 @@ def decode_dlh(data: bytes, encoding: int, ccsid: int, md_format: str | None = N
             flags.append("byte_order_mismatch")
         return HeaderResult(False, problem, None, (), tuple(flags))
 
-    dlh, flags = _dlh_fields(data, order, ccsid, sniffed)
+    dlh, flags = _dlh_fields(data, cast(str, order), ccsid, sniffed)  # Version was read: the order is known
     if problem:  # a cut MQDLH whose StrucId and Version read: the fields that are all there
         if md_dead:
             flags.append("mqdead_without_dlh")
@@ -800,6 +802,7 @@ def dlh_restore_fields(data: bytes, encoding: int, ccsid: int) -> tuple[str | No
     problem, order, _sniffed = _dlh_problem(data, encoding)
     if problem:
         return problem, None
+    order = cast(str, order)  # no problem: the order is known
     _charset, text_ccsid, family = _dlh_text_reading(data, ccsid)
     text = _text(data[_DLH_FORMAT_OFFSET : _DLH_FORMAT_OFFSET + _DLH_FORMAT_LENGTH], text_ccsid, family)
     return None, (text, _long(data, _DLH_ENCODING_OFFSET, order), _long(data, _DLH_CCSID_OFFSET, order))
@@ -821,7 +824,8 @@ def _dlh_fields(data: bytes, order: str, ccsid: int, sniffed: bool) -> tuple[Dea
     and the flags about reading them (character set, byte order, NUL padding), in
     `HeaderResult`'s order."""
     charset, text_ccsid, family = _dlh_text_reading(data, ccsid)
-    values = {a: _long(data, o, order) if o + 4 <= len(data) else None for a, o in _DLH_LONGS}
+    # int or str by field, None where a cut header lacks it (Any: mypy checks ** values against every field)
+    values: dict[str, Any] = {a: _long(data, o, order) if o + 4 <= len(data) else None for a, o in _DLH_LONGS}
     present = [(a, o, n) for a, o, n in _DLH_CHARS if o + n <= len(data)]
     values.update({a: None for a, _o, _n in _DLH_CHARS})
     values.update({a: _text(data[o : o + n], text_ccsid, family) for a, o, n in present})
@@ -839,7 +843,7 @@ def to_columns(result: HeaderResult) -> dict:
     """The decode columns of data/schemas/decoded.json for one message (a cut MQDLH's fields
     too: ``has_dlh`` false, ``dlh_problem`` too_short, the fields that are there filled)."""
     dlh = result.dlh
-    row = {"has_dlh": result.has_dlh, "dlh_problem": result.problem}
+    row: dict[str, object] = {"has_dlh": result.has_dlh, "dlh_problem": result.problem}
     for attribute in _DLH_ATTRIBUTES:
         row["dlh_" + attribute] = getattr(dlh, attribute) if dlh is not None else None
     row["dlh_chain"] = ">".join(result.chain) if result.has_dlh else None
@@ -927,7 +931,7 @@ def chain_format_prefixes() -> frozenset[bytes]:
             or codepages.decode(bytes(range(128)), ccsid)[0] == _ASCII_128
             or len(codepages.encode("M", ccsid)) >= 2
         ), ccsid
-    prefixes = set()
+    prefixes: set[bytes] = set()
     for name in _FOLLOWED:
         for reading in readings:
             choices = [[b for b, c in enumerate(reading) if c == char] for char in name]
@@ -1076,13 +1080,13 @@ def decode_dlh_arrow(heads, tails, lengths, encodings, ccsids, md_formats=None):
     md_state = _md_states(md_formats, n)
     tail_values = _values(tails) if tails is not None else None
 
-    tail_view = memoryview(tail_values[0]) if tail_values is not None else None
+    tail_view = tail_values[0].data if tail_values is not None else None  # ndarray.data is memoryview(ndarray)
 
     def after(at: np.ndarray) -> list:
         """Each of these messages' data after its MQDLH, as `decode_dlh` reads it (up to
         CHAIN_SCAN_LIMIT in all): views of the tails' buffer, nothing copied (a header
         chain reads a few hundred of its bytes)."""
-        if tail_view is None:
+        if tail_view is None or tail_values is None:  # both set or neither
             return [b""] * at.size
         _buffer, starts, tail_lengths = tail_values
         ends = np.maximum(np.minimum(tail_lengths[at], size[at] - DLH_LENGTH), 0) + starts[at]

@@ -25,6 +25,7 @@ import functools
 import importlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from dlq_pipeline.config import secret
 from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text, text_to_bytes
@@ -215,7 +216,8 @@ def md_fields(md: MQMD) -> dict[str, int | bytes]:
 
 def md_from_fields(values: Mapping[str, int | bytes]) -> MQMD:
     """The MQMD a get returned (character fields exactly as returned, blank padded)."""
-    kwargs = {}
+    kwargs: dict[str, Any] = {}  # MQMD's fields: ints, str and bytes
+    value: int | bytes | str  # a character field's bytes become its text
     for attribute, mq_name in MD_FIELD_NAMES.items():
         value = values[mq_name]
         if attribute in MQMD_CHAR_LENGTHS:
@@ -338,7 +340,8 @@ class ClientConnection:
                 asynchronous=asynchronous and self.async_put,
             )
         )
-        self._call(lambda: handle.token.put(bytes(data), mqmd, pmo), f"putting to {handle.queue}")
+        queue: Any = handle.token  # the library's queue object (`open_for_put`)
+        self._call(lambda: queue.put(bytes(data), mqmd, pmo), f"putting to {handle.queue}")
 
     def async_status(self) -> AsyncPutStatus:
         """MQSTAT (``MQSTAT_TYPE_ASYNC_ERROR``): the asynchronous puts since the last call."""

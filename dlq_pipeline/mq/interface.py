@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeGuard, runtime_checkable
 
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import reasons
@@ -126,7 +126,7 @@ class AsyncPuts(Protocol):
     def async_status(self) -> AsyncPutStatus: ...
 
 
-def puts_asynchronously(conn: object) -> bool:
+def puts_asynchronously(conn: object) -> TypeGuard[AsyncPuts]:
     """Whether ``conn`` can put asynchronously (`AsyncPuts`)."""
     return bool(getattr(conn, "async_put", False))
 

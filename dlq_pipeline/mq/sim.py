@@ -60,6 +60,7 @@ from contextlib import closing
 from dataclasses import dataclass, fields
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
+from typing import Any, cast
 
 from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS
 from dlq_pipeline.mq import reasons
@@ -184,7 +185,7 @@ def normalize_config(config: Mapping | None) -> dict:
     """
     config = dict(config or {})
     problems = [f"unknown sim setting '{k}'" for k in config if k not in _CONFIG_KEYS]
-    out = {
+    out: dict[str, Any] = {
         "auto_define": bool(config.get("auto_define", True)),
         "maxdepth": int(config.get("maxdepth", DEFAULT_MAXDEPTH)),
         "maxmsgl": int(config.get("maxmsgl", DEFAULT_MAXMSGL)),
@@ -216,7 +217,7 @@ def normalize_config(config: Mapping | None) -> dict:
     for i, spec in enumerate(config.get("faults", ())):
         spec = dict(spec)
         problems += [f"fault {i}: unknown setting '{k}'" for k in spec if k not in _FAULT_KEYS]
-        fault = {
+        fault: dict[str, Any] = {
             "op": str(spec.get("op", "put")),
             "reason": int(spec.get("reason", 0) or 0),
             "queue": spec.get("queue"),
@@ -289,7 +290,8 @@ def md_from_json(text: str) -> MQMD:
         if len(values) != len(_MD_NAMES):
             raise ValueError(f"a stored descriptor has {len(values)} fields, not the {len(_MD_NAMES)} of an MQMD")
         values = dict(zip(_MD_NAMES, values))
-    return MQMD(**{k: bytes.fromhex(v) if k in _BYTE_FIELDS else v for k, v in values.items()})
+    kwargs: dict[str, Any] = {k: bytes.fromhex(v) if k in _BYTE_FIELDS else v for k, v in values.items()}
+    return MQMD(**kwargs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,7 +410,8 @@ class SimQueueManager:
 
     def put_log(self, queue: str | None = None, qmgr: str | None = None) -> list[PutRecord]:
         """Every committed put, in commit order."""
-        sql, args = "SELECT seq, qmgr, queue, md, data, user, connection FROM put_log WHERE committed=1", []
+        sql = "SELECT seq, qmgr, queue, md, data, user, connection FROM put_log WHERE committed=1"
+        args: list[str] = []
         if queue is not None:
             sql, args = sql + " AND queue=?", args + [queue]
         if qmgr is not None:
@@ -896,7 +899,7 @@ class SimConnection:
             )
         given = md_to_json(md)
         stored_json = "" if stored is md else md_to_json(stored)  # "": as given (see _MD)
-        key = (handle.token, handle.queue)
+        key = (cast(str, handle.token), handle.queue)  # `open_for_put` made the token the resolved queue manager
         row = (
             *key,
             stored_json,
@@ -1026,8 +1029,12 @@ class SimConnection:
         """Browse first, then next, until 2033; every message whole (the buffer grows on 2080)."""
         mode = "first"
         while True:
+
+            def attempt(n: int, mode: str = mode) -> Message:
+                return self.mqget(q, max_length=n, browse=mode)
+
             try:
-                message = read_whole(lambda n, mode=mode: self.mqget(q, max_length=n, browse=mode), buffer_size)
+                message = read_whole(attempt, buffer_size)
             except MQError as exc:
                 if exc.reason == reasons.MQRC_NO_MSG_AVAILABLE:
                     return

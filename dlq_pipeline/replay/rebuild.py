@@ -22,6 +22,8 @@ that value when the message is put, so the restored MQMD carries the real CCSID.
 
 from __future__ import annotations
 
+from typing import cast
+
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.formats.structures import DLH_LENGTH, dlh_restore_fields
 from dlq_pipeline.rules.matcher import resolve_name
@@ -51,7 +53,7 @@ def rebuild(md: MQMD, data: bytes, decision) -> tuple[MQMD, bytes]:
     problem, fields = dlh_restore_fields(data, md.encoding, md.ccsid)
     if problem:
         raise RebuildError(f"cannot remove the MQDLH: the data has no usable MQDLH ({problem})")
-    dlh_format, dlh_encoding, dlh_ccsid = fields
+    dlh_format, dlh_encoding, dlh_ccsid = cast(tuple[str, int, int], fields)  # no problem: the fields were read
     ccsid = md.ccsid if dlh_ccsid == MQCCSI_INHERIT else dlh_ccsid
     restored = md.replace(format=dlh_format.ljust(8)[:8], encoding=dlh_encoding, ccsid=ccsid)
     return restored, data[DLH_LENGTH:]

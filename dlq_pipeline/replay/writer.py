@@ -61,12 +61,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol, cast
 
 from dlq_pipeline.clock import as_utc, epoch_micros, from_epoch, from_epoch_micros, iso_z
 from dlq_pipeline.dumps import files
 from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import reasons
-from dlq_pipeline.mq.interface import Connection, MQError, PutHandle, puts_asynchronously
+from dlq_pipeline.mq.interface import AsyncPuts, Connection, MQError, PutHandle, puts_asynchronously
 from dlq_pipeline.replay.rebuild import RebuildError, rebuild
 from dlq_pipeline.settings import ReplaySettings
 from dlq_pipeline.tables import PUT_ACTIONS, stored_text
@@ -144,21 +145,12 @@ _TIME_COLUMNS = ("started_at", "finished_at")
 
 
 def _record_rows(record: dict) -> list[dict]:
-    """A checkpoint record's rows as the writer yields them. Records of versions before
-    session 24 hold a dict per row with ISO times (and older lines naive UTC ones)."""
-    if "columns" in record:
-        rows = [dict(zip(record["columns"], values)) for values in record["rows"]]
-        times, read_time = record["epoch_us"], from_epoch_micros
-    else:
-        rows, times = record["rows"], _TIME_COLUMNS
-
-        def read_time(text):
-            return as_utc(dt.datetime.fromisoformat(text))
-
+    """A checkpoint record's rows as the writer yields them (`Checkpoint.record` wrote them)."""
+    rows = [dict(zip(record["columns"], values)) for values in record["rows"]]
     for row in rows:
-        for column in times:
+        for column in record["epoch_us"]:
             if row.get(column) is not None:
-                row[column] = read_time(row[column])
+                row[column] = from_epoch_micros(row[column])
     return rows
 
 
@@ -169,6 +161,15 @@ class CheckpointState:
     breakers: list = field(default_factory=list)
     published: list[dict] = field(default_factory=list)  # dir: files a publish record names
     staging: list[str] = field(default_factory=list)  # dir: staging directories the partition made
+
+
+class PartitionProgress(Protocol):
+    """What the writer needs of a partition's checkpoint: `Checkpoint`, or the ``dir:``
+    target's `dlq_pipeline.replay.targets.StagedCheckpoint`."""
+
+    def load(self) -> CheckpointState: ...
+
+    def record(self, rows: list[dict], *, next_batch: int, breakers: list) -> None: ...
 
 
 class Checkpoint:
@@ -184,8 +185,6 @@ class Checkpoint:
     (a staging directory, recorded before it is made, so recovery can remove it) and
     ``publish`` (the files a partition is about to rename into place, what each holds, and
     all its rows in the same record: once that record exists, the files are published).
-    A ``partition-NNNNN.jsonl`` file (one record a line, what earlier versions wrote) is
-    still read, so checkpoints a killed older version left behind are recovered.
     """
 
     def __init__(self, path: str | os.PathLike):
@@ -199,21 +198,19 @@ class Checkpoint:
         return cls(files.join(os.fspath(root), run_id, f"partition-{partition_id:05d}"))
 
     def _records(self) -> list[bytes]:
-        if self.path.endswith(".jsonl"):
-            return (files.read_bytes(self.path) or b"").split(b"\n")
         names = [n for n in files.list_names(self.path) if _RECORD.fullmatch(n)]
         self._next = int(names[-1][:-5]) + 1 if names else 0
         return [files.read_bytes(files.join(self.path, n)) or b"" for n in names]
 
     def load(self) -> CheckpointState:
         state = CheckpointState()
-        for line in self._records():
-            if not line.strip():
+        for text in self._records():
+            if not text.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = json.loads(text)
             except ValueError:
-                log.warning("%s: ignoring a torn checkpoint line", self.path)
+                log.warning("%s: ignoring a torn checkpoint record", self.path)
                 continue
             if "staging" in record:
                 state.staging.append(record["staging"])
@@ -227,8 +224,8 @@ class Checkpoint:
 
     def record(self, rows: list[dict], *, next_batch: int, breakers: list, publish: list[dict] | None = None) -> None:
         """Rows as lists under their ``columns``, times as epoch microseconds: a replay task
-        writes one record per committed batch, and a dict with ISO times per row cost more
-        than twice as much to encode (docs/performance.md, "Issue 16, session 24")."""
+        writes one record per committed batch, and a dict with ISO times per row costs more
+        than twice as much to encode (docs/performance.md)."""
         columns = list(rows[0]) if rows else []
         times = [n for n, c in enumerate(columns) if c in _TIME_COLUMNS]
         values = []
@@ -254,8 +251,6 @@ class Checkpoint:
         self._append({"staging": os.fspath(directory)})
 
     def _append(self, record: dict) -> None:
-        if self.path.endswith(".jsonl"):
-            raise ValueError(f"{self.path}: an older version's checkpoint is only read (recovery), never extended")
         if self._next is None:
             self._records()
         name = files.join(self.path, f"{self._next:08d}.json")
@@ -264,7 +259,7 @@ class Checkpoint:
                 f"checkpoint record {name} exists already: another attempt of this partition is "
                 "running at the same time"
             )
-        self._next += 1
+        self._next = cast(int, self._next) + 1  # set by _records() above
 
 
 _RECORD = re.compile(r"[0-9]{8}\.json")
@@ -295,7 +290,16 @@ class _Breaker:
 
 class _Writer:
     def __init__(
-        self, connect, settings: ReplaySettings, run_id, partition_id, checkpoint, clock, sleep, now, on_commit
+        self,
+        connect,
+        settings: ReplaySettings,
+        run_id,
+        partition_id,
+        checkpoint,
+        clock,
+        sleep,
+        now: dt.datetime,
+        on_commit,
     ):
         self.connect_fn, self.settings = connect, settings
         self.run_id, self.partition_id = run_id, partition_id
@@ -416,12 +420,14 @@ class _Writer:
         if breaker is not None and breaker.open:
             return (
                 f"circuit breaker open for {key[1]} after {breaker.failures} consecutive transient failures "
-                f"(last {reasons.describe(breaker.reason)}); not attempted"
+                # an open breaker's reason is the one that opened it (`note`)
+                f"(last {reasons.describe(cast(int, breaker.reason))}); not attempted"
             )
         if self.settings.depth_check:
             if key not in self.depths:
                 try:
-                    self.depths[key] = list(self.conn.inquire_depth(key[1], key[0]))
+                    # not given up (above): connected
+                    self.depths[key] = list(cast(Connection, self.conn).inquire_depth(key[1], key[0]))
                 except MQError as exc:
                     if exc.connection_failure:
                         raise
@@ -438,7 +444,8 @@ class _Writer:
         key = self.queue_key(p.item)
         breaker = self.breakers.setdefault(key, _Breaker())
         if exc is None:
-            breaker.failures, breaker.reason = 0, None
+            if not breaker.open:  # an open breaker keeps the failures that opened it: `hold` names them
+                breaker.failures, breaker.reason = 0, None
             self.count_put(p)
         elif exc.transient:
             breaker.failures += 1
@@ -467,23 +474,24 @@ class _Writer:
         """Open (once per queue and user) and put under syncpoint; MQOPEN failures come out
         wrapped in `_AtOpen` because they need no backout."""
         item = p.item
+        conn = cast(Connection, self.conn)  # `hold` let ``p`` through: connected
         alternate = p.md.user_id.rstrip(" ") if (item.putaut or "DEF").upper() == "CTX" else None
         key = (item.target_q, item.target_qmgr or "", alternate)
         handle = self.handles.get(key)
         if handle is None:
             try:
                 qmgr, queue = queue_key(item.target_qmgr, item.target_q)
-                handle = self.conn.open_for_put(queue, qmgr, set_all_context=True, alternate_user=alternate)
+                handle = conn.open_for_put(queue, qmgr, set_all_context=True, alternate_user=alternate)
             except MQError as exc:
                 raise _AtOpen(exc) from None
             self.handles[key] = handle
         self.bucket.take()
         p.started_at = utc_from_epoch(self.clock())
-        if self.settings.async_put and not self.resending and puts_asynchronously(self.conn):
-            self.conn.put(handle, p.md, p.data, syncpoint=True, asynchronous=True)
+        if self.settings.async_put and not self.resending and puts_asynchronously(conn):
+            conn.put(handle, p.md, p.data, syncpoint=True, asynchronous=True)
             self.batch_async = True
         else:
-            self.conn.put(handle, p.md, p.data, syncpoint=True)
+            conn.put(handle, p.md, p.data, syncpoint=True)
 
     def send(self, pendings: Iterable[_Pending]) -> list[dict]:
         """Put ``pendings`` (and whatever a backout sends back), committing full batches."""
@@ -535,7 +543,7 @@ class _Writer:
         todo.extendleft(reversed(others))
         self.depths.clear()  # the backed-out puts no longer count: inquire again
         try:
-            self.conn.backout()
+            cast(Connection, self.conn).backout()  # after a put that did not lose the connection
         except MQError as exc:
             if not exc.connection_failure:
                 raise
@@ -549,7 +557,7 @@ class _Writer:
                 self.resending = True
                 self.backout_batch(todo)
                 return []
-            self.conn.commit()
+            cast(Connection, self.conn).commit()  # a batch is open: its puts were made on this connection
         except MQError as exc:
             if exc.connection_failure:  # in doubt: send again (the documented at-least-once window)
                 todo.extendleft(reversed(self.take_batch()))
@@ -580,7 +588,7 @@ class _Writer:
         asynchronous put, or cannot be asked (a broken connection raises: the queue manager
         backs the batch out, and it is sent again as after any connection failure)."""
         try:
-            status = self.conn.async_status()
+            status = cast(AsyncPuts, self.conn).async_status()  # the open batch was put asynchronously on it
         except MQError as exc:
             if exc.connection_failure:
                 raise
@@ -630,7 +638,8 @@ class _Writer:
             return self.row(item, "dry_run", text=f"would fail: {problem}" if problem else None)
         if problem:
             return self.row(item, "failed", text=problem)
-        return _Pending(item, built[0], built[1])
+        md, data = cast(tuple[MQMD, bytes], built)  # no problem: rebuilt
+        return _Pending(item, md, data)
 
     def flush(self) -> list[dict]:
         """Commit the last, partial batch; one lost at its commit is sent again."""
@@ -664,7 +673,7 @@ def replay_partition(
     *,
     run_id: str,
     partition_id: int,
-    checkpoint: Checkpoint | None = None,
+    checkpoint: PartitionProgress | None = None,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
     now: dt.datetime | None = None,

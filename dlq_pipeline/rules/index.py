@@ -19,6 +19,7 @@ decision columns (``spark.compiler``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import numpy as np
 
@@ -147,7 +148,7 @@ class RuleIndex:
         eligible_list = [bool(e) for e in (eligible.to_pylist() if hasattr(eligible, "to_pylist") else eligible)]
         attempts_list = [a or 0 for a in (attempts.to_pylist() if hasattr(attempts, "to_pylist") else attempts)]
         codes = [_codes(eligible_list, n), _codes(attempts_list, n)]
-        levels = [None, None]
+        levels: list[list | None] = [None, None]  # the eligibility and attempts codes have no levels
         for column in self.columns:
             level, code = _factorize(values[column], n)
             codes.append(code)
@@ -168,7 +169,7 @@ class RuleIndex:
                 out[k] = NO_MATCH
                 continue
             matching = self.everything
-            for index, level, code in zip(indexes, levels[2:], codes[2:]):
+            for index, level, code in zip(indexes, cast("list[list]", levels[2:]), codes[2:]):  # columns' levels
                 matching &= index.bits(level[code[row]])
             out[k] = self.choose(matching, attempts_list[row])
         return out[inverse]

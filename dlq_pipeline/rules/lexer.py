@@ -10,6 +10,7 @@ exist: that is the parser's business.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 BLANKS = " \t"  # tabs count as blanks (rules-table.md §2)
 SEPARATORS = BLANKS + ","
@@ -23,7 +24,7 @@ class Problem:
     """A lexical problem; the parser turns it into a Diagnostic."""
 
     position: Position
-    severity: str
+    severity: Literal["error", "warning"]
     code: str
     message: str
 

@@ -7,6 +7,7 @@ the ``rules test`` command uses it directly. Keep it obviously correct before fa
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import cast
 
 from dlq_pipeline.rules.model import PATTERN_FIELDS, Decision, Rule, RulesTable
 
@@ -56,7 +57,7 @@ def rule_matches(rule: Rule, view: Mapping) -> bool:
         if kind == "int":
             if view.get(column) != wanted:
                 return False
-        elif not glob_match(wanted, _text(view, column)):
+        elif not glob_match(cast(str, wanted), _text(view, column)):  # a "str" keyword's pattern is a string
             return False
     return True
 

@@ -13,6 +13,7 @@ import difflib
 import re
 import string
 from pathlib import Path
+from typing import Literal, Protocol, cast
 
 from dlq_pipeline.formats import constants
 from dlq_pipeline.rules.lexer import BLANKS, MAX_LINE, Entry, Item, Position, split_entries, tokenize
@@ -70,7 +71,7 @@ class _Report:
         self.path = path
         self.diagnostics: list[Diagnostic] = []
 
-    def add(self, at: Position, severity: str, code: str, message: str) -> None:
+    def add(self, at: Position, severity: Literal["error", "warning"], code: str, message: str) -> None:
         self.diagnostics.append(Diagnostic(self.path, at[0], at[1], severity, code, message))
 
     def error(self, at: Position, code: str, message: str) -> None:
@@ -137,7 +138,7 @@ def parse_rules(text: str, path: str = "<string>") -> RulesTable:
         rule_entries += 1
         rule = _rule(entry, items, len(rules), report, lexically_sound=not lexical)
         last_rule_valid = rule is not None and report.error_count() == errors_before
-        if last_rule_valid:
+        if rule is not None and last_rule_valid:
             rules.append(rule)
             rule_starts[rule.index] = entry.position(0)
 
@@ -184,7 +185,23 @@ def _is_control_entry(items: list[Item]) -> bool:
     return bool(known) and all(keyword in CONTROL_KEYWORDS for keyword in known)
 
 
-def _keywords(items: list[Item], allowed: tuple[str, ...], report: _Report, misplaced: str) -> dict[str, Item]:
+class _Valued(Protocol):
+    """An `Item` that has a value, as `_keywords` returns them (the lexer sets ``value_at``
+    whenever it sets ``value``)."""
+
+    @property
+    def keyword(self) -> str: ...
+    @property
+    def keyword_at(self) -> Position: ...
+    @property
+    def value(self) -> str: ...
+    @property
+    def quoted(self) -> bool: ...
+    @property
+    def value_at(self) -> Position: ...
+
+
+def _keywords(items: list[Item], allowed: tuple[str, ...], report: _Report, misplaced: str) -> dict[str, _Valued]:
     """The usable items of an entry by keyword; unknown, duplicated, misplaced keywords and
     keywords without a value are reported here."""
     seen: dict[str, Item] = {}
@@ -206,7 +223,11 @@ def _keywords(items: list[Item], allowed: tuple[str, ...], report: _Report, misp
             report.error(item.keyword_at, "control_keyword_in_rule", misplaced.format(keyword))
         elif item.value is None:
             report.error(item.keyword_at, "missing_value", f"{keyword} needs a value in parentheses: {keyword}(value)")
-    return {k: item for k, item in seen.items() if k in allowed and item.value is not None and not item.broken}
+    return {
+        k: cast(_Valued, item)
+        for k, item in seen.items()
+        if k in allowed and item.value is not None and not item.broken
+    }
 
 
 def _unknown_keyword_message(written: str, allowed: tuple[str, ...]) -> str:
@@ -224,10 +245,10 @@ def _control(entry: Entry, items: list[Item], report: _Report) -> ControlData:
     values = {keyword: _control_value(keyword, item, report) for keyword, item in present.items()}
     default = ControlData()
     retryint, wait = values.get("RETRYINT"), values.get("WAIT")
-    return ControlData(
-        inputq=values.get("INPUTQ"),
-        inputqm=values.get("INPUTQM"),
-        retryint=default.retryint if retryint is None else retryint,
+    return ControlData(  # INPUTQ and INPUTQM are names or None, RETRYINT a number (`_control_value`)
+        inputq=cast("str | None", values.get("INPUTQ")),
+        inputqm=cast("str | None", values.get("INPUTQM")),
+        retryint=default.retryint if retryint is None else cast(int, retryint),
         wait=default.wait if wait is None else wait,
         line=entry.position(0)[0],
     )
@@ -256,7 +277,7 @@ def _rule(entry: Entry, items: list[Item], index: int, report: _Report, lexicall
                 entry.position(0), "missing_action", "this rule has no ACTION: write ACTION(DISCARD|IGNORE|RETRY|FWD)"
             )
         return None
-    action = values.get("ACTION")
+    action = cast("str | None", values.get("ACTION"))  # one of ACTIONS (`_choice`)
     if action is None:
         return None
     if action == "FWD" and "FWDQ" not in written:
@@ -281,23 +302,24 @@ def _rule(entry: Entry, items: list[Item], index: int, report: _Report, lexicall
         )
     if any(v is None for v in values.values()):
         return None
+    # no value is None now; each keyword's value has the type its `_rule_value` branch gives
     return Rule(
         line=entry.position(0)[0],
         index=index,
-        patterns={k: v for k, v in values.items() if k in PATTERN_FIELDS},
+        patterns={k: cast("str | int", v) for k, v in values.items() if k in PATTERN_FIELDS},
         action=action,
-        retry=values.get("RETRY", 1),
-        fwdq=values.get("FWDQ"),
-        fwdqm=values.get("FWDQM"),
+        retry=cast(int, values.get("RETRY", 1)),
+        fwdq=cast("str | None", values.get("FWDQ")),
+        fwdqm=cast("str | None", values.get("FWDQM")),
         header=values.get("HEADER", "YES") == "YES",
-        putaut=values.get("PUTAUT", "DEF"),
+        putaut=cast(str, values.get("PUTAUT", "DEF")),
     )
 
 
 # ----------------------------------------------------------------------------- values
 
 
-def _control_value(keyword: str, item: Item, report: _Report) -> str | int | None:
+def _control_value(keyword: str, item: _Valued, report: _Report) -> str | int | None:
     if not _has_value(keyword, item, report):
         return None
     if keyword in ("INPUTQ", "INPUTQM"):
@@ -313,14 +335,14 @@ def _control_value(keyword: str, item: Item, report: _Report) -> str | int | Non
     return None
 
 
-def _rule_value(keyword: str, item: Item, report: _Report) -> str | int | None:
+def _rule_value(keyword: str, item: _Valued, report: _Report) -> str | int | None:
     if not _has_value(keyword, item, report):
         return None
     if keyword in PATTERN_FIELDS:
         _, kind, max_length = PATTERN_FIELDS[keyword]
         if kind == "int":
             return _pattern_number(keyword, item, report)
-        return _pattern_string(keyword, item, max_length, report)
+        return _pattern_string(keyword, item, cast(int, max_length), report)  # every "str" keyword has one
     if keyword in CHOICES:
         return _choice(keyword, item, report)
     if keyword == "RETRY":
@@ -328,7 +350,7 @@ def _rule_value(keyword: str, item: Item, report: _Report) -> str | int | None:
     return _queue_name(keyword, item, report)
 
 
-def _has_value(keyword: str, item: Item, report: _Report) -> bool:
+def _has_value(keyword: str, item: _Valued, report: _Report) -> bool:
     if item.value == "":
         hint = "; * alone means any value" if keyword in PATTERN_FIELDS else ""
         report.error(
@@ -340,7 +362,7 @@ def _has_value(keyword: str, item: Item, report: _Report) -> bool:
     return True
 
 
-def _written(item: Item) -> str:
+def _written(item: _Valued) -> str:
     """The value as the table means it: unquoted values fold to upper case."""
     return item.value if item.quoted else fold(item.value)
 
@@ -349,7 +371,7 @@ def _has_wildcard(text: str) -> bool:
     return "*" in text or "?" in text
 
 
-def _pattern_string(keyword: str, item: Item, max_length: int, report: _Report) -> str | None:
+def _pattern_string(keyword: str, item: _Valued, max_length: int, report: _Report) -> str | None:
     value = _written(item)
     if value == WILDCARD_ALL:
         return value
@@ -368,7 +390,7 @@ def _pattern_string(keyword: str, item: Item, max_length: int, report: _Report) 
     return value
 
 
-def _pattern_number(keyword: str, item: Item, report: _Report) -> int | str | None:
+def _pattern_number(keyword: str, item: _Valued, report: _Report) -> int | str | None:
     text = _written(item)
     if text == WILDCARD_ALL:
         return text
@@ -410,7 +432,7 @@ def _pattern_number(keyword: str, item: Item, report: _Report) -> int | str | No
     return value
 
 
-def _in_range(keyword: str, item: Item, text: str, low: int, report: _Report) -> int | None:
+def _in_range(keyword: str, item: _Valued, text: str, low: int, report: _Report) -> int | None:
     """``text`` is digits, or ``-`` and digits (always out of range: no negative literals)."""
     negative = text.startswith("-")
     digits = text.lstrip("-").lstrip("0") or "0"
@@ -427,7 +449,7 @@ def _in_range(keyword: str, item: Item, text: str, low: int, report: _Report) ->
     return None
 
 
-def _count(keyword: str, item: Item, low: int, report: _Report) -> int | None:
+def _count(keyword: str, item: _Valued, low: int, report: _Report) -> int | None:
     text = fold(item.value)
     if _has_wildcard(text):
         report.error(
@@ -442,7 +464,7 @@ def _count(keyword: str, item: Item, low: int, report: _Report) -> int | None:
     return None
 
 
-def _choice(keyword: str, item: Item, report: _Report) -> str | None:
+def _choice(keyword: str, item: _Valued, report: _Report) -> str | None:
     """[choice] Enumerated values (ACTION, HEADER, PUTAUT) are case-insensitive, quoted or not."""
     choices = CHOICES[keyword]
     value = fold(item.value)
@@ -457,7 +479,7 @@ def _choice(keyword: str, item: Item, report: _Report) -> str | None:
     return None
 
 
-def _queue_name(keyword: str, item: Item, report: _Report) -> str | None:
+def _queue_name(keyword: str, item: _Valued, report: _Report) -> str | None:
     """FWDQ, FWDQM, INPUTQ, INPUTQM: one object name, an ``&`` token where allowed, or a
     blank where allowed (FWDQM(' ') is stored as ' ', INPUTQ(' ') as None)."""
     value = _written(item)
@@ -622,11 +644,11 @@ def _rule_items(rule: Rule) -> list[str]:
     for keyword, (_, kind, _) in PATTERN_FIELDS.items():
         if keyword in rule.patterns:
             value = rule.patterns[keyword]
-            text = _format_number(keyword, value) if kind == "int" else format_value(value)
+            text = _format_number(keyword, value) if kind == "int" else format_value(cast(str, value))
             items.append(f"{keyword}({text})")
     items.append(f"ACTION({rule.action})")
     if rule.action == "FWD":
-        items.append(f"FWDQ({format_value(rule.fwdq)})")
+        items.append(f"FWDQ({format_value(cast(str, rule.fwdq))})")  # the parser requires FWDQ with FWD
         if rule.fwdqm is not None:
             items.append(f"FWDQM({format_value(rule.fwdqm)})")
         items.append(f"HEADER({'YES' if rule.header else 'NO'})")

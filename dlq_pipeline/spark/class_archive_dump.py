@@ -16,7 +16,7 @@ from pathlib import Path
 from dlq_pipeline.spark.class_archive import BUILD_TIMEOUT_S, QUIET, archive_path
 
 
-def dump(storage_format: str, force: bool) -> Path:
+def dump(storage_format: str, force: bool) -> Path | None:
     from pyspark import SparkContext
 
     from dlq_pipeline.dumps.generator import write_generated

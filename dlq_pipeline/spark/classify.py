@@ -179,7 +179,10 @@ def decision_counts(decisions: DataFrame) -> DecisionCounts:
     aggregation (one job over the cached decisions, where a count and three group-bys ran
     four)."""
     qmgr, queue = target_key()
-    total, actions, reasons, puts = 0, Counter(), Counter(), Counter()
+    total = 0
+    actions: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    puts: Counter[tuple[str, str]] = Counter()
     grouped = decisions.groupBy("action", "ignore_reason", qmgr.alias("qmgr"), queue.alias("queue"))
     for r in grouped.agg(F.count("*").alias("n")).collect():
         n = int(r["n"])

@@ -123,7 +123,8 @@ def _choices_udf(table: RulesTable, columns: list[str], arrow: bool):
         def choose_arrow(batch):
             return codes(batch.field("eligible"), batch.field("attempts"), {c: batch.field(c) for c in columns})
 
-        return F.arrow_udf(choose_arrow, returnType="int")
+        # pyspark's overloads all want functionType; without it Spark makes a scalar Arrow UDF
+        return F.arrow_udf(choose_arrow, returnType="int")  # type: ignore[call-overload]
 
     def choose_pandas(batch):
         import pandas as pd
@@ -135,7 +136,8 @@ def _choices_udf(table: RulesTable, columns: list[str], arrow: bool):
         got = codes(batch["eligible"].tolist(), batch["attempts"].tolist(), {c: arrow(batch[c], c) for c in columns})
         return pd.Series(got.to_numpy(zero_copy_only=False))
 
-    return F.pandas_udf(choose_pandas, returnType="int")
+    # pyspark's overloads all want functionType; without it Spark makes a scalar pandas UDF
+    return F.pandas_udf(choose_pandas, returnType="int")  # type: ignore[call-overload]
 
 
 def classify_columns(
@@ -251,4 +253,5 @@ def _decide_udf(table: RulesTable, columns: list[str]):
         return pa.StructArray.from_arrays([*decoded.values(), pick], names=[*decoded, _PICK])
 
     returned = StructType([*decoded_struct().fields, StructField(_PICK, IntegerType(), True)])
-    return F.arrow_udf(decide_arrow, returnType=returned)
+    # pyspark's overloads all want functionType; without it Spark makes a scalar Arrow UDF
+    return F.arrow_udf(decide_arrow, returnType=returned)  # type: ignore[call-overload]

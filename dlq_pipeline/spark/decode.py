@@ -138,9 +138,10 @@ def decoder(arrow: bool | None = None):
     see `decode_headers`), tail, length, Encoding, CCSID, Format."""
     if arrow is None:
         arrow = hasattr(F, "arrow_udf")
+    # pyspark's overloads all want functionType; without it Spark makes a scalar UDF of either kind
     if arrow:
-        return F.arrow_udf(_decode_arrow, returnType=decoded_struct())
-    return F.pandas_udf(_decode_pandas, returnType=decoded_struct())
+        return F.arrow_udf(_decode_arrow, returnType=decoded_struct())  # type: ignore[call-overload]
+    return F.pandas_udf(_decode_pandas, returnType=decoded_struct())  # type: ignore[call-overload]
 
 
 _INPUTS = ("__dlq_decode_head", "__dlq_decode_tail", "__dlq_decode_length")

@@ -40,7 +40,7 @@ import logging
 import operator
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 from pyspark import StorageLevel
@@ -408,7 +408,8 @@ def split_bases(summary: Sequence[Row]) -> dict[int, tuple[int, int]]:
         for r in summary
         if r["splits"] > 1 and r["rec"] == "split"
     ]
-    bases, running = {}, {}
+    bases: dict[int, tuple[int, int]] = {}
+    running: dict[str, tuple[int, int]] = {}
     for path, _split, item, records, newlines in sorted(counts):
         before = running.get(path, (0, 0))
         bases[item] = before
@@ -599,7 +600,7 @@ def _land(
         raw, cached = scan(spark, items, jvm=jvm_numbers, **limits), False
         if persist:
             try:
-                raw, cached = raw.persist(level), True
+                raw, cached = raw.persist(cast(StorageLevel, level)), True  # chosen when persist
             except Exception:  # noqa: BLE001 - e.g. serverless compute: read the files twice instead
                 cached = False
             with TaskTicker(spark, progress, "ingest", "work items"):
@@ -625,7 +626,7 @@ def _land(
         raw, persisted, summary = read(jvm)
     per_file, largest = None, 0
     if persist:
-        per_file = file_counts(summary, [i.path for i in items])
+        per_file = file_counts(cast(list[Row], summary), [i.path for i in items])  # read whenever persist
         if progress:
             for path in sorted(per_file):
                 counts = per_file[path]
@@ -636,8 +637,9 @@ def _land(
             # the next job reads the files again into a cache on disk.
             raw.unpersist(blocking=True)
             raw = scan(spark, items, jvm=jvm, **limits).persist(StorageLevel.DISK_ONLY)
-    bases = split_bases(summary) if any(i.splits > 1 for i in items) else None
-    keys = landing_keys(summary) if persisted and with_keys else None
+    # the summary is read where there are split files, and always when persisted
+    bases = split_bases(cast(list[Row], summary)) if any(i.splits > 1 for i in items) else None
+    keys = landing_keys(cast(list[Row], summary)) if persisted and with_keys else None
     return _Landing(
         items,
         raw,

@@ -151,7 +151,8 @@ def layout(max_line_length: int, max_message_bytes: int | None) -> dict[str, Any
     from dlq_pipeline.formats.mqmd import MQMD, MQMD_FIELDS
     from dlq_pipeline.tables import MD_COLUMNS
 
-    default, kinds = MQMD(), {}
+    default = MQMD()
+    kinds: dict[str, str] = {}
     for attr in dmpmqmsg.ATTRIBUTES.values():
         kinds.setdefault(attr.field, attr.kind if attr.kind != dmpmqmsg.HEXTEXT else dmpmqmsg.CHAR)
 

@@ -51,6 +51,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import cast
 
 from pyspark.sql import functions as F
 
@@ -113,7 +114,7 @@ def may_take(current: Holder | None, *, token: str, now: dt.datetime, flock: str
     )
 
 
-def lost_message(exc: BaseException) -> str | None:
+def lost_message(exc: BaseException | None) -> str | None:
     """The `LeaseLost` message inside ``exc`` or what it came from (a task's error reaches
     the driver as text inside Spark's exception), or None (pure)."""
     seen = set()
@@ -242,9 +243,10 @@ class Lease:
             host=row["host"],
             pid=row["pid"],
             flock=row["flock"],
-            acquired_at=from_epoch_micros(row["acquired_at"]),
-            renewed_at=from_epoch_micros(row["renewed_at"]),
-            expires_at=from_epoch_micros(row["expires_at"]),
+            # NOT NULL in the table's schema
+            acquired_at=cast(dt.datetime, from_epoch_micros(row["acquired_at"])),
+            renewed_at=cast(dt.datetime, from_epoch_micros(row["renewed_at"])),
+            expires_at=cast(dt.datetime, from_epoch_micros(row["expires_at"])),
         )
 
     # writing
@@ -317,7 +319,7 @@ class Lease:
     def try_claim(self) -> Holder | None:
         """Claim: None when this holder has the lease now, else who has it."""
         with self._guard:
-            now = from_epoch_micros(epoch_micros(self.clock()))
+            now = cast(dt.datetime, from_epoch_micros(epoch_micros(self.clock())))  # of an int: a datetime
             current = self.current()
             if not may_take(current, token=self.token, now=now, flock=self.flock):
                 return current
@@ -334,15 +336,16 @@ class Lease:
                 return got
             self.acquired_at = acquired
             self.lost = None
-            taken = current is not None and current.token != self.token
-            if taken and current.expires_at > now:
-                log.warning(
-                    "took the writer lease of %s: its holder held %s, which this process holds now, so it has ended",
-                    current.describe(),
-                    current.flock,
-                )
-            if taken and current.expires_at > current.renewed_at:  # not released: it may still be running
-                self._revoke(current, now)
+            if current is not None and current.token != self.token:  # taken from another holder
+                if current.expires_at > now:
+                    log.warning(
+                        "took the writer lease of %s: its holder held %s, which this process holds now, "
+                        "so it has ended",
+                        current.describe(),
+                        current.flock,
+                    )
+                if current.expires_at > current.renewed_at:  # not released: it may still be running
+                    self._revoke(current, now)
             return None
 
     def claim(self, wait: float = 0.0, *, poll: float | None = None) -> None:
@@ -377,7 +380,7 @@ class Lease:
     def renew(self) -> None:
         """Extend the lease by ``lease_seconds`` from now; `LeaseLost` when it is no longer ours."""
         with self._guard:
-            now = from_epoch_micros(epoch_micros(self.clock()))
+            now = cast(dt.datetime, from_epoch_micros(epoch_micros(self.clock())))  # of an int: a datetime
             holder = self._write(
                 now, now + dt.timedelta(seconds=self.seconds), f"t.token = '{self.token}'", self.acquired_at or now
             )
@@ -410,7 +413,7 @@ class Lease:
         with self._guard:
             if self.lost is not None or self.acquired_at is None:
                 return
-            now = from_epoch_micros(epoch_micros(self.clock()))
+            now = cast(dt.datetime, from_epoch_micros(epoch_micros(self.clock())))  # of an int: a datetime
             try:
                 self._write(now, now, f"t.token = '{self.token}'", self.acquired_at)
             except Exception:  # noqa: BLE001 - it expires by itself; the command's own outcome matters more

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -66,15 +67,16 @@ def not_ended(messages: DataFrame, ledger: DataFrame) -> DataFrame:
     return messages.join(ended_keys(ledger), "message_key", "left_anti")
 
 
-def checkpointed_rows(run_dirs: list[str | os.PathLike], appended: set[str]) -> list[dict]:
+def checkpointed_rows(run_dirs: Sequence[str | os.PathLike[str]], appended: set[str]) -> list[dict]:
     """The checkpointed ledger rows of the dead runs in ``run_dirs`` (URIs or paths of
     `dlq_pipeline.dumps.files`) that are not in ``appended`` (runs whose ledger append
     succeeded). First finishes what each partition of every run left behind
     (`complete_partition`: ``dir:`` files a publish record names are renamed into place,
     staging directories removed), so the rows say exactly what is in the output. File work
     only, no Spark."""
-    rows = []
-    for run_dir in map(os.fspath, run_dirs):
+    rows: list[dict] = []
+    for path in run_dirs:
+        run_dir = os.fspath(path)
         run_id = run_dir.rstrip("/").rpartition("/")[2]
         for name in files.list_names(run_dir):
             if not name.startswith("partition-"):

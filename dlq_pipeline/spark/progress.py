@@ -15,7 +15,9 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from typing import cast
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from dlq_pipeline.progress import Progress, Report, as_progress
@@ -58,7 +60,7 @@ class TaskTicker:
 
     def counts(self) -> tuple[int, int]:
         """(tasks done, tasks) of the counted stage; (0, 0) before it starts."""
-        tracker = self.sc.statusTracker()
+        tracker = cast(SparkContext, self.sc).statusTracker()  # asked only where there is a SparkContext
         stages = []
         job_ids = sorted(tracker.getJobIdsForGroup(self.group))
         if self.stage == "last":  # adaptive execution runs each shuffle as a job of its own: the result is the latest
@@ -82,7 +84,8 @@ class TaskTicker:
         except Exception:  # noqa: BLE001 - progress must never break the work
             return
         if total:
-            self.progress.count(self.label, done, total, self.unit, final=final)
+            # told only by the poller, which runs only with a progress (and a SparkContext)
+            cast(Progress, self.progress).count(self.label, done, total, self.unit, final=final)
 
     def _poll(self) -> None:
         while not self._stop.wait(self.interval):
@@ -103,10 +106,12 @@ class TaskTicker:
             if self.progress is not None and kind is None:
                 self.progress(f"{self.label}: done in {time.monotonic() - self._started:.1f} s")
             return
+        sc, progress = cast(SparkContext, self.sc), cast(Progress, self.progress)  # the poller ran: both are set
         self._stop.set()
         self._thread.join()
-        self.sc.setLocalProperty("spark.jobGroup.id", None)
-        self.sc.setLocalProperty("spark.job.description", None)
+        # None removes a local property (pyspark's docstring says so; its type hint says str)
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
         if kind is None:
             self._tell(final=True)  # the final count, even when the action beat the first poll
-        self.progress.end()
+        progress.end()

@@ -26,8 +26,9 @@ import json
 import logging
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import cast
 
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 
 from dlq_pipeline.clock import as_utc, from_epoch_micros, utc_now
@@ -297,7 +298,7 @@ def partition_rows(items: DataFrame, run: Callable) -> DataFrame:
                 [pa.array(list(c), type=f.type) for c, f in zip(columns, schema)], schema=schema
             )
 
-        for row in run(TaskContext.get().partitionId(), arrow_items(batches)):
+        for row in run(cast(TaskContext, TaskContext.get()).partitionId(), arrow_items(batches)):  # in a task: set
             pending.append(row)
             if len(pending) >= LEDGER_BATCH_ROWS:
                 yield flush()
@@ -389,7 +390,7 @@ def work_items(
     bodies are shuffled once (into the partitions) instead of twice."""
     messages = storage.read("messages")
     in_pieces = large_tasks is not None
-    messages = (pieces(messages.coalesce(large_tasks)) if in_pieces else messages).alias("m")
+    messages = (pieces(messages.coalesce(large_tasks)) if large_tasks is not None else messages).alias("m")
     chosen = decisions.select(*DECISION_COLUMNS).alias("d")
     on = F.col("d.message_key") == F.col("m.message_key")
     low, high = BROADCAST_DECISIONS
@@ -409,8 +410,8 @@ def work_items(
         joined = joined.join(ended, "message_key", "left_anti")
     placed = None
     if per_qmgr > 1:
-        if puts_per_queue is None:
-            puts_per_queue = decision_counts(decisions).puts_per_queue
+        if puts_per_queue is None:  # decision_counts always counts the puts
+            puts_per_queue = cast(Mapping[tuple[str, str], int], decision_counts(decisions).puts_per_queue)
         placed = place_queues(puts_per_queue, partitions, per_qmgr)
     return joined.repartition(partitions, *partition_key(per_qmgr, placed, partitions)).sortWithinPartitions(
         "source_file", "source_index", "message_key", *([PIECE_COLUMN] if in_pieces else [])
@@ -546,7 +547,8 @@ def replay_decisions(
     )
     current = current.withColumn("_stale", stale).cache()
     try:
-        total, stale_count = current.agg(F.count(F.lit(1)), F.count(F.when(F.col("_stale"), 1))).first()
+        # an aggregation without groups: always one row
+        total, stale_count = cast(Row, current.agg(F.count(F.lit(1)), F.count(F.when(F.col("_stale"), 1))).first())
         fresh = current.where(~F.col("_stale")).select(*decisions.columns)
         ledger_run = run_id
         if not ledger.where(F.col("run_id") == run_id).isEmpty():

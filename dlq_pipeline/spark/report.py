@@ -14,8 +14,9 @@ in an all-time figure, by its latest outcome.
 from __future__ import annotations
 
 import datetime as dt
+from typing import cast
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from dlq_pipeline.advice import advise
@@ -81,6 +82,7 @@ def _age_buckets(pending: DataFrame, now: dt.datetime) -> list[dict]:
     for label, limit in AGE_BUCKETS:
         cond = age < limit if limit is not None else F.lit(True)
         bucket = F.when(cond, label) if bucket is None else bucket.when(cond, label)
+    bucket = cast(Column, bucket)  # AGE_BUCKETS is not empty
     counts = {r["bucket"]: r["count"] for r in _rows(pending.withColumn("bucket", bucket), ["bucket"])}
     return [{"age": label, "count": counts.get(label, 0)} for label, _ in AGE_BUCKETS]
 
@@ -286,7 +288,7 @@ def build_report(
         runs = [
             {
                 "run_id": r["run_id"],
-                "decided_at": iso_z(from_epoch_micros(r["decided_us"])),
+                "decided_at": iso_z(cast(dt.datetime, from_epoch_micros(r["decided_us"]))),  # decided_at: NOT NULL
                 "decisions": r["decisions"],
             }
             for r in decisions.groupBy("run_id")

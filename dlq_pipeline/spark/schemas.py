@@ -139,7 +139,7 @@ def _ddl(text: str) -> tuple[DataType, str]:
                 key, rest = _ddl(rest.lstrip())
                 value, rest = _ddl(_expect(rest, ",").lstrip())
                 return MapType(key, value, True), _expect(rest, ">")
-            fields = []
+            fields: list[StructField] = []
             while True:
                 rest = rest.lstrip()
                 if rest.startswith(">"):

@@ -16,7 +16,8 @@ import re
 import sys
 import threading
 from collections.abc import Mapping
-from typing import Any
+from importlib.machinery import ModuleSpec
+from typing import Any, cast
 
 from pyspark.sql import SparkSession
 
@@ -113,7 +114,9 @@ def _delta_jars_present(conf: Mapping[str, str]) -> bool:
     listed = " ".join(conf.get(k, "") for k in ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath"))
     if "delta-spark" in listed or "io.delta" in listed:
         return True
-    spark_home = os.environ.get("SPARK_HOME") or os.path.dirname(importlib.util.find_spec("pyspark").origin)
+    spark_home = os.environ.get("SPARK_HOME") or os.path.dirname(
+        cast(str, cast(ModuleSpec, importlib.util.find_spec("pyspark")).origin)  # pyspark is imported: found
+    )
     return bool(glob.glob(os.path.join(spark_home, "jars", "delta-spark_*.jar")))
 
 
@@ -434,7 +437,7 @@ def _executor_memory(spark: SparkSession) -> tuple[int, int] | None:
     sizes = _managed_memory(spark)
     if not sizes:
         return None
-    local = spark.sparkContext.master.startswith("local")
+    local = cast(str, spark.sparkContext.master).startswith("local")  # a started context has its master
     return (len(sizes) if local or len(sizes) == 1 else len(sizes) - 1), max(sizes)
 
 

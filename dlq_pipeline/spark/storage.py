@@ -36,7 +36,7 @@ import shutil
 import time
 from collections.abc import Mapping, Sequence
 from functools import reduce
-from typing import Any
+from typing import Any, cast
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -309,7 +309,8 @@ class Storage:
             raise StorageError('time travel (--as-of) needs storage.format = "delta": Parquet tables keep no history')
         instant = as_utc(when) if isinstance(when, dt.datetime) else parse_instant(when)
         if instant is None:
-            summary = self._files.read_text(self.summary_path(when))
+            # ``when`` is a str here: as_utc gives no None for a datetime
+            summary = self._files.read_text(self.summary_path(cast(str, when)))
             if summary is None:
                 raise StorageError(
                     f"--as-of {when!r} is neither a timestamp (ISO 8601) nor a run with a summary "

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import cast
 
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from dlq_pipeline.clock import as_utc
@@ -125,6 +126,7 @@ def by_age(tables: Tables, now: dt.datetime) -> pd.DataFrame:
     for label, limit in AGE_BUCKETS:
         cond = age < limit if limit is not None else F.lit(True)
         bucket = F.when(cond, label) if bucket is None else bucket.when(cond, label)
+    bucket = cast(Column, bucket)  # AGE_BUCKETS is not empty
     counts = {
         r["age"]: r["count"] for r in pending(tables).select(bucket.alias("age")).groupBy("age").count().collect()
     }

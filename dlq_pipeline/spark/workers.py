@@ -22,6 +22,7 @@ import threading
 import weakref
 from collections.abc import Iterator
 from concurrent.futures import Future
+from typing import cast
 
 from pyspark.sql import SparkSession
 
@@ -56,7 +57,7 @@ def start_python_workers(spark: SparkSession) -> Future | None:
     to start its own workers."""
     try:
         sc = spark.sparkContext
-        if not sc.master.startswith("local"):
+        if not cast(str, sc.master).startswith("local"):  # a started context has its master
             return None
     except Exception:  # noqa: BLE001 - Spark Connect: no SparkContext
         return None
