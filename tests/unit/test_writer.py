@@ -458,35 +458,6 @@ def test_checkpoint_ignores_a_record_torn_by_a_crash_and_keeps_breakers(qm, tmp_
         Checkpoint.for_partition(tmp_path, "../escape", 0)
 
 
-def test_a_checkpoint_an_older_version_left_as_json_lines_is_still_read(qm, tmp_path):
-    cp = Checkpoint.for_partition(tmp_path / "new", "R1", 0)
-    rows = run([item(n) for n in range(3)], qm.connect, checkpoint=cp, batch_size=2)
-    legacy = tmp_path / "R1" / "partition-00000.jsonl"
-    legacy.parent.mkdir()
-    lines = [r.read_bytes() for r in sorted(Path(cp.path).iterdir())]
-    legacy.write_bytes(b"\n".join(lines) + b'\n{"next_batch": 9, "rows": [')  # its last line torn by a crash
-    state = Checkpoint(legacy).load()
-    assert state.rows == cp.load().rows and sorted(state.rows) == sorted(r["message_key"] for r in rows)
-    with pytest.raises(ValueError):
-        Checkpoint(legacy).record([], next_batch=0, breakers=[])
-
-
-def test_a_checkpoint_record_of_the_version_before_session_24_is_still_read(qm, tmp_path):
-    """Records holding a dict per row with ISO times (what a killed older version left)
-    read as the rows they hold, before and beside the lists with epoch microseconds of now."""
-    cp = Checkpoint.for_partition(tmp_path, "R1", 0)
-    rows = run([item(n) for n in range(5)], qm.connect, checkpoint=cp, batch_size=2)
-    records = sorted(Path(cp.path).iterdir())
-    first = json.loads(records[0].read_bytes())
-    started = LEDGER_COLUMNS.index("started_at")
-    assert first["columns"] == list(LEDGER_COLUMNS) and all(isinstance(v[started], int) for v in first["rows"])
-    old = [{c: (v.isoformat() if isinstance(v, dt.datetime) else v) for c, v in r.items()} for r in rows[:2]]
-    records[0].write_text(json.dumps({"next_batch": first["next_batch"], "breakers": first["breakers"], "rows": old}))
-    state = cp.load()
-    assert [r for key_rows in state.rows.values() for r in key_rows] == rows  # times exact, aware UTC
-    assert all(r["started_at"].tzinfo is not None for key_rows in state.rows.values() for r in key_rows)
-
-
 def test_a_repeated_key_is_processed_once(qm):
     rows = run([item(1), item(1)], qm.connect)
     assert len(rows) == 1 and len(qm.put_log()) == 1
