@@ -50,7 +50,7 @@ class Sizes:
     # target queue manager); e.g. --size e2e_connections_per_qmgr=4 to try spreading the local one
     e2e_connections_per_qmgr: int = 1
     pipeline_memory_messages: int = 0  # run (ingest -> replay to dir:) over this many messages ...
-    pipeline_memory_bytes: int = 0  # ... of this many bytes each (issue 16 part 6: 100 of 100 MB)
+    pipeline_memory_bytes: int = 0  # ... of this many bytes each (the target: 100 of 100 MB)
 
     @property
     def decode_messages(self) -> int:

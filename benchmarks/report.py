@@ -276,7 +276,7 @@ def end_to_end_lines(d: dict) -> list[str]:
     targets = d.get("targets")
     if targets:
         lines += _table(
-            ["target (issue 16)", "measured", "limit", "holds"],
+            ["target", "measured", "limit", "holds"],
             [
                 [k, v["value"], v["limit"], {True: "yes", False: "no"}.get(v["holds"], "not measured")]
                 for k, v in targets.items()

@@ -178,7 +178,7 @@ def bench_decode(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
 
     def ratios(x: dict) -> dict:
         return {
-            # targets (issue 16): ours <= 1.5x the JVM expressions, >= 3x faster than the row UDF
+            # targets: ours <= 1.5x the JVM expressions, >= 3x faster than the row UDF
             "ours_over_jvm_expressions": ratio(x["ours"], x["jvm_expressions"]),
             "row_udf_over_ours": ratio(x["row_udf"], x["ours"]),
             "ours_over_scan_only": ratio(x["ours"], x["scan_only"]),
@@ -366,7 +366,7 @@ def bench_classify(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
         for k in (first, last)
     }
     out["growth"] = {
-        # targets (issue 16): ours' marginal cost at the largest table <= 2x that at the smallest,
+        # targets: ours' marginal cost at the largest table <= 2x that at the smallest,
         # and its build + plan there <= 0.5 s
         f"sql_chain_marginal_{last}_over_{first}_rules": ratio(
             per[last]["sql_chain"]["marginal_us_per_message"], per[first]["sql_chain"]["marginal_us_per_message"]
@@ -775,10 +775,9 @@ def sim_put_cost(work: Path, puts: int, depths: tuple[int, ...], rounds: int = 3
     included), the median of the rounds: one round of a few seconds on a shared 2-core machine
     moved by ±15 % between runs of the same code. The puts are those of the end-to-end runs:
     messages generated as theirs are (up to ``E2E_MAX_MESSAGE``; the simulator's cost grows
-    with the bytes it stores: "Issue 16, session 24"), every MsgId its own, each put to the
+    with the bytes it stores), every MsgId its own, each put to the
     queue its MQDLH names, as a RETRY puts it (a unit then touches many queues, each a lookup
-    and an index page of its own: one queue and repeated MsgIds measured about half the cost,
-    "Issue 16, session 29")."""
+    and an index page of its own: one queue and repeated MsgIds measure about half the cost)."""
     from statistics import median
 
     from dlq_pipeline.dumps.generator import generate
@@ -1024,7 +1023,7 @@ def bench_end_to_end(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     return out
 
 
-FIXED_COST_MESSAGES, FIXED_COST_LIMIT_S = 1_000, 5.0  # issue 16: `run` on 1,000 within start-up + 5 s
+FIXED_COST_MESSAGES, FIXED_COST_LIMIT_S = 1_000, 5.0  # `run` on 1,000 within start-up + 5 s
 CROSSOVER_LIMIT, LARGE_RUN, LARGE_RUN_RATIO = 1_500, 100_000, 20.0
 SIM_PUT_LIMIT_US = 50.0
 
@@ -1035,7 +1034,7 @@ def start_up_s(size: dict) -> float:
 
 
 def e2e_targets(d: dict) -> dict:
-    """Each end-to-end target of issue 16 as measured here, with its limit and whether it
+    """Each end-to-end target as measured here, with its limit and whether it
     holds (None when this run did not measure it)."""
     at = d["sizes"].get(str(FIXED_COST_MESSAGES))
     fixed = at["pipeline_run_s"] if at else None
@@ -1185,14 +1184,14 @@ def child_memory(params: dict) -> dict:
     return {"seconds": seconds, **peak.as_dict()}
 
 
-PIPELINE_HEAP = "2g"  # issue 16 part 6: the Spark heap 100 messages of 100 MB must go through
+PIPELINE_HEAP = "2g"  # the Spark heap 100 messages of 100 MB must go through
 
 
 # Disk a `child_memory_pipeline` run needs, in payload bytes: while ingest writes, the dump
 # (hex: 2.1x), the disk-only cache (1x) and the `messages` table (1x); the dump is deleted
 # once landed; while replay runs, the table (1x), its two shuffles of the data in pieces
 # (2.2-2.7x) and the `dir:` file (hex: 2.1x, written once: linked into place, not copied).
-# Measured at replay's peak (session 13): 5.3x at 20 x 100 MB, 5.4x at 100 x 100 MB.
+# Measured at replay's peak: 5.3x at 20 x 100 MB, 5.4x at 100 x 100 MB.
 PIPELINE_DISK_FACTOR = 6.0
 
 
@@ -1258,8 +1257,9 @@ def child_memory_pipeline(params: dict) -> dict:
 
 
 def bench_pipeline_memory(sizes: Sizes, work: Path, ctx: Context) -> dict:
-    """Issue 16 part 6: the dump is generated in a temporary directory under ``work`` and
-    deleted afterwards (100 messages of 100 MB are a 21 GB dump)."""
+    """100 messages of MQ's largest size through the whole pipeline in a 2 GB heap. The dump
+    is generated in a temporary directory under ``work`` and deleted afterwards (100 messages
+    of 100 MB are a 21 GB dump)."""
     n, size = sizes.pipeline_memory_messages, sizes.pipeline_memory_bytes
     work.mkdir(parents=True, exist_ok=True)
     need, free = PIPELINE_DISK_FACTOR * n * size, shutil.disk_usage(work).free

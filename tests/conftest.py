@@ -58,10 +58,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(TIER_OF_FIXTURE[fixture])
         if tier(item) == "unit":
             item.add_marker("unit")
-        item.user_properties.append(("tier", tier(item)))  # read from the reports, a worker's too
+        # read from the reports, a worker's too
+        item.user_properties.append(("tier", tier(item)))
+        item.user_properties.append(("documented", bool(getattr(getattr(item, "obj", None), "__doc__", None))))
         # `make test` runs two pytest-xdist workers (--dist loadgroup): a file's tests stay on one
         # worker, so its module fixtures are made once, and the cluster tier's do too (one test bed)
         item.add_marker(pytest.mark.xdist_group("cluster" if folder == "cluster" else item.path.name))
+
+
+SLOW_TEST_S = 60  # a test that takes longer says why in its docstring
 
 
 @pytest.hookimpl(trylast=True)
@@ -69,16 +74,26 @@ def pytest_terminal_summary(terminalreporter):
     """The time each tier took (setup, call and teardown of its tests), after the slowest tests."""
     seconds: dict[str, float] = {}
     tests: dict[str, set[str]] = {}
+    per_test: dict[str, float] = {}
+    documented: dict[str, bool] = {}
     for reports in terminalreporter.stats.values():
         for report in reports:
             if isinstance(report, pytest.TestReport):
-                name = dict(report.user_properties).get("tier", "unit")
+                properties = dict(report.user_properties)
+                name = properties.get("tier", "unit")
                 seconds[name] = seconds.get(name, 0.0) + report.duration
                 tests.setdefault(name, set()).add(report.nodeid)
+                per_test[report.nodeid] = per_test.get(report.nodeid, 0.0) + report.duration
+                documented[report.nodeid] = properties.get("documented", False)
     if seconds:
         terminalreporter.write_sep("=", "time per tier")
         for name, spent in sorted(seconds.items(), key=lambda kv: -kv[1]):
             terminalreporter.write_line(f"{spent:8.1f} s  {name:<8} {len(tests[name]):5d} tests")
+    unexplained = sorted(node for node, spent in per_test.items() if spent > SLOW_TEST_S and not documented[node])
+    if unexplained:
+        terminalreporter.write_sep("=", f"over {SLOW_TEST_S} s with no docstring saying why")
+        for node in unexplained:
+            terminalreporter.write_line(f"{per_test[node]:8.1f} s  {node}")
 
 
 @pytest.fixture(scope="session")

@@ -173,6 +173,9 @@ def _ok(done: subprocess.CompletedProcess, status: int = 0) -> None:
 def test_stage_by_stage_commands_decide_on_the_cluster_as_in_local_mode(
     bed, spark, dumps, hdfs_dumps, stages, local_run
 ):
+    """Its set-up, the `stages` fixture, takes about three minutes: four spark-submits, each a
+    driver JVM with executors of its own on the bed that unpack the packed environment, as
+    the doc's scheduler tasks do; the submits are the subject."""
     _ok(stages["ingest"], 3)  # the stray notes.txt is quarantined: exit 3, attention
     _ok(stages["classify"])
     assert bed.hdfs.list("/dlq-pipeline/warehouse/decisions")  # the tables are on HDFS
@@ -186,6 +189,7 @@ def test_stage_by_stage_commands_decide_on_the_cluster_as_in_local_mode(
 
 
 def test_stage_by_stage_replay_command_dry_runs_what_was_decided(spark, stages, local_run):
+    """Shares the stage block's four spark-submits (the `stages` fixture) with the test above."""
     _ok(stages["replay"])
     dry = [r for r in ledger(spark, stages["warehouse"]) if r["outcome"] == "dry_run"]
     assert len(dry) == local_run["summary"].outcomes["delivered"] > 20  # what the local run delivered
@@ -195,7 +199,8 @@ def test_the_run_command_runs_the_whole_pipeline_on_the_cluster(
     bed, spark, dumps, hdfs_dumps, packed_env, blocks, local_run, tmp_path
 ):
     """The one-job block, replaying to a dir: folder on HDFS: the decisions, the ledger and the
-    files of the local run; the files owner-only (replay.dir_mode), no checkpoint left."""
+    files of the local run; the files owner-only (replay.dir_mode), no checkpoint left. About
+    a minute: one spark-submit of the whole pipeline on the bed."""
     out = "/dlq-pipeline/run-out"
     [done] = Submitter(bed, packed_env, tmp_path, "/dlq-pipeline/run-warehouse", f"dir:{bed.hdfs.uri}{out}").run(
         blocks["run"]

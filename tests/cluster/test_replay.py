@@ -147,6 +147,10 @@ def _download(hdfs, path: str, local: Path) -> None:
 
 
 def test_a_run_killed_mid_replay_then_run_again_delivers_each_message_once(bed, dlq, tmp_path, spark):
+    """About a minute and a half: two `run` processes on the bed, each a driver JVM with
+    executors in JVMs of their own on the standalone worker and Delta tables on HDFS; the
+    first is killed once its replay task has recorded a publish. The processes, the kill and
+    the rerun are the subject, so they cannot share the suite's session."""
     require_delta(spark)
     dump, rules, expected = dlq
     proc, cwd = _start(tmp_path, bed, "killed", dump, rules, crash_at="dir-publish-recorded")
@@ -177,6 +181,8 @@ def test_a_run_killed_mid_replay_then_run_again_delivers_each_message_once(bed, 
 
 
 def test_two_concurrent_runs_on_one_hdfs_warehouse_deliver_each_message_once(bed, dlq, tmp_path, spark):
+    """About a minute: two `run` processes at once on the bed (each a driver JVM with its
+    own executors), kept apart by the Delta writer lease on HDFS."""
     require_delta(spark)
     dump, rules, expected = dlq
     first = _start(tmp_path, bed, "first", dump, rules)

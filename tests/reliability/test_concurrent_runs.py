@@ -138,6 +138,8 @@ REFUSED = re.compile(
 
 @pytest.mark.parametrize("lock, wait", [(True, 0), (False, 0), (False, 900)], ids=["flock", "lease", "lease-wait"])
 def test_two_runs_at_once_deliver_every_message_exactly_once(tmp_path, dlq, lock, wait):
+    """Up to a minute: two `run` processes (a JVM each) at once on one warehouse; with a
+    wait, the second runs after the first, so their times add up."""
     dump, rules, forwarded = dlq
     conf = config(tmp_path, lock=lock, wait=wait)
     runs = {name: start(tmp_path, name, conf, dump, rules) for name in ("A", "B")}
@@ -173,6 +175,9 @@ def test_two_runs_at_once_deliver_every_message_exactly_once(tmp_path, dlq, lock
 
 @pytest.mark.parametrize("lock", [False, True], ids=["lease-expires", "flock-released"])
 def test_a_killed_lease_holder_is_taken_over_and_nothing_is_lost_or_sent_twice(tmp_path, dlq, lock):
+    """About a minute: run A (a process with its own JVM) is killed after replay batch 2,
+    run B waits for its lock or lease, then takes over; the lease's expiry passes through
+    the project's clock (`testhooks.lease_clock`), not in real time."""
     dump, rules, forwarded = dlq
     conf = config(tmp_path, lock=lock, wait=900)
     proc, cwd = start(tmp_path, "A", conf, dump, rules, crash_at="replay-batch:2")

@@ -194,7 +194,10 @@ def kill_at(spark, point, run_id, tmp_path, paths, rules, conf, warehouse, puts,
 @pytest.mark.parametrize("chain", CHAINS, ids=["+".join(c) for c in CHAINS])
 def test_runs_killed_at_any_point_lose_nothing_and_send_nothing_twice(spark, tmp_path, inputs, chain, kind):
     """On Delta (tables by path: the killed runs are other processes, and Spark's built-in
-    catalog lives in one process) a killed write leaves an uncommitted file at most."""
+    catalog lives in one process) a killed write leaves an uncommitted file at most.
+
+    Up to a minute and a half a case on Delta: each kill point is a fresh `run` process
+    killed there, then a rerun (two JVMs); the kill is the subject, so they are processes."""
     paths, rules = inputs
     table = parse_rules(rules.read_text(), str(rules))
     assert table.ok, table.diagnostics

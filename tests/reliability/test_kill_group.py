@@ -1,7 +1,7 @@
-"""Killing a run's process group stops its puts (issue 18).
+"""Killing a run's process group stops its puts.
 
 PySpark's Python workers live in a process group of their own, so ``kill -9 -PGID`` of a run
-killed the driver, the JVM and the warehouse lock, and left the worker putting until PySpark's
+would kill the driver, the JVM and the warehouse lock, and leave the worker putting until PySpark's
 daemon noticed and hung it up. A replay worker now joins the run's group before it puts: the
 worker that holds the queue manager open is in that group, and nothing is put after the kill.
 """

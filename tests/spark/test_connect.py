@@ -136,6 +136,8 @@ def classic(spark, dumps, tmp_path_factory) -> dict:
 
 @pytest.mark.parametrize("fmt", ["parquet", pytest.param("delta", marks=pytest.mark.delta)])
 def test_pipeline_over_spark_connect_matches_classic_spark(fmt, dumps, classic, connect_url, tmp_path):
+    """Up to a minute on Delta: `run` and `report` as a client process of the suite's one
+    Connect server, every stage a series of gRPC round trips, each Delta commit among them."""
     over_connect = pipeline(tmp_path / "w", dumps, fmt, remote=connect_url)
     assert classic["files"] and classic["tables"]["ledger"]  # something was landed and replayed
     assert {r["outcome"] for r in classic["tables"]["ledger"]} >= {"delivered"}

@@ -442,8 +442,8 @@ def test_the_rows_to_leave_out_found_on_the_driver_are_those_the_job_finds(spark
 
 def test_a_large_message_landing_sizes_its_row_groups_after_every_row(spark, tmp_path, monkeypatch):
     """Parquet checks its page and row-group sizes only every 100 rows by default, so a task
-    held every large message it wrote until then (100 MB ones ran a 2 GB heap out, issue 16
-    part 6). A large-message landing is checked after each row: with a row group of less than
+    would hold every large message it wrote until then (100 MB ones would run a 2 GB heap
+    out). A large-message landing is checked after each row: with a row group of less than
     two messages, each message is a row group of its own (on one read's worth, a batch of its
     own), and the rows are those of the reference."""
     import dataclasses

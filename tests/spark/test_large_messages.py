@@ -1,4 +1,4 @@
-"""Issue 16 part 6 in CI: the whole `run` over large messages with a heap scaled down.
+"""Large messages in CI: the whole `run` over large messages with a heap scaled down.
 
 The target (``make bench``, section 6, ``memory.pipeline``) is 100 messages of 100 MB, MQ's
 maximum, through ingest -> decode -> classify -> replay to ``dir:`` with a 2 GB heap; two
@@ -6,8 +6,8 @@ such messages take about four minutes here. CI scales both down: a fresh process
 JVM, ``spark.driver.memory=512m``, local[2]) runs the benchmark's own child
 (``benchmarks/stages.py`` ``child_memory_pipeline``) over two messages of 16 MiB, the
 smallest that takes ingest's large-message path (``LARGE_MESSAGE_BYTES``), one per task.
-Spark's own objects take a larger share of 512 MB than of 2 GB (24 MiB messages ran out
-of heap in replay's shuffle before session 12), so this is 1/32 of the heap where the target
+Spark's own objects take a larger share of 512 MB than of 2 GB (24 MiB messages would run
+replay's shuffle out of heap), so this is 1/32 of the heap where the target
 is 1/20: what it catches is a stage that holds a message more than a few times, or all of
 them at once (caching the landing in memory did). A heap this small takes the paths 100 MB
 messages take in 2 GB: ingest writes them with one task, replay carries them in pieces

@@ -1,4 +1,4 @@
-"""A whole run puts the MQMD back byte for byte (issue 18): a dmpmqmsg dump from a Latin-1
+"""A whole run puts the MQMD back byte for byte: a dmpmqmsg dump from a Latin-1
 queue manager (UserIdentifier, PutApplName, ReplyToQ holding bytes that are not UTF-8) is
 landed, decided exactly as `rules test` decides, and replayed to ``sim:`` and ``dir:`` with
 the descriptor MQ would get identical to the original's, and FWDQ(&REPLYQ) opening the

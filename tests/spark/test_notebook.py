@@ -99,4 +99,6 @@ def run_notebook(spark, tmp_path, monkeypatch, **env):
 
 
 def test_notebook_runs_headless_on_a_demo_warehouse(spark, tmp_path, monkeypatch):
+    """About a minute: the notebook runs in a Jupyter kernel of its own, which starts its own
+    Spark session (a JVM), as a user's notebook does."""
     run_notebook(spark, tmp_path, monkeypatch)

@@ -1,4 +1,4 @@
-"""The number of Spark jobs a small `run` schedules, per stage (issue 16: the fixed cost).
+"""The number of Spark jobs a small `run` schedules, per stage (the fixed cost of a run).
 
 Each job costs a round of scheduling, tasks and, for Python stages, workers: on a small DLQ
 they are most of a run. Counts are deterministic for a given plan and data (adaptive
@@ -56,7 +56,7 @@ def test_a_small_run_and_its_rerun_schedule_these_jobs(spark, tmp_path):
     # classify: the
     # write of the decisions, which caches and counts them (1: the counts are observed);
     # replay: the join with the messages and the repartition by queue manager (2), the
-    # ledger write (1). Before issue 16 the classify stage alone scheduled 11.
+    # ledger write (1).
     # (+1 where the session's heap cannot hold MQ's largest message in every task slot: the
     # lookup of the largest message to put, `replay.largest_put`; not on a 24 GB machine)
     assert first.per_stage() == {"ingest": 2, "classify": 1, "replay": 3 + lookup_jobs(spark), "summary": 0}

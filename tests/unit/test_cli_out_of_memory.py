@@ -1,6 +1,6 @@
 """Spark running out of memory ends a command with one ``error:`` line naming the setting to
-raise, exit 1 (issue 18: 50 MB + 100 MB messages with a 2 GB heap ended in seven py4j
-tracebacks and no error line). No JVM here: the failure is raised where Spark would raise it."""
+raise, exit 1 (50 MB + 100 MB messages with a 2 GB heap, for one, not a screen of py4j
+tracebacks). No JVM here: the failure is raised where Spark would raise it."""
 
 from __future__ import annotations
 

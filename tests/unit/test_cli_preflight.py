@@ -1,5 +1,5 @@
 """A bad replay target or warehouse is exit 2 with one clear line, before Spark starts or
-anything is written (issue 18: these failed with a traceback after ingest and classify)."""
+anything is written (not a traceback after ingest and classify have run)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The MQMD is put back byte for byte (issue 18): character fields holding bytes that are not
+"""The MQMD is put back byte for byte: character fields holding bytes that are not
 UTF-8 (Latin-1 UserIdentifier, PutApplName, ReplyToQ from a Windows or AIX queue manager) are
 stored readable (U+FFFD) for display and matching, and exactly in ``md_char_bytes``, from which
 replay rebuilds the descriptor and the names FWDQ(&REPLYQ)/FWDQM(&REPLYQM) open."""

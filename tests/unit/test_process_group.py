@@ -1,5 +1,5 @@
 """A replay worker joins the run's process group, so killing that group stops its puts
-(issue 18: workers in PySpark's own process group outlived a killed run)."""
+(a worker left in PySpark's own process group would outlive a killed run)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The readers against what probing found (issue 18): numbers out of range, the size limit's
+"""The readers against hostile numbers and lines: numbers out of range, the size limit's
 error naming the line that crosses it, `inspect` applying the limit. Property tests: no
 reader raises, whatever number or garbage line a file holds."""
 

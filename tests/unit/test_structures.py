@@ -556,7 +556,7 @@ def test_dead_letter_headers_after_transmission_and_rfh2_headers():
 
 
 def test_report_message_dead_lettered_without_format_mqdead_is_read_by_its_bytes():
-    """APAR IT24145 (as issue 18 names it): report messages reached the DLQ with an MQMD Format
+    """APAR IT24145: report messages reached the DLQ with an MQMD Format
     other than MQDEAD in front of their MQDLH. The header is judged by its bytes, as IBM's
     handler does, and flagged; MQMD.Format saying MQDEAD without an MQDLH is flagged too."""
     report = dlh_raw("<", False, reason=2087, dest_q="REPLY.Q", encoding=546, ccsid=819, format="        ")
