@@ -91,7 +91,7 @@ browser: $(STAMP) chromium
 package: $(STAMP) jvm-reader
 	$(BIN)/python tools/package.py --dist dist --constraints $(CONSTRAINTS) $(PACKAGE_ARGS)
 
-# every stage against the obvious way and the limit; QUICK=1 for a few minutes (docs/performance.md)
+# every stage against the obvious way and the limit; QUICK=1 for a few minutes (docs/performance.md, "Running the benchmarks")
 .PHONY: bench
 bench: $(STAMP) jvm-reader class-archive
 	$(BIN)/python -m benchmarks.run $(if $(QUICK),--quick) $(BENCH_ARGS)

@@ -359,7 +359,7 @@ class SimQueueManager:
         # commit), not of the machine: all the sim promises. NORMAL's fsyncs at each WAL
         # checkpoint were a third of its CPU per put of 4 KB messages, on top of the commit
         # latency a benchmark configures for the queue manager's log (docs/performance.md,
-        # "Issue 16, session 24").
+        # "The simulated queue manager's write path").
         db.execute("PRAGMA synchronous=OFF")
         db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
         return db
@@ -477,7 +477,7 @@ def _write_lock(db: sqlite3.Connection) -> None:
     connection holds the write lock, up to the connection's busy timeout. SQLite's own busy
     handler sleeps 1, 2, 5, 10 ms and longer between attempts, so a unit that found the lock
     taken by a commit of a few ms could wait twice as long as that commit (docs/performance.md,
-    "Issue 16, session 29")."""
+    "The simulated queue manager's write path")."""
     timeout_ms = db.execute("PRAGMA busy_timeout").fetchone()[0]
     db.execute("PRAGMA busy_timeout=0")
     try:
@@ -759,7 +759,7 @@ class SimConnection:
         """A queue's definition and CURDEPTH for MQOPEN or a unit's first put to it. Outside
         a write transaction a defined queue is read as last committed, without taking the
         write lock, which other connections' commits hold (their units waited for each
-        lookup: docs/performance.md, "Issue 16, session 29"); only a queue not yet defined
+        lookup: docs/performance.md, "The simulated queue manager's write path"); only a queue not yet defined
         takes it, to be defined (auto-define)."""
         db = self._usable()
         if not self._locked and queue.isascii():

@@ -3,12 +3,12 @@ manager's messages may use several (``replay.connections_per_qmgr`` > 1).
 
 Hashing queue names into buckets cannot spread a handful of large queues evenly: in the
 benchmark's traffic four queues took most of the puts and hashed into one partition
-(docs/performance.md). So queues are placed by size, largest first, each on the least
-loaded connection its queue manager may still use (`place_queues`). Spark's ``repartition``
-hashes a value to its partition, so each connection is named by a *slot value* chosen to
-hash there with Spark's own Murmur3 (`slot_values`). The placement decides only which
-connection a queue uses, never its messages or their order: on a Spark whose hash differed,
-queues would share connections less evenly, nothing else.
+(docs/performance.md, "Queues placed by size across connections"). So queues are placed by size,
+largest first, each on the least loaded connection its queue manager may still use
+(`place_queues`). Spark's ``repartition`` hashes a value to its partition, so each connection is
+named by a *slot value* chosen to hash there with Spark's own Murmur3 (`slot_values`). The
+placement decides only which connection a queue uses, never its messages or their order: on a
+Spark whose hash differed, queues would share connections less evenly, nothing else.
 """
 
 from __future__ import annotations

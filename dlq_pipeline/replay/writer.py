@@ -76,7 +76,8 @@ from dlq_pipeline.testhooks import crash_point
 log = logging.getLogger(__name__)
 
 # A syncpoint batch ends when its messages' data reaches this (or at ``batch_size``
-# messages): it holds at most one large message beyond it (docs/performance.md, part 6).
+# messages): it holds at most one large message beyond it (docs/performance.md,
+# "Large messages in fewer tasks and in pieces").
 BATCH_BYTES = 64 * 1024 * 1024
 # Failing to connect for these reasons will not get better by trying again (and repeated bad
 # passwords can lock an account): give up at once.
@@ -225,7 +226,7 @@ class Checkpoint:
     def record(self, rows: list[dict], *, next_batch: int, breakers: list, publish: list[dict] | None = None) -> None:
         """Rows as lists under their ``columns``, times as epoch microseconds: a replay task
         writes one record per committed batch, and a dict with ISO times per row costs more
-        than twice as much to encode (docs/performance.md)."""
+        than twice as much to encode (docs/performance.md, "A replay task's work per message")."""
         columns = list(rows[0]) if rows else []
         times = [n for n, c in enumerate(columns) if c in _TIME_COLUMNS]
         values = []

@@ -3,8 +3,8 @@ starts in about half the time.
 
 Most of a cold Spark start-up is the JVM loading and verifying the ~15,000 classes of
 pyspark's jars, and a cold Delta command's first table operations load Delta's
-(docs/performance.md). Java 13+ dumps the classes a JVM loaded into an archive when it
-exits (``-XX:ArchiveClassesAtExit``) and maps that archive into later JVMs
+(docs/performance.md, "The JVM class-data-sharing archive"). Java 13+ dumps the classes a
+JVM loaded into an archive when it exits (``-XX:ArchiveClassesAtExit``) and maps that archive into later JVMs
 (``-XX:SharedArchiveFile``), for classes of its class path (not of ``spark.jars``, which a
 class loader of Spark's own reads: `get_spark` puts the JVM reader's and Delta's jars on the
 class path of a local JVM). ``python -m dlq_pipeline.spark.class_archive`` (``make

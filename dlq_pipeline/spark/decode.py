@@ -9,7 +9,8 @@ about 200 bytes a message instead of 4 KB.
 
 Those bytes (`structures.dlh_head`) are stored by ingest in ``messages.data_head``, so the
 stored messages are decoded without reading ``data`` at all (`without_data`): reading a
-100 MB message from Parquet copies all of it to slice 172 bytes (issue 16 part 6). A frame
+100 MB message from Parquet copies all of it to slice 172 bytes (docs/performance.md, "Decode reads only the MQDLH
+bytes"). A frame
 without ``data_head`` (and a row landed before the column existed, where it is null) is
 decoded from ``data`` with the same slice computed in the JVM (`head_sql`).
 

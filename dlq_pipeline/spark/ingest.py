@@ -534,7 +534,7 @@ def read_cache_level(input_bytes: int, storage_bytes: int | None) -> StorageLeve
     take at most a quarter of it), else on disk only. Cached blocks in memory are evicted only
     for memory Spark accounts for, and building a cached batch of a large message is not
     (its column buffers): 100 messages of 100 MB cached in a 2 GB heap left no room to build
-    the next batch (docs/performance.md, session 8). Inputs that large would spill to disk
+    the next batch (docs/performance.md, "Ingest's one cached read"). Inputs that large would spill to disk
     anyway. Unknown storage memory (Spark Connect): in memory, as before.
 
     In memory the cached batches are kept as they are built (``_DESER``): PySpark's

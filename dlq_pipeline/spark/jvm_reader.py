@@ -2,7 +2,7 @@
 
 The Python reader (`dumps.dmpmqmsg`) parses a dump in a Python worker and ships every
 message to the JVM through Arrow: about twice the time of reading the file as text lines
-before the JVM holds a row (docs/performance.md, issue 16 part 3). The Java data source in
+before the JVM holds a row (docs/performance.md, "The JVM dmpmqmsg reader"). The Java data source in
 ``dlq_pipeline/spark/jvm/`` (``dlqpipeline.ingest.DumpSource``, DataSource V2, one partition
 per work item) reads the same work items into the same rows in the executors themselves.
 

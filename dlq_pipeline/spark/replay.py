@@ -55,14 +55,16 @@ log = logging.getLogger(__name__)
 
 LARGE_PUTS_LISTED = 10_000  # large messages whose keys `largest_put` looks up in the decisions
 # Large messages go through replay's join, shuffle and sorts in pieces of this size, one row
-# each: Spark sorts and shuffles whole rows in memory (docs/performance.md, "Issue 16, session 12").
+# each: Spark sorts and shuffles whole rows in memory (docs/performance.md,
+# "Large messages in fewer tasks and in pieces").
 PIECE_BYTES = 8 * 1024 * 1024
 PIECE_COLUMN = "piece"
 # Between these many decisions replay's join broadcasts them (about 300 bytes each, in the
 # driver and in every executor) to the messages' scan: the bodies then cross one shuffle, not
 # two. Fewer, and the left join's shuffle is small (adaptive execution broadcasts a small
 # `messages` itself; the broadcast's own jobs cost a small run more than they save); more,
-# and the copies are too large (docs/performance.md, "Issue 16, session 27").
+# and the copies are too large (docs/performance.md, "Decisions broadcast into replay's
+# join").
 BROADCAST_DECISIONS = (50_000, 200_000)
 DECISION_COLUMNS = (
     "message_key",
@@ -99,7 +101,7 @@ def row_to_item(row) -> WorkItem:
 def batch_items(batch) -> list[WorkItem]:
     """An Arrow batch of joined rows (no pieces) as work items, read a column at a time:
     a replay task's cost per message, where building a dict of 43 columns per row first
-    cost twice as much (docs/performance.md, "Issue 16, session 24")."""
+    cost twice as much (docs/performance.md, "A replay task's work per message")."""
 
     def values(name, default=None):
         column = batch.column(name)
@@ -362,7 +364,7 @@ def heap_short_for_mq_messages(spark: SparkSession) -> bool:
 def put_tasks(spark: SparkSession, storage: Storage, decisions: DataFrame) -> int | None:
     """How many tasks may carry the messages ``decisions`` put at once, where fewer than Spark
     runs: `work_items` then reads them in that many and carries them in pieces
-    (docs/performance.md, "Issue 16, session 12"). No lookup (no job) where the heap holds
+    (docs/performance.md, "Large messages in fewer tasks and in pieces"). No lookup (no job) where the heap holds
     even MQ's largest message in every slot."""
     if not heap_short_for_mq_messages(spark):
         return None

@@ -215,7 +215,8 @@ def conform(df: DataFrame, name: str) -> DataFrame:
     error naming it. The result's schema equals ``table_schema(name)``.
 
     One ``selectExpr`` of SQL text and ``to`` for the comments: a few calls into the JVM
-    instead of several per column (a call each costs a run's driver time, issue 16)."""
+    instead of several per column (a call each costs a run's driver time: docs/performance.md,
+    "Fewer calls into the JVM")."""
     schema = table_schema(name)
     current = df.schema
     if same_schema(current, schema):
@@ -273,8 +274,8 @@ def render_tables_md() -> str:
         "nullable, and older rows read null there. Parquet needs nothing (its files are read",
         "with the declared schema); a Delta table gets the column (`ALTER TABLE ... ADD",
         "COLUMNS`, logged) before the first write that needs it, since Delta refuses writes",
-        "with a column the table lacks. `messages.data_head` (added for 100 MB messages,",
-        "docs/performance.md, issue 16 part 6) is such a column: rows landed before it are",
+        'with a column the table lacks. `messages.data_head` (docs/performance.md, "Decode',
+        'reads only the MQDLH bytes") is such a column: rows landed before it are',
         "decoded from `data` as before, correctly, but with `data` read for them (a 100 MB",
         "message of those still costs its copies); every row landed since is decoded from",
         "`data_head` alone. Nothing needs rewriting.",

@@ -71,18 +71,18 @@ BASE_CONF: dict[str, str] = {
     # built once and read once or twice: compressing its columns in memory (dictionary and
     # run-length encodings, tried column by column on every batch) cost more CPU than the
     # memory it saved, most of which is message bodies that do not compress that way
-    # (docs/performance.md, "Issue 16, session 30").
+    # (docs/performance.md, "Ingest's one cached read").
     "spark.sql.inMemoryColumnarStorage.compressed": "false",
     # PySpark 4 wraps every DataFrame and Column call to send its Python call site to the JVM
     # (for error messages): four py4j round trips per `F.col`, `select`, `alias` ... A run
     # builds its plans with about 800 such calls: 1-4 s of a 1,000-message run went there
-    # (docs/performance.md, issue 16 part 1). Errors still name the failing operation.
+    # (docs/performance.md, "Fewer calls into the JVM"). Errors still name the failing operation.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
     # Delta rebuilds a table's file list (its snapshot state) for every new version a read or
     # MERGE sees, shuffled into 50 tasks by default: 50 tasks for a log of a few hundred
     # files, ten times or more per command. Our tables' states are small (one row per data
     # file), so one task does it: 8 appends each read back took 194 s -> 61 s on 2 busy cores
-    # (docs/performance.md). Ignored without Delta.
+    # (docs/performance.md, "Delta snapshot state in one task"). Ignored without Delta.
     "spark.databricks.delta.snapshotPartitions": "1",
 }
 LOG_LEVEL = "WARN"
@@ -148,11 +148,11 @@ def local_driver_memory(total_bytes: int | None = None) -> str:
     return f"{max(1, min(8, total_bytes // 4 // 2**30))}g"
 
 
-# A local JVM started for a small amount of work compiles with C1 only (issue 16 part 1,
-# docs/performance.md "session 7"): on 2 cores HotSpot's C2 compiler spent about 10 s of CPU
-# warming up during a 1,000-message run (the run's JVM CPU 25 s -> 15 s, its wall 37 s -> 23 s),
-# code it never got to use; a one-process run of 1 GB of dumps still finished sooner without
-# C2, one of 2 GB about evenly (session 28). On long CPU-bound JVM work C1 code is 3-5x slower,
+# A local JVM started for a small amount of work compiles with C1 only (docs/performance.md,
+# "C1-only JIT for small runs (quick JIT)"): on 2 cores HotSpot's C2 compiler spends about 10 s
+# of CPU warming up during a 1,000-message run (the run's JVM CPU 25 s with C2, 15 s without;
+# its wall 37 s and 23 s), code it never gets to use; a one-process run of 1 GB of dumps still
+# finishes sooner without C2, one of 2 GB about evenly. On long CPU-bound JVM work C1 code is 3-5x slower,
 # so only a command that knows its input is no larger gets it (``work_bytes`` <= ``quick_jit_bytes``).
 QUICK_JIT_OPTION = "-XX:TieredStopAtLevel=1"
 

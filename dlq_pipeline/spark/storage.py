@@ -77,9 +77,10 @@ _CONFLICT = re.compile(
 # every column and, once it passes 1 MB, throws it away and encodes the page again plainly:
 # for values that are (nearly) all distinct, work done twice. No dictionary for a message's
 # data and head (a quarter of the messages write; snappy still compresses repeated bodies
-# within a page: docs/performance.md, session 23), nor for the columns unique by
+# within a page), nor for the columns unique by
 # construction: a key, a digest, a MsgId, a position in its file (with the cache's columns
-# left uncompressed, an eighth of a 100,000-message ingest's CPU: "Issue 16, session 30").
+# left uncompressed, an eighth of a 100,000-message ingest's CPU: docs/performance.md,
+# "Parquet dictionaries in the stored tables").
 UNIQUE_MESSAGE_COLUMNS = ("message_key", "data_digest", "msg_id", "source_index", "source_line", "source_offset")
 TABLE_PARQUET_OPTIONS = {
     "messages": {

@@ -3,7 +3,7 @@
 A local session's first Python task waits for PySpark's daemon to start and for each worker
 to import pyarrow, pandas (pyarrow imports it on its first conversion) and this package:
 about a second on a cold machine, which a 1,000-message run paid inside classify's write
-(docs/performance.md, "Issue 16, session 25"). Classify's driver-side work (building the
+(docs/performance.md, "Python workers started while classify plans"). Classify's driver-side work (building the
 rules' plan, analysing it, planning the write) takes about as long and leaves the task slots
 idle, so `start_python_workers` runs a job of one trivial Python task per slot in a
 background thread at that point: the write's tasks find the workers up (PySpark reuses them,

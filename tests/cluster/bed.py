@@ -34,9 +34,10 @@ FETCH_COMMAND = "make hadoop-jars"
 # with spark.cores.max = 1 each (test_replay.py's runs at once) both get an executor
 WORKER_CORES = 2
 # Every JVM of the bed compiles with C1 only: its jobs are small and short, and HotSpot's C2
-# compiler on two cores spends its CPU optimising code they hardly use (docs/performance.md:
-# it halves a cold first run's CPU). The daemons, and the drivers and executors of each
-# application (spark_conf, the deploy test's spark-defaults.conf). What `run` gives a local JVM.
+# compiler on two cores spends its CPU optimising code they hardly use (docs/performance.md,
+# "C1-only JIT for small runs (quick JIT)": it halves a cold first run's CPU). The daemons, and
+# the drivers and executors of each application (spark_conf, the deploy test's
+# spark-defaults.conf). What `run` gives a local JVM.
 QUICK_JIT = QUICK_JIT_OPTION
 START_TIMEOUT = 600  # seconds: ~50 s on an idle 2-core machine, minutes on a loaded one
 

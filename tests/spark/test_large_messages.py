@@ -12,7 +12,7 @@ is 1/20: what it catches is a stage that holds a message more than a few times, 
 them at once (caching the landing in memory did). A heap this small takes the paths 100 MB
 messages take in 2 GB: ingest writes them with one task, replay carries them in pieces
 (`ingest.large_message_tasks`, `replay.pieces`). The files replay wrote must hold each
-message's exact bytes (docs/performance.md, issue 16 part 6)."""
+message's exact bytes (docs/performance.md, "Large messages in fewer tasks and in pieces")."""
 
 from __future__ import annotations
 
