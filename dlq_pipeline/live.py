@@ -11,7 +11,7 @@ rules table's ``INPUTQM``; a ``sim:`` with neither is ``SIM``.
 **Queue.** ``--queue`` (``drain.queue``), else the rules table's ``INPUTQ``, else the queue
 manager's own dead-letter queue (its DEADQ attribute, inquired when connected). The command
 line wins over the rules table's control data, as with ``runmqdlq -q/-m``
-(rules-table.md §4).
+(docs/rules-reference.md, "5. Control data").
 
 **Lock.** One drain or settle per queue manager and queue at a time: an exclusive
 ``flock`` on ``WAREHOUSE/_locks/<qmgr>@<queue>.lock`` (`dlq_pipeline.locks`: released by the

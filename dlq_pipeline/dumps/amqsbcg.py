@@ -1,4 +1,4 @@
-"""amqsbcg listings (message-formats.md §5): MQMD and message bytes from the browse sample.
+"""amqsbcg listings (docs/message-formats.md §5): MQMD and message bytes from the browse sample.
 
 Both layouts are read: older releases (`` MQGET of message number N`` and `` length - N
 bytes``) and 9.x (``, CompCode:c Reason:r`` and `` length - N of M bytes``; 9.4 also prints
@@ -110,7 +110,7 @@ _DLH_NAMES: dict[bytes, tuple[str, str, int]] = {
     b"PutDate": ("put_date", TEXT, 8),
     b"PutTime": ("put_time", TEXT, 8),
 }
-# where each DLH character field sits in the 172 bytes (message-formats.md §2)
+# where each DLH character field sits in the 172 bytes (docs/message-formats.md §2)
 _DLH_CHAR_OFFSETS = {
     "dest_q": 12,
     "dest_qmgr": 60,

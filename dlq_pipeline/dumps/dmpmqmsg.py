@@ -1,4 +1,4 @@
-"""dmpmqmsg / qload dump files (message-formats.md §4): a streaming reader and a writer.
+"""dmpmqmsg / qload dump files (docs/message-formats.md §4): a streaming reader and a writer.
 
 The reader is a line state machine over bytes. It never loads more than one message and
 one line (bounded by ``max_line_length``) at a time, so a dump of any size streams.
@@ -92,7 +92,7 @@ def shown_number(digits: bytes, limit: int = 24) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
-# --- the attribute table (message-formats.md §4, qload's Flds[] order) ---------------------
+# --- the attribute table (docs/message-formats.md §4, qload's Flds[] order) ---------------------
 
 LONG, CHAR, BYTE, HEXTEXT = "LONG", "CHAR", "BYTE", "HEXTEXT"
 

@@ -4,7 +4,7 @@ The generated queue is the DLQ of a hub queue manager that collects the dead let
 fleet (each queue manager forwards its own DLQ there with the header kept), dumped with
 ``dmpmqmsg`` by a distributed client. So one dump holds what real ones hold: MQDLHs written
 by z/OS (EBCDIC, big-endian), AIX (ASCII, big-endian) and Linux/Windows (little-endian)
-queue managers, with the MQMD attributes readable and the data raw (message-formats.md §3).
+queue managers, with the MQMD attributes readable and the data raw (docs/message-formats.md §3).
 
 Each message is built as it would have been made: an application on an *origin* queue
 manager puts it (MQMD identity and origin context, body in the origin's encoding and code

@@ -1,4 +1,4 @@
-"""Character sets MQ uses for header fields: CCSID -> text and back (message-formats.md §3).
+"""Character sets MQ uses for header fields: CCSID -> text and back (docs/message-formats.md §3).
 
 The tables follow IBM's published CDRA mappings (the RPMAP/TPMAP tables behind ICU's
 ibm-NNN.ucm files): the EBCDIC pages are written out here as CCSID 37 plus each page's

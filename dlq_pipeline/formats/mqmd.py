@@ -24,7 +24,7 @@ def bytes_to_text(raw: bytes) -> str:
     return raw.decode(*MQMD_TEXT)
 
 
-# Field lengths of the MQMD character and byte fields (message-formats.md §1).
+# Field lengths of the MQMD character and byte fields (docs/message-formats.md §1).
 MQMD_CHAR_LENGTHS = {
     "format": 8,
     "reply_to_q": 48,

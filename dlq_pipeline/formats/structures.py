@@ -3,7 +3,7 @@
 A dead letter's headers are in the byte order and character set of whoever wrote them
 (z/OS: big-endian EBCDIC), not the reader's. So every integer is read in the byte order
 named by the Encoding of the *preceding* structure and every character field in its CCSID
-(message-formats.md §2-3); nothing here assumes the host's byte order.
+(docs/message-formats.md §2-3); nothing here assumes the host's byte order.
 
 Two MQDLH decoders agree exactly, column for column: `decode_dlh` (one message, follows the
 header chain) and `decode_dlh_batch` (numpy, for the Spark pandas UDF), which decodes the

@@ -6,7 +6,8 @@ with what to install, never a traceback at ``import dlq_pipeline``.
 
 Everything that does not need the library is a pure function here and tested without it:
 open/put/get options, the object descriptor, MQMD <-> fields (version 2, character fields
-blank padded), connection settings. Choices (mq-client.md):
+blank padded), connection settings. Choices (docs/operations.md, "The IBM MQ client" and
+"MQ authorities"):
 
 - puts: ``MQOO_OUTPUT | MQOO_SET_ALL_CONTEXT`` + ``MQPMO_SET_ALL_CONTEXT`` so MsgId, CorrelId
   and all identity/origin context are the original ones; PUTAUT(CTX) adds

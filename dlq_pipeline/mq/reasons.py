@@ -1,6 +1,6 @@
 """What an MQ reason code means for a replay attempt: transient or permanent.
 
-The table is mq-client.md's. Transient failures may clear by themselves (a full queue is
+docs/replay.md, "Reason codes", is the table in prose. Transient failures may clear by themselves (a full queue is
 drained, a channel comes back): they count against the rule's RETRY like any failure, but
 they also feed the per-queue circuit breaker. Connection failures are transient too and
 make the writer reconnect (the queue manager backs out the unit of work).

@@ -1,4 +1,4 @@
-"""What is put for a RETRY or FWD: rules-table.md §8 "What is put", and nothing more.
+"""What is put for a RETRY or FWD (docs/replay.md, "What is put"), and nothing more.
 
 - FWD with HEADER(YES): the message exactly as it is on the DLQ, MQDLH included; the MQMD
   keeps Format ``MQDEAD``.

@@ -1,4 +1,4 @@
-"""Lexical layer of the rules-table language (rules-table.md §1–§3).
+"""Lexical layer of the rules-table language (docs/rules-reference.md, sections 1-4).
 
 Two steps, both pure: ``split_entries`` turns physical lines into logical entries (comments,
 blank lines and ``+``/``-`` continuations resolved) while remembering the physical line and
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-BLANKS = " \t"  # tabs count as blanks (rules-table.md §2)
+BLANKS = " \t"  # tabs count as blanks (docs/rules-reference.md, "2. Lines")
 SEPARATORS = BLANKS + ","
 MAX_LINE = 72  # IBM: the significant length of a line must not exceed 72 characters
 

@@ -1,4 +1,5 @@
-"""The reference matcher: rules-table.md §5 (matching) and §8 (processing) in plain Python.
+"""The reference matcher: matching and choosing a rule (docs/rules-semantics.md, sections 2-3) in
+plain Python.
 
 This is the oracle. The Spark compiler (``compiler.py``) must agree with it row for row;
 the ``rules test`` command uses it directly. Keep it obviously correct before fast.
@@ -105,8 +106,9 @@ def chosen(rule: Rule, view: Mapping) -> Decision:
 
 
 def decide(table: RulesTable, view: Mapping, attempts: int = 0) -> Decision:
-    """rules-table.md §8: the first matching IGNORE, or the first matching rule at which the
-    running total of RETRY over matching rules exceeds the attempts already made."""
+    """Choosing a rule (docs/rules-semantics.md, section 3): the first matching IGNORE, or the
+    first matching rule at which the running total of RETRY over matching rules exceeds the
+    attempts already made."""
     if not view.get("has_dlh"):
         return Decision("IGNORE", ignore_reason="no_dlh")
     if view.get("truncated"):

@@ -1,4 +1,4 @@
-"""The rules-table parser and validator (rules-table.md §1–§7), and its inverse: the canonical
+"""The rules-table parser and validator (docs/rules-reference.md), and its inverse: the canonical
 text and JSON forms that ``rules show`` prints.
 
 ``parse_rules`` never raises for table content: every problem becomes a ``Diagnostic`` with
@@ -37,7 +37,7 @@ FWD_ONLY_KEYWORDS = ("FWDQ", "FWDQM", "HEADER")
 MAX_NUMBER = 999_999_999
 NAME_LENGTH = 48  # MQ_Q_NAME_LENGTH and MQ_Q_MGR_NAME_LENGTH
 
-# Symbolic names each numeric pattern keyword takes (rules-table.md §3). The MQDLH Reason
+# Symbolic names each numeric pattern keyword takes (docs/rules-reference.md, "4. Values"). The MQDLH Reason
 # holds an MQRC_ or an MQFB_ value, so REASON and FEEDBACK take both families.
 SYMBOL_FAMILIES: dict[str, tuple[str, ...]] = {
     "REASON": ("MQRC", "MQFB"),

@@ -46,7 +46,7 @@ def md_id(n: int) -> str:
     return f"414D5120514D39{n:034X}"  # 24 bytes of hex
 
 
-# A dump with three bad records among good ones (message-formats.md §4): an X line with an
+# A dump with three bad records among good ones (docs/message-formats.md §4): an X line with an
 # odd number of hex digits in the middle of a message, an unknown attribute code, and
 # attribute lines without any data line (the last record).
 CORRUPT_RECORDS = [

@@ -1,4 +1,4 @@
-"""amqsbcg listings (message-formats.md §5): old and 9.4 layouts, truncation, the 9.4 Dead
+"""amqsbcg listings (docs/message-formats.md §5): old and 9.4 layouts, truncation, the 9.4 Dead
 Letter Header block, multi-byte overruns, bad records.
 
 `listing()` below prints messages the way amqsbcg0.c does (its printf calls, transcribed),
@@ -257,7 +257,7 @@ def dlh_bytes(
     time: bytes = b"02342828",
     pad: bytes = b" ",
 ) -> bytes:
-    """An MQDLH built field by field from message-formats.md §2 (not by the code under test)."""
+    """An MQDLH built field by field from docs/message-formats.md §2 (not by the code under test)."""
 
     def fix(value: bytes, n: int) -> bytes:
         return value + pad * (n - len(value))

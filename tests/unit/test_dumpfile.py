@@ -1,4 +1,4 @@
-"""dmpmqmsg/qload dumps (message-formats.md §4): every line type and option, bad records,
+"""dmpmqmsg/qload dumps (docs/message-formats.md §4): every line type and option, bad records,
 byte-range splits, the writer, and the genuine MQ 10 dump in tests/fixtures/real."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The reference matcher against rules-table.md §5, §6 and §8, clause by clause."""
+"""The reference matcher against the rules of docs/rules-semantics.md (§5 matching, §8 choosing a
+rule) and the actions of docs/rules-reference.md, clause by clause."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def reference_glob(pattern: str, value: str) -> bool:
     return match(0, 0)
 
 
-# --- glob_match: examples from the spec -------------------------------------------------
+# --- glob_match: examples from the rules -------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -307,7 +308,8 @@ def test_resolve_name():
 
 
 def test_ibm_published_example_table():
-    """rules-table.md §9, as the parser resolves it (constants as numbers, values folded)."""
+    """IBM's published distributed example (docs/rules-reference.md), as the parser resolves it
+    (constants as numbers, values folded)."""
     ibm = table(
         rule(0, "RETRY", line=2, patterns={"REASON": 2053}, retry=5),
         rule(1, "RETRY", line=3, patterns={"REASON": 2051}, retry=5),

@@ -1,4 +1,4 @@
-"""rebuild(): what a RETRY or FWD puts, byte for byte (rules-table.md §8 "What is put")."""
+"""rebuild(): what a RETRY or FWD puts, byte for byte (docs/replay.md, "What is put")."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ PAYLOAD = b"<order id='42'>\x00\x01\xff</order>"
 
 
 def dlh_bytes(order: str, text_codec: str, *, reason: int, dest_q: str, encoding: int, ccsid: int, fmt: str) -> bytes:
-    """An MQDLH built by hand from message-formats.md §2 (not by the code under test)."""
+    """An MQDLH built by hand from docs/message-formats.md §2 (not by the code under test)."""
 
     def chars(value: str, length: int) -> bytes:
         return value.ljust(length).encode(text_codec)
@@ -139,7 +139,7 @@ def test_header_only_message_and_encode_dlh_agree():
         put_appl_type=7,
     )
     raw = encode_dlh(header, 273, 500)
-    assert raw[:12] == bytes.fromhex("C4D3C840 00000001 000007F3")  # message-formats.md §6
+    assert raw[:12] == bytes.fromhex("C4D3C840 00000001 000007F3")  # docs/message-formats.md §6
     out_md, out_data = rebuild(md, raw, Decision("RETRY"))
     assert out_data == b"" and (out_md.encoding, out_md.ccsid, out_md.format) == (785, 500, "MQSTR   ")
 

@@ -1,4 +1,4 @@
-"""The rules-table language front end: rules-table.md §1–§7 as dlq-pipeline accepts it.
+"""The rules-table language front end: docs/rules-reference.md, as dlq-pipeline accepts it.
 
 Most tests compare the whole result (every Rule, every diagnostic with its line and column);
 the golden files under tests/golden/rules/ are exercised through the CLI in test_rules_cli.py.
@@ -67,7 +67,7 @@ def time_limit(seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
-# ----------------------------------------------------------------------------- §1 structure
+# ------------------------------------------------------------------------------ 1. Structure
 
 
 IBM_DISTRIBUTED = """\
@@ -162,7 +162,7 @@ def test_blanks_between_keyword_parentheses_and_value():
     assert one_rule("ACTION (RETRY) RETRY ( 3 ) DESTQ(  A.B  )") == Rule(1, 0, {"DESTQ": "A.B"}, "RETRY", retry=3)
 
 
-# ----------------------------------------------------------------------------- §2 lexical
+# ---------------------------------------------------------------- 2. Lines, 3. Items and separators
 
 
 def test_comment_lines_anywhere():
@@ -228,7 +228,7 @@ def test_no_inline_comments():
     assert found("ACTION(DISCARD) * keep it\n" + CATCH_ALL) == [(1, 17, "error", "unexpected_text")]
 
 
-# ----------------------------------------------------------------------------- §3 values
+# --------------------------------------------------------------------------------------- 4. Values
 
 
 def test_quotes_and_doubled_quotes():
@@ -342,7 +342,7 @@ def test_stray_parentheses_and_quotes():
     ]
 
 
-# ----------------------------------------------------------------------------- §6 actions
+# ------------------------------------------------------------------------------ 7. Action keywords
 
 
 def test_action_keywords_and_defaults():

@@ -1,5 +1,5 @@
 """MQ structures: layouts against the documented offsets, byte-exact round trips, the MQDLH
-diagnosis, the header chain, the spec's real samples, and batch == scalar.
+diagnosis, the header chain, the real samples, and batch == scalar.
 
 Expected bytes are built here with `struct` and the standard library's codecs for invariant
 characters, independently of the module under test.
@@ -77,7 +77,7 @@ def dlh_raw(
     put_time="",
     strucid="DLH ",
 ) -> bytes:
-    """An MQDLH packed from message-formats.md §2's offsets; str fields are blank-padded
+    """An MQDLH packed from docs/message-formats.md §2's offsets; str fields are blank-padded
     invariant text, bytes fields are used as they are."""
 
     def field(value, length):
@@ -128,7 +128,7 @@ def test_byte_order_reads_the_integer_part_of_the_encoding(encoding, expected):
 
 
 # --------------------------------------------------------------------------------------
-# The spec's real samples (message-formats.md §6)
+# Real samples (docs/message-formats.md §6)
 
 ZOS_SAMPLE = (
     bytes.fromhex("C4D3C840 00000001 000007F3")
@@ -399,7 +399,7 @@ def test_decode_columns_are_those_of_the_schema():
 
 
 def md_raw(order: str, ebcdic: bool, *, encoding: int, ccsid: int, format: str, version=1) -> bytes:
-    """A version-1 MQMD laid out by message-formats.md §1, blank/zero elsewhere."""
+    """A version-1 MQMD laid out by docs/message-formats.md §1, blank/zero elsewhere."""
     raw = bytearray(inv(" " * 324, ebcdic))
     raw[0:4] = inv("MD  ", ebcdic)
     struct.pack_into(order + "i", raw, 4, version)
@@ -799,7 +799,7 @@ def test_dlh_round_trip(order_enc, charset, body):
     assert decode_dlh(encode_dlh(result.dlh, encoding, ccsid), encoding, ccsid).dlh == result.dlh
 
 
-# MQDLH fields: (offset, length), from IBM's MQDLH layout (message-formats.md §2).
+# MQDLH fields: (offset, length), from IBM's MQDLH layout (docs/message-formats.md §2).
 DLH_FIELD_OFFSETS = {
     "reason": (8, 4),
     "dest_q": (12, 48),
