@@ -24,19 +24,19 @@ venv: $(STAMP)
 # Delta Lake's jars, fetched once from Maven Central into ~/.cache/dlq-pipeline/jars (outside
 # the repository; a no-op when they are there): Delta sessions then start without network.
 delta-jars: $(STAMP)
-	$(BIN)/python -m dlq_pipeline.spark.delta
+	$(BIN)/python -m dlq_pipeline.warehouse.delta
 
 # The JVM reader of ingest (dmpmqmsg dumps parsed in the executors' JVM): its Java sources,
 # in the package, compiled with the JDK's javac against pyspark's jars into a jar next to
-# them, named by the sources' digest (~5 s; a no-op when it is there). dlq_pipeline/spark/jvm_reader.py
+# them, named by the sources' digest (~5 s; a no-op when it is there). dlq_pipeline/engine/jvm_reader.py
 jvm-reader: $(STAMP)
-	$(BIN)/python -m dlq_pipeline.spark.jvm_reader
+	$(BIN)/python -m dlq_pipeline.engine.jvm_reader
 
 # The JVM class archive local Spark sessions start with (about half of a cold start-up is
 # loading classes): built once per Java and pyspark into ~/.cache/dlq-pipeline/cds, from a
-# small pipeline run (~40 s; a no-op when it is there). dlq_pipeline/spark/class_archive.py
+# small pipeline run (~40 s; a no-op when it is there). dlq_pipeline/engine/class_archive.py
 class-archive: $(STAMP) jvm-reader
-	$(BIN)/python -m dlq_pipeline.spark.class_archive
+	$(BIN)/python -m dlq_pipeline.engine.class_archive
 
 demo: $(STAMP) jvm-reader
 	$(BIN)/dlq-pipeline demo --out demo-out

@@ -13,8 +13,8 @@ import sys
 import time
 from dataclasses import replace
 
-from dlq_pipeline.formats.mqmd import MQMD
-from dlq_pipeline.formats.structures import (
+from dlq_pipeline.mq.mqmd import MQMD
+from dlq_pipeline.mq.structures import (
     DeadLetterHeader,
     TransmissionQueueHeader,
     decode_dlh,

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from dlq_pipeline.dumps.dmpmqmsg import plan_splits, read_dump, write_dump
-from dlq_pipeline.formats.mqmd import MQMD
+from dlq_pipeline.mq.mqmd import MQMD
 
 
 def dead_letters(target_bytes: int, seed: int = 7):

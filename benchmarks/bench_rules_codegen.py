@@ -3,7 +3,7 @@
 Why: a rules table compiled into one ordered CASE WHEN chain grows one generated Java method
 with the table. Past ~8000 bytes of bytecode HotSpot stops JIT-compiling it, past 64 KB it
 cannot be compiled at all and Spark falls back (hugeMethodLimit, codegen fallback). This
-measures where that bites, and that `spark.compiler.classify_columns` stays flat.
+measures where that bites, and that `rules.spark.classify_columns` stays flat.
 
 Approaches (all in one projection over the same Parquet input):
   compiler   classify_columns: exact §8 semantics (the rule chosen per distinct combination of
@@ -39,7 +39,7 @@ from pyspark.sql import functions as F
 
 from benchmarks.chained_rules import rule_sql
 from dlq_pipeline.rules.model import Rule, RulesTable
-from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns, resolved_sql
+from dlq_pipeline.rules.spark import DECISION_COLUMNS, classify_columns, resolved_sql
 
 REASONS = (2053, 2035, 2051, 2085, 2087, 265)
 
@@ -235,7 +235,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from dlq_pipeline.spark.session import get_spark
+    from dlq_pipeline.engine.session import get_spark
 
     spark = get_spark(
         {

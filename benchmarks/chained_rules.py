@@ -1,5 +1,5 @@
 """Every rule compiled into Spark SQL: the "obvious way" the benchmarks compare the product's
-classifier with (`dlq_pipeline.spark.compiler.classify_columns`, the rule chosen per distinct
+classifier with (`dlq_pipeline.rules.spark.classify_columns`, the rule chosen per distinct
 combination of tested values), and a form that must agree with the reference matcher row for
 row (tests/spark/test_chained_rules.py).
 
@@ -30,9 +30,9 @@ import re
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from dlq_pipeline.engine.sql_text import sql_column, sql_string
 from dlq_pipeline.rules.model import PATTERN_FIELDS, Rule, RulesTable
-from dlq_pipeline.spark.compiler import DECISION_COLUMNS, outputs_sql
-from dlq_pipeline.spark.sql_text import sql_column, sql_string
+from dlq_pipeline.rules.spark import DECISION_COLUMNS, outputs_sql
 
 # Rules per chunk expression: each becomes one generated method of a few KB, well under
 # HotSpot's 8000-byte JIT limit whatever the table size (benchmarks/bench_rules_codegen.py).

@@ -11,7 +11,7 @@ import random
 from pathlib import Path
 
 from dlq_pipeline.dumps.generator import write_generated
-from dlq_pipeline.formats.constants import reason_name
+from dlq_pipeline.mq.constants import reason_name
 
 STARTER_RULES = str(Path(__file__).resolve().parents[1] / "dlq_pipeline" / "data" / "rules" / "starter.rules")
 
@@ -113,7 +113,7 @@ def dumps(out_dir: Path, count: int, seed: int, *, files: int = 1, max_size: int
 
 def landed_pool(spark, dump_paths: list[str], out: Path) -> str:
     """The dumps landed by the real ingest (`land`) and written as Parquet, in 8 files."""
-    from dlq_pipeline.spark.ingest import land
+    from dlq_pipeline.ingest.spark import land
 
     messages, _ = land(spark, dump_paths, run_id="bench-pool")
     messages.repartition(8).write.mode("overwrite").parquet(str(out))

@@ -102,7 +102,7 @@ def run(argv=None, *, spark=None) -> dict:
     else:
         ctx = stages.Context(child=lambda task, params: run_child(task, params, work / "children"), latency_ms=latency)
     if spark is None:
-        from dlq_pipeline.spark.session import get_spark
+        from dlq_pipeline.engine.session import get_spark
 
         spark = get_spark({"master": "local[2]", "app_name": "dlq-pipeline-bench"})
 

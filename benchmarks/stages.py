@@ -109,8 +109,8 @@ def row_udf_decode(df):
     """The obvious way: a row-at-a-time Python UDF calling ``decode_dlh`` (same header slice)."""
     from pyspark.sql import functions as F
 
-    from dlq_pipeline.formats.structures import decode_dlh, to_columns
-    from dlq_pipeline.spark.decode import decoded_struct, header_slice
+    from dlq_pipeline.mq.spark import decoded_struct, header_slice
+    from dlq_pipeline.mq.structures import decode_dlh, to_columns
 
     schema = decoded_struct()
     names = [f.name for f in schema.fields]
@@ -125,8 +125,8 @@ def row_udf_decode(df):
 
 
 def ours_decode(df):
-    """``spark.decode.decode_headers``: an Arrow (or pandas) UDF over the header bytes."""
-    from dlq_pipeline.spark.decode import decode_headers, decoded_struct
+    """``mq.spark.decode_headers``: an Arrow (or pandas) UDF over the header bytes."""
+    from dlq_pipeline.mq.spark import decode_headers, decoded_struct
 
     names = [f.name for f in decoded_struct().fields]
     return decode_headers(df.select("message_key", "data", "encoding", "ccsid", "format")).select("message_key", *names)
@@ -211,7 +211,7 @@ def classify_input(spark, sizes: Sizes, work: Path) -> str:
     copies = -(-sizes.classify_rows // sizes.decode_pool)
 
     def make():
-        from dlq_pipeline.spark.decode import decode_headers
+        from dlq_pipeline.mq.spark import decode_headers
 
         rows = spark.read.parquet(pool).crossJoin(F.broadcast(spark.range(copies).withColumnRenamed("id", "_c")))
         rows = rows.withColumn("message_key", F.concat_ws("-", "message_key", F.col("_c").cast("string")))
@@ -235,7 +235,7 @@ def reference_classify(df, table):
 
     from dlq_pipeline.rules.matcher import SUBSTITUTION_COLUMNS, decide
     from dlq_pipeline.rules.model import PATTERN_FIELDS
-    from dlq_pipeline.spark.compiler import DECISION_COLUMNS
+    from dlq_pipeline.rules.spark import DECISION_COLUMNS
 
     names = sorted({c for c, _, _ in PATTERN_FIELDS.values()} | set(SUBSTITUTION_COLUMNS.values()) | set(_VIEW_COLUMNS))
     schema = T.StructType(
@@ -263,7 +263,7 @@ def reference_classify(df, table):
 
 def compiled_classify(df, table):
     """Ours: ``classify_columns``, the rule chosen per distinct combination of values."""
-    from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns
+    from dlq_pipeline.rules.spark import DECISION_COLUMNS, classify_columns
 
     return classify_columns(table, df, "prior_attempts").select("message_key", *DECISION_COLUMNS)
 
@@ -271,7 +271,7 @@ def compiled_classify(df, table):
 def chained_classify(df, table):
     """Every rule compiled into SQL (``chained_columns``): each message tests every rule."""
     from benchmarks.chained_rules import chained_columns
-    from dlq_pipeline.spark.compiler import DECISION_COLUMNS
+    from dlq_pipeline.rules.spark import DECISION_COLUMNS
 
     return chained_columns(table, df, "prior_attempts").select("message_key", *DECISION_COLUMNS)
 
@@ -279,7 +279,7 @@ def chained_classify(df, table):
 def classify_agreement(spark, df, table) -> dict:
     from pyspark.sql import functions as F
 
-    from dlq_pipeline.spark.compiler import DECISION_COLUMNS
+    from dlq_pipeline.rules.spark import DECISION_COLUMNS
 
     a, b = compiled_classify(df, table).alias("a"), reference_classify(df, table).alias("b")
     same = F.lit(True)
@@ -435,11 +435,11 @@ def child_ingest(params: dict) -> dict:
     """In a fresh process with ``params['master']``: text lines vs parse (the dump's records
     as rows, ``scan``: the JVM reader, ours, and the Python reader) vs ingest (parse, number,
     deduplicate and store) of one dump."""
+    from dlq_pipeline.config.settings import IngestSettings
     from dlq_pipeline.dumps.plan import plan_work
-    from dlq_pipeline.settings import IngestSettings
-    from dlq_pipeline.spark.ingest import _positioned, ingest, jvm_items, messages_rows, scan
-    from dlq_pipeline.spark.session import get_spark
-    from dlq_pipeline.spark.storage import Storage
+    from dlq_pipeline.engine.session import get_spark
+    from dlq_pipeline.ingest.spark import _positioned, ingest, jvm_items, messages_rows, scan
+    from dlq_pipeline.warehouse.storage import Storage
 
     spark = get_spark({"master": params["master"], "app_name": "bench-ingest"})
     path, split, work = params["path"], params["split_bytes"], Path(params["work"])
@@ -582,14 +582,14 @@ def _fresh_sim(path: Path, name: str, latency_ms: dict | None):
 def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     from pyspark.sql import functions as F
 
+    from dlq_pipeline.config.settings import ReplaySettings
+    from dlq_pipeline.ingest.spark import ingest
+    from dlq_pipeline.replay.spark import partition_function, partition_rows, work_items
     from dlq_pipeline.replay.targets import open_target
     from dlq_pipeline.rules.parser import load_rules
-    from dlq_pipeline.settings import ReplaySettings
-    from dlq_pipeline.spark.classify import decide_pending
-    from dlq_pipeline.spark.ingest import ingest
-    from dlq_pipeline.spark.replay import partition_function, partition_rows, work_items
-    from dlq_pipeline.spark.storage import Storage
-    from dlq_pipeline.tables import LEDGER_COLUMNS
+    from dlq_pipeline.rules.spark import decide_pending
+    from dlq_pipeline.warehouse.storage import Storage
+    from dlq_pipeline.warehouse.tables import LEDGER_COLUMNS
 
     wh = work / "replay-wh"
     shutil.rmtree(wh, ignore_errors=True)
@@ -683,16 +683,16 @@ def child_pipeline(params: dict) -> dict:
     began = time.perf_counter()
     from pyspark.sql import functions as F
 
+    from dlq_pipeline.config.settings import IngestSettings, ReplaySettings, RunSettings, StorageSettings
     from dlq_pipeline.dumps.plan import input_bytes
+    from dlq_pipeline.engine.session import get_spark, quick_jit
+    from dlq_pipeline.pipeline import run_pipeline
     from dlq_pipeline.rules.parser import load_rules
-    from dlq_pipeline.settings import IngestSettings, ReplaySettings, RunSettings, StorageSettings
-    from dlq_pipeline.spark.run import run_pipeline
-    from dlq_pipeline.spark.session import get_spark, quick_jit
-    from dlq_pipeline.spark.storage import open_storage
+    from dlq_pipeline.warehouse.storage import open_storage
 
     session = {"master": params["master"], "app_name": "bench-run"}
     if not params.get("warm"):
-        # as `run` does: it names the bytes it will read (`dlq_pipeline.spark.session.quick_jit`)
+        # as `run` does: it names the bytes it will read (`dlq_pipeline.engine.session.quick_jit`)
         session["work_bytes"] = input_bytes(params["inputs"])
     spark = get_spark(session)
     started = time.perf_counter()
@@ -1156,8 +1156,8 @@ def child_memory(params: dict) -> dict:
     header slice: what decode must not do."""
     from pyspark.sql import functions as F
 
-    from dlq_pipeline.spark.decode import decode_headers, decoded_struct, decoder
-    from dlq_pipeline.spark.session import get_spark
+    from dlq_pipeline.engine.session import get_spark
+    from dlq_pipeline.mq.spark import decode_headers, decoded_struct, decoder
 
     spark = get_spark({"master": params["master"], "app_name": "bench-memory"})
     df = spark.read.parquet(params["path"])
@@ -1211,10 +1211,10 @@ def child_memory_pipeline(params: dict) -> dict:
     messages, in a fresh local session with ``PIPELINE_HEAP`` of heap (``heap``: another, for
     tests/spark/test_large_messages.py); the peak RSS of the JVM and of the Python workers
     while it runs, and each stage's time."""
+    from dlq_pipeline.config.settings import RunSettings, StorageSettings
+    from dlq_pipeline.engine.session import get_spark
+    from dlq_pipeline.pipeline import run_pipeline
     from dlq_pipeline.rules.parser import load_rules
-    from dlq_pipeline.settings import RunSettings, StorageSettings
-    from dlq_pipeline.spark.run import run_pipeline
-    from dlq_pipeline.spark.session import get_spark
 
     heap = params.get("heap", PIPELINE_HEAP)
     spark = get_spark(

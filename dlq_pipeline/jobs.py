@@ -66,7 +66,7 @@ def _spark_files() -> str:
     no JVM is started to find out)."""
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         return ""
-    from dlq_pipeline.spark.session import launcher_conf
+    from dlq_pipeline.engine.session import launcher_conf
 
     return launcher_conf().get("spark.files", "")
 
@@ -84,7 +84,7 @@ def available_stages() -> list[str]:
 
 def main(stage: str, argv: Sequence[str] | None = None) -> NoReturn:
     """Run ``dlq-pipeline <stage> ARGS`` and exit with its status (spark-submit scripts, wheel tasks)."""
-    from dlq_pipeline import exitcodes, logs
+    from dlq_pipeline.runtime import exitcodes, logs
 
     logs.setup_from_env()
     if stage not in STAGES:

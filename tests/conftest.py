@@ -108,7 +108,7 @@ def spark(tmp_path_factory):
     """One local SparkSession for the whole suite, built by the project's session factory
     with Delta (when its jars have been fetched: the Delta tests fail otherwise)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from dlq_pipeline.spark.session import get_spark
+    from dlq_pipeline.engine.session import get_spark
 
     catalog_dir = tmp_path_factory.mktemp("spark-catalog")
     session = get_spark(
@@ -141,8 +141,8 @@ STORAGE_KINDS = [
 
 
 def require_delta(spark) -> None:
-    from dlq_pipeline.spark.delta import FETCH_COMMAND
-    from dlq_pipeline.spark.session import delta_available
+    from dlq_pipeline.engine.session import delta_available
+    from dlq_pipeline.warehouse.delta import FETCH_COMMAND
 
     if not delta_available(spark):
         pytest.fail(f"Delta Lake is not on the test session's classpath: run `make delta-jars` ({FETCH_COMMAND})")
@@ -163,7 +163,7 @@ def storage_settings(kind: str, warehouse) -> dict:
 
 
 def make_storage(spark, kind: str, warehouse):
-    from dlq_pipeline.spark.storage import Storage
+    from dlq_pipeline.warehouse.storage import Storage
 
     return Storage(spark, **storage_settings(kind, warehouse))
 

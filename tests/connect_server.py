@@ -4,8 +4,8 @@ shared clusters are, on this machine.
 pip's pyspark ships the server's jar (``pyspark/jars/spark-connect_*.jar``) but not
 ``sbin/start-connect-server.sh``, so the server is ``spark-submit --class
 org.apache.spark.sql.connect.service.SparkConnectServer``. Its settings are those
-`dlq_pipeline.spark.session.session_conf` gives a local Delta session (Delta's jars from the
-cache of `dlq_pipeline.spark.delta`), so Parquet and Delta tables both work over it.
+`dlq_pipeline.engine.session.session_conf` gives a local Delta session (Delta's jars from the
+cache of `dlq_pipeline.warehouse.delta`), so Parquet and Delta tables both work over it.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def server_command(port: int, warehouse_dir: Path) -> list[str]:
     """``spark-submit`` starting a Connect server on ``port``, local[2], with Delta."""
     import pyspark
 
-    from dlq_pipeline.spark.session import session_conf
+    from dlq_pipeline.engine.session import session_conf
 
     conf = session_conf(
         {

@@ -7,7 +7,7 @@ prints ``held`` once it has the lock, then sleeps; no Spark, so it starts at onc
 import sys
 import time
 
-from dlq_pipeline.locks import WarehouseLock
+from dlq_pipeline.warehouse.locks import WarehouseLock
 
 if __name__ == "__main__":
     with WarehouseLock(sys.argv[1], command=sys.argv[2], run_id=sys.argv[3]):

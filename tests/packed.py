@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dlq_pipeline.spark.delta import cache_root
+from dlq_pipeline.warehouse.delta import cache_root
 from tests.conftest import REPO
 
 CONSTRAINTS = REPO / "constraints" / "spark-4.2.txt"

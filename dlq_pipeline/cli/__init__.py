@@ -8,7 +8,8 @@ import sys
 
 import click
 
-from dlq_pipeline import __version__, exitcodes
+from dlq_pipeline import __version__
+from dlq_pipeline.runtime import exitcodes
 
 # What a Spark command says, on one line, when no pyspark can be imported (exit 2).
 NO_PYSPARK = (
@@ -63,7 +64,7 @@ def cli(verbose: int, log_format: str | None) -> None:
     Exit status: 0 done, 1 failed, 2 bad usage/config/rules (nothing touched),
     3 done but something needs attention (quarantined records, ignored messages).
     """
-    from dlq_pipeline import logs
+    from dlq_pipeline.runtime import logs
 
     logs.setup_from_env(fmt=log_format, level=None if verbose == 0 else "info" if verbose == 1 else "debug")
 

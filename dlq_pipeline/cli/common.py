@@ -2,7 +2,7 @@
 touched, starting Spark, the warehouse lock, and how problems are reported.
 
 The command line is the edge: it reads and validates the configuration, builds the typed
-settings each stage needs (`dlq_pipeline.settings`) and hands them to the library. Every
+settings each stage needs (`dlq_pipeline.config.settings`) and hands them to the library. Every
 problem found before a SparkSession starts or a file is touched exits 2 and lists every
 error; another writer holding the warehouse exits 1 naming it. Spark modules are imported
 inside the functions that need them, so commands that do not run Spark start instantly.
@@ -20,10 +20,10 @@ import sys
 
 import click
 
-from dlq_pipeline import exitcodes
 from dlq_pipeline.config import Config, ConfigError, load_config
+from dlq_pipeline.config.settings import IngestSettings, LogSettings, ReplaySettings, StorageSettings, mq_qmgrs
 from dlq_pipeline.rules.model import RulesTable
-from dlq_pipeline.settings import IngestSettings, LogSettings, ReplaySettings, StorageSettings, mq_qmgrs
+from dlq_pipeline.runtime import exitcodes
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +32,13 @@ FILE = click.Path(exists=True, dir_okay=False)
 
 class _Input(click.ParamType):
     """An input path or URI: a local one must exist (checked now, like click.Path); a remote
-    one (hdfs://, s3a://, ...) is checked where it is listed, by dumps.files."""
+    one (hdfs://, s3a://, ...) is checked where it is listed, by fs."""
 
     name = "path"
     _local = click.Path(exists=True)
 
     def convert(self, value, param, ctx):
-        from dlq_pipeline.dumps.files import is_local
+        from dlq_pipeline.fs import is_local
 
         return self._local.convert(value, param, ctx) if is_local(value) else value
 
@@ -101,7 +101,7 @@ def config_options(command):
     )
     @functools.wraps(command)
     def wrapper(*args, config_path, profile, warehouse, storage_format, settings, **kwargs):
-        from dlq_pipeline import logs
+        from dlq_pipeline.runtime import logs
 
         overrides: dict[str, dict] = {"storage": {}}
         problems: list[str] = []
@@ -162,8 +162,8 @@ def ingest_settings(config_path: str | None, profile: str | None) -> IngestSetti
 
 def run_id_for(config: Config, given: str | None = None, now: dt.datetime | None = None) -> str:
     """``--run-id``, else ``pipeline.run_id``, else a new one (UTC timestamp + random)."""
-    from dlq_pipeline.clock import utc_now
-    from dlq_pipeline.identity import new_run_id
+    from dlq_pipeline.runtime.clock import utc_now
+    from dlq_pipeline.warehouse.identity import new_run_id
 
     return given or config.get("pipeline", "run_id") or new_run_id(now or utc_now())
 
@@ -204,7 +204,7 @@ def check_target(target: str, config: Config) -> None:
     its spec, the warehouse replay keeps checkpoints in (anywhere for Delta, a file system
     path for Parquet), a ``dir:`` directory that can be made and written (or reached), for
     ``mq:`` its [mq.qmgrs.X] table, the MQ client and the secrets."""
-    from dlq_pipeline.dumps.files import is_local
+    from dlq_pipeline.fs import is_local
     from dlq_pipeline.mq.client import MQClientMissing
     from dlq_pipeline.replay.targets import TargetError, open_target, parse_target
 
@@ -244,7 +244,7 @@ def live_source(config: Config, source: str, table: RulesTable | None, *, queue:
     starts: ``--queue``/``--qmgr`` > ``drain.queue``/``drain.qmgr`` > the rules table's
     INPUTQ/INPUTQM; exit 2 when it names no queue manager, lacks its [mq.qmgrs.X] table, or
     the warehouse is not a file system path (it holds the queue's lock)."""
-    from dlq_pipeline.live import live_queue
+    from dlq_pipeline.live.loops import live_queue
     from dlq_pipeline.replay.targets import TargetError, local_warehouse
 
     require_classic(config, needs_classic(source=source))
@@ -287,7 +287,7 @@ def connect_requested(config: Config) -> str:
     if os.environ.get("SPARK_REMOTE"):
         return "$SPARK_REMOTE is set"
     if "pyspark.sql.connect.session" in sys.modules:
-        from dlq_pipeline.spark.session import active_connect
+        from dlq_pipeline.engine.session import active_connect
 
         if active_connect():
             return "the session is a Spark Connect session"
@@ -320,9 +320,9 @@ def start_spark(config: Config, classic_for: str = "", inputs: list[str] | None 
     delta without Delta's jars is exit 2 (checked before a JVM starts when this process
     builds the session), and so is a Connect session for ``classic_for`` (`needs_classic`).
     ``inputs``: the dumps the command reads and nothing else (no live DLQ): a small total
-    starts the JVM with C1 only (`spark.quick_jit_bytes`, `dlq_pipeline.spark.session.quick_jit`)."""
+    starts the JVM with C1 only (`spark.quick_jit_bytes`, `dlq_pipeline.engine.session.quick_jit`)."""
     from dlq_pipeline.dumps.plan import input_bytes
-    from dlq_pipeline.spark.session import DELTA_FIX, delta_available, delta_missing, get_spark, is_connect
+    from dlq_pipeline.engine.session import DELTA_FIX, delta_available, delta_missing, get_spark, is_connect
 
     s = config.section("spark")
     settings = {
@@ -346,11 +346,11 @@ def start_spark(config: Config, classic_for: str = "", inputs: list[str] | None 
 
 def _check_default_fs(spark, path: str) -> None:
     """Exit 2 when a scheme-less storage.path would be on HDFS for Spark but local for the lock
-    and the checkpoints (`dlq_pipeline.paths.default_fs_problem`)."""
+    and the checkpoints (`dlq_pipeline.runtime.paths.default_fs_problem`)."""
     from urllib.parse import urlparse
 
-    from dlq_pipeline.paths import default_fs_problem
-    from dlq_pipeline.spark.storage import default_fs
+    from dlq_pipeline.runtime.paths import default_fs_problem
+    from dlq_pipeline.warehouse.storage import default_fs
 
     if urlparse(path).scheme:
         return
@@ -363,7 +363,7 @@ def _check_default_fs(spark, path: str) -> None:
 
 def open_tables(spark, config: Config):
     """The warehouse's tables (`Storage`) as ``[storage]`` describes them."""
-    from dlq_pipeline.spark.storage import open_storage
+    from dlq_pipeline.warehouse.storage import open_storage
 
     return open_storage(spark, StorageSettings.from_config(config))
 
@@ -371,7 +371,7 @@ def open_tables(spark, config: Config):
 def storage_with_tables(spark, config: Config):
     """`open_tables`, and exit 2 naming the warehouse when it holds no tables (a wrong
     --warehouse must not read as an empty DLQ): report, replay and settle."""
-    from dlq_pipeline.spark.storage import StorageError
+    from dlq_pipeline.warehouse.storage import StorageError
 
     storage = open_tables(spark, config)
     try:
@@ -400,7 +400,7 @@ def out_of_memory(exc: BaseException | None) -> str | None:
 
 def heap_advice(config: Config) -> str:
     """Which setting gives Spark more memory, and its value now (pure but for the machine's memory)."""
-    from dlq_pipeline.spark.session import local_driver_memory
+    from dlq_pipeline.engine.session import local_driver_memory
 
     conf = config.get("spark", "conf") or {}
     now = conf.get("spark.driver.memory") or f"{local_driver_memory()} by default"
@@ -430,7 +430,7 @@ def spark_errors(config: Config):
     """Spark running out of memory ends a command with one ``error:`` line naming the setting to
     raise (exit 1) instead of py4j tracebacks; so does storage found unusable on the way (a
     Delta table whose creation never finished, `StorageError`), which says what to do."""
-    from dlq_pipeline.spark.storage import StorageError
+    from dlq_pipeline.warehouse.storage import StorageError
 
     def explain(exc: Exception) -> str | None:
         if isinstance(exc, StorageError):
@@ -443,18 +443,18 @@ def spark_errors(config: Config):
 
 @contextlib.contextmanager
 def writing(config: Config, command: str, run_id: str = "", inputs: list[str] | None = None):
-    """Hold the warehouse's writer lock (`dlq_pipeline.locks`) for the rest of a command.
+    """Hold the warehouse's writer lock (`dlq_pipeline.warehouse.locks`) for the rest of a command.
     Taken before Spark starts: a command refused touches nothing. A Delta warehouse is also
-    (or, off a file system, only) guarded by its writer lease (`dlq_pipeline.spark.lease`),
+    (or, off a file system, only) guarded by its writer lease (`dlq_pipeline.warehouse.lease`),
     claimed as soon as Spark has started, before any table is touched. Another holder: exit 1
     naming it; a warehouse that cannot be locked (Parquet, storage.lock true, storage.path not
     a file system path) or a local warehouse that cannot be made or written (a file, say):
     exit 2. The lease lost while the command runs: exit 1, one line. Spark running out of
     memory in the command: `spark_errors`. ``inputs``: the dumps the command reads, as its
     own `start_spark` is told (the lease starts the session first)."""
-    from dlq_pipeline.locks import LockHeld, LockUnavailable, writer_lock
-    from dlq_pipeline.paths import PathError, local_dir
-    from dlq_pipeline.private import directory_problem
+    from dlq_pipeline.runtime.paths import PathError, local_dir
+    from dlq_pipeline.runtime.permissions import directory_problem
+    from dlq_pipeline.warehouse.locks import LockHeld, LockUnavailable, writer_lock
 
     storage = StorageSettings.from_config(config)
     try:
@@ -488,7 +488,7 @@ def _leased(config: Config, storage: StorageSettings, command: str, run_id: str,
     if storage.format != "delta":
         yield
         return
-    from dlq_pipeline.spark.lease import LeaseHeld, lost_message, writer_lease
+    from dlq_pipeline.warehouse.lease import LeaseHeld, lost_message, writer_lease
 
     spark = start_spark(config, inputs=inputs)  # the command's own start_spark gets this session back
     lease = writer_lease(spark, storage, command=command, run_id=run_id)

@@ -12,12 +12,12 @@ from dataclasses import replace
 
 import click
 
-from dlq_pipeline import exitcodes
 from dlq_pipeline.cli.common import ingest_settings
+from dlq_pipeline.config.settings import IngestSettings
 from dlq_pipeline.dumps.inspect import describe, format_message, format_summary, printable, summarize
 from dlq_pipeline.dumps.records import RecordError
-from dlq_pipeline.redact import redact_snippet
-from dlq_pipeline.settings import IngestSettings
+from dlq_pipeline.report.redact import redact_snippet
+from dlq_pipeline.runtime import exitcodes
 
 # RecordError codes that say the whole file is not a dump or listing (the readers report
 # these once, in place of any message): such a file is unreadable, not a bad record.

@@ -11,7 +11,6 @@ import sys
 
 import click
 
-from dlq_pipeline import exitcodes
 from dlq_pipeline.cli.common import (
     check_target,
     config_options,
@@ -28,8 +27,9 @@ from dlq_pipeline.cli.common import (
     writing,
 )
 from dlq_pipeline.config import Config
-from dlq_pipeline.progress import stage, to_stderr
-from dlq_pipeline.settings import DrainSettings, ReplaySettings, mq_qmgrs
+from dlq_pipeline.config.settings import DrainSettings, ReplaySettings, mq_qmgrs
+from dlq_pipeline.runtime import exitcodes
+from dlq_pipeline.runtime.progress import stage, to_stderr
 
 
 def _source_options(command):
@@ -60,7 +60,7 @@ def _live(config: Config, source, queue, qmgr, rules_path):
 
 
 def _live_errors():
-    from dlq_pipeline.live import LiveError
+    from dlq_pipeline.live.loops import LiveError
     from dlq_pipeline.mq.client import MQClientMissing
     from dlq_pipeline.mq.interface import MQError
 
@@ -92,7 +92,7 @@ def drain_cmd(source, queue, qmgr, rules_path, mode, limit, run_id, as_json, con
     Draining twice lands nothing twice. Move mode removes a message only after its row is
     written; a failure in between leaves it on the queue.
     """
-    from dlq_pipeline.spark.live import drain
+    from dlq_pipeline.live.spark import drain
 
     live, warehouse = _live(config, source, queue, qmgr, rules_path)
     settings = DrainSettings.from_config(config)
@@ -142,7 +142,7 @@ def settle_cmd(source, queue, qmgr, rules_path, run_id, as_json, config: Config)
     source settles by itself; use this after `replay`, or when a run stopped early.
       dlq-pipeline settle --source mq:QM1 --config prod.toml
     """
-    from dlq_pipeline.spark.live import settle
+    from dlq_pipeline.live.spark import settle
 
     live, warehouse = _live(config, source, queue, qmgr, rules_path)
     run_id = run_id_for(config, run_id)
@@ -193,8 +193,8 @@ def replay_cmd(run_id, target, as_json, config: Config):
     another run) are skipped as stale: classify again. Exit 3 when some were stale or
     failed or deferred.
     """
+    from dlq_pipeline.replay.spark import ReplayError, replay_decisions
     from dlq_pipeline.replay.targets import TargetError
-    from dlq_pipeline.spark.replay import ReplayError, replay_decisions
 
     target = target or config.get("pipeline", "target")
     check_target(target, config)

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import click
 
-from dlq_pipeline import exitcodes
 from dlq_pipeline.cli.common import (
     INPUT,
     check_target,
@@ -31,9 +30,10 @@ from dlq_pipeline.cli.common import (
 )
 from dlq_pipeline.cli.generate import Size
 from dlq_pipeline.config import Config, load_config
-from dlq_pipeline.dumps.files import INPUT_ERRORS
-from dlq_pipeline.progress import stage, to_stderr
-from dlq_pipeline.settings import ClassifySettings, IngestSettings, ReportSettings, RunSettings
+from dlq_pipeline.config.settings import ClassifySettings, IngestSettings, ReportSettings, RunSettings
+from dlq_pipeline.fs import INPUT_ERRORS
+from dlq_pipeline.runtime import exitcodes
+from dlq_pipeline.runtime.progress import stage, to_stderr
 
 
 @click.command("ingest")
@@ -49,7 +49,7 @@ def ingest_cmd(paths, as_json, config: Config):
     nothing.
       dlq-pipeline ingest dumps/ --warehouse ./warehouse
     """
-    from dlq_pipeline.spark.ingest import ingest
+    from dlq_pipeline.ingest.spark import ingest
 
     run_id = run_id_for(config)
     progress = to_stderr()  # also under --json: stdout is the result
@@ -90,8 +90,8 @@ def classify_cmd(rules_path, as_json, config: Config):
     Attempt counts come from the ledger, so RETRY counts survive restarts:
       dlq-pipeline classify --rules my.rules --warehouse ./warehouse
     """
-    from dlq_pipeline.clock import utc_now
-    from dlq_pipeline.spark.classify import decide_pending
+    from dlq_pipeline.rules.spark import decide_pending
+    from dlq_pipeline.runtime.clock import utc_now
 
     table = load_valid_rules(rules_path or _required(config, "rules"))
     now = utc_now()
@@ -154,8 +154,8 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
     messages without a header or matching rule, failed or deferred puts), 1 failure,
     2 bad usage, configuration or rules table (nothing touched).
     """
-    from dlq_pipeline.clock import utc_now
-    from dlq_pipeline.spark.run import run_pipeline
+    from dlq_pipeline.pipeline import run_pipeline
+    from dlq_pipeline.runtime.clock import utc_now
 
     table = load_valid_rules(rules_path or _required(config, "rules"))
     target = target or config.get("pipeline", "target")
@@ -242,7 +242,7 @@ def report_cmd(run_id, rules_path, as_json, html_path, as_of, config: Config):
       dlq-pipeline report --format delta --as-of 20261123T170500Z-1a2b3c   # time travel
     A warehouse without tables (a wrong path) is exit 2.
     """
-    from dlq_pipeline.spark.storage import StorageError
+    from dlq_pipeline.warehouse.storage import StorageError
 
     if as_of and config.get("storage", "format") != "delta":
         err('error: --as-of needs storage.format = "delta": Parquet tables keep no history')
@@ -264,7 +264,7 @@ def report_cmd(run_id, rules_path, as_json, html_path, as_of, config: Config):
     if as_json:
         echo_json(report)
     else:
-        from dlq_pipeline.report_render import render_text
+        from dlq_pipeline.report.render import render_text
 
         click.echo(render_text(report), nl=False)
         if html_path:
@@ -272,16 +272,16 @@ def report_cmd(run_id, rules_path, as_json, html_path, as_of, config: Config):
 
 
 def _is_instant(text: str) -> bool:
-    from dlq_pipeline.spark.storage import parse_instant
+    from dlq_pipeline.warehouse.storage import parse_instant
 
     return parse_instant(text) is not None
 
 
 def _build_and_write_report(storage, settings: ReportSettings, *, run_id=None, html_path=None, table=None) -> dict:
-    from dlq_pipeline.clock import utc_now
-    from dlq_pipeline.report_render import render_html
+    from dlq_pipeline.report.render import render_html
+    from dlq_pipeline.report.spark import build_report
     from dlq_pipeline.rules.parser import rules_listing
-    from dlq_pipeline.spark.report import build_report
+    from dlq_pipeline.runtime.clock import utc_now
 
     # as of a past instant, pending messages age up to that instant, not to now
     report = build_report(
@@ -293,7 +293,7 @@ def _build_and_write_report(storage, settings: ReportSettings, *, run_id=None, h
         rules_file=table.path if table is not None else None,
     )
     if html_path:
-        from dlq_pipeline.private import open_private
+        from dlq_pipeline.runtime.permissions import open_private
 
         with open_private(html_path, "w", encoding="utf-8") as f:
             f.write(render_html(report))
@@ -342,8 +342,8 @@ def demo_cmd(out, count, seed, files, max_size, rules_path, target, master):
     Runs offline; re-running with the same --out changes nothing that should not change.
     """
     from dlq_pipeline.dumps.generator import write_generated
-    from dlq_pipeline.report_render import render_text
-    from dlq_pipeline.spark.run import run_pipeline
+    from dlq_pipeline.pipeline import run_pipeline
+    from dlq_pipeline.report.render import render_text
 
     out_dir = Path(out)
     if rules_path is None:

@@ -10,11 +10,11 @@ import sys
 
 import click
 
-from dlq_pipeline import exitcodes
 from dlq_pipeline.cli.common import FILE, plural, summary_line
 from dlq_pipeline.cli.rules_test import rules_test_cmd
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.rules.parser import diagnostic_as_dict, format_table, load_rules, table_as_dict
+from dlq_pipeline.runtime import exitcodes
 
 
 def passes(table: RulesTable, *, strict: bool) -> bool:

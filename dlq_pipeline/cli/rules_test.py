@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dlq_pipeline import exitcodes
 from dlq_pipeline.cli.common import FILE, ingest_settings, summary_line
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
+from dlq_pipeline.runtime import exitcodes
 
 if TYPE_CHECKING:
     from dlq_pipeline.rules.whatif import Outcome
@@ -77,9 +77,9 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
     A record that cannot be read is reported on stderr as FILE:LINE: CODE: MESSAGE and
     the rest is still read (exit 3 at the end). Exit 0 when every record was read.
     """
-    from dlq_pipeline.dumps.files import InputUnreachable
     from dlq_pipeline.dumps.inspect import printable
     from dlq_pipeline.dumps.sources import expand_paths, read_source
+    from dlq_pipeline.fs import InputUnreachable
     from dlq_pipeline.rules.parser import load_rules
     from dlq_pipeline.rules.whatif import Tally, decide_message, file_width, format_outcome, format_tally, text_header
 

@@ -50,8 +50,8 @@ from typing import Any, cast
 
 from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH, LineReader, mqlong, open_source, shown_number
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
-from dlq_pipeline.formats import codepages
-from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text
+from dlq_pipeline.mq import codepages
+from dlq_pipeline.mq.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text
 
 __all__ = ["read_amqsbcg", "DLH_LENGTH", "NOTE_DLH_REBUILT", "NOTE_LISTING_CUT", "NOTE_LISTING_PARTIAL"]
 
@@ -388,7 +388,7 @@ def _swap(value: int) -> int:
 
 def _rebuild_dlh(printed: dict, md: MQMD) -> bytes:
     """The 172 MQDLH bytes amqsbcg 9.4 printed as a block (see the module docstring)."""
-    from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
+    from dlq_pipeline.mq.structures import DeadLetterHeader, encode_dlh
 
     missing = [bytes_to_text(n) for n, spec in _DLH_NAMES.items() if spec[0] not in printed]
     if missing:

@@ -45,9 +45,9 @@ from typing import BinaryIO, cast
 
 import numpy as np
 
-from dlq_pipeline.dumps.files import file_size, open_input
 from dlq_pipeline.dumps.records import DumpedMessage, DumpInfo, RecordError
-from dlq_pipeline.formats.mqmd import MQMD, bytes_to_text, text_to_bytes
+from dlq_pipeline.fs import file_size, open_input
+from dlq_pipeline.mq.mqmd import MQMD, bytes_to_text, text_to_bytes
 
 __all__ = [
     "MAX_LINE_LENGTH",
@@ -974,7 +974,7 @@ def _records(
 
 @contextmanager
 def open_source(source, name: str | None):
-    """``source`` (a path or URI, opened through `dumps.files`, or an open binary file) with
+    """``source`` (a path or URI, opened through `fs`, or an open binary file) with
     the name errors report."""
     if isinstance(source, (str, os.PathLike)):
         with open_input(source) as f:
@@ -1256,7 +1256,7 @@ def _created_text(created) -> str:
 @contextmanager
 def _open_target(target):
     if isinstance(target, (str, os.PathLike)):
-        from dlq_pipeline.private import open_private
+        from dlq_pipeline.runtime.permissions import open_private
 
         with open_private(target, "wb") as f:  # dumps hold message bodies: owner-only
             yield f

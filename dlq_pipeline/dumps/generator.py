@@ -29,9 +29,9 @@ from typing import Literal
 
 from dlq_pipeline.dumps.dmpmqmsg import write_dump
 from dlq_pipeline.dumps.records import DumpedMessage
-from dlq_pipeline.formats import codepages
-from dlq_pipeline.formats.mqmd import MQMD, MQMD_CHAR_LENGTHS
-from dlq_pipeline.formats.structures import (
+from dlq_pipeline.mq import codepages
+from dlq_pipeline.mq.mqmd import MQMD, MQMD_CHAR_LENGTHS
+from dlq_pipeline.mq.structures import (
     DLH_LENGTH,
     DeadLetterHeader,
     RulesFormattingHeader2,
@@ -42,7 +42,7 @@ from dlq_pipeline.formats.structures import (
     encode_tm,
     encode_xqh,
 )
-from dlq_pipeline.private import private_dirs
+from dlq_pipeline.runtime.permissions import private_dirs
 
 __all__ = [
     "DEFAULT_END",

@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from typing import cast
 
 from dlq_pipeline.dumps.records import DumpedMessage
-from dlq_pipeline.formats import codepages, constants
-from dlq_pipeline.formats.mqmd import MQMD_CHAR_LENGTHS
-from dlq_pipeline.formats.structures import DLH_LENGTH, MQCCSI_INHERIT, DeadLetterHeader, decode_dlh
-from dlq_pipeline.redact import REDACTED, redact_preview
+from dlq_pipeline.mq import codepages, constants
+from dlq_pipeline.mq.mqmd import MQMD_CHAR_LENGTHS
+from dlq_pipeline.mq.structures import DLH_LENGTH, MQCCSI_INHERIT, DeadLetterHeader, decode_dlh
+from dlq_pipeline.report.redact import REDACTED, redact_preview
 
 __all__ = ["PREVIEW_BYTES", "describe", "format_message", "summarize", "format_summary", "printable"]
 
@@ -50,7 +50,7 @@ def describe(msg: DumpedMessage, file: str, *, redact: bool = False) -> dict:
     The MQDLH is decoded with the MQMD's Encoding and CCSID, as IBM's handler does; the
     preview is the data after the MQDLH (all of it without one), decoded in the CCSID the
     MQDLH names for it (the MQMD's without an MQDLH). ``redact``: the preview shows no
-    data (`dlq_pipeline.redact.redact_preview`).
+    data (`dlq_pipeline.report.redact.redact_preview`).
     """
     md = msg.md
     header = decode_dlh(msg.data, md.encoding, md.ccsid, md.format)

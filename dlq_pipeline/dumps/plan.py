@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dlq_pipeline.dumps.dmpmqmsg import plan_splits, read_dump_info
-from dlq_pipeline.dumps.files import file_size, open_input
 from dlq_pipeline.dumps.sources import expand_inputs, sniff
-from dlq_pipeline.tables import stored_text
+from dlq_pipeline.fs import file_size, open_input
+from dlq_pipeline.warehouse.tables import stored_text
 
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
 _LISTING_QUEUE = re.compile(rb"\s*MQOPEN - '(.*)'\s*$")
@@ -82,5 +82,5 @@ def input_bytes(paths: Iterable[str], webhdfs: str = "") -> int | None:
     cannot be listed or sized: ingest reports that, as an error or a quarantine row, later)."""
     try:
         return sum(file_size(url) for url in expand_inputs(paths, webhdfs).values())
-    except Exception:  # noqa: BLE001 - only a hint for the session (`spark.session.quick_jit`)
+    except Exception:  # noqa: BLE001 - only a hint for the session (`engine.session.quick_jit`)
         return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dlq_pipeline.formats.mqmd import MQMD
+from dlq_pipeline.mq.mqmd import MQMD
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,9 +28,9 @@ from dlq_pipeline.dumps.dmpmqmsg import (
     line_kind,
     read_dump,
 )
-from dlq_pipeline.dumps.files import list_files, open_input
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
-from dlq_pipeline.formats.mqmd import bytes_to_text
+from dlq_pipeline.fs import list_files, open_input
+from dlq_pipeline.mq.mqmd import bytes_to_text
 
 __all__ = ["SNIFF_BYTES", "sniff", "read_source", "expand_paths", "expand_inputs"]
 
@@ -171,7 +171,7 @@ def _first_text_line(head: bytes) -> tuple[int, bytes, int]:
 def _ebcdic_kind(head: bytes) -> str | None:
     """What an EBCDIC text file holds, judged by its first lines read as CCSID 1047 (the
     marks are invariant characters, the same in every EBCDIC code page); None if neither."""
-    from dlq_pipeline.formats.codepages import decode
+    from dlq_pipeline.mq.codepages import decode
 
     text = decode(head[:SNIFF_BYTES], 1047)[0].replace("\x85", "\n")
     kind = _sniff_head(text.encode("utf-8", "replace"))

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol, TypeGuard, runtime_checkable
 
-from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import reasons
+from dlq_pipeline.mq.mqmd import MQMD
 
 # First buffer for a get/browse; grown to the real length on 2080 (never truncate).
 DEFAULT_BUFFER = 64 * 1024

@@ -12,9 +12,9 @@ breaker opens for a code nobody has looked at.
 
 from __future__ import annotations
 
-from dlq_pipeline.formats.constants import MQRC, reason_name
+from dlq_pipeline.mq.constants import MQRC, reason_name
 
-# The codes the tables below name, taken from the one table of MQ constants (formats.constants).
+# The codes the tables below name, taken from the one table of MQ constants (mq.constants).
 MQRC_NONE = MQRC["MQRC_NONE"]
 MQRC_BACKED_OUT = MQRC["MQRC_BACKED_OUT"]
 MQRC_CONNECTION_BROKEN = MQRC["MQRC_CONNECTION_BROKEN"]

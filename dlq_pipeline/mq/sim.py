@@ -62,10 +62,10 @@ from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any, cast
 
-from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import DEFAULT_BUFFER, AsyncPutStatus, Message, MQError, PutHandle, read_whole
-from dlq_pipeline.private import private_file
+from dlq_pipeline.mq.mqmd import MQMD, MQMD_BYTE_LENGTHS
+from dlq_pipeline.runtime.permissions import private_file
 
 DEFAULT_MAXDEPTH = 5000
 DEFAULT_MAXMSGL = 4 * 1024 * 1024

@@ -31,16 +31,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from dlq_pipeline.dumps import files
+from dlq_pipeline import fs as files
 from dlq_pipeline.dumps.dmpmqmsg import DumpLayout, write_dump
-from dlq_pipeline.formats.mqmd import MQMD, text_to_bytes
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, Message, MQError, PutHandle
-from dlq_pipeline.paths import PathError, local_dir
-from dlq_pipeline.private import DIR_MODE, FILE_MODE, directory_problem, open_private
+from dlq_pipeline.mq.mqmd import MQMD, text_to_bytes
 from dlq_pipeline.replay.writer import Checkpoint, CheckpointState, queue_key
-from dlq_pipeline.tables import stored_text
-from dlq_pipeline.testhooks import crash_point
+from dlq_pipeline.runtime.paths import PathError, local_dir
+from dlq_pipeline.runtime.permissions import DIR_MODE, FILE_MODE, directory_problem, open_private
+from dlq_pipeline.runtime.testhooks import crash_point
+from dlq_pipeline.warehouse.tables import stored_text
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +192,7 @@ def dir_modes(file_mode: int) -> int:
 
 class DumpSink:
     """One partition's output under ``root`` (``OUT/<run>``, a local path or a URI of the
-    filesystem layer, `dlq_pipeline.dumps.files`), published exactly once.
+    filesystem layer, `dlq_pipeline.fs`), published exactly once.
 
     Committed messages are written as they come, one dump file per queue, into a private
     temporary directory on the executor (they die with the task). `finish` publishes every
@@ -464,7 +464,7 @@ class Target:
 def local_warehouse(path: str, needs: str = "the simulated queue managers (sim:) and the live queue locks") -> Path:
     """The warehouse as a path every process can open (``dbfs:/x`` is ``/dbfs/x``): what
     ``needs`` it (SQLite databases and ``flock`` need a file system). TargetError for other
-    URIs. Replay's checkpoints do not: they go through `dlq_pipeline.dumps.files`."""
+    URIs. Replay's checkpoints do not: they go through `dlq_pipeline.fs`."""
     try:
         return local_dir(path)
     except PathError:

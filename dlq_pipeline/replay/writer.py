@@ -63,15 +63,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol, cast
 
-from dlq_pipeline.clock import as_utc, epoch_micros, from_epoch, from_epoch_micros, iso_z
-from dlq_pipeline.dumps import files
-from dlq_pipeline.formats.mqmd import MQMD
+from dlq_pipeline import fs as files
+from dlq_pipeline.config.settings import ReplaySettings
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import AsyncPuts, Connection, MQError, PutHandle, puts_asynchronously
+from dlq_pipeline.mq.mqmd import MQMD
 from dlq_pipeline.replay.rebuild import RebuildError, rebuild
-from dlq_pipeline.settings import ReplaySettings
-from dlq_pipeline.tables import PUT_ACTIONS, stored_text
-from dlq_pipeline.testhooks import crash_point
+from dlq_pipeline.runtime.clock import as_utc, epoch_micros, from_epoch, from_epoch_micros, iso_z
+from dlq_pipeline.runtime.testhooks import crash_point
+from dlq_pipeline.warehouse.tables import PUT_ACTIONS, stored_text
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ CONNECT_FATAL = frozenset({reasons.MQRC_NOT_AUTHORIZED, 2063})  # 2063 MQRC_SECU
 class WorkItem:
     """One message and what the rules decided for it (names as in the decisions table).
     ``md``/``data`` may be None for DISCARD/IGNORE, which need no message. ``md`` and the
-    target names are exact (bytes that are not UTF-8 as surrogate escapes, `formats.mqmd`);
+    target names are exact (bytes that are not UTF-8 as surrogate escapes, `mq.mqmd`);
     ledger rows show them as the tables store text (`tables.stored_text`)."""
 
     message_key: str
@@ -112,7 +112,7 @@ def queue_key(qmgr: str | None, queue: str | None) -> tuple[str, str]:
 
 
 def utc_from_epoch(seconds: float) -> dt.datetime:
-    """Aware UTC, the convention of every timestamp the pipeline writes (`dlq_pipeline.clock`)."""
+    """Aware UTC, the convention of every timestamp the pipeline writes (`dlq_pipeline.runtime.clock`)."""
     return from_epoch(seconds)
 
 
@@ -176,7 +176,7 @@ class PartitionProgress(Protocol):
 class Checkpoint:
     """A partition's progress as small immutable objects in its own directory
     (``ROOT/<run_id>/partition-NNNNN/``), on whatever filesystem the warehouse is on
-    (`dlq_pipeline.dumps.files`: local, HDFS, object storage): one object ``NNNNNNNN.json``
+    (`dlq_pipeline.fs`: local, HDFS, object storage): one object ``NNNNNNNN.json``
     per committed batch, created exclusively and published whole, never rewritten, holding
     the ledger rows settled since the previous one, the next batch id and the circuit
     breakers. A crash leaves no torn record: the batch whose record was not published is

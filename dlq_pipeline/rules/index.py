@@ -13,7 +13,7 @@ through a dict, a prefix through a dict per length, anything else by `glob_match
 
 `RuleIndex.choices` gives, per message, the chosen rule's index, ``EXHAUSTED`` (rules
 matched, each has used its attempts) or ``NO_MATCH``; the Spark stage turns that into the
-decision columns (``spark.compiler``).
+decision columns (``rules.spark``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import string
 from pathlib import Path
 from typing import Literal, Protocol, cast
 
-from dlq_pipeline.formats import constants
+from dlq_pipeline.mq import constants
 from dlq_pipeline.rules.lexer import BLANKS, MAX_LINE, Entry, Item, Position, split_entries, tokenize
 from dlq_pipeline.rules.matcher import glob_match
 from dlq_pipeline.rules.model import (

@@ -1,16 +1,16 @@
 """The match view of one message: the row the rules look at, without Spark.
 
 Column names and values are those of the ``messages`` table plus the decode columns
-(`dlq_pipeline.tables`), so the reference matcher and the Spark
+(`dlq_pipeline.warehouse.tables`), so the reference matcher and the Spark
 compiler read the same names. Character values are decoded and kept unstripped, because
 trailing blanks and NULs decide matches.
 """
 
 from __future__ import annotations
 
-from dlq_pipeline.formats import structures
-from dlq_pipeline.formats.mqmd import MQMD
-from dlq_pipeline.tables import MD_COLUMNS
+from dlq_pipeline.mq import structures
+from dlq_pipeline.mq.mqmd import MQMD
+from dlq_pipeline.warehouse.tables import MD_COLUMNS
 
 
 def match_view(md: MQMD, data: bytes, *, truncated: bool = False) -> dict:

@@ -19,7 +19,7 @@ from dlq_pipeline.rules.matcher import decide, rule_matches
 from dlq_pipeline.rules.model import Decision, RulesTable
 from dlq_pipeline.rules.parser import format_rule
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.tables import IGNORE_REASONS, stored_md
+from dlq_pipeline.warehouse.tables import IGNORE_REASONS, stored_md
 
 # The keys of a `rules test --json` object, in order.
 OUTPUT_KEYS = ("file", "index", "action", "rule_line", "target_q", "target_qmgr", "header", "putaut", "ignore_reason")

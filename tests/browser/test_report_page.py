@@ -13,11 +13,11 @@ import subprocess
 
 import pytest
 
-from dlq_pipeline.advice import advise
-from dlq_pipeline.arrivals import NO_DLH, timeline
 from dlq_pipeline.dumps.generator import generate
-from dlq_pipeline.formats.constants import reason_name
-from dlq_pipeline.report_render import SECTIONS, render_html
+from dlq_pipeline.mq.constants import reason_name
+from dlq_pipeline.report.advice import advise
+from dlq_pipeline.report.arrivals import NO_DLH, timeline
+from dlq_pipeline.report.render import SECTIONS, render_html
 
 pytestmark = pytest.mark.browser
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

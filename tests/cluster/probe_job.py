@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-from dlq_pipeline.spark.session import get_spark
+from dlq_pipeline.engine.session import get_spark
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.warehouse.storage import Storage
 from tests.conftest import REPO, without_created
 
 CLI = str(Path(sys.executable).with_name("dlq-pipeline"))

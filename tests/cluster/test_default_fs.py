@@ -1,7 +1,7 @@
 """A scheme-less storage.path when Spark's fs.defaultFS is HDFS (the bed's): Spark would put
 the tables on HDFS while the lock, replay's checkpoints and the run summaries use the local
 directory of that name, so the command stops with exit 2 naming both and the URIs to write
-(`dlq_pipeline.paths.default_fs_problem`), before any table is written."""
+(`dlq_pipeline.runtime.paths.default_fs_problem`), before any table is written."""
 
 from __future__ import annotations
 

@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 from dlq_pipeline.config import load_config
+from dlq_pipeline.config.settings import RunSettings
+from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.rules.parser import load_rules
-from dlq_pipeline.settings import RunSettings
-from dlq_pipeline.spark.run import run_pipeline
 from tests.cluster.bed import QUICK_JIT
 from tests.cluster.runs import STARTER, decisions, hdfs_tree, ledger
 from tests.conftest import REPO, dump_tree, require_delta

@@ -1,5 +1,5 @@
 """Inputs on HDFS, read by a Spark standalone cluster (the JVM reader through Hadoop's
-FileSystem, the Python readers through dumps.files and WebHDFS), land exactly the `messages`
+FileSystem, the Python readers through fs and WebHDFS), land exactly the `messages`
 and `quarantine` tables that the same files land from a local folder in local mode. Small
 splits, so executors read byte ranges from the middle of remote files."""
 
@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from dlq_pipeline.settings import IngestSettings, StorageSettings
-from dlq_pipeline.spark.ingest import ingest as ingest_here
-from dlq_pipeline.spark.storage import open_storage
+from dlq_pipeline.config.settings import IngestSettings, StorageSettings
+from dlq_pipeline.ingest.spark import ingest as ingest_here
+from dlq_pipeline.warehouse.storage import open_storage
 from tests.cluster.runs import ingest
 
 RUN_COLUMNS = {"run_id", "landed_at", "quarantined_at"}  # what differs between any two runs
 
 
 def _rows(spark, warehouse: Path, table: str, rename: tuple[str, str] | None) -> list[dict]:
-    from dlq_pipeline.spark.storage import Storage
+    from dlq_pipeline.warehouse.storage import Storage
 
     df = Storage(spark, format="parquet", path=str(warehouse)).read(table)
     rows = []

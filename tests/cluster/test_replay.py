@@ -5,7 +5,7 @@ the writer lease guards the warehouse). 40 messages, all forwarded, in batches o
 - ``run`` killed with -9 in the middle of replay (its task stopped right after it recorded the
   publish of its dmpmqmsg files on HDFS, nothing renamed yet; the driver and the task killed),
   then run again: the rerun waits for the dead run's lease until it expires (its lease clock
-  moved past the expiry once it waits: `dlq_pipeline.testhooks`), then each forwarded message
+  moved past the expiry once it waits: `dlq_pipeline.runtime.testhooks`), then each forwarded message
   is in the ``dir:`` files on HDFS and in the ledger exactly once;
 - two runs started at the same moment on the same HDFS warehouse: together they deliver each
   message exactly once (the second is refused by the lease, or finds nothing left to do).
@@ -23,8 +23,8 @@ import pytest
 
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.rules.parser import parse_rules
-from dlq_pipeline.spark.storage import Storage
-from dlq_pipeline.testhooks import CLOCK_SHIFT_ENV, CRASH_AT_ENV, MARKER_ENV
+from dlq_pipeline.runtime.testhooks import CLOCK_SHIFT_ENV, CRASH_AT_ENV, MARKER_ENV
+from dlq_pipeline.warehouse.storage import Storage
 from tests.cluster.runs import write_config
 from tests.conftest import require_delta
 from tests.reliability.harness import kill_run, markers, start_run, wait_for

@@ -2,7 +2,7 @@
 
 `work(count, seed)` builds the same partitions in the test and in the killed subprocess, and
 `replay_partitions` runs each through replay's own task function
-(`dlq_pipeline.spark.replay.partition_function`: checkpoint, target partition, writer), one
+(`dlq_pipeline.replay.spark.partition_function`: checkpoint, target partition, writer), one
 after the other, as the Spark tasks of one run would. What Spark adds (the ledger append) is
 left out: a killed run never gets that far, and the test plays the next run's recovery.
 
@@ -15,13 +15,13 @@ import datetime as dt
 import sys
 from pathlib import Path
 
+from dlq_pipeline.config.settings import ReplaySettings
 from dlq_pipeline.dumps.generator import generate_messages
-from dlq_pipeline.identity import data_digest, message_key
+from dlq_pipeline.replay.spark import partition_function, row_to_item
 from dlq_pipeline.replay.targets import open_target
-from dlq_pipeline.settings import ReplaySettings
-from dlq_pipeline.spark.ledger import CHECKPOINTS_DIR
-from dlq_pipeline.spark.replay import partition_function, row_to_item
-from dlq_pipeline.tables import MD_COLUMNS
+from dlq_pipeline.warehouse.identity import data_digest, message_key
+from dlq_pipeline.warehouse.ledger import CHECKPOINTS_DIR
+from dlq_pipeline.warehouse.tables import MD_COLUMNS
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 BATCH = 5
@@ -65,7 +65,7 @@ def work(count: int, seed: int) -> list[list[dict]]:
 
 def replay_partitions(out: Path, warehouse: Path, run_id: str, partitions: list[list[dict]]) -> list[dict]:
     """Each partition through replay's task function; the ledger rows it yields."""
-    from dlq_pipeline.tables import LEDGER_COLUMNS
+    from dlq_pipeline.warehouse.tables import LEDGER_COLUMNS
 
     target = open_target(f"dir:{out}", warehouse=warehouse)
     task = partition_function(

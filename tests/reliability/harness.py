@@ -1,7 +1,7 @@
 """Running a pipeline in a subprocess and killing it at an exact point (crash tests).
 
 The run is started in a new session, so every process it starts (the Spark JVM, Python
-workers) shares its session id. A crash point (`dlq_pipeline.testhooks`) stops the process
+workers) shares its session id. A crash point (`dlq_pipeline.runtime.testhooks`) stops the process
 that reaches it and leaves a marker; `kill_run` then freezes (SIGSTOP) and SIGKILLs each
 process of that session, by pid: what a machine or container crash does to a run.
 """
@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from dlq_pipeline.testhooks import CRASH_AT_ENV, MARKER_ENV
+from dlq_pipeline.runtime.testhooks import CRASH_AT_ENV, MARKER_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 POLL = 0.05

@@ -65,13 +65,13 @@ def fail_once(marker_dir: str, seed: int, partition_id: int, batches: int) -> No
 
 def main(warehouse: str, result_path: str, count: int, seed: int) -> None:
     from dlq_pipeline.config import load_config
+    from dlq_pipeline.config.settings import ReplaySettings
     from dlq_pipeline.dumps.generator import generate_messages
-    from dlq_pipeline.identity import data_digest, message_key
+    from dlq_pipeline.engine.session import get_spark
     from dlq_pipeline.mq.sim import SimQueueManager
-    from dlq_pipeline.settings import ReplaySettings
-    from dlq_pipeline.spark.replay import replay
-    from dlq_pipeline.spark.session import get_spark
-    from dlq_pipeline.spark.storage import Storage
+    from dlq_pipeline.replay.spark import replay
+    from dlq_pipeline.warehouse.identity import data_digest, message_key
+    from dlq_pipeline.warehouse.storage import Storage
     from tests.spark.replay_retry_job import decision_row, frame, message_row
 
     spark = get_spark(

@@ -11,7 +11,7 @@ warehouse (by path, a local directory) with the same dump and a ``dir:`` target:
 
 And a lease holder killed with -9 in the middle of replay: the next run (started at once,
 waiting for the lease) takes over when the lease expires (its lease clock moved past the
-expiry once it waits: `dlq_pipeline.testhooks`), or at once when the dead holder's file lock
+expiry once it waits: `dlq_pipeline.runtime.testhooks`), or at once when the dead holder's file lock
 is seen released, and finishes with nothing lost and nothing sent twice.
 
 Afterwards the messages are counted in the output folder (the dmpmqmsg files) and in the
@@ -30,7 +30,7 @@ import pytest
 
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.rules.parser import parse_rules
-from dlq_pipeline.testhooks import CLOCK_SHIFT_ENV
+from dlq_pipeline.runtime.testhooks import CLOCK_SHIFT_ENV
 
 from .harness import kill_run, markers, start_run, wait_for
 from .test_crash import expectation, published_keys

@@ -22,18 +22,18 @@ import pytest
 from pyspark.sql import functions as F
 
 from dlq_pipeline.config import load_config
+from dlq_pipeline.config.settings import RunSettings, StorageSettings
 from dlq_pipeline.dumps.dmpmqmsg import write_dump
 from dlq_pipeline.dumps.generator import generate_messages, write_generated
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import read_source
-from dlq_pipeline.identity import data_digest, message_key
 from dlq_pipeline.mq.sim import SimQueueManager
+from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.settings import RunSettings, StorageSettings
-from dlq_pipeline.spark.run import run_pipeline
-from dlq_pipeline.spark.storage import open_storage
+from dlq_pipeline.warehouse.identity import data_digest, message_key
+from dlq_pipeline.warehouse.storage import open_storage
 
 from .harness import kill_run, markers, start_run, wait_for
 

@@ -23,8 +23,8 @@ from dlq_pipeline.dumps.generator import generate_messages
 from dlq_pipeline.dumps.inspect import describe, format_message
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import read_source
-from dlq_pipeline.formats import structures
-from dlq_pipeline.formats.mqmd import text_to_bytes
+from dlq_pipeline.mq import structures
+from dlq_pipeline.mq.mqmd import text_to_bytes
 from dlq_pipeline.rules.parser import load_rules, parse_rules
 from tests.profiles import examples
 

@@ -10,13 +10,13 @@ from collections import Counter
 import pytest
 
 from dlq_pipeline.config import load_config
+from dlq_pipeline.config.settings import ReplaySettings
 from dlq_pipeline.mq.sim import SimQueueManager
+from dlq_pipeline.replay.spark import replay
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
 from dlq_pipeline.rules.parser import parse_rules
-from dlq_pipeline.settings import ReplaySettings
-from dlq_pipeline.spark.classify import decide_pending as decide
-from dlq_pipeline.spark.replay import replay
-from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.rules.spark import decide_pending as decide
+from dlq_pipeline.warehouse.storage import Storage
 from tests.spark.replay_retry_job import NOW, dead_letter, frame, message_row
 
 pytestmark = pytest.mark.spark

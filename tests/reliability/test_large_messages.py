@@ -13,14 +13,14 @@ import resource
 import pytest
 
 from dlq_pipeline.config import load_config
+from dlq_pipeline.config.settings import RunSettings, StorageSettings
 from dlq_pipeline.dumps.dmpmqmsg import write_dump
 from dlq_pipeline.mq.sim import SimQueueManager
+from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.rules.model import Decision
 from dlq_pipeline.rules.parser import parse_rules
-from dlq_pipeline.settings import RunSettings, StorageSettings
-from dlq_pipeline.spark.run import run_pipeline
-from dlq_pipeline.spark.storage import open_storage
+from dlq_pipeline.warehouse.storage import open_storage
 from tests.spark.replay_retry_job import dead_letter
 
 pytestmark = pytest.mark.spark

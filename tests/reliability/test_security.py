@@ -13,13 +13,13 @@ from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
 from dlq_pipeline.config import ConfigError, load_config
+from dlq_pipeline.config.settings import ReportSettings, RunSettings
 from dlq_pipeline.dumps.dmpmqmsg import write_dump
 from dlq_pipeline.dumps.generator import write_generated
-from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq.client import MQClientMissing
-from dlq_pipeline.redact import REDACTED, payloads_visible, redact_preview, redact_snippet
+from dlq_pipeline.mq.mqmd import MQMD
+from dlq_pipeline.report.redact import REDACTED, payloads_visible, redact_preview, redact_snippet
 from dlq_pipeline.rules.parser import parse_rules
-from dlq_pipeline.settings import ReportSettings, RunSettings
 
 PASSWORD = "Pw-9f3e1c-never-shown"
 STASH = "Stash-77a0b2-never-shown"
@@ -135,7 +135,7 @@ def test_inspect_redact_shows_no_message_data(tmp_path):
 
 @pytest.mark.spark
 def test_redact_frame_for_notebooks(spark):
-    from dlq_pipeline.spark.redact import redact_frame
+    from dlq_pipeline.report.spark import redact_frame
 
     df = spark.createDataFrame(
         [(b"John Doe", "X 4A6F686E", "k1"), (None, None, "k2")], "data binary, snippet string, message_key string"
@@ -159,7 +159,7 @@ def test_secrets_never_leak_and_output_is_owner_only(spark, tmp_path, monkeypatc
     """A run with a password in the environment: a sim run (owner-only files everywhere:
     tables, summaries, the sim database, dir: dumps) and an mq: run that fails because this
     machine has no MQ client. The password appears in no log, table, summary, file or error."""
-    from dlq_pipeline.spark.run import run_pipeline
+    from dlq_pipeline.pipeline import run_pipeline
 
     monkeypatch.setenv("DLQ_TEST_MQ_PW", PASSWORD)
     monkeypatch.setenv("DLQ_TEST_MQ_STASH", STASH)

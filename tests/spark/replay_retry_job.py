@@ -23,8 +23,8 @@ NOW = dt.datetime(2026, 3, 1, 12, 0, 0)
 
 def message_row(key: str, md, data: bytes, *, index: int, truncated: bool = False) -> dict:
     """A `messages` table row for (md, data)."""
-    from dlq_pipeline.formats.structures import dlh_head
-    from dlq_pipeline.identity import data_digest
+    from dlq_pipeline.mq.structures import dlh_head
+    from dlq_pipeline.warehouse.identity import data_digest
 
     row = {
         "message_key": key,
@@ -85,15 +85,15 @@ def decision_row(
 
 
 def frame(spark, table: str, rows: list[dict]):
-    from dlq_pipeline.spark.schemas import table_schema
+    from dlq_pipeline.warehouse.schemas import table_schema
 
     schema = table_schema(table)
     return spark.createDataFrame([tuple(r[f.name] for f in schema.fields) for r in rows], schema)
 
 
 def dead_letter(n: int, dest_q: str = "APP.IN"):
-    from dlq_pipeline.formats.mqmd import MQMD
-    from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
+    from dlq_pipeline.mq.mqmd import MQMD
+    from dlq_pipeline.mq.structures import DeadLetterHeader, encode_dlh
 
     md = MQMD(
         version=2,
@@ -137,11 +137,11 @@ def task_hook(marker_dir: str, partition_id: int, batches: int) -> None:
 
 def main(warehouse: str, result_path: str) -> None:
     from dlq_pipeline.config import load_config
+    from dlq_pipeline.config.settings import ReplaySettings
+    from dlq_pipeline.engine.session import get_spark
     from dlq_pipeline.mq.sim import SimQueueManager
-    from dlq_pipeline.settings import ReplaySettings
-    from dlq_pipeline.spark.replay import replay
-    from dlq_pipeline.spark.session import get_spark
-    from dlq_pipeline.spark.storage import Storage
+    from dlq_pipeline.replay.spark import replay
+    from dlq_pipeline.warehouse.storage import Storage
 
     spark = get_spark(
         {"master": "local[2,3]", "app_name": "replay-retry-test", "spark_conf": {"spark.sql.shuffle.partitions": "2"}}

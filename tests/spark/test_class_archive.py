@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from dlq_pipeline.spark import class_archive
-from dlq_pipeline.spark.delta import JARS_ENV, cache_root
-from dlq_pipeline.spark.session import local_classpath
+from dlq_pipeline.engine import class_archive
+from dlq_pipeline.engine.session import local_classpath
+from dlq_pipeline.warehouse.delta import JARS_ENV, cache_root
 
 pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]
@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """``python -m dlq_pipeline.spark.class_archive``: under `make test`, into the cache its
+    """``python -m dlq_pipeline.engine.class_archive``: under `make test`, into the cache its
     `make class-archive` filled (the same command, which exits 0 even when the build fails,
     so this checks what it built, and that it is kept, not built again: a build costs a
     minute of the suite); without that archive, into a cache of its own (a build), which sees
@@ -35,7 +35,7 @@ def built(tmp_path_factory):
         (cache / "jars").symlink_to(cache_root(), target_is_directory=True)
     env = {**os.environ, JARS_ENV: str(cache / "jars"), "PYTHONPATH": str(REPO)}
     done = subprocess.run(
-        [sys.executable, "-m", "dlq_pipeline.spark.class_archive"],
+        [sys.executable, "-m", "dlq_pipeline.engine.class_archive"],
         env=env,
         cwd=REPO,
         capture_output=True,
@@ -58,7 +58,7 @@ def test_an_archive_is_built_once_under_the_cache_for_each_class_path(built, mon
     assert class_archive.existing(local_classpath({"format": "parquet"})) == str(paths[0])
     stamps = [path.stat().st_mtime_ns for path in paths]
     again = subprocess.run(
-        [sys.executable, "-m", "dlq_pipeline.spark.class_archive"],
+        [sys.executable, "-m", "dlq_pipeline.engine.class_archive"],
         env=env,
         cwd=REPO,
         capture_output=True,
@@ -76,7 +76,7 @@ def test_get_spark_starts_a_jvm_that_loads_spark_from_the_archive_quietly(built,
     child = textwrap.dedent("""
         import logging, sys
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s %(message)s")
-        from dlq_pipeline.spark.session import get_spark
+        from dlq_pipeline.engine.session import get_spark
         spark = get_spark({"master": "local[1]", "format": "delta"})
         print(spark.range(3).count())
         print(spark.sparkContext.getConf().get("spark.driver.extraJavaOptions"))
@@ -101,7 +101,7 @@ def test_a_stale_archive_is_ignored_and_the_session_still_works(tmp_path):
     bogus = tmp_path / "stale.jsa"
     bogus.write_bytes(b"\0" * 4096)
     child = textwrap.dedent(f"""
-        from dlq_pipeline.spark.session import get_spark
+        from dlq_pipeline.engine.session import get_spark
         spark = get_spark({{"master": "local[1]", "class_archive": {str(bogus)!r}}})
         print(spark.range(5).count())
     """)

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from dlq_pipeline.formats.structures import DeadLetterHeader, decode_dlh, encode_dlh, to_columns
+from dlq_pipeline.mq.structures import DeadLetterHeader, decode_dlh, encode_dlh, to_columns
 from dlq_pipeline.rules.matcher import decide, rule_matches
 from dlq_pipeline.rules.model import PATTERN_FIELDS, Decision, Rule, RulesTable
-from dlq_pipeline.spark.compiler import DECISION_COLUMNS, classify_columns
+from dlq_pipeline.rules.spark import DECISION_COLUMNS, classify_columns
 from tests.profiles import examples
 
 pytestmark = pytest.mark.spark
@@ -67,7 +67,7 @@ def random_text(rnd: random.Random, max_len: int, wildcards: bool, chars: str = 
 @cache
 def ebcdic_chars(ccsid: int) -> str:
     """The test characters that code page ``ccsid`` can hold."""
-    from dlq_pipeline.formats.codepages import encode
+    from dlq_pipeline.mq.codepages import encode
 
     def encodable(c: str) -> bool:
         try:

@@ -228,8 +228,8 @@ import json, sys
 from pyspark.sql import SparkSession
 spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
 from dlq_pipeline.dumps.plan import plan_work
-from dlq_pipeline.spark import jvm_reader
-from dlq_pipeline.spark.ingest import jvm_items, scan
+from dlq_pipeline.engine import jvm_reader
+from dlq_pipeline.ingest.spark import jvm_items, scan
 items = plan_work([sys.argv[2]], 20_000)
 jvm = jvm_items(spark, items)
 rows = scan(spark, items, jvm=jvm).groupBy("rec").count().collect()

@@ -18,16 +18,16 @@ from pyspark.sql import Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, TimestampType
 
-from dlq_pipeline import tables as schemas
 from dlq_pipeline.cli import cli
 from dlq_pipeline.config import load_config
+from dlq_pipeline.config.settings import RunSettings, StorageSettings
 from dlq_pipeline.dumps.generator import write_generated
+from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.rules.parser import load_rules
-from dlq_pipeline.settings import RunSettings, StorageSettings
-from dlq_pipeline.spark import storage as storage_module
-from dlq_pipeline.spark.run import run_pipeline
-from dlq_pipeline.spark.schemas import conform, table_schema
-from dlq_pipeline.spark.storage import StorageError, open_storage
+from dlq_pipeline.warehouse import storage as storage_module
+from dlq_pipeline.warehouse import tables as schemas
+from dlq_pipeline.warehouse.schemas import conform, table_schema
+from dlq_pipeline.warehouse.storage import StorageError, open_storage
 
 from ..conftest import REPO, make_storage, require_delta, storage_settings
 
@@ -356,7 +356,7 @@ def test_without_the_jars_delta_is_a_configuration_error(tmp_path, dumps):
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "Delta Lake is not on the Spark classpath" in done.stderr
-    assert "python -m dlq_pipeline.spark.delta" in done.stderr
+    assert "python -m dlq_pipeline.warehouse.delta" in done.stderr
     assert not (tmp_path / "wh" / "messages").exists()
 
 
@@ -365,9 +365,9 @@ def test_a_messages_table_from_before_data_head_gets_the_column_and_decodes_alik
     next write adds the column (Delta refuses a write with a column the table lacks), and
     classify's input (`without_data`) has every row's head, the older rows' from `data`
     (decode and classify of a head: tests/spark/test_pipeline.py)."""
-    from dlq_pipeline.formats.structures import dlh_head
-    from dlq_pipeline.spark.decode import without_data
-    from dlq_pipeline.spark.ingest import ingest
+    from dlq_pipeline.ingest.spark import ingest
+    from dlq_pipeline.mq.spark import without_data
+    from dlq_pipeline.mq.structures import dlh_head
 
     parquet = make_storage(spark, "parquet", tmp_path / "parquet")
     ingest(spark, parquet, dumps, run_id="land")

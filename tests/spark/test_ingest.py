@@ -16,20 +16,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
+from dlq_pipeline.config.settings import IngestSettings
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
 from dlq_pipeline.dumps.dmpmqmsg import read_dump, read_dump_info, write_dump
 from dlq_pipeline.dumps.generator import generate_messages
 from dlq_pipeline.dumps.plan import plan_work
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import expand_paths
-from dlq_pipeline.formats.mqmd import MQMD, bytes_to_text
-from dlq_pipeline.formats.structures import dlh_head
-from dlq_pipeline.identity import data_digest, message_key
-from dlq_pipeline.paths import local_path as _local
-from dlq_pipeline.settings import IngestSettings
-from dlq_pipeline.spark.ingest import ingest, land, rows_to_leave_out, scan, skipped_rows
-from dlq_pipeline.spark.schemas import table_schema
-from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.ingest.spark import ingest, land, rows_to_leave_out, scan, skipped_rows
+from dlq_pipeline.mq.mqmd import MQMD, bytes_to_text
+from dlq_pipeline.mq.structures import dlh_head
+from dlq_pipeline.runtime.paths import local_path as _local
+from dlq_pipeline.warehouse.identity import data_digest, message_key
+from dlq_pipeline.warehouse.schemas import table_schema
+from dlq_pipeline.warehouse.storage import Storage
 from tests.conftest import make_storage
 from tests.profiles import examples
 from tests.spark.test_storage import assert_same_rows, expected_struct
@@ -385,8 +385,8 @@ def test_ingest_stores_each_key_once_when_landings_overlap(
     (a larger one), when there are too many to broadcast and whole rows are deduplicated,
     and when a message counts as large (the read cached again on disk, the table written
     uncompressed)."""
-    import dlq_pipeline.spark.ingest as ingest_module
-    from dlq_pipeline.spark import large_messages
+    import dlq_pipeline.ingest.spark as ingest_module
+    from dlq_pipeline.engine import large_messages
 
     monkeypatch.setattr(ingest_module, "KEYS_WITH_SUMMARY_BYTES", keys_limit)
     monkeypatch.setattr(ingest_module, "SKIP_BROADCAST_ROWS", broadcast_limit)
@@ -450,8 +450,8 @@ def test_a_large_message_landing_sizes_its_row_groups_after_every_row(spark, tmp
 
     import pyarrow.parquet as pq
 
-    import dlq_pipeline.spark.ingest as ingest_module
-    from dlq_pipeline.spark import large_messages
+    import dlq_pipeline.ingest.spark as ingest_module
+    from dlq_pipeline.engine import large_messages
 
     size = 96 * 1024
     monkeypatch.setattr(large_messages, "LARGE_MESSAGE_BYTES", size)
@@ -484,7 +484,7 @@ def test_messages_are_stored_with_a_dictionary_only_for_the_columns_that_repeat(
 
     import pyarrow.parquet as pq
 
-    from dlq_pipeline.spark.storage import UNIQUE_MESSAGE_COLUMNS
+    from dlq_pipeline.warehouse.storage import UNIQUE_MESSAGE_COLUMNS
 
     body = bytes(range(256)) * 8
     generated = [dataclasses.replace(m, data=body) for m in generate_messages(40, seed=6, max_size=2048)]
@@ -513,7 +513,7 @@ def test_a_landing_too_large_for_every_task_slot_is_written_by_as_many_tasks_as_
 ):
     """Messages too large for every task slot to hold one (`large_message_tasks`, here one)
     are written by that many tasks: six byte ranges read, one file written, the same rows."""
-    from dlq_pipeline.spark import large_messages
+    from dlq_pipeline.engine import large_messages
 
     asked = []
     monkeypatch.setattr(large_messages, "LARGE_MESSAGE_BYTES", 1)
@@ -577,7 +577,7 @@ def test_a_listing_cut_inside_its_dead_letter_header_shows_the_fields_that_are_t
     """133 of 184 bytes (MQSeries 5 listing copied into a mail): the MQDLH is cut at byte
     133, so it is unusable (too_short) and the message IGNOREd as it always was, but the
     decode columns show Reason, the destination and what else is all there, for triage."""
-    from dlq_pipeline.spark.decode import decode_headers
+    from dlq_pipeline.mq.spark import decode_headers
 
     path = REPO / "tests" / "fixtures" / "amqsbcg-field-mqseries5-mail.txt"
     messages, quarantine = land(spark, [str(path)], run_id=RUN, landed_at=LANDED)

@@ -1,5 +1,5 @@
-"""The JVM reader (`dlq_pipeline.spark.jvm_reader`, the Java data source in
-``dlq_pipeline/spark/jvm/``) gives the Python reader's rows, or leaves the work item to it.
+"""The JVM reader (`dlq_pipeline.engine.jvm_reader`, the Java data source in
+``dlq_pipeline/engine/jvm/``) gives the Python reader's rows, or leaves the work item to it.
 
 The oracle is the Python reader (`ingest.read_item`, the rows `scan` hands Spark from a
 Python worker): every work item the JVM reader reads to its end must hold exactly the rows
@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
+from dlq_pipeline.config.settings import MQ_MAX_MESSAGE_BYTES, IngestSettings
 from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, write_dump
 from dlq_pipeline.dumps.generator import generate_messages, write_generated
 from dlq_pipeline.dumps.plan import plan_work
-from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES, IngestSettings
-from dlq_pipeline.spark import jvm_reader
-from dlq_pipeline.spark.ingest import RAW_SCHEMA, ingest, jvm_items, land, read_item, scan
+from dlq_pipeline.engine import jvm_reader
+from dlq_pipeline.ingest.spark import RAW_SCHEMA, ingest, jvm_items, land, read_item, scan
 from tests.conftest import make_storage
 from tests.spark.test_ingest import corrupt_text
 from tests.spark.test_storage import assert_same_rows
@@ -44,7 +44,7 @@ def jvm(spark):
     if not jvm_reader.available(spark):
         pytest.fail(
             "the JVM reader is not on the test session: build it with `make jvm-reader` "
-            "(python -m dlq_pipeline.spark.jvm_reader)"
+            "(python -m dlq_pipeline.engine.jvm_reader)"
         )
     return spark
 

@@ -24,7 +24,7 @@ from benchmarks.common import run_child
 from benchmarks.data import large_messages_dump
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.dumps.sources import read_source
-from dlq_pipeline.spark.large_messages import LARGE_MESSAGE_BYTES
+from dlq_pipeline.engine.large_messages import LARGE_MESSAGE_BYTES
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -1,4 +1,4 @@
-"""The writer lease of a Delta warehouse (`dlq_pipeline.spark.lease`): claimed when free,
+"""The writer lease of a Delta warehouse (`dlq_pipeline.warehouse.lease`): claimed when free,
 refused (naming the holder) while another holds it, renewed, taken over once expired or
 once its holder's file lock is seen released, released at the end; concurrent claims have
 one winner; a holder that lost it is fenced (driver check, tasks' fence file, fenced commits)."""
@@ -13,11 +13,10 @@ import threading
 
 import pytest
 
-from dlq_pipeline.clock import iso_z, utc_now
-from dlq_pipeline.locks import WarehouseLocked
-from dlq_pipeline.settings import StorageSettings
-from dlq_pipeline.spark import lease as lease_module
-from dlq_pipeline.spark.lease import (
+from dlq_pipeline.config.settings import StorageSettings
+from dlq_pipeline.runtime.clock import iso_z, utc_now
+from dlq_pipeline.warehouse import lease as lease_module
+from dlq_pipeline.warehouse.lease import (
     Holder,
     Lease,
     LeaseFence,
@@ -30,7 +29,8 @@ from dlq_pipeline.spark.lease import (
     may_take,
     writer_lease,
 )
-from dlq_pipeline.spark.storage import open_storage
+from dlq_pipeline.warehouse.locks import WarehouseLocked
+from dlq_pipeline.warehouse.storage import open_storage
 
 from ..conftest import make_storage, require_delta, storage_settings
 
@@ -78,7 +78,7 @@ def test_who_may_take_the_lease():
 def test_a_lost_lease_is_found_in_the_error_a_task_sends_back():
     inner = RuntimeError(
         "Py4JJavaError: ... org.apache.spark.api.python.PythonException: Traceback ...\n"
-        "dlq_pipeline.spark.lease.LeaseLost: the writer lease 1a2b ran out at 2026-03-01T12:00:00Z\n"
+        "dlq_pipeline.warehouse.lease.LeaseLost: the writer lease 1a2b ran out at 2026-03-01T12:00:00Z\n"
         "  at ..."
     )
     outer = RuntimeError("replay failed")

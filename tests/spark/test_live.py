@@ -10,12 +10,12 @@ import pytest
 
 from dlq_pipeline.dumps.dmpmqmsg import write_dump
 from dlq_pipeline.dumps.generator import generate_messages
-from dlq_pipeline.identity import data_digest, message_key
-from dlq_pipeline.live import LiveError, QueueLock, QueueLocked, live_queue, lock_path
+from dlq_pipeline.ingest.spark import ingest
+from dlq_pipeline.live.loops import LiveError, QueueLock, QueueLocked, live_queue, lock_path
+from dlq_pipeline.live.spark import drain, settle
 from dlq_pipeline.mq.sim import SimQueueManager
-from dlq_pipeline.spark.ingest import ingest
-from dlq_pipeline.spark.live import drain, settle
-from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.warehouse.identity import data_digest, message_key
+from dlq_pipeline.warehouse.storage import Storage
 from tests.spark.replay_retry_job import NOW, dead_letter, frame
 
 pytestmark = pytest.mark.spark

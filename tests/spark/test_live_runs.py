@@ -18,18 +18,18 @@ import pytest
 from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
-from dlq_pipeline.clock import utc_now
 from dlq_pipeline.config import load_config
-from dlq_pipeline.formats.mqmd import MQMD
-from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
-from dlq_pipeline.identity import data_digest, message_key
+from dlq_pipeline.config.settings import RunSettings
+from dlq_pipeline.mq.mqmd import MQMD
 from dlq_pipeline.mq.sim import SimQueueManager
+from dlq_pipeline.mq.structures import DeadLetterHeader, encode_dlh
+from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.settings import RunSettings
-from dlq_pipeline.spark.run import run_pipeline
-from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.runtime.clock import utc_now
+from dlq_pipeline.warehouse.identity import data_digest, message_key
+from dlq_pipeline.warehouse.storage import Storage
 from tests.spark.test_live import seed_queue
 
 pytestmark = pytest.mark.spark

@@ -16,19 +16,19 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.cli import cli
 from dlq_pipeline.config import load_config
+from dlq_pipeline.config.settings import RunSettings, StorageSettings
 from dlq_pipeline.dumps.dmpmqmsg import read_dump, write_dump
-from dlq_pipeline.formats.mqmd import MQMD, bytes_to_text
-from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
 from dlq_pipeline.mq.client import md_fields
+from dlq_pipeline.mq.mqmd import MQMD, bytes_to_text
 from dlq_pipeline.mq.sim import SimQueueManager
+from dlq_pipeline.mq.structures import DeadLetterHeader, encode_dlh
+from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import LOCAL_QMGR_DIR
 from dlq_pipeline.rules.model import Decision
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.whatif import OUTPUT_KEYS
-from dlq_pipeline.settings import RunSettings, StorageSettings
-from dlq_pipeline.spark.run import run_pipeline
-from dlq_pipeline.spark.storage import open_storage
+from dlq_pipeline.warehouse.storage import open_storage
 
 pytestmark = pytest.mark.spark
 

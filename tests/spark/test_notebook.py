@@ -10,10 +10,10 @@ import pytest
 from nbclient import NotebookClient
 
 from dlq_pipeline.config import load_config
+from dlq_pipeline.config.settings import RunSettings
 from dlq_pipeline.dumps.generator import STORMS, write_generated
+from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.rules.parser import load_rules
-from dlq_pipeline.settings import RunSettings
-from dlq_pipeline.spark.run import run_pipeline
 
 from ..conftest import REPO
 

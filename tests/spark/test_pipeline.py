@@ -12,17 +12,17 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.dumps.generator import generate_messages, write_generated
 from dlq_pipeline.dumps.sources import read_source
-from dlq_pipeline.formats.structures import chain_possible, decode_dlh, dlh_head, to_columns
-from dlq_pipeline.identity import data_digest, message_key
+from dlq_pipeline.ingest.spark import ingest
+from dlq_pipeline.mq.spark import chain_possible_sql, decode_headers, decoded_struct, head_sql, without_data
+from dlq_pipeline.mq.structures import chain_possible, decode_dlh, dlh_head, to_columns
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules
+from dlq_pipeline.rules.spark import DecisionCounts, classify, decide_pending, decision_counts
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.spark.classify import DecisionCounts, classify, decide_pending, decision_counts
-from dlq_pipeline.spark.decode import chain_possible_sql, decode_headers, decoded_struct, head_sql, without_data
-from dlq_pipeline.spark.ingest import ingest
-from dlq_pipeline.spark.ledger import message_states, pending_with_attempts
-from dlq_pipeline.spark.schemas import table_schema
-from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.warehouse.identity import data_digest, message_key
+from dlq_pipeline.warehouse.ledger import message_states, pending_with_attempts
+from dlq_pipeline.warehouse.schemas import table_schema
+from dlq_pipeline.warehouse.storage import Storage
 
 from ..conftest import REPO
 
@@ -34,8 +34,8 @@ def _chained_rows() -> list[tuple[bytes, int, int, str]]:
     """Header chains the generator makes rarely: z/OS (big-endian EBCDIC) and Linux MQDLHs
     followed by an MQXQH, an MQRFH2 or a nested MQDLH, and a Format naming a header that
     is not there."""
-    from dlq_pipeline.formats.mqmd import MQMD
-    from dlq_pipeline.formats.structures import (
+    from dlq_pipeline.mq.mqmd import MQMD
+    from dlq_pipeline.mq.structures import (
         DeadLetterHeader,
         RulesFormattingHeader2,
         TransmissionQueueHeader,
@@ -349,7 +349,7 @@ def test_decode_and_choice_in_one_udf_decide_as_decode_then_classify(spark, land
     table and random tables made of the messages' own values, with attempts in the ledger
     (cumulative RETRY) and header chains, z/OS and truncated messages among them."""
     from dlq_pipeline.rules.model import PATTERN_FIELDS, RulesTable
-    from dlq_pipeline.spark.classify import classify_pending
+    from dlq_pipeline.rules.spark import classify_pending
 
     storage, _originals = landed
     stored = storage.read("messages")

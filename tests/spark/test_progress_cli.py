@@ -10,10 +10,10 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from dlq_pipeline import logs
 from dlq_pipeline.cli import cli
 from dlq_pipeline.dumps.generator import generate
 from dlq_pipeline.mq.sim import SimQueueManager
+from dlq_pipeline.runtime import logs
 
 pytestmark = pytest.mark.spark
 COUNT = 30

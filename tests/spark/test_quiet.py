@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dlq_pipeline.dumps.generator import write_generated
-from dlq_pipeline.spark.session import jvm_line_level
+from dlq_pipeline.engine.session import jvm_line_level
 
 pytestmark = pytest.mark.spark
 

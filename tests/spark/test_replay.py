@@ -15,16 +15,16 @@ import pytest
 from pyspark.sql import functions as F
 
 from dlq_pipeline.config import load_config
+from dlq_pipeline.config.settings import MQ_MAX_MESSAGE_BYTES, ReplaySettings, StorageSettings
 from dlq_pipeline.dumps.dmpmqmsg import read_dump
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.replay.placement import place_queues, slot_values
 from dlq_pipeline.replay.rebuild import rebuild
+from dlq_pipeline.replay.spark import replay
 from dlq_pipeline.replay.targets import TargetError, local_warehouse
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
 from dlq_pipeline.rules.model import Decision
-from dlq_pipeline.settings import MQ_MAX_MESSAGE_BYTES, ReplaySettings, StorageSettings
-from dlq_pipeline.spark.replay import replay
-from dlq_pipeline.spark.storage import open_storage
+from dlq_pipeline.warehouse.storage import open_storage
 from tests.conftest import storage_settings
 from tests.spark.replay_retry_job import NOW, dead_letter, decision_row, frame, message_row
 
@@ -55,7 +55,7 @@ def setup(spark, warehouse: Path, decisions: list[dict], *, truncated=(), kind="
 def test_every_decision_gets_one_ledger_row_and_the_qm_gets_each_message_once(spark, tmp_path, monkeypatch, counted):
     """Decisions counted (as `run` has them) and as many as `BROADCAST_DECISIONS` says are
     broadcast into the join: the same rows."""
-    import dlq_pipeline.spark.replay as replay_module
+    import dlq_pipeline.replay.spark as replay_module
 
     monkeypatch.setattr(replay_module, "BROADCAST_DECISIONS", (1, 10))
     run = "RUN-A"
@@ -140,7 +140,7 @@ def test_broadcast_decisions_give_the_work_items_of_the_join(spark, tmp_path, mo
     """Decisions broadcast to the messages' scan (inner join + the decisions without a
     message) give the left join's work items: the same rows, in the same partitions, in the
     same order, with a checkpoint's keys left out."""
-    import dlq_pipeline.spark.replay as replay_module
+    import dlq_pipeline.replay.spark as replay_module
 
     run = "RUN-B"
     actions = ["RETRY", "FWD", "DISCARD", "IGNORE", "RETRY"]
@@ -219,7 +219,7 @@ def test_dir_target_through_spark(spark, tmp_path):
 def test_largest_put_is_the_largest_message_a_put_decision_ships(spark, tmp_path, monkeypatch):
     """Only messages put by these decisions count: a larger one discarded, or stored but not
     decided on, does not cap replay's tasks; none large gives 0 (one job, no lookup)."""
-    import dlq_pipeline.spark.replay as replay_module
+    import dlq_pipeline.replay.spark as replay_module
 
     run = "RUN-L"
     actions = ["RETRY", "DISCARD", "FWD", "RETRY", "IGNORE"]
@@ -241,7 +241,7 @@ def test_messages_replayed_in_pieces_give_the_same_files_and_ledger(spark, tmp_p
     """Where the heap cannot hold the messages to put whole in every task slot, replay's
     join, shuffle and sorts carry them in pieces (here of 7 bytes), which each task joins
     again: what replay puts and records is what it does with whole rows."""
-    import dlq_pipeline.spark.replay as replay_module
+    import dlq_pipeline.replay.spark as replay_module
 
     monkeypatch.setattr(replay_module, "PIECE_BYTES", 7)
     got = {}
@@ -303,7 +303,7 @@ def test_messages_replayed_in_pieces_give_the_same_files_and_ledger(spark, tmp_p
 def test_pieces_of_every_size_join_back_to_the_message(spark, monkeypatch):
     """`pieces` cuts each message's data (empty, null, shorter than a piece, an exact
     multiple, one byte over) into ordered rows; `whole_messages` makes the rows of before."""
-    import dlq_pipeline.spark.replay as replay_module
+    import dlq_pipeline.replay.spark as replay_module
 
     monkeypatch.setattr(replay_module, "PIECE_BYTES", 4)
     datas = [b"", None, b"abc", b"abcd", b"abcdefgh", b"abcdefghi", bytes(range(256)) * 3]

@@ -11,12 +11,12 @@ from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
 from dlq_pipeline.config import load_config
+from dlq_pipeline.config.settings import RunSettings, StorageSettings
 from dlq_pipeline.dumps.generator import HUB_QMGR, STORMS, generate, write_generated
+from dlq_pipeline.pipeline import run_pipeline
+from dlq_pipeline.report.spark import SCOPES, build_report
 from dlq_pipeline.rules.parser import load_rules
-from dlq_pipeline.settings import RunSettings, StorageSettings
-from dlq_pipeline.spark.report import SCOPES, build_report
-from dlq_pipeline.spark.run import run_pipeline
-from dlq_pipeline.spark.storage import open_storage
+from dlq_pipeline.warehouse.storage import open_storage
 
 from ..conftest import REPO
 

@@ -14,14 +14,14 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.cli import cli
 from dlq_pipeline.config import load_config
+from dlq_pipeline.config.settings import RunSettings, StorageSettings
 from dlq_pipeline.dumps.generator import write_generated
+from dlq_pipeline.mq.spark import decode_headers
+from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.rules.parser import parse_rules
+from dlq_pipeline.rules.spark import classify
 from dlq_pipeline.rules.whatif import OUTPUT_KEYS
-from dlq_pipeline.settings import RunSettings, StorageSettings
-from dlq_pipeline.spark.classify import classify
-from dlq_pipeline.spark.decode import decode_headers
-from dlq_pipeline.spark.run import run_pipeline
-from dlq_pipeline.spark.storage import open_storage
+from dlq_pipeline.warehouse.storage import open_storage
 
 from ..conftest import REPO
 

@@ -12,12 +12,12 @@ import os
 import pytest
 
 from benchmarks.common import StageJobs
+from dlq_pipeline.config.settings import IngestSettings, RunSettings, StorageSettings
 from dlq_pipeline.dumps.generator import write_generated
+from dlq_pipeline.engine.workers import start_python_workers
+from dlq_pipeline.pipeline import run_pipeline
+from dlq_pipeline.replay.spark import heap_short_for_mq_messages
 from dlq_pipeline.rules.parser import load_rules
-from dlq_pipeline.settings import IngestSettings, RunSettings, StorageSettings
-from dlq_pipeline.spark.replay import heap_short_for_mq_messages
-from dlq_pipeline.spark.run import run_pipeline
-from dlq_pipeline.spark.workers import start_python_workers
 
 from ..conftest import REPO
 
@@ -35,7 +35,7 @@ def lookup_jobs(spark) -> int:
 @pytest.fixture(autouse=True)
 def python_workers_up(spark):
     """The session's Python workers started: a session's first classify starts them with a job
-    of its own (`spark.workers`, tests/spark/test_workers.py), once per SparkContext, so which
+    of its own (`engine.workers`, tests/spark/test_workers.py), once per SparkContext, so which
     test here ran first would change its count."""
     started = start_python_workers(spark)
     if started is not None:
@@ -73,7 +73,7 @@ def test_placing_queues_by_size_costs_one_aggregation(spark, tmp_path):
     """replay.connections_per_qmgr > 1 places queues by their puts, which replay counts in one
     aggregation of the cached decisions (two jobs): the run's own counts are observed by the
     decisions write, and cannot hold the puts per queue (an open set)."""
-    from dlq_pipeline.settings import ReplaySettings
+    from dlq_pipeline.config.settings import ReplaySettings
 
     dumps = [str(p) for p in write_generated(tmp_path / "dumps", 200, seed=5, files=2, max_size=8 * 1024)]
     settings = RunSettings(
@@ -114,7 +114,7 @@ def test_a_run_whose_decisions_are_broadcast_puts_and_records_the_same(spark, tm
     """A run of as many decisions as `replay.BROADCAST_DECISIONS` says (here every run) joins
     them to the messages' scan as a broadcast: one shuffle of the bodies fewer, the same
     files and ledger as the left join's run."""
-    import dlq_pipeline.spark.replay as replay_module
+    import dlq_pipeline.replay.spark as replay_module
     from dlq_pipeline.dumps.dmpmqmsg import read_dump
 
     dumps = [str(p) for p in write_generated(tmp_path / "dumps", 200, seed=5, files=2, max_size=8 * 1024)]

@@ -8,9 +8,8 @@ import sys
 import pytest
 
 from dlq_pipeline.config import defaults
-from dlq_pipeline.spark import session as session_module
-from dlq_pipeline.spark.delta import JARS_ENV, DeltaJarsError, cached_jars, jar_dir, package_for, spark_provided
-from dlq_pipeline.spark.session import (
+from dlq_pipeline.engine import session as session_module
+from dlq_pipeline.engine.session import (
     BASE_CONF,
     DELTA_CATALOG,
     DELTA_EXTENSION,
@@ -22,6 +21,7 @@ from dlq_pipeline.spark.session import (
     remote_url,
     session_conf,
 )
+from dlq_pipeline.warehouse.delta import JARS_ENV, DeltaJarsError, cached_jars, jar_dir, package_for, spark_provided
 
 
 def test_get_spark_returns_the_active_session(spark):
@@ -277,7 +277,7 @@ def test_a_connect_session_gets_the_url_and_runtime_sql_settings_only(monkeypatc
 def test_tasks_that_fit_asks_the_session_s_executors(spark):
     """The suite's local session: one executor whose managed memory (well under 1 TB) holds
     one task of 1 TB, not two; a task of one byte fits every slot."""
-    from dlq_pipeline.spark.session import storage_memory_bytes, tasks_that_fit
+    from dlq_pipeline.engine.session import storage_memory_bytes, tasks_that_fit
 
     slots = spark.sparkContext.defaultParallelism
     assert slots > 1 and 0 < storage_memory_bytes(spark) < 2**40

@@ -17,11 +17,11 @@ from pyspark.sql import Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType, _parse_datatype_string
 
-from dlq_pipeline import tables as schemas
-from dlq_pipeline.spark import schemas as spark_schemas
-from dlq_pipeline.spark.schemas import conform, render_tables_md, table_schema
-from dlq_pipeline.spark.storage import Storage, StorageError
-from dlq_pipeline.tables import SchemaError, table_key
+from dlq_pipeline.warehouse import schemas as spark_schemas
+from dlq_pipeline.warehouse import tables as schemas
+from dlq_pipeline.warehouse.schemas import conform, render_tables_md, table_schema
+from dlq_pipeline.warehouse.storage import Storage, StorageError
+from dlq_pipeline.warehouse.tables import SchemaError, table_key
 
 from ..conftest import make_storage
 
@@ -238,7 +238,7 @@ def test_conform_gives_every_shape_of_input_the_table_s_schema_and_values(spark,
 def test_a_column_name_with_quotes_and_backslashes_is_conformed_and_named_in_the_null_error(spark):
     from pyspark.sql.types import StringType, StructField
 
-    from dlq_pipeline.spark.schemas import _column_sql
+    from dlq_pipeline.warehouse.schemas import _column_sql
 
     name = "it's a \\ `name`"
     df = spark.range(1).select(F.lit(None).cast("string").alias(name))
@@ -404,9 +404,9 @@ def test_bad_run_ids_cannot_escape_the_runs_directory(spark, warehouse):
 
 def test_configuration_errors(spark, warehouse, monkeypatch):
     monkeypatch.delenv("DATABRICKS_RUNTIME_VERSION", raising=False)
-    monkeypatch.setattr("dlq_pipeline.spark.storage.delta_available", lambda s: False)  # a session without the jars
+    monkeypatch.setattr("dlq_pipeline.warehouse.storage.delta_available", lambda s: False)  # a session without the jars
     with pytest.raises(
-        StorageError, match="needs Delta Lake on the Spark classpath.*python -m dlq_pipeline.spark.delta"
+        StorageError, match="needs Delta Lake on the Spark classpath.*python -m dlq_pipeline.warehouse.delta"
     ):
         Storage(spark, format="delta", path=str(warehouse))
     with pytest.raises(StorageError, match="must be one of parquet, delta"):

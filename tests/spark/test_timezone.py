@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from dlq_pipeline.clock import from_epoch_micros, iso_z
-from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.runtime.clock import from_epoch_micros, iso_z
+from dlq_pipeline.warehouse.storage import Storage
 from tests.spark.tz_job import COUNT
 
 pytestmark = pytest.mark.spark

@@ -8,17 +8,17 @@ from collections import Counter
 import pytest
 
 from dlq_pipeline.config import load_config
+from dlq_pipeline.config.settings import RunSettings
 from dlq_pipeline.dumps.dmpmqmsg import read_dump
 from dlq_pipeline.dumps.generator import write_generated
-from dlq_pipeline.formats.structures import decode_dlh
-from dlq_pipeline.identity import data_digest, message_key
+from dlq_pipeline.mq.structures import decode_dlh
+from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules, parse_rules
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.settings import RunSettings
-from dlq_pipeline.spark import triage
-from dlq_pipeline.spark.run import run_pipeline
-from dlq_pipeline.triage import body_preview
+from dlq_pipeline.triage.charts import body_preview
+from dlq_pipeline.triage import spark as triage
+from dlq_pipeline.warehouse.identity import data_digest, message_key
 
 from ..conftest import REPO
 

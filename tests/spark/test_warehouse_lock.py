@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
 from dlq_pipeline.mq.sim import SimQueueManager
-from dlq_pipeline.spark.storage import Storage
+from dlq_pipeline.warehouse.storage import Storage
 from tests.spark.replay_retry_job import dead_letter
 from tests.unit.test_locks import hold, kill
 

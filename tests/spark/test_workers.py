@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from dlq_pipeline.spark import workers
+from dlq_pipeline.engine import workers
 
 pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]

@@ -32,11 +32,11 @@ COUNT = 3
 
 def pipeline(spark, root: Path) -> dict:
     from dlq_pipeline.config import load_config
+    from dlq_pipeline.config.settings import RunSettings
     from dlq_pipeline.dumps.dmpmqmsg import write_dump
     from dlq_pipeline.mq.sim import SimQueueManager
+    from dlq_pipeline.pipeline import run_pipeline
     from dlq_pipeline.rules.parser import load_rules
-    from dlq_pipeline.settings import RunSettings
-    from dlq_pipeline.spark.run import run_pipeline
     from tests.spark.replay_retry_job import dead_letter
 
     wh = root / "wh"
@@ -72,7 +72,7 @@ def pipeline(spark, root: Path) -> dict:
 
 
 def main(workdir: str, result_path: str) -> None:
-    from dlq_pipeline.spark.session import get_spark
+    from dlq_pipeline.engine.session import get_spark
 
     spark = get_spark({"master": "local[1]", "app_name": "dlq-pipeline-tz"})
     result = {

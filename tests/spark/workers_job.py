@@ -18,8 +18,8 @@ import pyarrow as pa  # module level: the UDF's type hints name it
 def main(result: Path) -> None:
     from pyspark.sql import functions as F
 
-    from dlq_pipeline.spark.session import get_spark
-    from dlq_pipeline.spark.workers import TASK_MODULES, start_python_workers
+    from dlq_pipeline.engine.session import get_spark
+    from dlq_pipeline.engine.workers import TASK_MODULES, start_python_workers
 
     spark = get_spark({"master": "local[2]", "app_name": "workers-test"})
     started = start_python_workers(spark)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dlq_pipeline.advice import advise
+from dlq_pipeline.report.advice import advise
 
 BURST = {
     "start": "2026-10-09T10:00:00Z",

@@ -19,8 +19,8 @@ import pytest
 
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.dumps.sources import read_source, sniff
-from dlq_pipeline.formats.mqmd import MQMD
-from dlq_pipeline.formats.structures import DeadLetterHeader, decode_dlh
+from dlq_pipeline.mq.mqmd import MQMD
+from dlq_pipeline.mq.structures import DeadLetterHeader, decode_dlh
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.whatif import decide_message
 from tests.unit.test_amqsbcg import Browsed, listing, read_listing

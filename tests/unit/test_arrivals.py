@@ -7,7 +7,7 @@ import datetime as dt
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dlq_pipeline.arrivals import MIN_BURST, RULE, bucket_width, threshold, timeline
+from dlq_pipeline.report.arrivals import MIN_BURST, RULE, bucket_width, threshold, timeline
 
 T0 = dt.datetime(2026, 10, 1, tzinfo=dt.UTC)
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from dlq_pipeline.cli import cli
 from dlq_pipeline.cli import pipeline as pipeline_cli
 from dlq_pipeline.cli.common import out_of_memory
-from dlq_pipeline.locks import WarehouseLock
+from dlq_pipeline.warehouse.locks import WarehouseLock
 
 REPO = Path(__file__).resolve().parents[2]
 STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
@@ -41,12 +41,12 @@ def test_out_of_memory_is_found_in_the_exception_or_what_it_came_from():
 
 
 def test_an_out_of_memory_run_is_one_error_line_naming_the_setting(tmp_path, monkeypatch):
-    import dlq_pipeline.spark.run as spark_run
+    import dlq_pipeline.pipeline as spark_run
 
     def run_pipeline(*args, **kwargs):
         raise FakePy4JJavaError(JAVA_TEXT)
 
-    started = []  # what the session was told the run reads (its JIT: dlq_pipeline.spark.session.quick_jit)
+    started = []  # what the session was told the run reads (its JIT: dlq_pipeline.engine.session.quick_jit)
     monkeypatch.setattr(
         pipeline_cli, "start_spark", lambda config, classic_for="", inputs=None: started.append(inputs) or object()
     )

@@ -8,7 +8,7 @@ import datetime as dt
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dlq_pipeline.clock import UTC, epoch_micros, from_epoch_micros
+from dlq_pipeline.runtime.clock import UTC, epoch_micros, from_epoch_micros
 
 micros = st.integers(min_value=-30_610_224_000 * 10**6, max_value=221_845_392_000 * 10**6)  # years 1000-9000
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlq_pipeline.formats import codepages
-from dlq_pipeline.formats.codepages import INVARIANT, KNOWN_CCSIDS, decode, encode, table
+from dlq_pipeline.mq import codepages
+from dlq_pipeline.mq.codepages import INVARIANT, KNOWN_CCSIDS, decode, encode, table
 from tests.profiles import examples
 
 REPO = Path(__file__).resolve().parents[2]

@@ -122,7 +122,7 @@ def test_every_option_is_documented():
 
 
 def test_lease_settings_are_checked_and_reach_the_storage_settings():
-    from dlq_pipeline.settings import StorageSettings
+    from dlq_pipeline.config.settings import StorageSettings
 
     with pytest.raises(ConfigError) as bad:
         load_config(overrides={"storage": {"lease_seconds": 2, "lease_wait": -1}})
@@ -137,7 +137,7 @@ def test_lease_settings_are_checked_and_reach_the_storage_settings():
 
 
 def test_dir_mode_is_checked_and_reaches_the_replay_and_storage_settings():
-    from dlq_pipeline.settings import ReplaySettings, StorageSettings
+    from dlq_pipeline.config.settings import ReplaySettings, StorageSettings
 
     assert ReplaySettings.from_config(load_config()).dir_mode == 0o600  # today's owner-only files by default
     assert ReplaySettings.from_config(load_config(overrides={"replay": {"dir_mode": "0640"}})).dir_mode == 0o640
@@ -168,7 +168,7 @@ def test_dir_mode_is_checked_and_reaches_the_replay_and_storage_settings():
 
 
 def test_async_put_is_on_by_default_and_can_be_turned_off():
-    from dlq_pipeline.settings import ReplaySettings
+    from dlq_pipeline.config.settings import ReplaySettings
 
     assert ReplaySettings.from_config(load_config()).async_put is True
     assert ReplaySettings.from_config(load_config(overrides={"replay": {"async_put": False}})).async_put is False

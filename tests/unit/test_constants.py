@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlq_pipeline.formats import constants
-from dlq_pipeline.formats.constants import FAMILIES, lookup, name_of, reason_name, suggest
+from dlq_pipeline.mq import constants
+from dlq_pipeline.mq.constants import FAMILIES, lookup, name_of, reason_name, suggest
 from tests.profiles import examples
 
 REPO = Path(__file__).resolve().parents[2]

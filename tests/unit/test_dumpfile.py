@@ -25,7 +25,7 @@ from dlq_pipeline.dumps.dmpmqmsg import (
     write_dump,
 )
 from dlq_pipeline.dumps.records import DumpedMessage, DumpInfo, RecordError
-from dlq_pipeline.formats.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text, text_to_bytes
+from dlq_pipeline.mq.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text, text_to_bytes
 from tests.profiles import examples
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

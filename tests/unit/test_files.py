@@ -1,4 +1,4 @@
-"""dumps.files, the filesystem layer for inputs: URI mapping, the seekable stream adapter the
+"""fs, the filesystem layer for inputs: URI mapping, the seekable stream adapter the
 remote stores read through, and the error for an object store that cannot be reached (here
 without network: an endpoint on localhost that refuses). WebHDFS itself is tested against a
 real HDFS in tests/cluster."""
@@ -13,10 +13,10 @@ import pyarrow.fs as pafs
 import pytest
 
 from dlq_pipeline.dumps.dmpmqmsg import plan_splits, read_dump
-from dlq_pipeline.dumps.files import InputNotFound, InputUnreachable, _ArrowRaw, is_local, list_files, reading_url
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.dumps.plan import input_bytes, plan_work
 from dlq_pipeline.dumps.sources import expand_paths
+from dlq_pipeline.fs import InputNotFound, InputUnreachable, _ArrowRaw, is_local, list_files, reading_url
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""dumps.files, writing: the same behaviour on a local directory, on WebHDFS (an in-process
+"""fs, writing: the same behaviour on a local directory, on WebHDFS (an in-process
 fake, `webhdfs_fake`; tests/cluster runs the pipeline on a real HDFS) and on the object-store
 code path (pyarrow's filesystem over a local directory mounted as ``s3a://``, as no S3 server
 runs here): create-exclusive, atomic publish, never-replacing rename, listing, reading,
@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pytest
 
-from dlq_pipeline.dumps import files
+from dlq_pipeline import fs as files
 
 sys.path.insert(0, str(Path(__file__).parent))
 from webhdfs_fake import FakeWebHdfs  # noqa: E402

@@ -28,8 +28,8 @@ from dlq_pipeline.dumps.generator import (
     write_generated,
 )
 from dlq_pipeline.dumps.records import RecordError
-from dlq_pipeline.formats import codepages
-from dlq_pipeline.formats.structures import DLH_LENGTH, decode_dlh
+from dlq_pipeline.mq import codepages
+from dlq_pipeline.mq.structures import DLH_LENGTH, decode_dlh
 from tests.profiles import examples
 
 SMALL = 32 * 1024  # keeps samples fast; the size tests use the real default
@@ -378,9 +378,9 @@ def _arrival(g) -> dt.datetime:
 
 
 def test_storms_are_bursts_of_their_reason_on_their_queue_inside_their_window():
-    from dlq_pipeline.arrivals import timeline
     from dlq_pipeline.dumps.generator import STORMS
-    from dlq_pipeline.formats.constants import reason_name
+    from dlq_pipeline.mq.constants import reason_name
+    from dlq_pipeline.report.arrivals import timeline
 
     generated = list(generate(6000, seed=4, max_size=4096))
     start = DEFAULT_END - DEFAULT_SPAN

@@ -1,10 +1,10 @@
-"""How ingest caches its one read of the dumps (`spark.ingest.read_cache_level`)."""
+"""How ingest caches its one read of the dumps (`ingest.spark.read_cache_level`)."""
 
 from __future__ import annotations
 
 from pyspark import StorageLevel
 
-from dlq_pipeline.spark.ingest import MEMORY_CACHE_SHARE, read_cache_level
+from dlq_pipeline.ingest.spark import MEMORY_CACHE_SHARE, read_cache_level
 
 MB = 2**20
 
@@ -26,8 +26,8 @@ def test_unknown_storage_memory_keeps_the_memory_cache():
 def test_large_messages_run_in_as_many_tasks_as_the_managed_memory_holds():
     """`fitting_tasks`: 100 MB messages (6 copies a task) in a 2 GB heap's 1,049 MB run one
     task at a time in local[2]; a 4 GB heap holds three of its four; every slot fits: no cap."""
-    from dlq_pipeline.spark.large_messages import LARGE_MESSAGE_TASK_COPIES
-    from dlq_pipeline.spark.session import fitting_tasks
+    from dlq_pipeline.engine.large_messages import LARGE_MESSAGE_TASK_COPIES
+    from dlq_pipeline.engine.session import fitting_tasks
 
     task = LARGE_MESSAGE_TASK_COPIES * 100 * MB
     assert fitting_tasks(1, 1049 * MB, 2, task) == 1

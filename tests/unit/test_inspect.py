@@ -16,8 +16,8 @@ from dlq_pipeline.dumps.dmpmqmsg import read_dump
 from dlq_pipeline.dumps.generator import generate, write_generated
 from dlq_pipeline.dumps.inspect import describe, format_message, format_summary, summarize
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
-from dlq_pipeline.formats.mqmd import MQMD
-from dlq_pipeline.formats.structures import (
+from dlq_pipeline.mq.mqmd import MQMD
+from dlq_pipeline.mq.structures import (
     DeadLetterHeader,
     RulesFormattingHeader2,
     TransmissionQueueHeader,
@@ -694,7 +694,7 @@ def test_summary_equals_a_straightforward_recount():
             destinations[(d["dlh"]["dest_qmgr"], d["dlh"]["dest_q"])] += 1
         else:
             problems[d["dlh_problem"]] += 1
-    from dlq_pipeline.formats.constants import reason_name
+    from dlq_pipeline.mq.constants import reason_name
 
     assert summary == {
         "messages": 300,

@@ -87,7 +87,7 @@ def test_parse_setting_rejects(item):
 
 
 def test_what_spark_submit_was_given_wins_over_defaults_and_the_file():
-    from dlq_pipeline.spark.session import BASE_CONF, session_conf
+    from dlq_pipeline.engine.session import BASE_CONF, session_conf
 
     settings = {"master": "local[*]", "app_name": "dlq-pipeline", "spark_conf": {"spark.sql.shuffle.partitions": "8"}}
     launcher = {

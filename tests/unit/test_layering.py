@@ -1,12 +1,15 @@
 """The package's layering, read from the source with `ast` (nothing is imported):
 
-- only ``dlq_pipeline/spark/`` imports pyspark (or py4j, delta), at module level or inside a
-  function; the command-line edge (``dlq_pipeline/cli/``, ``dlq_pipeline/jobs.py``) may use
-  ``dlq_pipeline.spark.*``, but only inside the function of a command that runs Spark, so
-  ``inspect``, ``generate`` and ``rules`` start without Java; no other module outside
-  ``spark/`` imports ``dlq_pipeline.spark`` at all;
+- pyspark (or py4j, delta) is imported only where Spark is the point: the ``engine/`` and
+  ``warehouse/`` packages, ``pipeline.py`` (the run's sequencing), and each concept's
+  ``spark.py`` (``mq/spark.py``, ``ingest/spark.py``, ``rules/spark.py`` ...), at module
+  level or inside a function (imports for type checkers only do not count);
+- the command-line edge (``dlq_pipeline/cli/``, ``dlq_pipeline/jobs.py``) imports a module
+  that reaches pyspark only inside the function of a command that runs Spark, so
+  ``inspect``, ``generate`` and ``rules`` start without Java; no other module outside those
+  homes imports one at all;
 - only ``dlq_pipeline/mq/`` imports an MQ client library (ibmmq, pymqi);
-- only the edge (the command line, jobs) and ``dlq_pipeline/settings.py`` read the
+- only the edge (the command line, jobs) and ``dlq_pipeline/config/`` read the
   configuration: library code is given typed settings, never a ``Config``;
 - no module imports a private name (``_x``) from another module, nor reaches one through an
   imported module (``module._x``);
@@ -25,7 +28,21 @@ ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 SPARK_LIBRARIES = ("pyspark", "py4j", "delta")
 MQ_LIBRARIES = ("ibmmq", "pymqi")
 EDGE = ("dlq_pipeline.cli", "dlq_pipeline.jobs")
-CONFIG_READERS = EDGE + ("dlq_pipeline.config", "dlq_pipeline.settings")
+CONFIG_READERS = (*EDGE, "dlq_pipeline.config")
+SPARK_PACKAGES = ("dlq_pipeline.engine", "dlq_pipeline.warehouse", "dlq_pipeline.pipeline")
+
+
+def spark_home(module: str) -> bool:
+    """Where pyspark may be imported: the Spark packages, and a concept's ``spark.py``."""
+    return any(_under(module, p) for p in SPARK_PACKAGES) or module.rpartition(".")[2] == "spark"
+
+
+def _type_checking_only(node: ast.AST) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    )
 
 
 @dataclass(frozen=True)
@@ -68,6 +85,8 @@ def imports_of(module: str, path: Path) -> list[Import]:
 
     def visit(node: ast.AST, lazy: bool) -> None:
         for child in ast.iter_child_nodes(node):
+            if _type_checking_only(child):
+                continue
             inner = lazy or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
             if isinstance(child, ast.Import):
                 found.extend(Import(module, a.name, None, child.lineno, lazy) for a in child.names)
@@ -96,30 +115,55 @@ def _where(i: Import) -> str:
     return f"{MODULES[i.module].relative_to(ROOT.parent)}:{i.line}: {i.target}{'.' + i.name if i.name else ''}"
 
 
+def _reaches_spark() -> set[str]:
+    """The modules that import a Spark library when they are imported: directly, or through a
+    module of the package they import at module level."""
+    found = {
+        m
+        for m, imports in IMPORTS.items()
+        if any(_under(i.target, lib) for i in imports if not i.lazy for lib in SPARK_LIBRARIES)
+    }
+    grew = True
+    while grew:
+        more = {
+            m
+            for m, imports in IMPORTS.items()
+            if m not in found and any(not i.lazy and i.target in found for i in imports)
+        }
+        found |= more
+        grew = bool(more)
+    return found
+
+
+REACHES_SPARK = _reaches_spark()
+
+
 def test_the_scan_sees_the_package():
     """The checks below are only as good as the scan: it must find the modules and their
-    imports, lazy ones included."""
-    assert "dlq_pipeline.spark.ingest" in MODULES and "dlq_pipeline.cli.pipeline" in MODULES
-    spark_imports = [i for i in IMPORTS["dlq_pipeline.spark.ingest"] if _under(i.target, "pyspark")]
+    imports, lazy ones included, and which of them bring pyspark in."""
+    assert "dlq_pipeline.ingest.spark" in MODULES and "dlq_pipeline.cli.pipeline" in MODULES
+    spark_imports = [i for i in IMPORTS["dlq_pipeline.ingest.spark"] if _under(i.target, "pyspark")]
     assert spark_imports and not any(i.lazy for i in spark_imports)
-    assert any(i.lazy and _under(i.target, "dlq_pipeline.spark") for i in IMPORTS["dlq_pipeline.cli.pipeline"])
+    assert any(i.lazy and i.target in REACHES_SPARK for i in IMPORTS["dlq_pipeline.cli.pipeline"])
+    assert {"dlq_pipeline.pipeline", "dlq_pipeline.engine.session"} <= REACHES_SPARK
+    assert "dlq_pipeline.warehouse.tables" not in REACHES_SPARK  # a pure module of a Spark package
 
 
-def test_only_spark_imports_pyspark():
+def test_only_the_spark_homes_import_pyspark():
     bad = [
         _where(i)
         for imports in IMPORTS.values()
         for i in imports
-        if any(_under(i.target, lib) for lib in SPARK_LIBRARIES) and not _under(i.module, "dlq_pipeline.spark")
+        if any(_under(i.target, lib) for lib in SPARK_LIBRARIES) and not spark_home(i.module)
     ]
     assert bad == []
 
 
-def test_spark_modules_are_used_lazily_and_only_by_the_command_line_edge():
+def test_what_reaches_spark_is_imported_lazily_by_the_edge_and_not_at_all_elsewhere():
     bad = []
     for imports in IMPORTS.values():
         for i in imports:
-            if not _under(i.target, "dlq_pipeline.spark") or _under(i.module, "dlq_pipeline.spark"):
+            if i.target not in REACHES_SPARK or spark_home(i.module):
                 continue
             at_edge = any(_under(i.module, edge) for edge in EDGE)
             if not at_edge or not i.lazy:
@@ -157,7 +201,7 @@ def _config_reads(module: str) -> list[str]:
 
 
 def test_the_config_scan_sees_reads():
-    assert _config_reads("dlq_pipeline.settings") and _config_reads("dlq_pipeline.cli.common")
+    assert _config_reads("dlq_pipeline.config.settings") and _config_reads("dlq_pipeline.cli.common")
 
 
 def test_only_the_edge_reads_the_configuration():

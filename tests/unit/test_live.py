@@ -5,11 +5,19 @@ from __future__ import annotations
 import pytest
 
 from dlq_pipeline.config import load_config
-from dlq_pipeline.live import LiveError, QueueLock, QueueLocked, live_queue, lock_path, parse_source, resolve_queue
+from dlq_pipeline.config.settings import mq_qmgrs
+from dlq_pipeline.live.loops import (
+    LiveError,
+    QueueLock,
+    QueueLocked,
+    live_queue,
+    lock_path,
+    parse_source,
+    resolve_queue,
+)
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.replay.targets import TargetError
 from dlq_pipeline.rules.model import ControlData
-from dlq_pipeline.settings import mq_qmgrs
 
 CONTROL = ControlData(inputq="APP.DLQ", inputqm="QM7")
 

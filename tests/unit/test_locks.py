@@ -15,8 +15,15 @@ from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
 from dlq_pipeline.config import load_config
-from dlq_pipeline.locks import LockUnavailable, NoLock, WarehouseLock, WarehouseLocked, held_warehouse_lock, writer_lock
-from dlq_pipeline.settings import StorageSettings
+from dlq_pipeline.config.settings import StorageSettings
+from dlq_pipeline.warehouse.locks import (
+    LockUnavailable,
+    NoLock,
+    WarehouseLock,
+    WarehouseLocked,
+    held_warehouse_lock,
+    writer_lock,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,7 +70,7 @@ def test_a_run_refused_in_the_moment_before_the_holder_writes_its_name_still_nam
     import json
     import threading
 
-    from dlq_pipeline.locks import describe_holder, holder_info
+    from dlq_pipeline.warehouse.locks import describe_holder, holder_info
 
     path = tmp_path / "_locks" / "warehouse.lock"
     path.parent.mkdir()
@@ -95,7 +102,7 @@ def test_the_lock_is_reentrant_in_one_process_and_released_by_the_outermost(tmp_
             [
                 sys.executable,
                 "-c",
-                "import sys; from dlq_pipeline.locks import WarehouseLock\n"
+                "import sys; from dlq_pipeline.warehouse.locks import WarehouseLock\n"
                 "try:\n    WarehouseLock(sys.argv[1], command='x').__enter__()\n"
                 "except Exception as e:\n    print(type(e).__name__)",
                 str(tmp_path),
@@ -120,7 +127,7 @@ def test_a_warehouse_that_is_not_a_file_system_path_needs_storage_lock_false(tmp
     assert isinstance(writer_lock(off, command="ingest"), NoLock)
     dbfs = storage(path="dbfs:/dlq/wh")
     assert writer_lock(dbfs, command="ingest").path == Path("/dbfs/dlq/wh/_locks/warehouse.lock")
-    # Delta needs no file lock there: its writer lease (dlq_pipeline.spark.lease) guards it
+    # Delta needs no file lock there: its writer lease (dlq_pipeline.warehouse.lease) guards it
     for uri in ("s3a://bucket/dlq", "hdfs:///dlq/wh", "abfss://c@acct.dfs.core.windows.net/dlq"):
         assert isinstance(writer_lock(storage(path=uri, format="delta"), command="run"), NoLock)
     local_delta = writer_lock(storage(path=str(tmp_path / "wh"), format="delta"), command="run")

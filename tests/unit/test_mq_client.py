@@ -10,7 +10,6 @@ import types
 
 import pytest
 
-from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import client
 from dlq_pipeline.mq.client import (
     ClientConnection,
@@ -25,6 +24,7 @@ from dlq_pipeline.mq.client import (
     put_options,
 )
 from dlq_pipeline.mq.interface import MQError
+from dlq_pipeline.mq.mqmd import MQMD
 
 SETTINGS = {"channel": "APP.SVRCONN", "conn_name": "mq1(1414),mq2(1414)", "user": "app", "password_env": "TEST_MQ_PW"}
 

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlq_pipeline.formats.mqmd import MQMD
 from dlq_pipeline.mq import reasons, sim
 from dlq_pipeline.mq.interface import Message, MQError, read_whole
+from dlq_pipeline.mq.mqmd import MQMD
 from dlq_pipeline.mq.sim import SimQueueManager, normalize_config
 from tests.profiles import examples
 
@@ -566,7 +566,7 @@ def test_configuration_is_validated():
 
 SCRIPT = textwrap.dedent("""
     import sys, time
-    from dlq_pipeline.formats.mqmd import MQMD
+    from dlq_pipeline.mq.mqmd import MQMD
     from dlq_pipeline.mq.sim import SimQueueManager
     qm = SimQueueManager(sys.argv[1], "QM1")
     c = qm.connect()
@@ -781,7 +781,7 @@ def test_md_json_is_the_json_array_of_every_field_by_sorted_name_and_reads_back(
     import json
     from dataclasses import fields as dc_fields
 
-    from dlq_pipeline.formats.mqmd import MQMD_BYTE_LENGTHS
+    from dlq_pipeline.mq.mqmd import MQMD_BYTE_LENGTHS
     from dlq_pipeline.mq.sim import md_from_json, md_to_json
 
     class Kind(enum.IntEnum):

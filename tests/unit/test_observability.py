@@ -8,10 +8,10 @@ import logging
 
 import pytest
 
-from dlq_pipeline import logs
 from dlq_pipeline.config import load_config
-from dlq_pipeline.metrics import prometheus_text, run_metrics, write_textfile
-from dlq_pipeline.settings import LogSettings
+from dlq_pipeline.config.settings import LogSettings
+from dlq_pipeline.report.metrics import prometheus_text, run_metrics, write_textfile
+from dlq_pipeline.runtime import logs
 
 SUMMARY = {
     "run_id": "20260301T120000Z-abc123",

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from dlq_pipeline import __version__
 from dlq_pipeline.cli import cli
-from dlq_pipeline.spark import jvm_reader
+from dlq_pipeline.engine import jvm_reader
 
 from ..conftest import REPO
 from ..packed import clean_env, packed_dist
@@ -72,7 +72,10 @@ def test_wheel_and_packed_environment_run_their_entry_points(tmp_path, monkeypat
     rules = ["starter", "ibm-distributed-example", "ibm-zos-example"]
     assert {f"dlq_pipeline/data/rules/{r}.rules" for r in rules} <= names
     assert {"dlq_pipeline/data/mq_constants.json", "dlq_pipeline/jobs.py"} <= names
-    assert {f"dlq_pipeline/spark/jvm/{jar}", "dlq_pipeline/spark/jvm/ItemReader.java"} <= names  # its digest checks out
+    assert {
+        f"dlq_pipeline/engine/jvm/{jar}",
+        "dlq_pipeline/engine/jvm/ItemReader.java",
+    } <= names  # its digest checks out
     assert not any(n.startswith(("tests/", "jobs/")) for n in names)
 
     env = tmp_path / "environment"  # what `--archives dlq-pipeline-env.tar.gz#environment` unpacks

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from dlq_pipeline.paths import PathError, default_fs_problem, local_dir, local_path, plain_path
+from dlq_pipeline.runtime.paths import PathError, default_fs_problem, local_dir, local_path, plain_path
 
 
 @pytest.mark.parametrize(

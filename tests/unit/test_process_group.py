@@ -11,13 +11,13 @@ import sys
 import textwrap
 import time
 
-from dlq_pipeline.process_group import RunGroup, join_run_group
+from dlq_pipeline.runtime.process_group import RunGroup, join_run_group
 
 # A child like PySpark's daemon: its own process group (setpgid(0, 0)), the run's session;
 # it joins the group it is given, reports its group, then waits to be killed.
 CHILD = textwrap.dedent("""
     import os, pickle, sys, time
-    from dlq_pipeline.process_group import join_run_group
+    from dlq_pipeline.runtime.process_group import join_run_group
     os.setpgid(0, 0)
     before = os.getpgid(0)
     joined = join_run_group(pickle.loads(bytes.fromhex(sys.argv[1])))
@@ -43,7 +43,7 @@ def test_a_worker_in_a_group_of_its_own_joins_the_run_group_and_dies_with_it():
             "-c",
             textwrap.dedent(f"""
             import os, subprocess, sys
-            from dlq_pipeline.process_group import RunGroup
+            from dlq_pipeline.runtime.process_group import RunGroup
             child = subprocess.Popen([sys.executable, "-c", {CHILD!r},
                                       __import__("pickle").dumps(RunGroup.of_this_process()).hex()])
             print(child.pid, os.getpgid(0), flush=True)

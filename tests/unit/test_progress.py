@@ -1,4 +1,4 @@
-"""The progress display (`dlq_pipeline.progress`): a bar redrawn in place on a terminal,
+"""The progress display (`dlq_pipeline.runtime.progress`): a bar redrawn in place on a terminal,
 plain lines elsewhere, log events with JSON logs; and the Spark-free loops that feed it
 (drain and settle of a live queue)."""
 
@@ -12,11 +12,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from dlq_pipeline import logs
 from dlq_pipeline.dumps.generator import generate_messages
-from dlq_pipeline.live import drain_queue, live_queue, settle_queue
+from dlq_pipeline.live.loops import drain_queue, live_queue, settle_queue
 from dlq_pipeline.mq.sim import SimQueueManager
-from dlq_pipeline.progress import Progress, as_progress, bar_text, count_line, display_mode, stage
+from dlq_pipeline.runtime import logs
+from dlq_pipeline.runtime.progress import Progress, as_progress, bar_text, count_line, display_mode, stage
 
 
 class Terminal(io.StringIO):
@@ -263,7 +263,7 @@ class FakeTracker:
 
 
 def _ticker(stage: str, jobs):
-    from dlq_pipeline.spark.progress import TaskTicker
+    from dlq_pipeline.engine.tasks import TaskTicker
 
     tracker = FakeTracker(jobs)
     spark = SimpleNamespace(sparkContext=SimpleNamespace(statusTracker=lambda: tracker))
@@ -284,7 +284,7 @@ def test_the_ticker_counts_the_first_stage_or_the_latest_that_started():
 
 
 def test_without_a_spark_context_the_ticker_says_when_a_step_starts_and_ends():
-    from dlq_pipeline.spark.progress import TaskTicker
+    from dlq_pipeline.engine.tasks import TaskTicker
 
     class Connect:  # Spark Connect: no SparkContext
         @property

@@ -16,7 +16,7 @@ from dlq_pipeline.cli import cli
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
 from dlq_pipeline.dumps.dmpmqmsg import mqlong, read_dump, write_dump
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
-from dlq_pipeline.formats.mqmd import MQMD
+from dlq_pipeline.mq.mqmd import MQMD
 from tests.profiles import examples
 from tests.unit.test_amqsbcg import FIXTURES, Browsed, listing
 
@@ -233,7 +233,7 @@ def test_dumps_of_several_runs_concatenated_read_whole(tmp_path):
 
 def test_ebcdic_files_transferred_in_binary_get_a_clear_error(tmp_path):
     from dlq_pipeline.dumps.sources import read_source
-    from dlq_pipeline.formats import codepages
+    from dlq_pipeline.mq import codepages
 
     for name, text, kind in (
         ("d.dmp", DUMP, "dmpmqmsg dump"),

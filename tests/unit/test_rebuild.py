@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlq_pipeline.formats.mqmd import MQMD
-from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
+from dlq_pipeline.mq.mqmd import MQMD
+from dlq_pipeline.mq.structures import DeadLetterHeader, encode_dlh
 from dlq_pipeline.replay.rebuild import RebuildError, rebuild
 from dlq_pipeline.replay.writer import WorkItem
 from dlq_pipeline.rules.model import Decision

@@ -1,4 +1,4 @@
-"""A replay task's work items read a column at a time (`spark.replay.batch_items`, through
+"""A replay task's work items read a column at a time (`replay.spark.batch_items`, through
 `arrow_items`) are those of reading its rows one by one (`row_to_item`), whatever the rows
 hold: no message, null MQMD fields (MQMD defaults), exact bytes of character fields that are
 not UTF-8 (`md_char_bytes`, and targets resolved from them), and pieces across batches."""
@@ -9,10 +9,10 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlq_pipeline.formats.mqmd import MQMD_CHAR_LENGTHS
-from dlq_pipeline.spark.replay import _MD_PLAN, PIECE_COLUMN, arrow_items, row_to_item
-from dlq_pipeline.spark.schemas import arrow_schema
-from dlq_pipeline.tables import CHAR_BYTES_COLUMN
+from dlq_pipeline.mq.mqmd import MQMD_CHAR_LENGTHS
+from dlq_pipeline.replay.spark import _MD_PLAN, PIECE_COLUMN, arrow_items, row_to_item
+from dlq_pipeline.warehouse.schemas import arrow_schema
+from dlq_pipeline.warehouse.tables import CHAR_BYTES_COLUMN
 from tests.profiles import examples
 
 _DECISION = arrow_schema("decisions")

@@ -1,11 +1,11 @@
-"""`spark.replay.whole_messages`: a replay task joins the pieces of each large message again."""
+"""`replay.spark.whole_messages`: a replay task joins the pieces of each large message again."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dlq_pipeline.spark.replay import PIECE_COLUMN, whole_messages
+from dlq_pipeline.replay.spark import PIECE_COLUMN, whole_messages
 
 messages = st.lists(st.tuples(st.one_of(st.none(), st.binary(max_size=40)), st.booleans()), max_size=12)
 

@@ -2,7 +2,7 @@ import html
 import json
 from html.parser import HTMLParser
 
-from dlq_pipeline.report_render import render_html, render_text, run_facts, text_table
+from dlq_pipeline.report.render import render_html, render_text, run_facts, text_table
 
 REPORT = {
     "generated_at": "2026-11-21T10:00:00Z",

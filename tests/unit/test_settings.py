@@ -1,4 +1,4 @@
-"""Settings built at the edge from a validated configuration (`dlq_pipeline.settings`)."""
+"""Settings built at the edge from a validated configuration (`dlq_pipeline.config.settings`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from dlq_pipeline.config import load_config
-from dlq_pipeline.settings import (
+from dlq_pipeline.config.settings import (
     ClassifySettings,
     DrainSettings,
     IngestSettings,

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlq_pipeline.formats import codepages
-from dlq_pipeline.formats.mqmd import MQMD
-from dlq_pipeline.formats.structures import (
+from dlq_pipeline.mq import codepages
+from dlq_pipeline.mq.mqmd import MQMD
+from dlq_pipeline.mq.structures import (
     CHAIN_SCAN_LIMIT,
     DECODE_COLUMNS,
     DeadLetterHeader,

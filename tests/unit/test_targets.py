@@ -11,13 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dlq_pipeline.config import load_config
+from dlq_pipeline.config.settings import ReplaySettings, mq_qmgrs
 from dlq_pipeline.dumps.dmpmqmsg import read_dump, read_dump_info
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.mq.client import MQClientMissing
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import LOCAL_QMGR_DIR, TargetError, open_target, parse_target, safe_file_name
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
-from dlq_pipeline.settings import ReplaySettings, mq_qmgrs
 from tests.profiles import examples
 
 from ..conftest import dump_tree
@@ -207,7 +207,7 @@ def _dir_items():
 def test_local_dir_target_links_its_dumps_into_place_without_copying_them(tmp_path, monkeypatch):
     """A partition's dump can be as large as its messages twice over (hex): on the local
     filesystem it is written once, in scratch space, and linked into staging and place."""
-    from dlq_pipeline.dumps import files
+    from dlq_pipeline import fs as files
 
     copied = run(open_target(f"dir:{tmp_path / 'copied' / 'out'}", warehouse=tmp_path), _dir_items())
 
@@ -234,7 +234,7 @@ def test_dir_target_on_hdfs_and_object_storage_writes_what_a_local_one_writes(tm
     import pyarrow.fs as pafs
     from webhdfs_fake import FakeWebHdfs
 
-    from dlq_pipeline.dumps import files
+    from dlq_pipeline import fs as files
 
     local = open_target(f"dir:{tmp_path / 'local' / 'out'}", warehouse=tmp_path)
     expected_rows = run(local, _dir_items())

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dlq_pipeline.formats.codepages import encode
-from dlq_pipeline.triage import body_preview
+from dlq_pipeline.mq.codepages import encode
+from dlq_pipeline.triage.charts import body_preview
 
 DLH = b"DLH " + b"\x00" * 168  # only its length matters here
 

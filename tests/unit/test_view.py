@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dlq_pipeline.formats.mqmd import MQMD
-from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
+from dlq_pipeline.mq.mqmd import MQMD
+from dlq_pipeline.mq.structures import DeadLetterHeader, encode_dlh
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.model import Decision, Rule, RulesTable
 from dlq_pipeline.rules.view import match_view

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from dlq_pipeline.formats.mqmd import MQMD
-from dlq_pipeline.formats.structures import DeadLetterHeader, encode_dlh
+from dlq_pipeline.config.settings import ReplaySettings
 from dlq_pipeline.mq.interface import MQError
+from dlq_pipeline.mq.mqmd import MQMD
 from dlq_pipeline.mq.sim import SimQueueManager
+from dlq_pipeline.mq.structures import DeadLetterHeader, encode_dlh
 from dlq_pipeline.replay import writer
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import DryRunConnection
 from dlq_pipeline.replay.writer import Checkpoint, TokenBucket, WorkItem, replay_partition, utc_from_epoch
-from dlq_pipeline.settings import ReplaySettings
-from dlq_pipeline.tables import LEDGER_COLUMNS
+from dlq_pipeline.warehouse.tables import LEDGER_COLUMNS
 
 START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 NOW = utc_from_epoch(START)

@@ -1,4 +1,4 @@
-"""An in-process WebHDFS (the REST calls `dlq_pipeline.dumps.files` makes) over a local
+"""An in-process WebHDFS (the REST calls `dlq_pipeline.fs` makes) over a local
 directory, for the filesystem layer's unit tests; the cluster tier runs against a real HDFS.
 It answers as Hadoop does where the layer depends on it: CREATE with ``overwrite=false``
 refuses an existing file, RENAME answers false (never replaces) when the destination exists,

@@ -1,0 +1,136 @@
+"""A class-data-sharing archive of the classes a pipeline run loads: a local JVM then
+starts in about half the time.
+
+Most of a cold Spark start-up is the JVM loading and verifying the ~15,000 classes of
+pyspark's jars, and a cold Delta command's first table operations load Delta's
+(docs/performance.md, "The JVM class-data-sharing archive"). Java 13+ dumps the classes a
+JVM loaded into an archive when it exits (``-XX:ArchiveClassesAtExit``) and maps that archive into later JVMs
+(``-XX:SharedArchiveFile``), for classes of its class path (not of ``spark.jars``, which a
+class loader of Spark's own reads: `get_spark` puts the JVM reader's and Delta's jars on the
+class path of a local JVM). ``python -m dlq_pipeline.engine.class_archive`` (``make
+class-archive``; ``make test`` and ``make bench`` run it) builds one archive per class path a
+local session has here, from a small pipeline run: Parquet with the JVM reader's jar, and
+Delta with Delta's jars too when they are cached; next to the jar cache
+(``~/.cache/dlq-pipeline/cds/``). `get_spark` starts every local JVM with the one made for
+its class path.
+
+Only start-up time depends on it: the JVM checks the archive against its own class path
+and Java and ignores one that does not match (quietly: its ``cds`` log is off), and the
+archive's name changes with Java, pyspark, pyspark's jar folder and the jars on the class
+path, so a stale one is simply not found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from dlq_pipeline.warehouse.delta import cache_root
+
+QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # a mismatch or a dump says nothing on stderr
+BUILD_TIMEOUT_S = 900
+
+
+def _java() -> Path | None:
+    """The java spark-submit starts (``$JAVA_HOME/bin/java``, else the one on PATH)."""
+    home = os.environ.get("JAVA_HOME")
+    found = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    return Path(os.path.realpath(found)) if found and os.path.exists(found) else None
+
+
+def archive_path(classpath: Sequence[str] = ()) -> Path | None:
+    """Where the archive for this Java, this pyspark and the jars ``classpath`` adds lives
+    (it may not exist); None without a java."""
+    import pyspark
+
+    java = _java()
+    if java is None:
+        return None
+    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    identity = [
+        str(java),
+        java.stat().st_mtime_ns,
+        pyspark.__version__,
+        str(jars),
+        jars.stat().st_mtime_ns if jars.is_dir() else 0,
+        *[(jar, os.stat(jar).st_mtime_ns if os.path.exists(jar) else 0) for jar in classpath],
+    ]
+    key = hashlib.sha256(repr(identity).encode()).hexdigest()[:16]
+    return cache_root().parent / "cds" / f"spark-{pyspark.__version__}-{key}.jsa"
+
+
+def existing(classpath: Sequence[str] = ()) -> str | None:
+    """The archive a new local JVM with ``classpath`` should map, when one was built."""
+    path = archive_path(classpath)
+    return str(path) if path is not None and path.is_file() else None
+
+
+def storage_formats() -> list[str]:
+    """The storage formats whose sessions have a class path of their own here: Parquet, and
+    Delta when its jars are cached (`dlq_pipeline.warehouse.delta`)."""
+    from dlq_pipeline.warehouse.delta import cached_jars
+
+    return ["parquet", "delta"] if cached_jars() else ["parquet"]
+
+
+def java_options(archive: str) -> str:
+    """The JVM options that map ``archive``."""
+    return f"-XX:SharedArchiveFile={shlex.quote(archive)} {QUIET}"
+
+
+def build(force: bool = False) -> list[Path]:
+    """Build the archive of each local class path (`storage_formats`) for this Java and
+    pyspark (a no-op for one that exists, unless ``force``): a child process,
+    `dlq_pipeline.engine.class_archive_dump`, writes it under a temporary name, which becomes
+    the archive only once the JVM has written it whole. Raises RuntimeError with the child's
+    last lines."""
+    if _java() is None:
+        raise RuntimeError("no java found (JAVA_HOME, PATH): Spark cannot start either")
+    built = []
+    for storage_format in storage_formats():
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "dlq_pipeline.engine.class_archive_dump",
+                storage_format,
+                *(["--force"] if force else []),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=BUILD_TIMEOUT_S,
+        )
+        if done.returncode != 0:
+            tail = "\n".join((done.stderr or "").strip().splitlines()[-15:])
+            raise RuntimeError(f"the class archive was not written (exit {done.returncode}):\n{tail}")
+        built.append(Path(done.stdout.strip().splitlines()[-1]))
+    return built
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m dlq_pipeline.engine.class_archive",
+        description="Build the JVM class archive local Spark sessions start with.",
+    )
+    parser.add_argument("--force", action="store_true", help="build it again even when it exists")
+    args = parser.parse_args(argv)
+    try:
+        paths = build(force=args.force)
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+        # only start-up time depends on it: say why, and let the caller (make) go on
+        print(f"class archive: not built, local Spark starts without it: {exc}", file=sys.stderr)
+        return 0
+    for path in dict.fromkeys(paths):
+        print(f"class archive: {path} ({path.stat().st_size // 2**20} MiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Ingest: dumps and exported listings landed as the `messages` and `quarantine` tables."""

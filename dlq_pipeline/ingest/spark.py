@@ -1,0 +1,810 @@
+"""Land dmpmqmsg dumps and amqsbcg listings into ``messages`` and ``quarantine``.
+
+**Work.** The driver expands directories and globs, sniffs each file and plans *work
+items* ``(path, start, end)``: a dump larger than ``split_bytes`` becomes several byte
+ranges (the reader finds message boundaries itself, so one big dump is read by many tasks),
+a listing is one item. Items run one per Spark partition (``spark.range(n, numPartitions=n)``
++ ``mapInArrow``: DataFrame API only, so it also works over Spark Connect, where there is no
+SparkContext), and the readers' ``DumpedMessage``/``RecordError`` become Arrow rows.
+
+**Positions.** A read that starts inside a file cannot know its line numbers or message
+ordinals without reading what comes before. So each task of a split file also counts the
+newlines and records of its own byte range (the reader numbers lines from the split's
+start, so only the last record's bytes up to the range's end are read again to count
+them); the driver turns those per-split counts into per-split bases (a running sum in file
+order), and every row gets ``index = base + ordinal`` and ``line = 1 + base + newlines
+before it``: the same numbers a single full read gives, without moving any message data.
+
+**Rows.** Messages get every MQMD field typed, data as bytes, ``data_digest`` and
+``message_key`` (``identity.py``); a key that repeats within one landing lands once (the
+first in file order). ``RecordError``s become ``quarantine`` rows with file, line, offset,
+code, text and snippet. Nothing is dropped: a file that cannot be opened or a reader that
+fails mid-file becomes a quarantine row too.
+
+**Paths.** Input files are opened by Python on the executors, so on a cluster they must be
+on storage every node mounts: ``/dbfs/...`` (or ``dbfs:/...``, read through the /dbfs
+mount), ``/Volumes/...``, NFS. Object-store URIs (``s3a://``, ``abfss://``, ``hdfs://``) are
+refused with a clear error: copy the dumps to a mounted path first.
+
+**Text.** MQMD character fields are stored as Spark strings (UTF-8). A dump from a host
+whose code page is not UTF-8 can hold other bytes there; such a field is stored readable,
+with U+FFFD for each such byte (what rules match, as `rules test` does), the note
+``char_field_not_utf8:<field>``, and its exact bytes in ``md_char_bytes`` (replay puts
+those back; ``message_key`` is computed from the bytes as read).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import operator
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, cast
+
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, Row, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dlq_pipeline.config.settings import MQ_MAX_MESSAGE_BYTES, IngestSettings
+from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH, newlines_between
+from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES, FileSplit, plan_work
+from dlq_pipeline.dumps.records import DumpedMessage, RecordError
+from dlq_pipeline.engine import jvm_reader, large_messages
+from dlq_pipeline.engine.session import storage_memory_bytes
+from dlq_pipeline.engine.tasks import Report, TaskTicker
+from dlq_pipeline.fs import open_input
+from dlq_pipeline.runtime.clock import as_utc, utc_now
+from dlq_pipeline.runtime.testhooks import crash_point
+from dlq_pipeline.warehouse.schemas import conform, table_schema
+from dlq_pipeline.warehouse.tables import CHAR_BYTES_COLUMN, HEAD_COLUMN, MD_COLUMNS, message_row
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_MESSAGE_BYTES = MQ_MAX_MESSAGE_BYTES
+ARROW_BATCH_ROWS = 2048
+ARROW_BATCH_BYTES = 32 * 1024 * 1024  # keeps every batch's binary column well under 2 GB
+SKIP_BROADCAST_ROWS = 100_000  # rows to leave out of a landing, above which ingest deduplicates whole rows
+# Dumps up to this size send their messages' keys and positions with the read's summary, and
+# the rows to leave out are found on the driver: no job for them (two with adaptive execution)
+# when the table is new, a lookup of two without a shuffle when it is not. 64 MB of dumps is
+# at most some 100,000 small messages' keys (a few MB collected).
+KEYS_WITH_SUMMARY_BYTES = 64 * 1024 * 1024
+MEMORY_CACHE_SHARE = 0.5  # dumps up to this share of Spark's storage memory are cached in memory
+# Parquet sizes its pages and row groups only every 100 rows by default: until then a task
+# buffers every large message it writes (twice: the open page and the row group's pages).
+# Checked after every row, each large message leaves the heap once written, and is read back
+# as a row group of its own (one row per vectorized batch, not a batch of 100 MB values).
+# On top of the table's own options (`storage.TABLE_PARQUET_OPTIONS`: no dictionary for data
+# and the unique columns).
+LARGE_MESSAGE_PARQUET = {
+    "parquet.column.statistics.enabled#data": "false",
+    "compression": "uncompressed",
+    "parquet.page.size.row.check.min": "1",
+    "parquet.page.size.row.check.max": "1",
+    "parquet.page.size.check.estimate": "false",
+}
+
+# MQMD attribute -> messages column (only Version is renamed).
+
+
+# --- planning (driver) ---------------------------------------------------------------------
+
+
+# --- the rows a task produces ----------------------------------------------------------------
+
+_MESSAGES = table_schema("messages")
+_MD_TYPES = {column: _MESSAGES[column].dataType for column in MD_COLUMNS.values()}
+
+# One row per message, per bad record, and per work item (``rec = "split"``) with its counts:
+# what the driver needs of a read comes from those rows alone (`read_summary`).
+RAW_SCHEMA = T.StructType(
+    [
+        T.StructField("rec", T.StringType(), False),  # message | error | split
+        T.StructField("source_file", T.StringType(), False),
+        T.StructField("source_kind", T.StringType(), False),
+        T.StructField("source_qmgr", T.StringType(), True),
+        T.StructField("source_queue", T.StringType(), True),
+        T.StructField("split", T.IntegerType(), False),
+        T.StructField("splits", T.IntegerType(), False),
+        T.StructField("item", T.IntegerType(), False),  # the work item's number in the plan
+        T.StructField("reader_index", T.LongType(), True),
+        T.StructField("reader_line", T.LongType(), True),
+        T.StructField("source_offset", T.LongType(), True),
+        T.StructField("ordinal", T.LongType(), True),  # position among the split's records
+        T.StructField("newlines", T.LongType(), True),  # '\n's from the split start up to the row
+        T.StructField("messages", T.LongType(), True),  # a work item's row: its messages,
+        T.StructField("errors", T.LongType(), True),  # its bad records,
+        T.StructField("largest", T.LongType(), True),  # and its largest message's stored data
+        *[T.StructField(column, _MD_TYPES[column], True) for column in MD_COLUMNS.values()],
+        T.StructField(CHAR_BYTES_COLUMN, _MESSAGES[CHAR_BYTES_COLUMN].dataType, True),
+        T.StructField("data", T.BinaryType(), True),
+        T.StructField(HEAD_COLUMN, T.BinaryType(), True),
+        T.StructField("data_length", T.IntegerType(), True),
+        T.StructField("data_digest", T.StringType(), True),
+        T.StructField("message_key", T.StringType(), True),
+        T.StructField("truncated", T.BooleanType(), True),
+        T.StructField("notes", T.ArrayType(T.StringType(), True), True),
+        T.StructField("error_code", T.StringType(), True),
+        T.StructField("error_text", T.StringType(), True),
+        T.StructField("snippet", T.StringType(), True),
+    ]
+)
+
+
+def _arrow_type(kind: T.DataType) -> pa.DataType:
+    if isinstance(kind, T.ArrayType):
+        return pa.list_(_arrow_type(kind.elementType))
+    if isinstance(kind, T.MapType):
+        return pa.map_(_arrow_type(kind.keyType), _arrow_type(kind.valueType))
+    return {
+        T.StringType: pa.string(),
+        T.BinaryType: pa.binary(),
+        T.IntegerType: pa.int32(),
+        T.LongType: pa.int64(),
+        T.BooleanType: pa.bool_(),
+    }[type(kind)]
+
+
+ARROW_SCHEMA = pa.schema([pa.field(f.name, _arrow_type(f.dataType), f.nullable) for f in RAW_SCHEMA.fields])
+
+
+def _shown(text: str | None) -> str | None:
+    """``text`` for people: undecodable bytes shown as ``\\xNN``."""
+    if text is None:
+        return None
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+class _Batcher:
+    """Collects rows (dicts naming some of ``ARROW_SCHEMA``'s columns; the rest are null) and
+    hands out Arrow batches of bounded size. Each row becomes one tuple (a dict copy and one
+    ``itemgetter`` call, both in C); a batch's columns are those tuples transposed."""
+
+    _names = tuple(ARROW_SCHEMA.names)
+    _values = operator.itemgetter(*ARROW_SCHEMA.names)
+    _nulls = dict.fromkeys(ARROW_SCHEMA.names)
+
+    def __init__(self):
+        self._reset()
+
+    def _reset(self):
+        self.rows: list[tuple] = []
+        self.bytes = 0
+
+    def add(self, row: Mapping[str, Any]) -> pa.RecordBatch | None:
+        full = self._nulls.copy()
+        full.update(row)
+        self.rows.append(self._values(full))
+        data = full["data"]
+        if data is not None:
+            self.bytes += len(data)
+        if len(self.rows) >= ARROW_BATCH_ROWS or self.bytes >= ARROW_BATCH_BYTES:
+            return self.flush()
+        return None
+
+    def flush(self) -> pa.RecordBatch | None:
+        if not self.rows:
+            return None
+        columns = zip(*self.rows)
+        self._reset()
+        return pa.RecordBatch.from_arrays(
+            [pa.array(values, type=f.type) for f, values in zip(ARROW_SCHEMA, columns)], schema=ARROW_SCHEMA
+        )
+
+
+def _newlines_between(location: str, start: int, stop: int | None) -> int:
+    """The ``\\n`` bytes in ``[start, stop)`` of the file at ``location`` (None: to its end)."""
+    if stop is not None and stop <= start:
+        return 0
+    with open_input(location) as f:
+        return newlines_between(f, start, stop)
+
+
+def _error_row(err: RecordError) -> dict[str, Any]:
+    return {
+        "rec": "error",
+        "reader_index": err.index,
+        "reader_line": err.line,
+        "source_offset": err.offset,
+        "error_code": err.code,
+        "error_text": _shown(err.message),
+        "snippet": _shown(err.snippet[:SNIPPET_LENGTH]) if err.snippet else None,
+    }
+
+
+def read_item(
+    item: FileSplit,
+    *,
+    number: int = 0,
+    max_line_length: int = MAX_LINE_LENGTH,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> Iterator[dict[str, Any]]:
+    """The raw rows of one work item, ``number`` in the plan (plain dicts; runs on an executor)."""
+    from dlq_pipeline.dumps.sources import read_source
+
+    split_file = item.splits > 1
+    ordinal = messages = errors = largest = 0
+    # the last row's offset and, in a split file, the newlines from the split's start up to
+    # it: its line less one (the reader numbers a split's lines from its start, every row
+    # has one), so the split's bytes are read once
+    last_offset, last_newlines = item.start, 0
+    common = {
+        "source_file": item.path,
+        "source_kind": "amqsbcg" if item.kind == "amqsbcg" else "dmpmqmsg",
+        "source_qmgr": item.qmgr,
+        "source_queue": item.queue,
+        "split": item.split,
+        "splits": item.splits,
+        "item": number,
+    }
+    try:
+        records = read_source(
+            item.location,
+            name=item.path,
+            start=item.start,
+            end=item.end,
+            max_line_length=max_line_length,
+            max_message_bytes=max_message_bytes,
+        )
+        for record in records:
+            if isinstance(record, DumpedMessage):
+                row = message_row(record)
+                messages += 1
+                largest = max(largest, len(row["data"]))
+            else:
+                row = _error_row(record)
+                errors += 1
+            last_offset = row["source_offset"]
+            if row["reader_index"] is not None:
+                row["ordinal"] = ordinal
+                ordinal += 1
+            if split_file:
+                row["newlines"] = last_newlines = row["reader_line"] - 1
+            row.update(common)  # (a fresh dict, no key in common: no copy needed)
+            yield row
+            crash_point("ingest-record", ordinal)
+    except Exception as exc:  # noqa: BLE001 - bad input (or a reader bug) must not stop the run
+        code = "unreadable_file" if isinstance(exc, OSError) else "reader_failed"
+        where = f"bytes {last_offset}..{item.end if item.end is not None else 'end'}"
+        errors += 1
+        yield {
+            **common,
+            "rec": "error",
+            "source_offset": last_offset,
+            "error_code": code,
+            "error_text": f"{type(exc).__name__}: {exc}; {where} of the file were not read",
+        }
+    total = None
+    if split_file:  # the last record's bytes up to the split's end (only they are read again)
+        total = last_newlines + _newlines_between(item.location, last_offset, item.end)
+    yield {
+        **common,
+        "rec": "split",
+        "source_offset": item.start,
+        "ordinal": ordinal,
+        "newlines": total,
+        "messages": messages,
+        "errors": errors,
+        "largest": largest,
+    }
+
+
+def _read_items(numbered: Sequence[tuple[int, FileSplit]], max_line_length: int, max_message_bytes: int):
+    """The mapInArrow function: each input row is a position in ``numbered`` ((number in the
+    plan, work item) pairs)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        batcher = _Batcher()
+        for batch in batches:
+            for position in batch.column(0).to_pylist():
+                number, item = numbered[position]
+                for row in read_item(
+                    item, number=number, max_line_length=max_line_length, max_message_bytes=max_message_bytes
+                ):
+                    full = batcher.add(row)
+                    if full is not None:
+                        yield full
+        rest = batcher.flush()
+        if rest is not None:
+            yield rest
+
+    return run
+
+
+def jvm_items(spark: SparkSession, items: Sequence[FileSplit], reader: str = "auto") -> frozenset[int]:
+    """The numbers of the work items the JVM reader takes (`engine.jvm_reader`): with ``reader``
+    ``auto``, the dmpmqmsg dumps at local paths, when this session has the reader's jar."""
+    if reader != "auto" or not any(jvm_reader.readable(i) for i in items) or not jvm_reader.available(spark):
+        return frozenset()
+    return frozenset(n for n, i in enumerate(items) if jvm_reader.readable(i))
+
+
+def scan(
+    spark: SparkSession,
+    items: Sequence[FileSplit],
+    *,
+    jvm: Collection[int] = (),
+    max_line_length: int = MAX_LINE_LENGTH,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> DataFrame:
+    """The raw rows of ``items``, one work item per partition (``RAW_SCHEMA``): the items
+    numbered in ``jvm`` read by the JVM reader (`jvm_items`), the rest by the Python readers."""
+    if not items:
+        return spark.createDataFrame([], RAW_SCHEMA)
+    numbered = list(enumerate(items))
+    in_jvm = [(n, i) for n, i in numbered if n in jvm]
+    in_python = [(n, i) for n, i in numbered if n not in jvm]
+    parts = []
+    if in_jvm:
+        parts.append(jvm_reader.reader(spark, RAW_SCHEMA, in_jvm, max_line_length, max_message_bytes))
+    if in_python:
+        positions = spark.range(0, len(in_python), 1, numPartitions=len(in_python))
+        parts.append(positions.mapInArrow(_read_items(in_python, max_line_length, max_message_bytes), RAW_SCHEMA))
+    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+
+
+# --- raw rows -> table rows ------------------------------------------------------------------
+
+
+def read_summary(raw: DataFrame, keys: bool = False) -> list[Row]:
+    """What the driver needs of a read, in one job without a shuffle (it was an aggregation,
+    three jobs): each work item's own row, with its records, newlines, messages, bad
+    records and largest message's data, or the JVM reader's row that leaves the item to
+    Python (``rec`` fallback, the reason in ``error_text``). With ``keys``, every message's
+    row too, for its ``message_key`` and position (`landing_keys`)."""
+    kinds = ("split", "fallback", "message") if keys else ("split", "fallback")
+    return (
+        raw.where(F.col("rec").isin(*kinds))
+        .select(
+            "rec",
+            "source_file",
+            "split",
+            "splits",
+            "item",
+            "source_offset",
+            "ordinal",
+            "newlines",
+            "messages",
+            "errors",
+            "largest",
+            "error_text",
+            "message_key",
+        )
+        .collect()
+    )
+
+
+def landing_keys(summary: Sequence[Row]) -> list[tuple[str, str, int]]:
+    """(message_key, source_file, source_offset) of each message row of a summary read with
+    ``keys`` (pure)."""
+    return [(r["message_key"], r["source_file"], r["source_offset"]) for r in summary if r["rec"] == "message"]
+
+
+def rows_to_leave_out(keys: Sequence[tuple[str, str, int]], stored: Collection[str] = ()) -> list[tuple[str, int]]:
+    """``(source_file, source_offset)`` of the rows a landing must leave out, from its message
+    keys and positions (`landing_keys`) and the keys already ``stored``: what `skipped_rows`
+    finds in Spark (every occurrence of a key after its first in file order, every row of
+    a stored key), found on the driver (pure; sorted)."""
+    first: dict[str, tuple[str, int]] = {}
+    for key, path, offset in keys:
+        if key not in first or (path, offset) < first[key]:
+            first[key] = (path, offset)
+    return sorted({(path, offset) for key, path, offset in keys if key in stored or first[key] != (path, offset)})
+
+
+def fallbacks(summary: Sequence[Row]) -> dict[int, str]:
+    """The work items the JVM reader left to the Python reader, with its reason (pure)."""
+    return {r["item"]: r["error_text"] for r in summary if r["rec"] == "fallback"}
+
+
+def split_bases(summary: Sequence[Row]) -> dict[int, tuple[int, int]]:
+    """Per work item of a split file (by its number): the records and newlines in the file's
+    ranges before it (from `read_summary`; pure)."""
+    counts = [
+        (r["source_file"], r["split"], r["item"], r["ordinal"], r["newlines"])
+        for r in summary
+        if r["splits"] > 1 and r["rec"] == "split"
+    ]
+    bases: dict[int, tuple[int, int]] = {}
+    running: dict[str, tuple[int, int]] = {}
+    for path, _split, item, records, newlines in sorted(counts):
+        before = running.get(path, (0, 0))
+        bases[item] = before
+        running[path] = (before[0] + records, before[1] + newlines)
+    return bases
+
+
+def _positioned(raw: DataFrame, bases: Mapping[int, tuple[int, int]] | None, items: int) -> DataFrame:
+    """``raw`` with ``source_index`` and ``source_line`` as a full read of each file gives them.
+    The bases are array literals indexed by the work item's number (``items`` of them; 0 for
+    an item of a file read whole): a broadcast join with them cost a job, and a row finds
+    its base in constant time however many items there are."""
+    if not bases:
+        return raw.withColumn("source_index", F.col("reader_index")).withColumn("source_line", F.col("reader_line"))
+
+    def base(part: int):
+        values = [bases.get(item, (0, 0))[part] for item in range(items)]
+        return F.element_at(F.array(*[F.lit(v).cast("long") for v in values]), F.col("item") + 1)
+
+    split_file = F.col("splits") > 1
+    return raw.withColumn(
+        "source_index",
+        F.when(split_file & F.col("reader_index").isNotNull(), base(0) + F.col("ordinal")).otherwise(
+            F.col("reader_index")
+        ),
+    ).withColumn(
+        "source_line",
+        F.when(split_file, base(1) + F.col("newlines") + 1).otherwise(F.col("reader_line")),
+    )
+
+
+def _timestamp(when: dt.datetime | None) -> dt.datetime:
+    """An aware UTC datetime (naive ones are taken as UTC, as the rest of the pipeline does)."""
+    return as_utc(when) or utc_now()
+
+
+def _occurrence():
+    """1 for a key's first row in file order, 2 for its second, ..."""
+    return F.row_number().over(Window.partitionBy("message_key").orderBy("source_file", "source_offset"))
+
+
+def messages_rows(
+    positioned: DataFrame, *, run_id: str, landed_at: dt.datetime, skip: DataFrame | None = None, unique: bool = False
+) -> DataFrame:
+    """The ``messages`` rows, conformed: one per message key, the first in file order.
+
+    Without ``skip`` the rows are deduplicated by a window over ``message_key``, which
+    shuffles every row with its data. ``skip`` (from ``skipped_rows``, small enough to
+    broadcast) names the rows to leave out instead, so the data does not move. ``unique``:
+    ``skipped_rows`` found nothing to leave out, so every row is taken as it is."""
+    rows = positioned.where(F.col("rec") == "message")
+    if skip is not None:
+        rows = rows.join(F.broadcast(skip), ["source_file", "source_offset"], "left_anti")
+    elif not unique:
+        rows = rows.withColumn("_n", _occurrence()).where(F.col("_n") == 1)
+    rows = rows.withColumn("landed_at", F.lit(_timestamp(landed_at)).cast("timestamp")).withColumn(
+        "run_id", F.lit(run_id)
+    )
+    return conform(rows, "messages")
+
+
+def skipped_rows(raw: DataFrame, stored_keys: DataFrame | None = None) -> DataFrame:
+    """``(source_file, source_offset)`` of the message rows ``messages_rows`` must leave out:
+    every occurrence of a key after its first in file order, and every row whose key is in
+    ``stored_keys``. Only keys and positions are shuffled, never the data."""
+    narrow = raw.where(F.col("rec") == "message").select("message_key", "source_file", "source_offset")
+    skip = narrow.withColumn("_n", _occurrence()).where(F.col("_n") > 1)
+    if stored_keys is not None:
+        skip = skip.select("source_file", "source_offset").unionByName(
+            narrow.join(stored_keys.select("message_key").distinct(), "message_key", "left_semi").select(
+                "source_file", "source_offset"
+            )
+        )
+    return skip.select("source_file", "source_offset").distinct()
+
+
+def quarantine_rows(positioned: DataFrame, *, run_id: str, landed_at: dt.datetime) -> DataFrame:
+    """The ``quarantine`` rows, conformed."""
+    rows = positioned.where(F.col("rec") == "error").select(
+        F.lit(run_id).alias("run_id"),
+        "source_file",
+        "source_line",
+        "source_offset",
+        "source_index",
+        "error_code",
+        "error_text",
+        "snippet",
+        F.lit(_timestamp(landed_at)).cast("timestamp").alias("quarantined_at"),
+    )
+    return conform(rows, "quarantine")
+
+
+@dataclass
+class _Landing:
+    items: list[FileSplit]
+    raw: DataFrame
+    positioned: DataFrame
+    run_id: str
+    landed_at: dt.datetime
+    persisted: bool = False
+    per_file: dict[str, dict[str, int]] | None = None
+    largest: int = 0  # bytes of data of the largest message read (known when persisted)
+    in_jvm: int = 0  # work items the JVM reader read (the rest: the Python readers)
+    keys: list[tuple[str, str, int]] | None = None  # a small landing's message keys and positions (`landing_keys`)
+
+    def messages(self, skip: DataFrame | None = None, unique: bool = False) -> DataFrame:
+        return messages_rows(self.positioned, run_id=self.run_id, landed_at=self.landed_at, skip=skip, unique=unique)
+
+    def quarantine(self) -> DataFrame:
+        """Built when asked for: most landings have no bad records, and planning the rows costs
+        the driver a second or so of analysis."""
+        return quarantine_rows(self.positioned, run_id=self.run_id, landed_at=self.landed_at)
+
+    def release(self) -> None:
+        if self.persisted:
+            self.raw.unpersist()
+
+
+def read_cache_level(input_bytes: int, storage_bytes: int | None) -> StorageLevel:
+    """How ingest caches its one read of the inputs: in memory (spilling to disk) when the
+    dumps are at most half the storage memory (their messages, about half a hex dump, then
+    take at most a quarter of it), else on disk only. Cached blocks in memory are evicted only
+    for memory Spark accounts for, and building a cached batch of a large message is not
+    (its column buffers): 100 messages of 100 MB cached in a 2 GB heap left no room to build
+    the next batch (docs/performance.md, "Ingest's one cached read"). Inputs that large would spill to disk
+    anyway. Unknown storage memory (Spark Connect): in memory, as before.
+
+    In memory the cached batches are kept as they are built (``_DESER``): PySpark's
+    ``MEMORY_AND_DISK`` is the serialized level, which copied every batch through Java
+    serialization on the way in and out (about 1 s of a 316 MB dump's 9 s ingest)."""
+    if storage_bytes is not None and input_bytes > storage_bytes * MEMORY_CACHE_SHARE:
+        return StorageLevel.DISK_ONLY
+    return StorageLevel.MEMORY_AND_DISK_DESER
+
+
+def file_counts(summary: Sequence[Row], paths: Iterable[str] = ()) -> dict[str, dict[str, int]]:
+    """Per input file (``paths`` too, with zeros, when nothing came of them): the messages
+    read, the records quarantined, and (``largest``) the length of the largest message's
+    data, from `read_summary` (pure)."""
+    counts = {path: {"messages": 0, "quarantined": 0, "largest": 0} for path in paths}
+    for row in summary:
+        if row["rec"] != "split":
+            continue
+        entry = counts.setdefault(row["source_file"], {"messages": 0, "quarantined": 0, "largest": 0})
+        entry["messages"] += int(row["messages"])
+        entry["quarantined"] += int(row["errors"])
+        entry["largest"] = max(entry["largest"], int(row["largest"]))
+    return counts
+
+
+def _split_bytes(items: Sequence[FileSplit]) -> int:
+    """The bytes of dumps ``items`` read (a split of unknown end, a compressed file, counts 0)."""
+    return sum(item.end - item.start for item in items if item.end is not None)
+
+
+def _plan_line(items: Sequence[FileSplit]) -> str:
+    files = len({item.path for item in items})
+    return f"ingest: {files} files ({_split_bytes(items) / 1e6:,.1f} MB of dumps) in {len(items)} work items"
+
+
+def _land(
+    spark,
+    paths,
+    *,
+    run_id,
+    split_bytes,
+    landed_at,
+    max_line_length,
+    max_message_bytes,
+    persist: bool,
+    progress: Report | None = None,
+    webhdfs: str = "",
+    reader: str = "auto",
+) -> _Landing:
+    items = plan_work(paths, split_bytes, webhdfs)
+    if progress:
+        progress(_plan_line(items))
+    jvm = jvm_items(spark, items, reader)
+    limits = {"max_line_length": max_line_length, "max_message_bytes": max_message_bytes}
+    level = read_cache_level(_split_bytes(items), storage_memory_bytes(spark)) if persist else None
+    # a small landing's keys, of files whose sizes are known (they come with a cached read only)
+    with_keys = all(i.end is not None for i in items) and _split_bytes(items) <= KEYS_WITH_SUMMARY_BYTES
+
+    def read(jvm_numbers) -> tuple[DataFrame, bool, list[Row] | None]:
+        """The scan, cached when ``persist`` (where the session can cache), and its summary
+        when the rest needs it: always when cached (the one full read, with its progress),
+        else for split files or the JVM reader's fallbacks."""
+        raw, cached = scan(spark, items, jvm=jvm_numbers, **limits), False
+        if persist:
+            try:
+                raw, cached = raw.persist(cast(StorageLevel, level)), True  # chosen when persist
+            except Exception:  # noqa: BLE001 - e.g. serverless compute: read the files twice instead
+                cached = False
+            with TaskTicker(spark, progress, "ingest", "work items"):
+                return raw, cached, read_summary(raw, keys=with_keys)
+        needed = jvm_numbers or any(i.splits > 1 for i in items)
+        return raw, cached, read_summary(raw) if needed else None
+
+    raw, persisted, summary = read(jvm)
+    left = fallbacks(summary or [])
+    if left:  # read again, those items with Python (the JVM reader's rows of them are dropped with the cache)
+        for number, why in sorted(left.items()):
+            item = items[number]
+            log.info(
+                "ingest: %s bytes %d..%s: read with the Python reader (the JVM reader: %s)",
+                item.path,
+                item.start,
+                item.end if item.end is not None else "end",
+                why,
+            )
+        if persisted:
+            raw.unpersist()
+        jvm = jvm - set(left)
+        raw, persisted, summary = read(jvm)
+    per_file, largest = None, 0
+    if persist:
+        per_file = file_counts(cast(list[Row], summary), [i.path for i in items])  # read whenever persist
+        if progress:
+            for path in sorted(per_file):
+                counts = per_file[path]
+                progress(f"ingest: {path}: {counts['messages']} messages, {counts['quarantined']} quarantined")
+        largest = max((c.pop("largest") for c in per_file.values()), default=0)
+        if persisted and largest >= large_messages.LARGE_MESSAGE_BYTES and level != StorageLevel.DISK_ONLY:
+            # Kept in memory, the cached messages would leave too little heap for writing them;
+            # the next job reads the files again into a cache on disk.
+            raw.unpersist(blocking=True)
+            raw = scan(spark, items, jvm=jvm, **limits).persist(StorageLevel.DISK_ONLY)
+    # the summary is read where there are split files, and always when persisted
+    bases = split_bases(cast(list[Row], summary)) if any(i.splits > 1 for i in items) else None
+    keys = landing_keys(cast(list[Row], summary)) if persisted and with_keys else None
+    return _Landing(
+        items,
+        raw,
+        _positioned(raw, bases, len(items)),
+        run_id,
+        _timestamp(landed_at),
+        persisted,
+        per_file,
+        largest,
+        len(jvm),
+        keys,
+    )
+
+
+def land(
+    spark: SparkSession,
+    paths: Sequence[str],
+    *,
+    run_id: str,
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
+    landed_at: dt.datetime | None = None,
+    max_line_length: int = MAX_LINE_LENGTH,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    reader: str = "auto",
+) -> tuple[DataFrame, DataFrame]:
+    """``(messages, quarantine)`` DataFrames for the files under ``paths``; writes nothing.
+
+    Plans on the driver now (and, when a file is split or the JVM reader reads, runs one job
+    for the split counts and the items the JVM reader leaves to Python); the DataFrames read
+    the files each time an action runs on them. ``landed_at``
+    (default: now) stamps ``landed_at`` and ``quarantined_at``; naive means UTC.
+    """
+    landing = _land(
+        spark,
+        paths,
+        run_id=run_id,
+        split_bytes=split_bytes,
+        landed_at=landed_at,
+        max_line_length=max_line_length,
+        max_message_bytes=max_message_bytes,
+        persist=False,
+        reader=reader,
+    )
+    return landing.messages(), landing.quarantine()
+
+
+# --- ingest: land + write ----------------------------------------------------------------------
+
+
+@dataclass
+class IngestResult:
+    """What one ingest did. ``quarantined`` counts the bad records found in these inputs
+    (also when an earlier ingest already stored them: they still need attention);
+    ``quarantine_added`` counts the rows actually added to the table."""
+
+    messages_landed: int
+    duplicates_skipped: int
+    quarantined: int
+    files: int
+    quarantine_added: int = 0
+    messages_read: int = 0
+    work_items: int = 0
+    jvm_work_items: int = 0  # of them, read by the JVM reader
+    file_list: list[str] = field(default_factory=list, repr=False)
+    per_file: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc.pop("file_list")
+        return doc
+
+
+def _store_messages(storage, landing: _Landing, read: int) -> int:
+    """Store the landing's new messages; return how many.
+
+    With the read cached and Parquet storage, the rows to leave out (repeats within the
+    landing, keys already stored) are found on keys and positions alone and broadcast from
+    the driver (none at all is the common case), so the messages go from the cache to the
+    table without a shuffle. A small landing's keys came with its read's summary
+    (``KEYS_WITH_SUMMARY_BYTES``): its repeats are found on the driver, and only a table
+    already stored costs jobs (`stored_among`, two); a larger one's are found by jobs over
+    the cache (`skipped_rows`: two with adaptive execution, more with a stored table). A
+    Delta table, an uncached read, or more than ``SKIP_BROADCAST_ROWS`` rows to leave out
+    (re-landing a large dump) take ``merge_new``, which deduplicates the whole rows."""
+    if not landing.persisted or storage.format == "delta":
+        return storage.merge_new("messages", landing.messages())
+    exists = storage.exists("messages")
+    if landing.keys is not None:
+        skip = rows_to_leave_out(landing.keys, stored_among(storage, landing.keys) if exists else ())
+    else:
+        stored = storage.read("messages").select("message_key") if exists else None
+        skip = [
+            (r["source_file"], r["source_offset"])
+            for r in skipped_rows(landing.raw, stored).limit(SKIP_BROADCAST_ROWS + 1).collect()
+        ]
+    if len(skip) > SKIP_BROADCAST_ROWS:
+        return storage.merge_new("messages", landing.messages())
+    if len(skip) >= read:
+        return 0  # nothing new: leave no empty file behind
+    options = LARGE_MESSAGE_PARQUET if landing.largest >= large_messages.LARGE_MESSAGE_BYTES else None
+    if not skip:  # the common case: no join at all (broadcasting even an empty list is a job)
+        rows = landing.messages(unique=True)
+    else:
+        positions = landing.raw.sparkSession.createDataFrame(skip, "source_file string, source_offset long")
+        rows = landing.messages(positions)
+    tasks = large_messages.large_message_tasks(landing.raw.sparkSession, landing.largest)
+    storage.append("messages", rows if tasks is None else rows.coalesce(tasks), parquet_options=options)
+    return read - len(skip)
+
+
+def stored_among(storage, keys: Sequence[tuple[str, str, int]]) -> set[str]:
+    """Which of a landing's message keys (`landing_keys`) ``messages`` already holds: the
+    stored keys scanned against the landing's, broadcast from the driver (two jobs: the
+    broadcast, the scan; no shuffle)."""
+    wanted = storage.spark.createDataFrame(sorted({(k,) for k, _, _ in keys}), "message_key string")
+    found = storage.read("messages").select("message_key").join(F.broadcast(wanted), "message_key", "left_semi")
+    return {r["message_key"] for r in found.collect()}  # stored keys are unique: no distinct (a shuffle)
+
+
+def ingest(
+    spark: SparkSession,
+    storage,
+    paths: Sequence[str],
+    *,
+    run_id: str,
+    settings: IngestSettings = IngestSettings(),
+    landed_at: dt.datetime | None = None,
+    progress: Report | None = None,
+) -> IngestResult:
+    """Land ``paths`` and store them: ``messages`` merged by ``message_key``, ``quarantine``
+    merged by (source_file, source_offset, error_code). Idempotent: ingesting the same files
+    again adds nothing. ``settings`` are the ``[ingest]`` split size and reader limits;
+    ``progress`` receives the plan, read progress and per-file counts as lines."""
+    landing = _land(
+        spark,
+        paths,
+        run_id=run_id,
+        split_bytes=settings.split_bytes,
+        landed_at=landed_at,
+        max_line_length=settings.max_line_length,
+        max_message_bytes=settings.max_message_bytes,
+        persist=True,
+        progress=progress,
+        webhdfs=settings.webhdfs,
+        reader=settings.reader,
+    )
+    try:
+        per_file = landing.per_file or {}
+        read = sum(c["messages"] for c in per_file.values())
+        quarantined = sum(c["quarantined"] for c in per_file.values())
+        landed = _store_messages(storage, landing, read)
+        crash_point("ingest-messages-stored")
+        added = storage.merge_new("quarantine", landing.quarantine()) if quarantined else 0
+    finally:
+        landing.release()
+    files = sorted({i.path for i in landing.items})
+    return IngestResult(
+        messages_landed=landed,
+        duplicates_skipped=read - landed,
+        quarantined=quarantined,
+        files=len(files),
+        quarantine_added=added,
+        messages_read=read,
+        work_items=len(landing.items),
+        jvm_work_items=landing.in_jvm,
+        file_list=files,
+        per_file=per_file,
+    )

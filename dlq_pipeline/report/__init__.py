@@ -1,0 +1,1 @@
+"""The report: what a run decided and delivered, as JSON, HTML and metrics."""

@@ -1,0 +1,445 @@
+"""The rules applied in Spark, and the classify stage built on them.
+
+`classify_columns` turns a validated rules table into the decision columns, in one narrow
+pass, agreeing with the reference matcher (``matcher.decide``) row for row: the rule is
+chosen per distinct combination of the columns the rules test (`rules.index.RuleIndex`, in a
+vectorized Python UDF), and the chosen rule's outputs are looked up in SQL by index (literal
+arrays, one element per rule), so a message's cost does not grow with the table
+(docs/rules-semantics.md, "The Spark compiler and the codegen cliff"). The expressions are
+Spark SQL text, parsed once per projection: built call by call through the Python-JVM
+gateway they would cost a round trip each; literals are written so that no parser setting
+can change them (see ``sql_string``).
+
+The classify stage (`decide_pending`): pending messages and their durable attempt history
+(`warehouse.ledger`) with the rules -> the ``decisions`` table; `classify` is its pure part.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from collections import Counter
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+from dlq_pipeline.engine.sql_text import sql_column, sql_json_array, sql_string
+from dlq_pipeline.engine.tasks import TaskTicker
+from dlq_pipeline.engine.workers import start_python_workers
+from dlq_pipeline.mq.spark import decode_headers, decode_inputs, decoded_columns, decoded_struct, without_data
+from dlq_pipeline.rules.matcher import SUBSTITUTION_COLUMNS, resolve_name
+from dlq_pipeline.rules.model import ACTIONS, PATTERN_FIELDS, Rule, RulesTable
+from dlq_pipeline.runtime.clock import as_utc
+from dlq_pipeline.runtime.progress import Progress, Report
+from dlq_pipeline.warehouse.ledger import pending_with_attempts, recover_interrupted
+from dlq_pipeline.warehouse.schemas import conform
+from dlq_pipeline.warehouse.storage import Storage
+from dlq_pipeline.warehouse.tables import IGNORE_REASONS, PUT_ACTIONS
+
+
+def classify(
+    pending: DataFrame,
+    table: RulesTable,
+    *,
+    run_id: str,
+    now: dt.datetime,
+    retry_interval: int | None = None,
+) -> DataFrame:
+    """Decisions for decoded pending messages (``pending_with_attempts`` + decode columns).
+
+    RETRYINT: when the chosen rule is the rule of the message's last attempt and that
+    attempt is younger than the interval, the decision keeps its action but gets a
+    ``not_before`` in the future; replay records it as ``deferred`` without trying.
+    """
+    return _decisions(
+        classify_columns(table, pending, "prior_attempts"), table, run_id=run_id, now=now, retry_interval=retry_interval
+    )
+
+
+def classify_pending(
+    pending: DataFrame,
+    table: RulesTable,
+    *,
+    run_id: str,
+    now: dt.datetime,
+    retry_interval: int | None = None,
+) -> DataFrame:
+    """``classify(decode_headers(pending), ...)`` for pending messages as stored (not
+    decoded), with decode and the rule choice in one Python UDF
+    (`compiler.decode_and_classify_columns`): one Python worker per task instead of two."""
+    return _decisions(
+        decode_and_classify_columns(table, pending, "prior_attempts"),
+        table,
+        run_id=run_id,
+        now=now,
+        retry_interval=retry_interval,
+    )
+
+
+def _decisions(
+    decided: DataFrame, table: RulesTable, *, run_id: str, now: dt.datetime, retry_interval: int | None
+) -> DataFrame:
+    """The ``decisions`` rows of messages with their decision columns (RETRYINT applied)."""
+    interval = table.control.retryint if retry_interval is None or retry_interval < 0 else retry_interval
+    now_lit = F.lit(as_utc(now)).cast("timestamp")  # aware: converted without the local zone
+    puts = F.col("action").isin(*PUT_ACTIONS)
+    earliest = F.col("last_attempt.at") + F.make_interval(secs=F.lit(interval))
+    same_rule_too_soon = (
+        puts
+        & F.col("last_attempt").isNotNull()
+        & (F.col("last_attempt.rule_line") == F.col("rule_line"))
+        & (earliest > now_lit)
+    )
+    decisions = decided.select(
+        F.lit(run_id).alias("run_id"),
+        "message_key",
+        "source_file",
+        "source_index",
+        *DECISION_COLUMNS,
+        F.when(puts, F.col("prior_attempts") + 1).alias("attempt"),
+        F.when(same_rule_too_soon, earliest).alias("not_before"),
+        now_lit.alias("decided_at"),
+    )
+    return conform(decisions, "decisions")
+
+
+class Decided(NamedTuple):
+    """What `decide_pending` made: the decisions (persisted) and their counts."""
+
+    decisions: DataFrame
+    counts: DecisionCounts
+
+
+def decide_pending(
+    spark: SparkSession,
+    storage: Storage,
+    table: RulesTable,
+    *,
+    run_id: str,
+    now: dt.datetime,
+    retry_interval: int | None = None,
+    progress: Progress | Report | None = None,
+) -> Decided:
+    """Classify every pending message in the warehouse, append the decisions and return
+    them, persisted, with their counts: the rows the append wrote, which the append's own
+    job put in Spark's cache (no second job reads the table back), counted by that job too
+    (an observation: `observed_counts`). The caller unpersists them when done.
+    ``progress`` gets the task counts of the write, which decodes and decides (`TaskTicker`).
+
+    First, the ledger rows of a replay that died (``kill -9``) after putting are recovered
+    from its checkpoints, so messages it delivered are not pending any more: a decision is
+    never made for a message whose delivery is only recorded in a checkpoint."""
+    start_python_workers(spark)  # while the driver plans below, the task slots are idle
+    recover_interrupted(spark, storage)
+    # never `data`: a 100 MB message would be read whole for its 172-byte header
+    pending = pending_with_attempts(without_data(storage.read("messages")), storage.read("ledger"))
+    decisions = classify_pending(pending, table, run_id=run_id, now=now, retry_interval=retry_interval)
+    decisions = decisions.persist(StorageLevel.MEMORY_AND_DISK_DESER)  # as built: no serialized copy
+    observation = Observation(f"decisions_{run_id}_{secrets.token_hex(4)}")
+    try:
+        with TaskTicker(spark, progress, "classify", "tasks", stage="last"):  # silent for a minute otherwise
+            storage.append("decisions", decisions.observe(observation, *counted()))
+        counts = observed_counts(observation.get) or decision_counts(decisions)
+    except BaseException:
+        decisions.unpersist()
+        raise
+    return Decided(decisions, counts)
+
+
+def target_key() -> tuple[Column, Column]:
+    """(target queue manager, target queue) of a decision, blank for none: what replay places."""
+    return F.coalesce(F.col("target_qmgr"), F.lit("")), F.coalesce(F.col("target_q"), F.lit(""))
+
+
+@dataclass(frozen=True)
+class DecisionCounts:
+    total: int
+    actions: dict[str, int]
+    ignore_reasons: dict[str, int]
+    # (target queue manager, queue): what replay places; None when counted by `observed_counts`
+    puts_per_queue: dict[tuple[str, str], int] | None = None
+
+
+def counted() -> list[Column]:
+    """The decisions' counts as aggregates of the write that stores them (`decide_pending`):
+    the actions and ignore reasons are closed sets, so no group-by job is needed."""
+    return [
+        F.count(F.lit(1)).alias("total"),
+        *[F.sum(F.when(F.col("action") == a, 1).otherwise(0)).alias(f"action_{a}") for a in ACTIONS],
+        F.count("ignore_reason").alias("ignored_with_reason"),
+        *[F.sum(F.when(F.col("ignore_reason") == r, 1).otherwise(0)).alias(f"reason_{r}") for r in IGNORE_REASONS],
+    ]
+
+
+def observed_counts(metrics: dict) -> DecisionCounts | None:
+    """`DecisionCounts` (without the puts per queue) from the write's observed ``metrics``
+    (pure), or None when they do not add up (an action or reason outside the known sets):
+    then the caller counts with `decision_counts`, so the counts are exact either way."""
+    total = int(metrics.get("total") or 0)
+    actions = {a: int(metrics.get(f"action_{a}") or 0) for a in ACTIONS}
+    reasons = {r: int(metrics.get(f"reason_{r}") or 0) for r in IGNORE_REASONS}
+    if sum(actions.values()) != total or sum(reasons.values()) != int(metrics.get("ignored_with_reason") or 0):
+        return None
+    return DecisionCounts(
+        total, {a: n for a, n in sorted(actions.items()) if n}, {r: n for r, n in sorted(reasons.items()) if n}
+    )
+
+
+def decision_counts(decisions: DataFrame) -> DecisionCounts:
+    """The decisions per action, per ignore reason and the puts per target queue in one
+    aggregation (one job over the cached decisions, where a count and three group-bys ran
+    four)."""
+    qmgr, queue = target_key()
+    total = 0
+    actions: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    puts: Counter[tuple[str, str]] = Counter()
+    grouped = decisions.groupBy("action", "ignore_reason", qmgr.alias("qmgr"), queue.alias("queue"))
+    for r in grouped.agg(F.count("*").alias("n")).collect():
+        n = int(r["n"])
+        total += n
+        actions[str(r["action"])] += n
+        if r["ignore_reason"] is not None:
+            reasons[str(r["ignore_reason"])] += n
+        puts[(r["qmgr"], r["queue"])] += n if r["action"] in PUT_ACTIONS else 0
+    return DecisionCounts(total, dict(sorted(actions.items())), dict(sorted(reasons.items())), dict(puts))
+
+
+DECISION_COLUMNS = (
+    "action",
+    "rule_line",
+    "rule_index",
+    "target_q",
+    "target_qmgr",
+    "header",
+    "putaut",
+    "ignore_reason",
+)
+
+# Where a resolved target name comes from: a literal written in the table, or a column.
+_LITERAL = 0
+_SOURCES = {token: code for code, token in enumerate(SUBSTITUTION_COLUMNS, start=1)}
+_SOURCE_COLUMNS = {code: SUBSTITUTION_COLUMNS[token] for token, code in _SOURCES.items()}
+
+_PICK = "__dlq_rules_pick"  # the chosen rule's index, or how the choice ended
+
+
+# --- outputs -----------------------------------------------------------------------------
+
+
+def resolved_sql(column: str) -> str:
+    """``matcher.resolve_name`` in Spark: cut at the first NUL, drop trailing blanks."""
+    return f"rtrim(substring_index(coalesce({sql_column(column)}, ''), {sql_string(chr(0))}, 1))"
+
+
+def _target_specs(rule: Rule) -> tuple[tuple[int, str], tuple[int, str]] | None:
+    """(source, literal) for target_q and target_qmgr; None when the action puts nothing."""
+    if rule.action == "RETRY":
+        return (_SOURCES["&DESTQ"], ""), (_SOURCES["&DESTQM"], "")
+
+    def spec(value: str | None) -> tuple[int, str]:
+        if value is not None and value.upper() in _SOURCES:
+            return _SOURCES[value.upper()], ""
+        return _LITERAL, resolve_name(value)
+
+    if rule.action == "FWD":
+        return spec(rule.fwdq), spec(rule.fwdqm)
+    return None
+
+
+def _target_sql(rules: tuple[Rule, ...], position: int, index: str) -> str:
+    """The resolved target_q (position 0) or target_qmgr (1) of the chosen rule."""
+    specs = [_target_specs(r) for r in rules]
+    source = f"element_at({sql_json_array([s[position][0] if s else None for s in specs], 'INT')}, {index} + 1)"
+    literal = f"element_at({sql_json_array([s[position][1] if s else None for s in specs], 'STRING')}, {index} + 1)"
+    branches = [f"WHEN {source} = {_LITERAL} THEN {literal}"]
+    for code in sorted({s[position][0] for s in specs if s} - {_LITERAL}):
+        branches.append(f"WHEN {source} = {code} THEN {resolved_sql(_SOURCE_COLUMNS[code])}")
+    return f"CASE {' '.join(branches)} END"
+
+
+def outputs_sql(rules: tuple[Rule, ...], index: str, seen: str) -> dict[str, str]:
+    """The decision columns (SQL) from the chosen rule's index (null: implicit IGNORE)."""
+
+    def pick(values, type_: str) -> str:
+        return f"element_at({sql_json_array(values, type_)}, {index} + 1)"
+
+    action = pick([r.action for r in rules], "STRING")
+    return {
+        "action": f"coalesce({action}, 'IGNORE')",
+        "rule_line": pick([r.line for r in rules], "INT"),
+        "rule_index": index,
+        "target_q": _target_sql(rules, 0, index),
+        "target_qmgr": _target_sql(rules, 1, index),
+        "header": f"CASE WHEN {action} = 'FWD' THEN {pick([r.header for r in rules], 'BOOLEAN')} END",
+        "putaut": f"CASE WHEN {action} IN ('RETRY', 'FWD') THEN {pick([r.putaut for r in rules], 'STRING')} END",
+        "ignore_reason": (
+            "CASE WHEN NOT coalesce(`has_dlh`, false) THEN 'no_dlh'"
+            " WHEN coalesce(`truncated`, false) THEN 'truncated'"
+            f" WHEN {index} IS NULL AND {seen} THEN 'retries_exhausted'"
+            f" WHEN {index} IS NULL THEN 'no_match' END"
+        ),
+    }
+
+
+# --- the rule chosen per distinct value ----------------------------------------------------
+
+_ELIGIBLE = "(coalesce(`has_dlh`, false) AND NOT coalesce(`truncated`, false))"
+_KINDS = {column: kind for column, kind, _ in PATTERN_FIELDS.values()}
+
+
+def _choices_udf(table: RulesTable, columns: list[str], arrow: bool):
+    """The Python UDF giving `RuleIndex.choices` for a struct of (eligible, attempts, the
+    tested columns). The index is built once per task and keeps what it learnt (value ->
+    rules) across the task's batches."""
+    import numpy as np
+    import pyarrow as pa
+
+    from dlq_pipeline.rules.index import RuleIndex
+
+    held: dict = {}
+
+    def codes(eligible, attempts, values) -> pa.Array:
+        index = held.get("index") or held.setdefault("index", RuleIndex(table))
+        return pa.array(index.choices(values, eligible, attempts).astype(np.int32), pa.int32())
+
+    if arrow:
+
+        def choose_arrow(batch):
+            return codes(batch.field("eligible"), batch.field("attempts"), {c: batch.field(c) for c in columns})
+
+        # pyspark's overloads all want functionType; without it Spark makes a scalar Arrow UDF
+        return F.arrow_udf(choose_arrow, returnType="int")  # type: ignore[call-overload]
+
+    def choose_pandas(batch):
+        import pandas as pd
+
+        def arrow(series, column):
+            kind = pa.int64() if _KINDS.get(column) == "int" else pa.string()
+            return pa.array(series.astype(object).where(series.notna(), None).tolist(), kind)
+
+        got = codes(batch["eligible"].tolist(), batch["attempts"].tolist(), {c: arrow(batch[c], c) for c in columns})
+        return pd.Series(got.to_numpy(zero_copy_only=False))
+
+    # pyspark's overloads all want functionType; without it Spark makes a scalar pandas UDF
+    return F.pandas_udf(choose_pandas, returnType="int")  # type: ignore[call-overload]
+
+
+def classify_columns(
+    table: RulesTable, df: DataFrame, attempts_col: str = "prior_attempts", *, arrow: bool | None = None
+) -> DataFrame:
+    """``df`` plus the decision columns (data/schemas/decisions.json types), in one narrow pass.
+
+    ``df`` holds the match-view columns (names as in the view, strings as decoded, not
+    stripped) and ``attempts_col``, the attempts already made on each message (null: 0).
+    Existing columns with decision names are replaced.
+
+    The choice of rule is made per distinct combination of the columns the rules test
+    (`rules.index.RuleIndex`, in a vectorized Python UDF: an Arrow UDF on Spark 4.1+, else
+    pandas; ``arrow`` forces one), so a message costs about the same whatever the table's
+    size; only the chosen rule's outputs are then looked up in SQL, by index.
+    """
+    from dlq_pipeline.rules.index import RuleIndex
+
+    rules = tuple(table.rules)
+    if rules:
+        columns = list(RuleIndex(table).columns)
+        if arrow is None:
+            arrow = hasattr(F, "arrow_udf")
+        batch = F.expr(
+            f"struct({_ELIGIBLE} AS eligible, {_attempts_sql(attempts_col)} AS attempts"
+            f"{''.join(f', {sql_column(c)}' for c in columns)})"
+        )
+        chosen = _choices_udf(table, columns, arrow)(batch)
+    else:
+        chosen = F.lit(None).cast("int")
+    # Few calls into the JVM (each costs a round trip, more on a busy machine): the
+    # replaced columns dropped, the choice and the outputs appended, the choice dropped.
+    stale = [c for c in DECISION_COLUMNS if c in df.columns]
+    return _with_outputs((df.drop(*stale) if stale else df).withColumn(_PICK, chosen), rules)
+
+
+def _attempts_sql(attempts_col: str) -> str:
+    return f"CAST(coalesce({sql_column(attempts_col)}, 0) AS BIGINT)"
+
+
+def _with_outputs(picked: DataFrame, rules: tuple[Rule, ...]) -> DataFrame:
+    """``picked`` (which holds the choice, ``_PICK``) with the decision columns instead of it."""
+    from dlq_pipeline.rules.index import EXHAUSTED
+
+    pick = sql_column(_PICK)
+    outputs = outputs_sql(rules, f"CASE WHEN {pick} >= 0 THEN {pick} END", f"coalesce({pick} = {EXHAUSTED}, false)")
+    return picked.withColumns({name: F.expr(outputs[name]) for name in DECISION_COLUMNS}).drop(_PICK)
+
+
+# --- decode and choose in one Python UDF -------------------------------------------------
+
+
+def decode_and_classify_columns(
+    table: RulesTable, messages: DataFrame, attempts_col: str = "prior_attempts"
+) -> DataFrame:
+    """``classify_columns(table, decode_headers(messages), attempts_col)``, with the MQDLH
+    decoded and the rule chosen in one Arrow UDF instead of two.
+
+    Spark runs each Python UDF of a task in a Python worker of its own, and a new worker
+    costs about a second of CPU before its first row (pyspark, pyarrow, pandas and this
+    package imported): with decode and the choice apart, a run's classify started two
+    workers per task, four on two cores. Spark can only put two UDFs into one worker when
+    one is the other's only argument, and the choice also reads the message's attempts and
+    MQMD columns. The UDF is `structures.decode_dlh_arrow` followed by `RuleIndex.choices`
+    on its output, so its decisions are those of the two UDFs (tests/spark/test_pipeline.py).
+    On Spark without Arrow UDFs (before 4.1), and for an empty table, it is the two steps."""
+    from dlq_pipeline.rules.index import RuleIndex
+
+    rules = tuple(table.rules)
+    if not rules or not hasattr(F, "arrow_udf"):
+        return classify_columns(table, decode_headers(messages), attempts_col)
+    columns = list(RuleIndex(table).columns)
+    decoded = set(decoded_struct().fieldNames())
+    given = [c for c in columns if c not in decoded]  # the MQMD's, as stored
+    prepared, arguments = decode_inputs(messages)
+    rest = F.expr(
+        f"struct(NOT coalesce(`truncated`, false) AS whole, {_attempts_sql(attempts_col)} AS attempts"
+        f"{''.join(f', {sql_column(c)}' for c in given)})"
+    )
+    both = prepared.withColumn(_DECIDED, _decide_udf(table, columns)(*arguments, rest))
+    picked = both.select(*decoded_columns(messages, _DECIDED), F.col(f"{_DECIDED}.{_PICK}").alias(_PICK))
+    return _with_outputs(picked, rules)
+
+
+_DECIDED = "__dlq_decided"
+
+
+def _decide_udf(table: RulesTable, columns: list[str]):
+    """The Arrow UDF of `decode_and_classify_columns`: the decode UDF's arguments and a
+    struct (whole: not truncated, attempts, the tested MQMD columns) -> the decode struct
+    with the choice (``_PICK``) as its last field. The index is built once per task."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    from dlq_pipeline.mq.structures import decode_dlh_arrow
+    from dlq_pipeline.rules.index import RuleIndex
+
+    held: dict = {}
+
+    def fields(struct) -> dict:
+        kind = struct.type
+        return dict(zip((kind.field(i).name for i in range(kind.num_fields)), struct.flatten()))
+
+    def decide_arrow(head, _head_again, tail, length, encoding, ccsid, md_format, rest):
+        decoded = fields(decode_dlh_arrow(head, tail, length, encoding, ccsid, md_format))
+        given = fields(rest)
+        eligible = pc.and_(pc.fill_null(decoded["has_dlh"], False), given["whole"])
+        index = held.get("index") or held.setdefault("index", RuleIndex(table))
+        values = {c: decoded[c] if c in decoded else given[c] for c in columns}
+        pick = pa.array(index.choices(values, eligible, given["attempts"]).astype(np.int32), pa.int32())
+        return pa.StructArray.from_arrays([*decoded.values(), pick], names=[*decoded, _PICK])
+
+    returned = StructType([*decoded_struct().fields, StructField(_PICK, IntegerType(), True)])
+    # pyspark's overloads all want functionType; without it Spark makes a scalar Arrow UDF
+    return F.arrow_udf(decide_arrow, returnType=returned)  # type: ignore[call-overload]

@@ -1,0 +1,634 @@
+"""Where the tables live: Parquet dataset directories (default) or Delta tables, behind one API.
+
+Every write is an append or an idempotent ``merge_new`` (insert the rows whose key is not
+there yet), so both formats behave the same and a rerun adds nothing twice. Every write
+and read goes through ``schemas.conform``: what is stored, and what is read back, has
+exactly the schema in ``schemas/<table>.json``.
+
+- **Parquet**: table ``t`` is the dataset directory ``PATH/t`` (local, ``file:``, ``dbfs:``,
+  ``hdfs:``, ``s3a:``, ... anything Spark's Hadoop file systems open). ``merge_new`` is an
+  anti-join against the keys already stored, then an append.
+- **Delta**: by path (``PATH/t``) or, with ``catalog``/``schema``, by name
+  (``catalog.schema.t``; the schema is created when missing). Each table is created with its
+  declared schema (NOT NULL columns are enforced by Delta on every write, and a write with
+  another schema is refused), the ``ledger`` with ``delta.appendOnly`` (Delta refuses any
+  UPDATE or DELETE of audit rows). ``merge_new`` is ``MERGE ... WHEN NOT MATCHED THEN INSERT
+  *``: a commit is atomic (nothing to clean up after a killed write), and a MERGE that loses
+  an optimistic-concurrency race to another writer is retried on the new snapshot, so two
+  writers landing the same rows insert them once. ``as_of(RUN_ID | TIMESTAMP)`` gives a
+  read-only view of the tables as they were (time travel). Needs Delta Lake on the classpath
+  (Databricks, ``--packages``, or the jars of `dlq_pipeline.warehouse.delta`); without it the
+  constructor fails with one error that says how to fix it.
+
+The warehouse directory and the run summaries are created owner-only (0700 / 0600): message
+bodies may hold personal data.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import re
+import secrets
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from functools import reduce
+from typing import Any, cast
+
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+from dlq_pipeline.config.settings import StorageSettings
+from dlq_pipeline.engine.session import DELTA_FIX, delta_available
+from dlq_pipeline.engine.sql_text import sql_column
+from dlq_pipeline.runtime.clock import as_utc, epoch_micros, iso_z
+from dlq_pipeline.runtime.paths import plain_path
+from dlq_pipeline.runtime.permissions import private_dirs
+from dlq_pipeline.warehouse.schemas import conform, table_schema
+from dlq_pipeline.warehouse.tables import table_key
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("parquet", "delta")
+RUNS_DIR = "_runs"
+STAGING_DIR = "_temporary"  # Hadoop's FileOutputCommitter stages task output here
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_TABLE = re.compile(r"[a-z][a-z0-9_]*")
+# Delta table properties per table: audit rows are never changed; the lease's one row is
+# rewritten at every renewal, so its log and old files are kept a day, not Delta's 30 and 7.
+TABLE_PROPERTIES = {
+    "ledger": {"delta.appendOnly": "true"},
+    "leases": {
+        "delta.logRetentionDuration": "interval 1 days",
+        "delta.deletedFileRetentionDuration": "interval 1 days",
+    },
+}
+# A commit that lost an optimistic-concurrency race (ConcurrentAppendException & co., or the
+# table created by the other writer first): redone on the new snapshot.
+_CONFLICT = re.compile(
+    r"Concurrent\w*Exception|DELTA_CONCURRENT|ProtocolChanged|MetadataChanged|"
+    r"TABLE_OR_VIEW_ALREADY_EXISTS|DELTA_TABLE_ALREADY_EXISTS|"
+    r"DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION"
+)
+# Parquet writer options per table, on every write of it. Parquet tries a dictionary for
+# every column and, once it passes 1 MB, throws it away and encodes the page again plainly:
+# for values that are (nearly) all distinct, work done twice. No dictionary for a message's
+# data and head (a quarter of the messages write; snappy still compresses repeated bodies
+# within a page), nor for the columns unique by
+# construction: a key, a digest, a MsgId, a position in its file (with the cache's columns
+# left uncompressed, an eighth of a 100,000-message ingest's CPU: docs/performance.md,
+# "Parquet dictionaries in the stored tables").
+UNIQUE_MESSAGE_COLUMNS = ("message_key", "data_digest", "msg_id", "source_index", "source_line", "source_offset")
+TABLE_PARQUET_OPTIONS = {
+    "messages": {
+        f"parquet.enable.dictionary#{column}": "false" for column in ("data", "data_head", *UNIQUE_MESSAGE_COLUMNS)
+    }
+}
+COMMIT_ATTEMPTS = 8
+# How long a writer waits for another's CREATE of a Delta table to commit its first version
+# (the other has made the table's _delta_log; Delta then calls the table existing).
+CREATE_WAIT_SECONDS = 60.0
+
+
+class StorageError(RuntimeError):
+    """The storage cannot be used as configured."""
+
+
+def default_fs(spark: SparkSession, path: str) -> tuple[str, str] | None:
+    """Spark's default file system (``fs.defaultFS``) and ``path`` as Spark resolves it there;
+    None over Spark Connect (no JVM here to ask)."""
+    jvm, jsc = getattr(spark, "_jvm", None), getattr(spark, "_jsc", None)
+    if jvm is None or jsc is None:
+        return None
+    conf = jsc.hadoopConfiguration()
+    fs = jvm.org.apache.hadoop.fs.FileSystem.get(conf)
+    return str(conf.get("fs.defaultFS")), str(fs.makeQualified(jvm.org.apache.hadoop.fs.Path(path)).toString())
+
+
+class _Files:
+    """The few file-system operations Storage needs, locally or through Hadoop's FileSystem."""
+
+    def __init__(self, spark: SparkSession, root: str):
+        self.spark = spark
+        self.local = plain_path(root)
+
+    def _hadoop(self, path: str):
+        jvm = getattr(self.spark, "_jvm", None)
+        if jvm is None:
+            raise StorageError(f"cannot reach {path!r} from this client (Spark Connect): use a local or /dbfs path")
+        jpath = jvm.org.apache.hadoop.fs.Path(path)
+        return jvm, jpath, jpath.getFileSystem(self.spark._jsc.hadoopConfiguration())
+
+    def exists(self, path: str) -> bool:
+        local = plain_path(path)
+        if local is not None:
+            return os.path.exists(local)
+        _, jpath, fs = self._hadoop(path)
+        return bool(fs.exists(jpath))
+
+    def has_data(self, path: str) -> bool:
+        """A dataset directory that a write has completed in (not just an empty directory)."""
+        local = plain_path(path)
+        if local is not None:
+            if not os.path.isdir(local):
+                return False
+            return any(n == "_SUCCESS" or n.endswith(".parquet") for n in os.listdir(local))
+        _, jpath, fs = self._hadoop(path)
+        if not fs.exists(jpath):
+            return False
+        return any(
+            s.getPath().getName() == "_SUCCESS" or s.getPath().getName().endswith(".parquet")
+            for s in fs.listStatus(jpath)
+        )
+
+    def makedirs(self, path: str) -> None:
+        """Create ``path`` and missing parents owner-only; existing directories are left as they are."""
+        local = plain_path(path)
+        if local is not None:
+            private_dirs(local)
+            return
+        jvm, jpath, fs = self._hadoop(path)
+        if not fs.exists(jpath):
+            fs.mkdirs(jpath, jvm.org.apache.hadoop.fs.permission.FsPermission(jvm.java.lang.Short(0o700)))
+
+    def remove_tree(self, path: str) -> bool:
+        """Delete ``path`` and everything under it; True if it existed."""
+        local = plain_path(path)
+        if local is not None:
+            if not os.path.lexists(local):
+                return False
+            shutil.rmtree(local)
+            return True
+        _, jpath, fs = self._hadoop(path)
+        return bool(fs.exists(jpath)) and bool(fs.delete(jpath, True))
+
+    def read_text(self, path: str) -> str | None:
+        """The text of ``path``, or None when there is no such file."""
+        local = plain_path(path)
+        if local is not None:
+            try:
+                with open(local, encoding="utf-8") as f:
+                    return f.read()
+            except FileNotFoundError:
+                return None
+        jvm, jpath, fs = self._hadoop(path)
+        if not fs.exists(jpath):
+            return None
+        stream = fs.open(jpath)
+        try:
+            return jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+        finally:
+            stream.close()
+
+    def write_text(self, path: str, text: str) -> None:
+        """Write ``text`` to ``path`` (owner-only), replacing it atomically where the FS allows."""
+        local = plain_path(path)
+        if local is not None:
+            tmp = f"{local}.{secrets.token_hex(4)}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(text)
+                os.replace(tmp, local)
+            except BaseException:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+                raise
+            return
+        _, jpath, fs = self._hadoop(path)
+        out = fs.create(jpath, True)
+        try:
+            out.write(bytearray(text.encode("utf-8")))
+        finally:
+            out.close()
+
+
+def _delta_conflict_types() -> tuple[type, ...]:
+    """delta-spark's Python names for a lost optimistic-concurrency race (when its pip package
+    is installed; a runtime without it still raises them, recognised by name)."""
+    try:
+        from delta.exceptions import (
+            ConcurrentAppendException,
+            ConcurrentDeleteDeleteException,
+            ConcurrentDeleteReadException,
+            ConcurrentTransactionException,
+            ConcurrentWriteException,
+            DeltaConcurrentModificationException,
+            MetadataChangedException,
+            ProtocolChangedException,
+        )
+    except ImportError:
+        return ()
+    return (
+        ConcurrentAppendException,
+        ConcurrentDeleteDeleteException,
+        ConcurrentDeleteReadException,
+        ConcurrentTransactionException,
+        ConcurrentWriteException,
+        DeltaConcurrentModificationException,
+        MetadataChangedException,
+        ProtocolChangedException,
+    )
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """``exc`` is Delta refusing a commit because another writer committed first
+    (ConcurrentAppend/ConcurrentDeleteRead/ConcurrentDeleteDelete/ConcurrentTransaction/
+    MetadataChanged/ProtocolChanged..., or the table created by the other writer first)."""
+    return isinstance(exc, _delta_conflict_types()) or bool(_CONFLICT.search(f"{type(exc).__name__} {exc}"))
+
+
+def parse_instant(text: str) -> dt.datetime | None:
+    """``2026-11-23``, ``2026-11-23T17:05:00Z``, ``2026-11-23 17:05:00+01:00`` -> aware UTC; else None
+    (naive means UTC, as everywhere in the pipeline)."""
+    try:
+        value = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return as_utc(value)
+
+
+def _null_safe_match(left: str, right: str, key: Sequence[str]):
+    return reduce(
+        lambda a, b: a & b,
+        [F.col(f"{left}.{sql_column(k)}").eqNullSafe(F.col(f"{right}.{sql_column(k)}")) for k in key],
+    )
+
+
+class Storage:
+    """The pipeline's tables, as Parquet or Delta; see the module docstring.
+
+    ``Storage(spark, format="parquet"|"delta", path="./warehouse", catalog=None, schema=None)``.
+    ``catalog``/``schema`` select Delta tables by name; ``path`` still holds the run summaries.
+    """
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        format: str = "parquet",  # noqa: A002 - the configuration's word
+        path: str = "./warehouse",
+        catalog: str | None = None,
+        schema: str | None = None,
+        as_of: dt.datetime | None = None,
+        webhdfs: str = "",
+    ):
+        if format not in FORMATS:
+            raise StorageError(f"storage format must be one of {', '.join(FORMATS)}, not {format!r}")
+        if format == "parquet" and (catalog or schema):
+            raise StorageError("catalog/schema name Delta tables; Parquet tables live under storage.path")
+        if catalog and not schema:
+            raise StorageError("a Delta catalog needs a schema (database) too: catalog.schema.table")
+        if format == "delta" and not delta_available(spark):
+            raise StorageError(
+                f"storage format 'delta' needs Delta Lake on the Spark classpath, and it is not: {DELTA_FIX}"
+            )
+        if plain_path(path) == path and not os.path.isabs(path):
+            path = os.path.abspath(path)  # this process's directory, not a Spark Connect server's
+        self.spark = spark
+        self.format = format
+        self.path = path.rstrip("/") or "/"
+        self.catalog = catalog or None
+        self.schema = schema or None
+        self.as_of_time = as_utc(as_of)
+        self.webhdfs = webhdfs  # the NameNode's HTTP address for an hdfs:// path (ingest.webhdfs)
+        self._files = _Files(spark, self.path)
+        self._evolved: set[str] = set()  # Delta tables checked for columns declared since they were created
+
+    def __repr__(self) -> str:
+        where = f"{self.catalog}.{self.schema}" if self.by_name else self.path
+        when = f", as of {iso_z(self.as_of_time)}" if self.as_of_time else ""
+        return f"Storage({self.format}, {where}{when})"
+
+    def as_of(self, when: str | dt.datetime) -> Storage:
+        """A read-only view of the tables as they were at ``when``: an instant (ISO 8601, naive
+        = UTC) or a run id (the end of that run, from its summary). Delta only: Parquet keeps
+        no history."""
+        if self.format != "delta":
+            raise StorageError('time travel (--as-of) needs storage.format = "delta": Parquet tables keep no history')
+        instant = as_utc(when) if isinstance(when, dt.datetime) else parse_instant(when)
+        if instant is None:
+            # ``when`` is a str here: as_utc gives no None for a datetime
+            summary = self._files.read_text(self.summary_path(cast(str, when)))
+            if summary is None:
+                raise StorageError(
+                    f"--as-of {when!r} is neither a timestamp (ISO 8601) nor a run with a summary "
+                    f"in {self.path}/{RUNS_DIR}"
+                )
+            instant = parse_instant(json.loads(summary)["finished_at"])
+        return Storage(
+            self.spark, self.format, self.path, self.catalog, self.schema, as_of=instant, webhdfs=self.webhdfs
+        )
+
+    # --- where ---------------------------------------------------------------------------
+
+    @property
+    def by_name(self) -> bool:
+        return self.format == "delta" and self.schema is not None
+
+    def location(self, table: str) -> str:
+        """The table's directory, or its catalog name (``catalog.schema.table``)."""
+        if not _TABLE.fullmatch(table):
+            raise StorageError(f"not a table name: {table!r}")
+        if self.by_name:
+            parts = [p for p in (self.catalog, self.schema, table) if p]
+            return ".".join(sql_column(p) for p in parts)
+        return f"{self.path}/{table}"
+
+    def _delta_ref(self, table: str) -> str:
+        return self.location(table) if self.by_name else f"delta.{sql_column(self.location(table))}"
+
+    # --- reading -------------------------------------------------------------------------
+
+    def exists(self, table: str) -> bool:
+        where = self.location(table)
+        if self.by_name:
+            return bool(self.spark.catalog.tableExists(where))
+        if self.format == "delta":
+            return self._delta_log_has_commit(where)
+        return self._files.has_data(where)
+
+    def _delta_log_has_commit(self, where: str) -> bool:
+        """A Delta table is at ``where`` once its first commit is: a writer creating it makes
+        ``_delta_log`` before version 0 lands there, and a table whose early commits the log
+        cleanup removed has a checkpoint (``_last_checkpoint`` names it)."""
+        log_dir = f"{where}/_delta_log"
+        return self._files.exists(f"{log_dir}/{0:020d}.json") or self._files.exists(f"{log_dir}/_last_checkpoint")
+
+    def _history_starts_after(self, table: str, instant: dt.datetime) -> bool:
+        """The table's first commit is later than ``instant`` (it did not exist then)."""
+        first = (
+            self.spark.sql(f"DESCRIBE HISTORY {self._delta_ref(table)}")
+            .agg(F.min(F.unix_micros("timestamp")).alias("us"))
+            .collect()[0]["us"]
+        )
+        return first is None or first > epoch_micros(instant)
+
+    def require_tables(self) -> None:
+        """Raise `StorageError` naming the warehouse when it holds no `messages` table: a
+        wrong path must not read as an empty DLQ (reports of zeros, empty charts)."""
+        if not self.exists("messages"):
+            where = f"{self.catalog}.{self.schema}" if self.by_name else self.path
+            raise StorageError(
+                f"no tables in the warehouse {where} ({self.format}): wrong path? "
+                "(ingest or run land messages there first)"
+            )
+
+    def read(self, table: str) -> DataFrame:
+        """The table, with exactly its schema; an empty DataFrame with that schema when absent
+        (or, for a view `as_of` an instant, when it did not exist yet then)."""
+        schema = table_schema(table)
+        if not self.exists(table):
+            return self._empty(schema)
+        where = self.location(table)
+        if self.as_of_time is not None:
+            if self._history_starts_after(table, self.as_of_time):
+                return self._empty(schema)
+            stamp = self.as_of_time.strftime("%Y-%m-%d %H:%M:%S.%f")  # the session time zone is UTC
+            df = self.spark.sql(f"SELECT * FROM {self._delta_ref(table)} TIMESTAMP AS OF '{stamp}'")
+        elif self.by_name:
+            df = self.spark.read.table(where)
+        elif self.format == "delta":
+            df = self.spark.read.format("delta").load(where)
+        else:
+            # Reading with the declared schema: no inference, and columns added to a schema
+            # later read as null from older files.
+            df = self.spark.read.schema(schema).parquet(where)
+        if self.format == "delta":
+            df = self._with_added_columns(df, table)
+        return conform(df, table)
+
+    def _empty(self, schema) -> DataFrame:
+        """No rows, as the optimizer can see: ``limit(0)`` makes an empty local relation, so a
+        join with it or an aggregation over it plans no job (an empty ``createDataFrame``
+        alone is an RDD Spark must run to find empty: the first run's ledger cost two jobs)."""
+        return self.spark.createDataFrame([], schema).limit(0)
+
+    # --- writing -------------------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        if self.as_of_time is not None:
+            raise StorageError(f"{self!r} is a read-only view of the past")
+        if not self.by_name:
+            self._files.makedirs(self.path)
+        elif self.format == "delta":
+            namespace = ".".join(sql_column(p) for p in (self.catalog, self.schema) if p)
+            self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {namespace}")
+
+    def _committed(self, what: str, commit):
+        """Run ``commit`` (one Delta transaction), redoing it when another writer committed
+        first and Delta refused this one (optimistic concurrency)."""
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            try:
+                return commit()
+            except Exception as exc:  # noqa: BLE001 - py4j/Spark wrap Delta's exceptions
+                if attempt == COMMIT_ATTEMPTS or not is_conflict(exc):
+                    raise
+                log.info(
+                    "%s lost a concurrent commit race (attempt %d), retrying: %s",
+                    what,
+                    attempt,
+                    str(exc).splitlines()[0][:200],
+                )
+                time.sleep(0.25 * attempt + secrets.randbelow(250) / 1000)
+
+    def _added_columns(self, df: DataFrame, table: str) -> list:
+        """The declared columns ``df`` (a stored Delta table) lacks: nullable columns added to
+        the schema after the table was created (``messages.data_head``). Any other difference
+        is left to `conform`, which names it."""
+        have = set(df.columns)
+        return [f for f in table_schema(table).fields if f.name not in have and f.nullable]
+
+    def _with_added_columns(self, df: DataFrame, table: str) -> DataFrame:
+        """A Delta table read as the declared schema: columns added since it was created read
+        as null (as Parquet files written before them do)."""
+        for f in self._added_columns(df, table):
+            df = df.withColumn(f.name, F.lit(None).cast(f.dataType))
+        return df
+
+    def _create_delta(self, table: str) -> None:
+        """Create the Delta table with its declared schema (and ledger: append-only) if absent;
+        add to an existing one the nullable columns declared since it was created (Delta
+        refuses a write with a column the table lacks): its older rows read null there."""
+        if self.exists(table):
+            if table not in self._evolved:
+                added = self._added_columns(self.spark.table(self._delta_ref(table)), table)
+                if added:
+                    columns = ", ".join(f"{sql_column(f.name)} {f.dataType.simpleString()}" for f in added)
+                    log.warning(
+                        "adding column(s) %s to the Delta table %s (declared since it was created)",
+                        ", ".join(f.name for f in added),
+                        table,
+                    )
+                    self._committed(
+                        f"add columns to {table}",
+                        lambda: self.spark.sql(f"ALTER TABLE {self._delta_ref(table)} ADD COLUMNS ({columns})"),
+                    )
+                self._evolved.add(table)
+            return
+        if not self.by_name:
+            self._files.makedirs(self.location(table))
+        declared = TABLE_PROPERTIES.get(table, {})
+        properties = (
+            "TBLPROPERTIES (" + ", ".join(f"'{k}' = '{v}'" for k, v in declared.items()) + ")" if declared else ""
+        )
+        ddl = table_schema(table).toDDL()
+        # Two writers creating it at once: the loser finds the other's files (or table) and,
+        # once the other's first commit is there, nothing left to do.
+        self._committed(
+            f"create {table}",
+            lambda: (
+                None
+                if self.exists(table)
+                else self.spark.sql(
+                    f"CREATE TABLE IF NOT EXISTS {self._delta_ref(table)} ({ddl}) USING delta {properties}"
+                )
+            ),
+        )
+        self._await_first_commit(table)
+
+    def _await_first_commit(self, table: str) -> None:
+        """Wait for the first commit of a table another writer is creating: its CREATE made
+        the table's ``_delta_log`` first, and ours (IF NOT EXISTS) then did nothing."""
+        deadline = time.monotonic() + CREATE_WAIT_SECONDS
+        while not self.exists(table):
+            if time.monotonic() > deadline:
+                where = self.location(table)
+                raise StorageError(
+                    f"the Delta table {where} has a _delta_log but no commit after {CREATE_WAIT_SECONDS:.0f} s: a "
+                    f"creation that did not finish (a killed writer). If nothing is writing it, remove "
+                    f"{where}/_delta_log and run again"
+                )
+            time.sleep(0.5)
+
+    def _write(self, table: str, df: DataFrame, parquet_options: Mapping[str, str] | None = None) -> None:
+        where = self.location(table)
+        writer = df.write.mode("append")
+        options = {**TABLE_PARQUET_OPTIONS.get(table, {}), **(parquet_options or {})}
+        if options and self.format == "parquet":
+            writer = writer.options(**options)
+        if self.format == "delta":
+            self._create_delta(table)
+            # Blind appends never conflict with other writers in Delta.
+            if self.by_name:
+                writer.format("delta").saveAsTable(where)
+            else:
+                writer.format("delta").save(where)
+        else:
+            self._files.makedirs(where)
+            # A Parquet write that was killed leaves its committed task output under
+            # _temporary, and the next write's job commit would merge those stale files into
+            # the table (duplicate rows). One run at a time per warehouse, so anything there
+            # now belongs to a dead job.
+            if self._files.remove_tree(f"{where}/{STAGING_DIR}"):
+                log.warning("removed the output of an interrupted write from %s/%s", where, STAGING_DIR)
+            writer.parquet(where)
+
+    def append(self, table: str, df: DataFrame, parquet_options: Mapping[str, str] | None = None) -> None:
+        """Append ``df`` (conformed to the table's schema; extra columns are dropped).
+        ``parquet_options``: Parquet writer options for this write (ingest's large messages)."""
+        self._prepare()
+        self._write(table, conform(df, table), parquet_options)
+
+    def merge_new(self, table: str, df: DataFrame, key: Sequence[str] | None = None) -> int:
+        """Insert the rows of ``df`` whose key is not in the table yet; return how many.
+
+        Idempotent: merging the same rows again inserts nothing. Rows of ``df`` that repeat a
+        key are inserted once (which one is unspecified: deduplicate first if it matters).
+        Keys compare null-safely (a null key part equals a null).
+        """
+        key = list(key) if key is not None else table_key(table)
+        if not key:
+            raise StorageError(f"table {table!r} has no key: use append (it is append-only)")
+        self._prepare()
+        new = conform(df, table).dropDuplicates(key)
+        if self.exists(table):
+            stored = self.read(table).select(*key)
+            unseen = new.alias("n").join(stored.alias("s"), _null_safe_match("n", "s", key), "left_anti")
+            if unseen.isEmpty():  # nothing new: no empty file, no empty Delta commit
+                return 0
+            if self.format == "parquet":
+                new = unseen
+        if self.format == "delta":  # MERGE decides atomically on the snapshot it commits against
+            return self._delta_merge(table, new, key)
+        observation = Observation(f"merge_new_{table}_{secrets.token_hex(4)}")
+        counted = new.observe(observation, F.count(F.lit(1)).alias("rows"))
+        self._write(table, counted)
+        return int(observation.get.get("rows", 0))
+
+    def _delta_merge(self, table: str, new: DataFrame, key: Sequence[str], replace_when: str | None = None) -> int:
+        self._create_delta(table)
+        view = f"_dlq_merge_{table}_{secrets.token_hex(6)}"
+        new.createOrReplaceTempView(view)
+        try:
+            condition = " AND ".join(f"t.{sql_column(k)} <=> s.{sql_column(k)}" for k in key)
+            matched = f"WHEN MATCHED AND ({replace_when}) THEN UPDATE SET * " if replace_when else ""
+            result = self._committed(
+                f"merge into {table}",
+                lambda: self.spark.sql(
+                    f"MERGE INTO {self._delta_ref(table)} AS t USING {sql_column(view)} AS s ON {condition} "
+                    f"{matched}WHEN NOT MATCHED THEN INSERT *"
+                ).collect(),
+            )
+        finally:
+            self.spark.catalog.dropTempView(view)
+        if result and "num_inserted_rows" in result[0].asDict():
+            return int(result[0]["num_inserted_rows"])
+        history = self.spark.sql(f"DESCRIBE HISTORY {self._delta_ref(table)} LIMIT 1").collect()
+        return int(history[0]["operationMetrics"].get("numTargetRowsInserted", 0))
+
+    def upsert(self, table: str, df: DataFrame, replace_when: str) -> None:
+        """Delta only: one ``MERGE`` on the table's key: a row of ``df`` whose key is absent is
+        inserted, a stored row is replaced by it only where ``replace_when`` (SQL over ``t``,
+        the stored row, and ``s``, the new one) holds. A compare-and-swap: when another writer
+        commits first, Delta refuses this commit and it is redone on the new snapshot, where
+        ``replace_when`` is evaluated again (the writer lease, `dlq_pipeline.warehouse.lease`)."""
+        if self.format != "delta":
+            raise StorageError(f'upsert into {table!r} needs storage.format = "delta"')
+        self._prepare()
+        self._delta_merge(table, conform(df, table), table_key(table), replace_when)
+
+    @property
+    def files_root(self) -> str:
+        """``path`` as the Python filesystem layer (`dlq_pipeline.fs`) reaches it, on
+        the driver and on executors: where replay's checkpoints and the lease's fence file live."""
+        from dlq_pipeline.fs import files_uri
+
+        return files_uri(self.path, self.webhdfs)
+
+    # --- run summaries -------------------------------------------------------------------
+
+    def summary_path(self, run_id: str) -> str:
+        if not _RUN_ID.fullmatch(run_id):
+            raise StorageError(f"run id {run_id!r} cannot name a file (letters, digits, '.', '_', '-')")
+        return f"{self.path}/{RUNS_DIR}/{run_id}.json"
+
+    def read_summary(self, run_id: str) -> dict | None:
+        """The run summary `write_summary` wrote for ``run_id``, or None (no such run, or a
+        run made by a command that writes none, e.g. ``classify``)."""
+        try:
+            text = self._files.read_text(self.summary_path(run_id))
+        except StorageError:
+            return None
+        return json.loads(text) if text else None
+
+    def write_summary(self, run_id: str, obj: Any) -> str:
+        """Write ``obj`` as JSON to ``PATH/_runs/<run_id>.json`` (owner-only); return the path."""
+        target = self.summary_path(run_id)
+        self._files.makedirs(f"{self.path}/{RUNS_DIR}")
+        self._files.write_text(target, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+        return target
+
+
+def open_storage(spark: SparkSession, settings: StorageSettings) -> Storage:
+    """The `Storage` that ``[storage]`` settings describe (built at the edge, `dlq_pipeline.config.settings`)."""
+    return Storage(
+        spark,
+        format=settings.format,
+        path=settings.path,
+        catalog=settings.catalog,
+        schema=settings.schema,
+        webhdfs=settings.webhdfs,
+    )
