@@ -38,8 +38,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from benchmarks.chained_rules import rule_sql
-from dlq_pipeline.rules.model import Rule, RulesTable
-from dlq_pipeline.rules.spark import DECISION_COLUMNS, classify_columns, resolved_sql
+from dlq_pipeline.rules.model import DECISION_COLUMNS, Rule, RulesTable
+from dlq_pipeline.rules.spark import classify_columns, resolved_sql
 
 REASONS = (2053, 2035, 2051, 2085, 2087, 265)
 

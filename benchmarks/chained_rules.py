@@ -31,8 +31,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from dlq_pipeline.engine.sql_text import sql_column, sql_string
-from dlq_pipeline.rules.model import PATTERN_FIELDS, Rule, RulesTable
-from dlq_pipeline.rules.spark import DECISION_COLUMNS, outputs_sql
+from dlq_pipeline.rules.model import DECISION_COLUMNS, PATTERN_FIELDS, Rule, RulesTable
+from dlq_pipeline.rules.spark import outputs_sql
 
 # Rules per chunk expression: each becomes one generated method of a few KB, well under
 # HotSpot's 8000-byte JIT limit whatever the table size (benchmarks/bench_rules_codegen.py).

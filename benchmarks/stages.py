@@ -234,8 +234,7 @@ def reference_classify(df, table):
     from pyspark.sql import types as T
 
     from dlq_pipeline.rules.matcher import SUBSTITUTION_COLUMNS, decide
-    from dlq_pipeline.rules.model import PATTERN_FIELDS
-    from dlq_pipeline.rules.spark import DECISION_COLUMNS
+    from dlq_pipeline.rules.model import DECISION_COLUMNS, PATTERN_FIELDS
 
     names = sorted({c for c, _, _ in PATTERN_FIELDS.values()} | set(SUBSTITUTION_COLUMNS.values()) | set(_VIEW_COLUMNS))
     schema = T.StructType(
@@ -263,7 +262,8 @@ def reference_classify(df, table):
 
 def compiled_classify(df, table):
     """Ours: ``classify_columns``, the rule chosen per distinct combination of values."""
-    from dlq_pipeline.rules.spark import DECISION_COLUMNS, classify_columns
+    from dlq_pipeline.rules.model import DECISION_COLUMNS
+    from dlq_pipeline.rules.spark import classify_columns
 
     return classify_columns(table, df, "prior_attempts").select("message_key", *DECISION_COLUMNS)
 
@@ -271,7 +271,7 @@ def compiled_classify(df, table):
 def chained_classify(df, table):
     """Every rule compiled into SQL (``chained_columns``): each message tests every rule."""
     from benchmarks.chained_rules import chained_columns
-    from dlq_pipeline.rules.spark import DECISION_COLUMNS
+    from dlq_pipeline.rules.model import DECISION_COLUMNS
 
     return chained_columns(table, df, "prior_attempts").select("message_key", *DECISION_COLUMNS)
 
@@ -279,7 +279,7 @@ def chained_classify(df, table):
 def classify_agreement(spark, df, table) -> dict:
     from pyspark.sql import functions as F
 
-    from dlq_pipeline.rules.spark import DECISION_COLUMNS
+    from dlq_pipeline.rules.model import DECISION_COLUMNS
 
     a, b = compiled_classify(df, table).alias("a"), reference_classify(df, table).alias("b")
     same = F.lit(True)

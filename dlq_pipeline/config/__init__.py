@@ -20,6 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH
+from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES
+from dlq_pipeline.mq.constants import MQ_MAX_MESSAGE_BYTES
+
 PROFILE_ENV = "DLQ_PIPELINE_PROFILE"
 
 # section -> key -> (type(s), default, description). The single list of every option;
@@ -73,9 +77,9 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         ),
     },
     "ingest": {
-        "split_bytes": ((int,), 64 * 1024 * 1024, "a dump larger than this is split across tasks"),
-        "max_line_length": ((int,), 256 * 1024 * 1024, "longest dump line accepted (bytes)"),
-        "max_message_bytes": ((int,), 104_857_600, "largest message accepted (MQ's maximum, 100 MB)"),
+        "split_bytes": ((int,), DEFAULT_SPLIT_BYTES, "a dump larger than this is split across tasks"),
+        "max_line_length": ((int,), MAX_LINE_LENGTH, "longest dump line accepted (bytes)"),
+        "max_message_bytes": ((int,), MQ_MAX_MESSAGE_BYTES, "largest message accepted (MQ's maximum, 100 MB)"),
         "webhdfs": (
             (str,),
             "",

@@ -19,8 +19,7 @@ from typing import Any
 
 from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH
 from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES
-
-MQ_MAX_MESSAGE_BYTES = 104_857_600  # MQ's largest message (MAXMSGL 100 MB): ingest's default limit
+from dlq_pipeline.mq.constants import MQ_MAX_MESSAGE_BYTES
 
 
 @dataclass(frozen=True)

@@ -52,10 +52,10 @@ from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH, LineRea
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.mq import codepages
 from dlq_pipeline.mq.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text
+from dlq_pipeline.mq.structures import DLH_LENGTH
 
-__all__ = ["read_amqsbcg", "DLH_LENGTH", "NOTE_DLH_REBUILT", "NOTE_LISTING_CUT", "NOTE_LISTING_PARTIAL"]
+__all__ = ["read_amqsbcg", "NOTE_DLH_REBUILT", "NOTE_LISTING_CUT", "NOTE_LISTING_PARTIAL"]
 
-DLH_LENGTH = 172
 NOTE_DLH_REBUILT = "dlh_rebuilt_from_listing"
 # notes on a truncated message: "<note>:<bytes in the listing>/<bytes it should hold>"
 NOTE_LISTING_CUT = "listing_cut"  # fewer hex bytes than the length line says

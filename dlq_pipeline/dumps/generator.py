@@ -30,7 +30,21 @@ from typing import Literal
 from dlq_pipeline.dumps.dmpmqmsg import write_dump
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.mq import codepages
+from dlq_pipeline.mq.constants import MQFB, MQMT
 from dlq_pipeline.mq.mqmd import MQMD, MQMD_CHAR_LENGTHS
+from dlq_pipeline.mq.reasons import (
+    MQRC_BACKOUT_THRESHOLD_REACHED,
+    MQRC_CLUSTER_RESOLUTION_ERROR,
+    MQRC_MSG_TOO_BIG_FOR_CHANNEL,
+    MQRC_MSG_TOO_BIG_FOR_Q,
+    MQRC_NOT_AUTHORIZED,
+    MQRC_PERSISTENT_NOT_ALLOWED,
+    MQRC_PUT_INHIBITED,
+    MQRC_Q_DELETED,
+    MQRC_Q_FULL,
+    MQRC_UNKNOWN_OBJECT_NAME,
+    MQRC_UNKNOWN_REMOTE_Q_MGR,
+)
 from dlq_pipeline.mq.structures import (
     DLH_LENGTH,
     DeadLetterHeader,
@@ -198,25 +212,47 @@ _INITIATION_QUEUES = {
     "windows": "SYSTEM.DEFAULT.INITIATION.QUEUE",
 }
 
-# DLH Reason weights per payload. 265/267 are MQFB values; the rest MQRC.
+# The reasons and feedback codes the generated messages carry, by IBM's names.
+MQFB_APPL_CANNOT_BE_STARTED = MQFB["MQFB_APPL_CANNOT_BE_STARTED"]
+MQFB_APPL_TYPE_ERROR = MQFB["MQFB_APPL_TYPE_ERROR"]
+MQFB_EXPIRATION = MQFB["MQFB_EXPIRATION"]
+MQMT_REQUEST, MQMT_REPLY, MQMT_REPORT, MQMT_DATAGRAM = (
+    MQMT[n] for n in ("MQMT_REQUEST", "MQMT_REPLY", "MQMT_REPORT", "MQMT_DATAGRAM")
+)
+MQFB_COA = MQFB["MQFB_COA"]
+_REPLIES_AND_REPORTS = (MQMT_REPLY, MQMT_REPORT)
+
+# DLH Reason weights per payload (the trigger monitor's are MQFB values; the rest MQRC).
 _REASONS = {
     "general": (
-        (2053, 26),
-        (2085, 16),
-        (2035, 11),
-        (2051, 9),
-        (2030, 4),
-        (2087, 6),
-        (2189, 5),
-        (2052, 3),
-        (2048, 2),
-        (258, 1),
+        (MQRC_Q_FULL, 26),
+        (MQRC_UNKNOWN_OBJECT_NAME, 16),
+        (MQRC_NOT_AUTHORIZED, 11),
+        (MQRC_PUT_INHIBITED, 9),
+        (MQRC_MSG_TOO_BIG_FOR_Q, 4),
+        (MQRC_UNKNOWN_REMOTE_Q_MGR, 6),
+        (MQRC_CLUSTER_RESOLUTION_ERROR, 5),
+        (MQRC_Q_DELETED, 3),
+        (MQRC_PERSISTENT_NOT_ALLOWED, 2),
+        (MQFB_EXPIRATION, 1),
     ),
-    "jms": ((2362, 35), (2053, 25), (2085, 15), (2035, 15), (2051, 10)),
-    "xmit": ((2087, 35), (2218, 15), (2053, 25), (2051, 13), (2189, 12)),
-    "trigger": ((265, 85), (267, 15)),
+    "jms": (
+        (MQRC_BACKOUT_THRESHOLD_REACHED, 35),
+        (MQRC_Q_FULL, 25),
+        (MQRC_UNKNOWN_OBJECT_NAME, 15),
+        (MQRC_NOT_AUTHORIZED, 15),
+        (MQRC_PUT_INHIBITED, 10),
+    ),
+    "xmit": (
+        (MQRC_UNKNOWN_REMOTE_Q_MGR, 35),
+        (MQRC_MSG_TOO_BIG_FOR_CHANNEL, 15),
+        (MQRC_Q_FULL, 25),
+        (MQRC_PUT_INHIBITED, 13),
+        (MQRC_CLUSTER_RESOLUTION_ERROR, 12),
+    ),
+    "trigger": ((MQFB_APPL_CANNOT_BE_STARTED, 85), (MQFB_APPL_TYPE_ERROR, 15)),
 }
-_TOO_BIG = (2030, 2218)  # reasons that need a big message
+_TOO_BIG = (MQRC_MSG_TOO_BIG_FOR_Q, MQRC_MSG_TOO_BIG_FOR_CHANNEL)  # reasons that need a big message
 _DLH_FIRST_BYTES = (0x44, 0xC4)  # "D" in ASCII and EBCDIC
 _JMS_BACKOUT_THRESHOLD = 5
 
@@ -243,7 +279,7 @@ class Storm:
 STORMS = (
     Storm(
         "q_full",
-        2053,
+        MQRC_Q_FULL,
         "ORDQM01",
         "ORDERS.IN",
         (("CSQ1", 6), ("QMAIX01", 3), ("WINQM01", 1)),
@@ -251,7 +287,16 @@ STORMS = (
         hours=4,
         share=0.12,
     ),
-    Storm("unknown_queue", 2085, "QM1", "PAYMENT.REQUEST", (("PAYAIX1", 1),), at=0.31, hours=2, share=0.05),
+    Storm(
+        "unknown_queue",
+        MQRC_UNKNOWN_OBJECT_NAME,
+        "QM1",
+        "PAYMENT.REQUEST",
+        (("PAYAIX1", 1),),
+        at=0.31,
+        hours=2,
+        share=0.05,
+    ),
 )
 _QMGRS = {qm.name: qm for qm in FLEET}
 
@@ -626,13 +671,13 @@ class _Generator:
         correl_id = b"\x00" * 24
         feedback = 0
         report = 0
-        if msg_type == 1:  # request
+        if msg_type == MQMT_REQUEST:
             reply_q = rng.choice((_pick(rng, _REPLY_QUEUES), _dynamic_queue(rng)))
             reply_qmgr = _pick(rng, ((origin.name, 60), (rng.choice(_GATEWAY_QMGRS), 25), ("", 15)))
             report = rng.choice((0, 0, 64, 16777216))  # PASS_CORREL_ID, EXCEPTION
-        elif msg_type in (2, 4):  # reply, report: correlated to a request from elsewhere
+        elif msg_type in _REPLIES_AND_REPORTS:  # correlated to a request from elsewhere
             correl_id = _msg_id(rng.choice(FLEET), rng.randrange(1, 10**6), put_cs - 500)
-            feedback = rng.choice((258, 259)) if msg_type == 4 else 0
+            feedback = rng.choice((MQFB_EXPIRATION, MQFB_COA)) if msg_type == MQMT_REPORT else 0
         elif rng.random() < 0.3:
             correl_id = f"ORD{rng.randrange(10**7):07d}".encode("ascii").ljust(24, b"\x00")
         return MQMD(
@@ -662,7 +707,7 @@ class _Generator:
         )
 
     def msg_type(self) -> int:
-        return _pick(self.rng, ((8, 70), (1, 20), (2, 8), (4, 2)))
+        return _pick(self.rng, ((MQMT_DATAGRAM, 70), (MQMT_REQUEST, 20), (MQMT_REPLY, 8), (MQMT_REPORT, 2)))
 
     def persistence(self) -> int:
         return 1 if self.rng.random() < 0.65 else 0
@@ -720,13 +765,13 @@ class _Generator:
         reasons = _REASONS.get(payload, _REASONS["general"])
         reason = _pick(rng, reasons)
         nul_padded = payload != "trigger" and rng.random() < self.nul_rate
-        msg_type = 8 if payload == "trigger" else self.msg_type()
+        msg_type = MQMT_DATAGRAM if payload == "trigger" else self.msg_type()
         origin = self.origin_for(home, payload)
         dest_q, dest_qmgr = self.destination(reason, home, msg_type, remote=payload == "xmit")
         if storm is not None:  # a datagram from a sender, dead-lettered by the receiving channel
-            reason, msg_type, nul_padded = storm.reason, 8, False
+            reason, msg_type, nul_padded = storm.reason, MQMT_DATAGRAM, False
             origin, dest_q, dest_qmgr = _QMGRS[_pick(rng, storm.origins)], storm.dest_q, home.name
-        persistence = 1 if reason == 2048 else self.persistence()
+        persistence = 1 if reason == MQRC_PERSISTENT_NOT_ALLOWED else self.persistence()
         delay = self.delay_cs(reason, payload)
         put_cs = arrival - delay
         limit = self.max_size - DLH_LENGTH
@@ -753,7 +798,7 @@ class _Generator:
                 backout_count=self.backouts(reason, nul_padded),
             )
             built = self.app_payload(origin, payload, size, limit, dest_q)
-            if reason == 2362:  # the JMS ConnectionConsumer dead-lettered it
+            if reason == MQRC_BACKOUT_THRESHOLD_REACHED:  # the JMS ConnectionConsumer dead-lettered it
                 writer_type, writer_name = _AT_JAVA, app.name
             else:
                 writer_type, writer_name = self.channel_writer(home)
@@ -800,38 +845,40 @@ class _Generator:
         reason says about them; replies and reports go to reply queues. ``remote``: the
         message was on its way to another queue manager (a transmission-queue message)."""
         rng = self.rng
-        if reason == 2087:
+        if reason == MQRC_UNKNOWN_REMOTE_Q_MGR:
             qmgr = rng.choice(_GONE_QMGRS)
-        elif remote or reason == 2218:
+        elif remote or reason == MQRC_MSG_TOO_BIG_FOR_CHANNEL:
             qmgr = rng.choice([q.name for q in FLEET if q != home])
         else:
             qmgr = home.name
-        if reason in (265, 267):
+        if reason in (MQFB_APPL_CANNOT_BE_STARTED, MQFB_APPL_TYPE_ERROR):
             return _INITIATION_QUEUES[home.platform], qmgr
-        if reason in (2052, 2048) or (msg_type in (2, 4) and reason == 2085):
+        if reason in (MQRC_Q_DELETED, MQRC_PERSISTENT_NOT_ALLOWED) or (
+            msg_type in _REPLIES_AND_REPORTS and reason == MQRC_UNKNOWN_OBJECT_NAME
+        ):
             return _dynamic_queue(rng), qmgr  # a temporary dynamic queue, gone or refusing
-        if msg_type in (2, 4):
+        if msg_type in _REPLIES_AND_REPORTS:
             return _pick(rng, _REPLY_QUEUES), qmgr
         pools = {
-            2085: _MISTYPED_QUEUES,
-            2035: _SECURE_QUEUES,
-            2051: _INHIBITED_QUEUES,
-            2030: _SMALL_QUEUES,
-            2189: _CLUSTER_QUEUES,
+            MQRC_UNKNOWN_OBJECT_NAME: _MISTYPED_QUEUES,
+            MQRC_NOT_AUTHORIZED: _SECURE_QUEUES,
+            MQRC_PUT_INHIBITED: _INHIBITED_QUEUES,
+            MQRC_MSG_TOO_BIG_FOR_Q: _SMALL_QUEUES,
+            MQRC_CLUSTER_RESOLUTION_ERROR: _CLUSTER_QUEUES,
         }
         return _pick(rng, pools.get(reason, _BUSY_QUEUES)), qmgr
 
     def backouts(self, reason: int, by_application: bool) -> int:
         """MQMD BackoutCount: only an application that got the message can have backed it
         out; the queue manager and channels dead-letter messages nobody has got yet."""
-        if reason == 2362:
+        if reason == MQRC_BACKOUT_THRESHOLD_REACHED:
             return _JMS_BACKOUT_THRESHOLD + self.rng.randrange(3)
         return self.rng.choice((0, 0, 1, 2, 3)) if by_application else 0
 
     def delay_cs(self, reason: int, payload: str) -> int:
         """Hundredths of a second between the original put and the dead-lettering."""
         rng = self.rng
-        if reason == 2362:  # redelivered and backed out a few times first
+        if reason == MQRC_BACKOUT_THRESHOLD_REACHED:  # redelivered and backed out a few times first
             seconds = rng.uniform(30, 1800)
         elif payload == "xmit":  # waited on a transmission queue, often for a long time
             seconds = math.exp(rng.uniform(math.log(5), math.log(6 * 3600)))
@@ -933,7 +980,7 @@ class _Generator:
             dead_cs = arrival
             dlq_date, dlq_time = _stamp(dead_cs)
             dlh = DeadLetterHeader(
-                reason=2053,
+                reason=MQRC_Q_FULL,
                 dest_q=_dlh_pad(_pick(rng, _BUSY_QUEUES), 48),
                 dest_qmgr=_dlh_pad(home.name, 48),
                 encoding=home.encoding,

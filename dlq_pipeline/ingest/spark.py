@@ -48,7 +48,7 @@ from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dlq_pipeline.config.settings import MQ_MAX_MESSAGE_BYTES, IngestSettings
+from dlq_pipeline.config.settings import IngestSettings
 from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH, newlines_between
 from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES, FileSplit, plan_work
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
@@ -56,6 +56,7 @@ from dlq_pipeline.engine import jvm_reader, large_messages
 from dlq_pipeline.engine.session import storage_memory_bytes
 from dlq_pipeline.engine.tasks import Report, TaskTicker
 from dlq_pipeline.fs import open_input
+from dlq_pipeline.mq.constants import MQ_MAX_MESSAGE_BYTES
 from dlq_pipeline.runtime.clock import as_utc, utc_now
 from dlq_pipeline.runtime.testhooks import crash_point
 from dlq_pipeline.warehouse.schemas import conform, table_schema

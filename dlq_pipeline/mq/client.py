@@ -72,7 +72,6 @@ MQCNO_CLIENT_BINDING = 0x00000800
 MQCHT_CLNTCONN = 6
 MQXPT_TCP = 2
 MQMD_VERSION_2 = 2
-MQRC_MD_ERROR = 2026
 
 # snake_case MQMD attribute -> MQI field name
 MD_FIELD_NAMES = {
@@ -333,7 +332,7 @@ class ClientConnection:
         try:
             mqmd = self._lib.MD(**md_fields(md))
         except ValueError as exc:
-            raise MQError(MQRC_MD_ERROR, str(exc)) from None
+            raise MQError(reasons.MQRC_MD_ERROR, str(exc)) from None
         pmo = self._lib.PMO(
             Options=put_options(
                 syncpoint=syncpoint,

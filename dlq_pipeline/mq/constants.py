@@ -21,6 +21,9 @@ import difflib
 import json
 from importlib import resources
 
+# MQ's largest message (MAXMSGL's greatest value, 100 MB): ingest's default limit
+MQ_MAX_MESSAGE_BYTES = 104_857_600
+
 _DATA = json.loads(resources.files("dlq_pipeline").joinpath("data", "mq_constants.json").read_text("utf-8"))
 SOURCE: dict[str, str] = _DATA["source"]
 

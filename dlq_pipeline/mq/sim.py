@@ -72,7 +72,6 @@ DEFAULT_MAXMSGL = 4 * 1024 * 1024
 DEFAULT_USER = "dlqpipe"
 PERMISSIONS = ("put", "get", "browse", "inq", "setall", "altusr")
 OPERATIONS = ("connect", "open", "put", "commit", "backout", "get", "browse", "inquire", "stat")
-MQRC_GET_INHIBITED = 2016
 MQMI_NONE = b"\x00" * 24
 MQAT_UNIX = 6
 _SIM_APPL_NAME = "dlq_pipeline.mq.sim"
@@ -972,7 +971,7 @@ class SimConnection:
         qdef = self._queue(db, self.qmgr_name, q, define=False)
         self._check(qdef, q, "browse" if browse else "get")
         if qdef.get_inhibited:
-            raise MQError(MQRC_GET_INHIBITED, f"gets from {q} are inhibited")
+            raise MQError(reasons.MQRC_GET_INHIBITED, f"gets from {q} are inhibited")
         # by MsgId: SQLite would otherwise walk the queue's index in id order to find it,
         # O(depth) per get (a 100,000-message reference run spent most of its time there)
         table = "messages m INDEXED BY messages_by_msg_id" if msg_id is not None else "messages m"

@@ -27,7 +27,7 @@ from typing import cast
 from dlq_pipeline.mq.mqmd import MQMD
 from dlq_pipeline.mq.structures import DLH_LENGTH, dlh_restore_fields
 from dlq_pipeline.rules.matcher import resolve_name
-from dlq_pipeline.warehouse.tables import PUT_ACTIONS
+from dlq_pipeline.rules.model import PUT_ACTIONS
 
 MQCCSI_INHERIT = -2
 

@@ -32,14 +32,16 @@ from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 
 from dlq_pipeline import fs as files
-from dlq_pipeline.config.settings import MQ_MAX_MESSAGE_BYTES, ReplaySettings
+from dlq_pipeline.config.settings import ReplaySettings
 from dlq_pipeline.engine.large_messages import LARGE_MESSAGE_BYTES, large_message_tasks
 from dlq_pipeline.engine.tasks import TaskTicker
+from dlq_pipeline.mq.constants import MQ_MAX_MESSAGE_BYTES
 from dlq_pipeline.mq.mqmd import MQMD
 from dlq_pipeline.replay.placement import place_queues, slot_values
 from dlq_pipeline.replay.rebuild import exact_target
 from dlq_pipeline.replay.targets import Target, check_run_id, open_target
 from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
+from dlq_pipeline.rules.model import PUT_ACTIONS
 from dlq_pipeline.rules.spark import decision_counts, target_key
 from dlq_pipeline.runtime.clock import as_utc, from_epoch_micros, utc_now
 from dlq_pipeline.runtime.process_group import RunGroup, join_run_group
@@ -49,7 +51,7 @@ from dlq_pipeline.warehouse.lease import LeaseFence, check_lease, fenced, held_l
 from dlq_pipeline.warehouse.ledger import CHECKPOINTS_DIR, message_states, recover_checkpoints
 from dlq_pipeline.warehouse.schemas import arrow_schema, table_schema
 from dlq_pipeline.warehouse.storage import Storage
-from dlq_pipeline.warehouse.tables import CHAR_BYTES_COLUMN, LEDGER_COLUMNS, MD_COLUMNS, OUTCOMES, PUT_ACTIONS, exact_md
+from dlq_pipeline.warehouse.tables import CHAR_BYTES_COLUMN, LEDGER_COLUMNS, MD_COLUMNS, OUTCOMES, exact_md
 
 log = logging.getLogger(__name__)
 

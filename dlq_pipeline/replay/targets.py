@@ -48,7 +48,6 @@ KINDS = ("dry-run", "dir", "sim", "mq")
 DEFAULT_SIM_NAME = "SIM"
 LOCAL_QMGR_DIR = "@local"  # directory for a blank target queue manager (no name can map to it)
 MAX_NAME_LENGTH = 120
-MQRC_MD_ERROR = 2026
 _MQ_NAME = re.compile(r"[A-Za-z0-9._%]{1,48}")
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _KEEP = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%")
@@ -352,7 +351,7 @@ class DirConnection:
         try:  # refuse here, per message, what the file format cannot hold
             write_dump([(md, b"")], io.BytesIO())  # only the MQMD can be unwritable
         except ValueError as exc:
-            raise MQError(MQRC_MD_ERROR, f"cannot be written as a dmpmqmsg record: {exc}") from None
+            raise MQError(reasons.MQRC_MD_ERROR, f"cannot be written as a dmpmqmsg record: {exc}") from None
         self._uow.append((handle.qmgr, handle.queue, md, bytes(data)))
         if not syncpoint:
             self.commit()

@@ -69,9 +69,10 @@ from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import AsyncPuts, Connection, MQError, PutHandle, puts_asynchronously
 from dlq_pipeline.mq.mqmd import MQMD
 from dlq_pipeline.replay.rebuild import RebuildError, rebuild
+from dlq_pipeline.rules.model import PUT_ACTIONS
 from dlq_pipeline.runtime.clock import as_utc, epoch_micros, from_epoch, from_epoch_micros, iso_z
 from dlq_pipeline.runtime.testhooks import crash_point
-from dlq_pipeline.warehouse.tables import PUT_ACTIONS, stored_text
+from dlq_pipeline.warehouse.tables import stored_text
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ log = logging.getLogger(__name__)
 BATCH_BYTES = 64 * 1024 * 1024
 # Failing to connect for these reasons will not get better by trying again (and repeated bad
 # passwords can lock an account): give up at once.
-CONNECT_FATAL = frozenset({reasons.MQRC_NOT_AUTHORIZED, 2063})  # 2063 MQRC_SECURITY_ERROR
+CONNECT_FATAL = frozenset({reasons.MQRC_NOT_AUTHORIZED, reasons.MQRC_SECURITY_ERROR})
 
 
 @dataclass(frozen=True, slots=True)

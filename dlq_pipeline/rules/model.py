@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Literal
 
 # keyword -> (match-view column, kind, maximum length of a string value)
@@ -24,6 +24,8 @@ PATTERN_FIELDS: dict[str, tuple[str, Literal["str", "int"], int | None]] = {
 ACTION_KEYWORDS = ("ACTION", "FWDQ", "FWDQM", "HEADER", "PUTAUT", "RETRY")
 CONTROL_KEYWORDS = ("INPUTQ", "INPUTQM", "RETRYINT", "WAIT")
 ACTIONS = ("DISCARD", "IGNORE", "RETRY", "FWD")
+# The actions that put a message somewhere, and so count as attempts.
+PUT_ACTIONS = ("RETRY", "FWD")
 SUBSTITUTIONS = ("&DESTQ", "&DESTQM", "&REPLYQ", "&REPLYQM")
 
 # A pattern value of "*" alone means "not tested".
@@ -116,3 +118,7 @@ class Decision:
     header: bool | None = None
     putaut: str | None = None
     ignore_reason: str | None = None
+
+
+# The decision columns of the `decisions` table and of the Spark classifier, in this order.
+DECISION_COLUMNS = tuple(f.name for f in fields(Decision))

@@ -31,13 +31,13 @@ from dlq_pipeline.engine.tasks import TaskTicker
 from dlq_pipeline.engine.workers import start_python_workers
 from dlq_pipeline.mq.spark import decode_headers, decode_inputs, decoded_columns, decoded_struct, without_data
 from dlq_pipeline.rules.matcher import SUBSTITUTION_COLUMNS, resolve_name
-from dlq_pipeline.rules.model import ACTIONS, PATTERN_FIELDS, Rule, RulesTable
+from dlq_pipeline.rules.model import ACTIONS, DECISION_COLUMNS, PATTERN_FIELDS, PUT_ACTIONS, Rule, RulesTable
 from dlq_pipeline.runtime.clock import as_utc
 from dlq_pipeline.runtime.progress import Progress, Report
 from dlq_pipeline.warehouse.ledger import pending_with_attempts, recover_interrupted
 from dlq_pipeline.warehouse.schemas import conform
 from dlq_pipeline.warehouse.storage import Storage
-from dlq_pipeline.warehouse.tables import IGNORE_REASONS, PUT_ACTIONS
+from dlq_pipeline.warehouse.tables import IGNORE_REASONS
 
 
 def classify(
@@ -207,17 +207,6 @@ def decision_counts(decisions: DataFrame) -> DecisionCounts:
         puts[(r["qmgr"], r["queue"])] += n if r["action"] in PUT_ACTIONS else 0
     return DecisionCounts(total, dict(sorted(actions.items())), dict(sorted(reasons.items())), dict(puts))
 
-
-DECISION_COLUMNS = (
-    "action",
-    "rule_line",
-    "rule_index",
-    "target_q",
-    "target_qmgr",
-    "header",
-    "putaut",
-    "ignore_reason",
-)
 
 # Where a resolved target name comes from: a literal written in the table, or a column.
 _LITERAL = 0

@@ -16,14 +16,15 @@ from dlq_pipeline.dumps.inspect import printable
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import too_large
 from dlq_pipeline.rules.matcher import decide, rule_matches
-from dlq_pipeline.rules.model import Decision, RulesTable
+from dlq_pipeline.rules.model import ACTIONS, DECISION_COLUMNS, PUT_ACTIONS, Decision, RulesTable
 from dlq_pipeline.rules.parser import format_rule
 from dlq_pipeline.rules.view import match_view
 from dlq_pipeline.warehouse.tables import IGNORE_REASONS, stored_md
 
 # The keys of a `rules test --json` object, in order.
-OUTPUT_KEYS = ("file", "index", "action", "rule_line", "target_q", "target_qmgr", "header", "putaut", "ignore_reason")
-ACTIONS = ("RETRY", "FWD", "DISCARD", "IGNORE")
+OUTPUT_KEYS = ("file", "index", *(c for c in DECISION_COLUMNS if c != "rule_index"))
+# the actions in the order the summary shows them: those that put first
+SHOWN_ACTIONS = (*PUT_ACTIONS, *(a for a in ACTIONS if a not in PUT_ACTIONS))
 IMPLICIT_REASONS = IGNORE_REASONS
 
 
@@ -143,7 +144,7 @@ def format_tally(tally: Tally, attempts: int) -> str:
     that matched no message."""
     lines = [
         f"{tally.messages} messages, {attempts} prior attempts each: "
-        + ", ".join(f"{a} {tally.actions[a]}" for a in ACTIONS)
+        + ", ".join(f"{a} {tally.actions[a]}" for a in SHOWN_ACTIONS)
         + (f"; {tally.bad_records} bad record{'' if tally.bad_records == 1 else 's'}" if tally.bad_records else "")
     ]
     lines += [

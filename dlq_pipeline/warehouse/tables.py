@@ -86,8 +86,6 @@ def table_columns(name: str) -> tuple[str, ...]:
 # MQMD field -> `messages` column (MQMD.Version is `md_version` there: `version` would be ambiguous).
 MD_COLUMNS = {name: ("md_version" if name == "version" else name) for name in MQMD_FIELDS}
 
-# The actions that put a message somewhere, and so count as attempts.
-PUT_ACTIONS = ("RETRY", "FWD")
 # Every `decisions.ignore_reason` of an implicit IGNORE (an IGNORE rule leaves it null).
 IGNORE_REASONS = ("no_dlh", "truncated", "no_match", "retries_exhausted")
 # Every `ledger.outcome`.

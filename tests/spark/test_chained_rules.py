@@ -14,7 +14,8 @@ from pyspark.sql import functions as F
 
 from benchmarks.chained_rules import CHUNK, chained_columns, glob_regex, string_predicate
 from dlq_pipeline.rules.matcher import glob_match
-from dlq_pipeline.rules.spark import DECISION_COLUMNS, classify_columns
+from dlq_pipeline.rules.model import DECISION_COLUMNS
+from dlq_pipeline.rules.spark import classify_columns
 from tests.profiles import examples
 from tests.spark.test_compiler import (
     CHARS,

@@ -18,8 +18,8 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.mq.structures import DeadLetterHeader, decode_dlh, encode_dlh, to_columns
 from dlq_pipeline.rules.matcher import decide, rule_matches
-from dlq_pipeline.rules.model import PATTERN_FIELDS, Decision, Rule, RulesTable
-from dlq_pipeline.rules.spark import DECISION_COLUMNS, classify_columns
+from dlq_pipeline.rules.model import DECISION_COLUMNS, PATTERN_FIELDS, Decision, Rule, RulesTable
+from dlq_pipeline.rules.spark import classify_columns
 from tests.profiles import examples
 
 pytestmark = pytest.mark.spark

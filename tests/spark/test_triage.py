@@ -16,8 +16,8 @@ from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules, parse_rules
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.triage.charts import body_preview
 from dlq_pipeline.triage import spark as triage
+from dlq_pipeline.triage.charts import body_preview
 from dlq_pipeline.warehouse.identity import data_digest, message_key
 
 from ..conftest import REPO
