@@ -26,9 +26,10 @@ venv: $(STAMP)
 delta-jars: $(STAMP)
 	$(BIN)/python -m dlq_pipeline.warehouse.delta
 
-# The JVM reader of ingest (dmpmqmsg dumps parsed in the executors' JVM): its Java sources,
-# in the package, compiled with the JDK's javac against pyspark's jars into a jar next to
-# them, named by the sources' digest (~5 s; a no-op when it is there). dlq_pipeline/engine/jvm_reader.py
+# The JVM reader of ingest (dmpmqmsg dumps parsed in the executors' JVM) in this checkout: its
+# Java sources, in the package, compiled with the JDK's javac against pyspark's jars into a jar
+# next to them, named by the sources' digest (~5 s; a no-op when it is there). A wheel's build
+# compiles it too (tools/build_backend.py). dlq_pipeline/engine/jvm_reader.py
 jvm-reader: $(STAMP)
 	$(BIN)/python -m dlq_pipeline.engine.jvm_reader
 
@@ -88,7 +89,7 @@ chromium:
 browser: $(STAMP) chromium
 	$(BIN)/python -m pytest -q tests/browser $(PYTEST_ARGS)
 
-package: $(STAMP) jvm-reader
+package: $(STAMP)
 	$(BIN)/python tools/package.py --dist dist --constraints $(CONSTRAINTS) $(PACKAGE_ARGS)
 
 # every stage against the obvious way and the limit; QUICK=1 for a few minutes (docs/performance.md, "Running the benchmarks")

@@ -34,6 +34,7 @@ def source_key() -> str:
         REPO / "pyproject.toml",
         CONSTRAINTS,
         REPO / "tools" / "package.py",
+        REPO / "tools" / "build_backend.py",
         *(p for p in (REPO / "dlq_pipeline").rglob("*") if "__pycache__" not in p.parts),
     ]
     digest = hashlib.sha256(sys.version.encode())

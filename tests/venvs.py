@@ -71,6 +71,7 @@ def installed(root: Path) -> dict[str, str]:
     }
 
 
+PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 RUNTIME_PACKAGES = ("pyspark", "pandas", "numpy", "pyarrow")
 TIER_PACKAGES = [*RUNTIME_PACKAGES, "delta-spark", "click"]
 
@@ -81,9 +82,15 @@ ENVIRONMENTS: dict[str, tuple[list[str], Path]] = {
     "compat-spark-3.5": (TIER_PACKAGES, CONSTRAINTS / "spark-3.5.txt"),
     # a Databricks 17.3 runtime's packages, plotly included (tests/unit/test_dependencies.py)
     "runtime-spark-4.0-plotly": ([*RUNTIME_PACKAGES, "click", "plotly"], CONSTRAINTS / "spark-4.0.txt"),
+    # the wheel's dependencies with pyspark, as `pip install 'dlq-pipeline[spark]'` gives them
+    # (tests/spark/test_installed_wheel.py)
+    "runtime-spark-4.2": (
+        [*PROJECT["dependencies"], *PROJECT["optional-dependencies"]["spark"]],
+        CONSTRAINTS / "spark-4.2.txt",
+    ),
     # the wheel's own dependencies and no pyspark at all (tests/unit/test_dependencies.py)
     "no-pyspark": (
-        tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"],
+        PROJECT["dependencies"],
         CONSTRAINTS / "spark-4.2.txt",
     ),
 }

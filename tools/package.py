@@ -3,7 +3,8 @@
 - ``DIST/dlq_pipeline-<version>-py3-none-any.whl``: the wheel (code, schemas, MQ constants,
   console scripts). Databricks installs it as a job library; ``pip install`` it anywhere.
 - ``DIST/dlq-pipeline-reader.jar``: ingest's JVM reader (`dlq_pipeline.engine.jvm_reader`),
-  built first so the wheel carries it too: ``spark-submit --jars``, a Databricks cluster library.
+  the jar the wheel carries too (its build backend compiles it, tools/build_backend.py):
+  ``spark-submit --jars``, a Databricks cluster library.
 - ``DIST/dlq-pipeline-env-<version>.tar.gz``: a packed virtual environment (venv-pack) with
   the wheel and its runtime dependencies (numpy, pandas, pyarrow, click; ``--extra mq`` adds
   IBM's ``ibmmq`` binding, which needs the MQ C client headers to build), for
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     from dlq_pipeline.engine import jvm_reader
 
-    print(jvm_reader.copy_to(dist))  # built into the package first, so the wheel carries it
+    print(jvm_reader.copy_to(dist))  # the jar the wheel's build compiles too (tools/build_backend.py)
     wheel = build_wheel(dist)
     print(wheel)
     if not args.wheel_only:

@@ -589,6 +589,7 @@ def _land(
     if progress:
         progress(_plan_line(items))
     jvm = jvm_items(spark, items, reader)
+    log.info("ingest: %d of %d work items read by the JVM reader", len(jvm), len(items))
     limits = {"max_line_length": max_line_length, "max_message_bytes": max_message_bytes}
     level = read_cache_level(_split_bytes(items), storage_memory_bytes(spark)) if persist else None
     # a small landing's keys, of files whose sizes are known (they come with a cached read only)
