@@ -116,8 +116,6 @@ def config_options(command):
             overrides["storage"]["path"] = warehouse
         if storage_format:
             overrides["storage"]["format"] = storage_format
-        for section, values in kwargs.pop("_overrides", {}).items():
-            overrides.setdefault(section, {}).update(values)
         try:
             config = load_config(config_path, profile=profile, overrides=overrides)
         except ConfigError as exc:
@@ -320,7 +318,7 @@ def start_spark(config: Config, classic_for: str = "", inputs: list[str] | None 
     delta without Delta's jars is exit 2 (checked before a JVM starts when this process
     builds the session), and so is a Connect session for ``classic_for`` (`needs_classic`).
     ``inputs``: the dumps the command reads and nothing else (no live DLQ): a small total
-    starts the JVM with C1 only (`spark.quick_jit_bytes`, `dlq_pipeline.engine.session.quick_jit`)."""
+    starts the JVM with C1 only (`dlq_pipeline.engine.session.quick_jit`)."""
     from dlq_pipeline.dumps.plan import input_bytes
     from dlq_pipeline.engine.session import DELTA_FIX, delta_available, delta_missing, get_spark, is_connect
 
@@ -331,7 +329,6 @@ def start_spark(config: Config, classic_for: str = "", inputs: list[str] | None 
         "app_name": s["app_name"],
         "spark_conf": s["conf"],
         "format": config.get("storage", "format"),
-        "quick_jit_bytes": s["quick_jit_bytes"],
         "work_bytes": None if inputs is None else input_bytes(inputs, config.get("ingest", "webhdfs")),
     }
     spark = None if delta_missing(settings) else get_spark(settings)

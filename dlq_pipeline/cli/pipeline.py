@@ -6,6 +6,7 @@ file is touched; problems exit with status 2 and list every error.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from dlq_pipeline.cli.common import (
     writing,
 )
 from dlq_pipeline.cli.generate import Size
-from dlq_pipeline.config import Config, load_config
+from dlq_pipeline.config import Config, defaults
 from dlq_pipeline.config.settings import ClassifySettings, IngestSettings, ReportSettings, RunSettings
 from dlq_pipeline.fs import INPUT_ERRORS
 from dlq_pipeline.runtime import exitcodes
@@ -331,8 +332,8 @@ def _build_and_write_report(storage, settings: ReportSettings, *, run_id=None, h
     show_default=True,
     help="Replay target: the simulated queue manager, dry-run or dir:PATH.",
 )
-@click.option("--master", default="local[*]", show_default=True, help="Spark master.")
-def demo_cmd(out, count, seed, files, max_size, rules_path, target, master):
+@config_options
+def demo_cmd(config, out, count, seed, files, max_size, rules_path, target):
     """Generate a realistic DLQ and run the whole pipeline on it, locally.
 
     \b
@@ -340,6 +341,8 @@ def demo_cmd(out, count, seed, files, max_size, rules_path, target, master):
     the common reason codes, are written as dmpmqmsg dumps, landed, decoded, classified
     with the starter rules table, replayed into a simulated queue manager, and reported.
     Runs offline; re-running with the same --out changes nothing that should not change.
+    The warehouse is OUT/warehouse unless the configuration names one (storage.path,
+    --warehouse); --config, --profile and --set work as for every command.
     """
     from dlq_pipeline.dumps.generator import write_generated
     from dlq_pipeline.pipeline import run_pipeline
@@ -354,13 +357,17 @@ def demo_cmd(out, count, seed, files, max_size, rules_path, target, master):
         err(f"error: no rules table at {rules_path}; pass --rules FILE")
         sys.exit(exitcodes.USAGE)
     table = load_valid_rules(rules_path)
-    config = load_config(None, overrides={"storage": {"path": str(out_dir / "warehouse")}, "spark": {"master": master}})
+    if config.get("storage", "path") == defaults()["storage"]["path"]:
+        values = {section: dict(keys) for section, keys in config.values.items()}
+        values["storage"]["path"] = str(out_dir / "warehouse")
+        config = dataclasses.replace(config, values=values)
+    warehouse = Path(config.get("storage", "path"))
     check_target(target, config)
     with writing(config, "demo"):
         err(f"generating {count} messages (seed {seed}) into {out_dir / 'dumps'}")
         paths = write_generated(out_dir / "dumps", count, seed, files=files, max_size=max_size)
         if target.startswith("sim:"):
-            _prepare_demo_sim(out_dir / "warehouse", target)
+            _prepare_demo_sim(warehouse, target)
         spark = start_spark(config)
         summary = run_pipeline(
             spark,
@@ -377,7 +384,7 @@ def demo_cmd(out, count, seed, files, max_size, rules_path, target, master):
     click.echo(render_text(report), nl=False)
     _print_summary(summary)
     click.echo(f"HTML report: {html_path}")
-    click.echo(f"warehouse:   {out_dir / 'warehouse'}")
+    click.echo(f"warehouse:   {warehouse}")
 
 
 def _prepare_demo_sim(warehouse: Path, target: str) -> None:

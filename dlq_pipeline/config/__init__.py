@@ -68,13 +68,6 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         ),
         "app_name": ((str,), "dlq-pipeline", "Spark application name"),
         "conf": ((dict,), {}, 'extra Spark settings, e.g. {"spark.sql.shuffle.partitions" = "8"}'),
-        "quick_jit_bytes": (
-            (int,),
-            1024 * 1024 * 1024,
-            "run and ingest: input dumps of at most this many bytes in "
-            "all start a local JVM that compiles with C1 only (quicker to "
-            "warm up, slower on long work); 0 = never",
-        ),
     },
     "ingest": {
         "split_bytes": ((int,), DEFAULT_SPLIT_BYTES, "a dump larger than this is split across tasks"),
@@ -96,7 +89,7 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         ),
     },
     "classify": {
-        "retry_interval": ((int,), -1, "override RETRYINT seconds; -1 = use the rules table's"),
+        "retry_interval": ((int,), None, "override the rules table's RETRYINT (seconds); not set: the table's"),
     },
     "replay": {
         "max_connections": ((int,), 4, "most MQ connections open at once (replay partitions)"),
@@ -264,9 +257,9 @@ def _check_values(where: str, values: dict[str, dict[str, Any]], problems: list[
         ("report", "top", 1),
         ("replay", "rate_limit", 0),
         ("replay", "reconnect_backoff", 0),
-        ("spark", "quick_jit_bytes", 0),
+        ("classify", "retry_interval", 0),
     ]:
-        if values[section][key] < low:
+        if values[section][key] is not None and values[section][key] < low:
             problems.append(f"{where}: '{section}.{key}' must be at least {low}")
     if values["storage"]["lease_seconds"] < 5:
         problems.append(f"{where}: 'storage.lease_seconds' must be at least 5 (a heartbeat renews it every third)")

@@ -77,14 +77,13 @@ class IngestSettings:
 @dataclass(frozen=True)
 class ClassifySettings:
     """``[classify]``: ``retry_interval`` overrides the rules table's RETRYINT (seconds);
-    None keeps the table's."""
+    None (not set) keeps the table's."""
 
     retry_interval: int | None = None
 
     @classmethod
     def from_config(cls, config) -> ClassifySettings:
-        interval = config.get("classify", "retry_interval")
-        return cls(retry_interval=None if interval < 0 else interval)
+        return cls(retry_interval=config.get("classify", "retry_interval"))
 
 
 @dataclass(frozen=True)

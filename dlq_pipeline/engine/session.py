@@ -21,7 +21,6 @@ from typing import Any, cast
 
 from pyspark.sql import SparkSession
 
-from dlq_pipeline.config import defaults
 from dlq_pipeline.engine import class_archive, jvm_reader
 from dlq_pipeline.warehouse.delta import cached_jars
 
@@ -155,14 +154,15 @@ def local_driver_memory(total_bytes: int | None = None) -> str:
 # finishes sooner without C2, one of 2 GB about evenly. On long CPU-bound JVM work C1 code is 3-5x slower,
 # so only a command that knows its input is no larger gets it (``work_bytes`` <= ``quick_jit_bytes``).
 QUICK_JIT_OPTION = "-XX:TieredStopAtLevel=1"
+QUICK_JIT_BYTES = 1024 * 1024 * 1024
 
 
 def quick_jit(settings: Mapping[str, Any] | None = None) -> bool:
     """Whether a local JVM started with ``settings`` compiles with C1 only: the command
     named the bytes it will read (``work_bytes``, None = unknown, e.g. a live DLQ) and they
-    are at most ``quick_jit_bytes`` (default: the ``spark.quick_jit_bytes`` setting's; 0 = never)."""
+    are at most ``quick_jit_bytes`` (default `QUICK_JIT_BYTES`, 1 GiB; 0 = never)."""
     s = _settings(settings)
-    work, limit = s.get("work_bytes"), s.get("quick_jit_bytes", defaults()["spark"]["quick_jit_bytes"])
+    work, limit = s.get("work_bytes"), s.get("quick_jit_bytes", QUICK_JIT_BYTES)
     return work is not None and limit > 0 and work <= limit
 
 

@@ -83,7 +83,7 @@ def _decisions(
     decided: DataFrame, table: RulesTable, *, run_id: str, now: dt.datetime, retry_interval: int | None
 ) -> DataFrame:
     """The ``decisions`` rows of messages with their decision columns (RETRYINT applied)."""
-    interval = table.control.retryint if retry_interval is None or retry_interval < 0 else retry_interval
+    interval = table.control.retryint if retry_interval is None else retry_interval
     now_lit = F.lit(as_utc(now)).cast("timestamp")  # aware: converted without the local zone
     puts = F.col("action").isin(*PUT_ACTIONS)
     earliest = F.col("last_attempt.at") + F.make_interval(secs=F.lit(interval))

@@ -7,7 +7,6 @@ import sys
 
 import pytest
 
-from dlq_pipeline.config import defaults
 from dlq_pipeline.engine import session as session_module
 from dlq_pipeline.engine.session import (
     BASE_CONF,
@@ -89,7 +88,7 @@ def test_a_local_session_gets_a_heap_sized_to_the_machine():
 
 def test_a_small_command_starts_a_jvm_that_compiles_with_c1_only():
     small, large = {"master": "local[2]", "work_bytes": 2**30}, {"master": "local[2]", "work_bytes": 2**30 + 1}
-    assert defaults()["spark"]["quick_jit_bytes"] == 2**30
+    assert session_module.QUICK_JIT_BYTES == 2**30
     assert session_conf(small)["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
     assert session_conf({**small, "work_bytes": 0})["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
     assert "spark.driver.extraJavaOptions" not in session_conf(large)
@@ -298,12 +297,12 @@ def test_start_spark_tells_the_session_what_the_command_reads(tmp_path, monkeypa
     monkeypatch.setattr(session_module, "is_connect", lambda spark: False)
     monkeypatch.setattr(common, "_check_default_fs", lambda spark, path: None)
     (tmp_path / "a.dmp").write_bytes(b"x" * 1000)
-    config = load_config(overrides={"spark": {"quick_jit_bytes": 999}})
+    config = load_config()
     common.start_spark(config, inputs=[str(tmp_path / "a.dmp")])
     common.start_spark(config)  # a command that reads the warehouse, or a live DLQ: size unknown
-    assert [(s["work_bytes"], s["quick_jit_bytes"]) for s in seen] == [(1000, 999), (None, 999)]
-    assert [session_module.quick_jit(s) for s in seen] == [False, False]
-    assert session_module.quick_jit({**seen[0], "quick_jit_bytes": 1000})
+    assert [s["work_bytes"] for s in seen] == [1000, None]
+    assert [session_module.quick_jit(s) for s in seen] == [True, False]
+    assert not session_module.quick_jit({**seen[0], "quick_jit_bytes": 999})
 
 
 @pytest.mark.parametrize("command", ["ingest", "run"])

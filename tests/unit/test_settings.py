@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from dlq_pipeline.config import load_config
+from dlq_pipeline.config import ConfigError, load_config
 from dlq_pipeline.config.settings import (
     ClassifySettings,
     DrainSettings,
@@ -92,13 +92,14 @@ def test_every_value_comes_from_its_section():
     assert mq_qmgrs(config) == {"QM1": qm1}
 
 
-def test_a_negative_retry_interval_keeps_the_rules_tables():
-    assert ClassifySettings.from_config(
-        load_config(overrides={"classify": {"retry_interval": -1}})
-    ) == ClassifySettings(retry_interval=None)
+def test_retry_interval_not_set_keeps_the_rules_tables_and_a_negative_one_is_refused():
+    assert ClassifySettings.from_config(load_config()) == ClassifySettings(retry_interval=None)
     assert ClassifySettings.from_config(load_config(overrides={"classify": {"retry_interval": 0}})) == ClassifySettings(
         retry_interval=0
     )
+    with pytest.raises(ConfigError) as bad:
+        load_config(overrides={"classify": {"retry_interval": -1}})
+    assert bad.value.problems == ["<defaults>: 'classify.retry_interval' must be at least 0"]
 
 
 def test_blank_catalog_and_schema_mean_tables_by_path():
