@@ -60,4 +60,4 @@ class DumpInfo:
     created: str = ""
     qmgr: str = ""
     queue: str = ""
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, str] = field(default_factory=dict)

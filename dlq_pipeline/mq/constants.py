@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Mapping
 from importlib import resources
 
 # MQ's largest message (MAXMSGL's greatest value, 100 MB): ingest's default limit
@@ -35,7 +36,7 @@ MQAT: dict[str, int] = _DATA["families"]["MQAT"]["values"]
 MQENC: dict[str, int] = _DATA["families"]["MQENC"]["values"]
 MQFMT: dict[str, str] = _DATA["families"]["MQFMT"]["values"]
 
-FAMILIES: dict[str, dict] = {
+FAMILIES: dict[str, Mapping[str, int | str]] = {
     "MQRC": MQRC,
     "MQFB": MQFB,
     "MQMT": MQMT,
@@ -53,13 +54,13 @@ _BY_NAME: dict[str, tuple[str, int | str]] = {
 }
 
 
-def _family_table(family: str) -> dict:
+def _family_table(family: str) -> dict[int | str, str]:
     if family not in FAMILIES:
         raise ValueError(f"unknown constant family {family!r}; expected one of {', '.join(FAMILIES)}")
     return _PRIMARY[family]
 
 
-def name_of(family: str, value) -> str | None:
+def name_of(family: str, value: int | str) -> str | None:
     """The primary constant name for ``value`` in ``family`` ("MQRC", "MQFB", ...), or None."""
     return _family_table(family).get(value)
 

@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast
 
 import numpy as np
 
 from dlq_pipeline.mq import codepages, constants
 from dlq_pipeline.mq.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS
+
+if TYPE_CHECKING:
+    import pyarrow as pa  # imported where used: a message's decode needs no Arrow
 
 __all__ = [
     "CHAIN_SCAN_LIMIT",
@@ -129,6 +132,10 @@ class StructureError(ValueError):
 # the rest is listed as (attribute, kind, length) and offsets follow from the order.
 
 _LONG, _CHAR, _BYTES = "long", "char", "bytes"
+_Field = tuple[str, str, int, int]  # (attribute, kind, offset, length)
+# What structures are read from: a message's bytes, or a view of them
+_Raw = bytes | bytearray | memoryview
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -136,11 +143,13 @@ class _Layout:
     name: str
     strucid: str
     versions: tuple[int, ...]
-    fields: tuple[tuple[str, str, int, int], ...]  # (attribute, kind, offset, length)
+    fields: tuple[_Field, ...]
     length: int
 
 
-def _layout(name: str, strucid: str, versions: tuple[int, ...], spec, start: int = 8) -> _Layout:
+def _layout(
+    name: str, strucid: str, versions: tuple[int, ...], spec: Iterable[tuple[str, str, int]], start: int = 8
+) -> _Layout:
     placed, offset = [], start
     for attribute, kind, length in spec:
         placed.append((attribute, kind, offset, length))
@@ -148,11 +157,11 @@ def _layout(name: str, strucid: str, versions: tuple[int, ...], spec, start: int
     return _Layout(name, strucid, versions, tuple(placed), offset)
 
 
-def _md_char(name):
+def _md_char(name: str) -> tuple[str, str, int]:
     return (name, _CHAR, MQMD_CHAR_LENGTHS[name])
 
 
-def _md_bytes(name):
+def _md_bytes(name: str) -> tuple[str, str, int]:
     return (name, _BYTES, MQMD_BYTE_LENGTHS[name])
 
 
@@ -382,11 +391,11 @@ def byte_order(encoding: int) -> str | None:
 _ENDIAN: dict[str, Literal["big", "little"]] = {">": "big", "<": "little"}
 
 
-def _long(raw, offset: int, order: str) -> int:
+def _long(raw: _Raw, offset: int, order: str) -> int:
     return int.from_bytes(raw[offset : offset + 4], _ENDIAN[order], signed=True)
 
 
-def _choose_order(raw, encoding: int | None, versions) -> tuple[str | None, str | None, bool]:
+def _choose_order(raw: _Raw, encoding: int | None, versions: tuple[int, ...]) -> tuple[str | None, str | None, bool]:
     """(order, problem, sniffed). The Encoding decides when it names a byte order;
     otherwise exactly one reading of Version must be valid."""
     declared = byte_order(encoding) if encoding is not None else None
@@ -413,7 +422,7 @@ def _strucid_bytes(strucid: str, ebcdic: bool) -> bytes:
     return codepages.encode(strucid, 500 if ebcdic else 819)
 
 
-def _strucid_family(raw, strucid: str) -> bool | None:
+def _strucid_family(raw: _Raw, strucid: str) -> bool | None:
     """True for EBCDIC, False for ASCII, None when the bytes are neither spelling."""
     head = bytes(raw[:4])
     if head == _strucid_bytes(strucid, False):
@@ -429,7 +438,7 @@ def _ccsid_reads(ccsid: int, strucid: str, ebcdic: bool) -> bool:
     return codepages.decode(_strucid_bytes(strucid, ebcdic), ccsid)[0] == strucid
 
 
-def _text(raw, ccsid: int, ebcdic: bool | None = None) -> str:
+def _text(raw: _Raw, ccsid: int, ebcdic: bool | None = None) -> str:
     return codepages.decode(bytes(raw), ccsid, ebcdic=ebcdic)[0]
 
 
@@ -448,7 +457,10 @@ def _encode_chars(text: str, length: int, ccsid: int, where: str) -> bytes:
 # Generic strict decode/encode over a layout
 
 
-def _read_fields(layout_fields, raw, order: str, ccsid: int, ebcdic: bool | None) -> dict:
+# Any: int, str or bytes by field, for ``**`` into a structure (mypy checks ** values against every field)
+def _read_fields(
+    layout_fields: Iterable[_Field], raw: _Raw, order: str, ccsid: int, ebcdic: bool | None
+) -> dict[str, Any]:
     values: dict[str, int | str | bytes] = {}
     for attribute, kind, offset, length in layout_fields:
         chunk = raw[offset : offset + length]
@@ -461,23 +473,33 @@ def _read_fields(layout_fields, raw, order: str, ccsid: int, ebcdic: bool | None
     return values
 
 
-def _write_fields(layout: _Layout, layout_fields, values: dict, out: bytearray, order: str, ccsid: int) -> None:
+def _write_fields(
+    layout: _Layout,
+    layout_fields: Iterable[_Field],
+    values: Mapping[str, int | str | bytes],
+    out: bytearray,
+    order: str,
+    ccsid: int,
+) -> None:
+    # each value has the type its kind says: the layouts are those of the structures' fields
     for attribute, kind, offset, length in layout_fields:
         value = values[attribute]
         where = f"{layout.name}.{attribute}"
         if kind == _LONG:
-            if not -(2**31) <= value < 2**31:
-                raise ValueError(f"{where}: {value} does not fit an MQLONG")
-            out[offset : offset + 4] = value.to_bytes(4, _ENDIAN[order], signed=True)
+            number = cast(int, value)
+            if not -(2**31) <= number < 2**31:
+                raise ValueError(f"{where}: {number} does not fit an MQLONG")
+            out[offset : offset + 4] = number.to_bytes(4, _ENDIAN[order], signed=True)
         elif kind == _CHAR:
-            out[offset : offset + length] = _encode_chars(value, length, ccsid, where)
+            out[offset : offset + length] = _encode_chars(cast(str, value), length, ccsid, where)
         else:
-            if len(value) > length:
-                raise ValueError(f"{where}: {len(value)} bytes; the field holds {length}")
-            out[offset : offset + length] = bytes(value).ljust(length, b"\x00")
+            data = cast(bytes, value)
+            if len(data) > length:
+                raise ValueError(f"{where}: {len(data)} bytes; the field holds {length}")
+            out[offset : offset + length] = bytes(data).ljust(length, b"\x00")
 
 
-def _open(layout: _Layout, raw, encoding: int | None, ccsid: int | None) -> tuple[str, bool, int, int]:
+def _open(layout: _Layout, raw: _Raw, encoding: int | None, ccsid: int | None) -> tuple[str, bool, int, int]:
     """Check StrucId, Version and length; returns (order, ebcdic, ccsid, version). The CCSID
     defaults by family (819 or 500) when the caller cannot know it."""
     name = layout.name
@@ -523,12 +545,17 @@ def _begin(layout: _Layout, version: int, order: str, ccsid: int) -> bytearray:
     return out
 
 
-def _decode_simple(layout: _Layout, cls, raw, encoding, ccsid):
+def _decode_simple(layout: _Layout, cls: Callable[..., _T], raw: _Raw, encoding: int | None, ccsid: int | None) -> _T:
     order, ebcdic, ccsid, _ = _open(layout, raw, encoding, ccsid)
     return cls(**_read_fields(layout.fields, raw, order, ccsid, ebcdic))
 
 
-def _encode_simple(layout: _Layout, obj, encoding: int, ccsid: int) -> bytes:
+def _encode_simple(
+    layout: _Layout,
+    obj: DeadLetterHeader | MessageDescriptorExtension | RulesFormattingHeader2 | TriggerMessage,
+    encoding: int,
+    ccsid: int,
+) -> bytes:
     order = _order_for_encode(encoding)
     out = _begin(layout, layout.versions[0], order, ccsid)
     _write_fields(layout, layout.fields, asdict(obj), out, order, ccsid)
@@ -634,7 +661,7 @@ def encode_dlh(dlh: DeadLetterHeader, encoding: int, ccsid: int) -> bytes:
     return _encode_simple(_DLH, dlh, encoding, ccsid)
 
 
-def _decode_dlh_strict(raw, encoding, ccsid) -> DeadLetterHeader:
+def _decode_dlh_strict(raw: _Raw, encoding: int | None, ccsid: int | None) -> DeadLetterHeader:
     return _decode_simple(_DLH, DeadLetterHeader, raw, encoding, ccsid)
 
 
@@ -682,7 +709,7 @@ def _is_mqdead(md_format: str | None) -> bool | None:
     return md_format.rstrip(" \x00") == _FMT_DEAD
 
 
-def _chain_fields(layout: _Layout) -> tuple:
+def _chain_fields(layout: _Layout) -> tuple[_Field, ...]:
     return tuple(f for f in layout.fields if f[0] in ("struc_length", "encoding", "ccsid", "format"))
 
 
@@ -692,7 +719,7 @@ def _chain_fields(layout: _Layout) -> tuple:
 _NEXT_FIELDS = {layout.name: _chain_fields(layout) for layout in (_DLH, _MDE, _RFH2, _MQMD_V1)}
 
 
-def _next_after(name: str, raw, encoding: int, ccsid: int):
+def _next_after(name: str, raw: _Raw, encoding: int, ccsid: int) -> tuple[int, int, int, str] | None:
     """(length, encoding, ccsid, format) of the part after header ``name``; None when the
     header ends the chain. Raises StructureError exactly when decoding that header would."""
     if name == _FMT_TRIGGER:
@@ -732,7 +759,7 @@ _STOPPED = object()  # a header in the chain could not be read
 
 
 @functools.lru_cache(maxsize=4096)
-def _step(name: str, raw: bytes, encoding: int, ccsid: int):
+def _step(name: str, raw: bytes, encoding: int, ccsid: int) -> tuple[int, int, int, str] | None | object:
     """`_next_after` of a header's own bytes, or _STOPPED when it cannot be read. Cached:
     in a DLQ the same headers (one sender's MQRFH2, one channel's MQXQH fields) repeat, and
     the step depends on nothing but these arguments."""
@@ -743,7 +770,7 @@ def _step(name: str, raw: bytes, encoding: int, ccsid: int):
 
 
 def _follow_chain(
-    data: bytes, offset: int, encoding: int, ccsid: int, fmt: str
+    data: _Raw, offset: int, encoding: int, ccsid: int, fmt: str
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Names of the formats from ``offset`` on, and a ``chain_stopped`` flag when a named
     header cannot be read. Every header advances by at least 36 bytes and ``data`` is at
@@ -759,7 +786,7 @@ def _follow_chain(
             return tuple(names), (f"chain_stopped:{name}",)
         if step is None:
             return tuple(names), ()
-        length, next_encoding, next_ccsid, fmt = step
+        length, next_encoding, next_ccsid, fmt = cast(tuple[int, int, int, str], step)  # neither of those
         offset += length
         encoding = next_encoding
         ccsid = ccsid if next_ccsid == MQCCSI_INHERIT else next_ccsid
@@ -839,7 +866,7 @@ def _dlh_fields(data: bytes, order: str, ccsid: int, sniffed: bool) -> tuple[Dea
 _DLH_ATTRIBUTES = tuple(f.name for f in fields(DeadLetterHeader))
 
 
-def to_columns(result: HeaderResult) -> dict:
+def to_columns(result: HeaderResult) -> dict[str, object]:
     """The decode columns of data/schemas/decoded.json for one message (a cut MQDLH's fields
     too: ``has_dlh`` false, ``dlh_problem`` too_short, the fields that are there filled)."""
     dlh = result.dlh
@@ -874,9 +901,11 @@ _ASCII_128 = "".join(map(chr, range(128)))
 _MD_STATE = {None: 0, True: 1, False: 2}  # MQMD.Format: not given / MQDEAD / something else
 _INT_COLUMNS = frozenset("dlh_" + a for a, _o in _DLH_LONGS)
 _NOT_ASCII = 0x80  # in a table's ASCII view: this byte decodes to something else
+# A piece of a batch's result: (row numbers, {decode column: its Arrow array for those rows})
+_Part: TypeAlias = "tuple[np.ndarray, dict[str, pa.Array]]"
 
 
-def _arrow_type(name: str):
+def _arrow_type(name: str) -> pa.DataType:
     import pyarrow as pa
 
     if name == "has_dlh":
@@ -886,7 +915,7 @@ def _arrow_type(name: str):
     return pa.int32() if name in _INT_COLUMNS else pa.string()
 
 
-def decode_arrow_schema():
+def decode_arrow_schema() -> pa.StructType:
     """The Arrow struct type of `decode_dlh_arrow`'s result: decoded.json's decode columns."""
     import pyarrow as pa
 
@@ -979,7 +1008,7 @@ def _flags_for(key: int) -> tuple[str, ...]:
     return tuple(flags)
 
 
-def _ascii_strings(rows: np.ndarray):
+def _ascii_strings(rows: np.ndarray) -> pa.StringArray:
     """Rows of ASCII bytes (m×w) as an Arrow string array, NULs kept."""
     import pyarrow as pa
 
@@ -988,7 +1017,7 @@ def _ascii_strings(rows: np.ndarray):
     return pa.StringArray.from_buffers(m, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(rows)))
 
 
-def _patched(base, positions: np.ndarray, values):
+def _patched(base: pa.Array, positions: np.ndarray, values: pa.Array) -> pa.Array:
     """``base`` with the entries at ``positions`` replaced by ``values`` (Arrow arrays)."""
     import pyarrow as pa
 
@@ -999,7 +1028,7 @@ def _patched(base, positions: np.ndarray, values):
     return pa.concat_arrays([base, values.cast(base.type)]).take(pa.array(index))
 
 
-def _values(array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _values(array: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(bytes, starts, lengths) of a binary array's values, without copying them; a null
     reads as empty."""
     import pyarrow as pa
@@ -1019,7 +1048,7 @@ def _values(array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return buffer, bounds[:-1], lengths
 
 
-def _head_matrix(heads) -> np.ndarray:
+def _head_matrix(heads: pa.Array) -> np.ndarray:
     """The n×172 byte matrix of ``heads``: a view when every value is 172 bytes long and
     they follow each other (what ``rpad`` gives), else copied with NUL padding."""
     buffer, starts, lengths = _values(heads)
@@ -1033,7 +1062,7 @@ def _head_matrix(heads) -> np.ndarray:
     return matrix
 
 
-def _md_states(md_formats, n: int) -> np.ndarray:
+def _md_states(md_formats: pa.Array | None, n: int) -> np.ndarray:
     """Per row: 0 MQMD.Format not given (null), 1 MQDEAD, 2 anything else."""
     import pyarrow as pa
 
@@ -1041,16 +1070,24 @@ def _md_states(md_formats, n: int) -> np.ndarray:
         return np.zeros(n, dtype=np.int64)
     encoded = md_formats if pa.types.is_dictionary(md_formats.type) else md_formats.dictionary_encode()
     states = np.array([_MD_STATE[_is_mqdead(f)] for f in encoded.dictionary.to_pylist()] + [0], dtype=np.int64)
-    return states[encoded.indices.fill_null(len(encoded.dictionary)).to_numpy(zero_copy_only=False).astype(np.int64)]
+    indices: np.ndarray = encoded.indices.fill_null(len(encoded.dictionary)).to_numpy(zero_copy_only=False)
+    return states[indices.astype(np.int64)]
 
 
-def _int64(values, n: int) -> np.ndarray:
+def _int64(values: pa.Array | np.ndarray | Sequence[int], n: int) -> np.ndarray:
     if hasattr(values, "to_numpy"):
         values = values.to_numpy(zero_copy_only=False)
     return np.asarray(values, dtype=np.int64).reshape(n)
 
 
-def decode_dlh_arrow(heads, tails, lengths, encodings, ccsids, md_formats=None):
+def decode_dlh_arrow(
+    heads: pa.Array,
+    tails: pa.Array | None,
+    lengths: pa.Array | np.ndarray | Sequence[int],
+    encodings: pa.Array | np.ndarray | Sequence[int],
+    ccsids: pa.Array | np.ndarray | Sequence[int],
+    md_formats: pa.Array | None = None,
+) -> pa.StructArray:
     """`to_columns(decode_dlh(...))` for a batch of Arrow arrays; returns a struct array of
     `decode_arrow_schema`.
 
@@ -1082,7 +1119,7 @@ def decode_dlh_arrow(heads, tails, lengths, encodings, ccsids, md_formats=None):
 
     tail_view = tail_values[0].data if tail_values is not None else None  # ndarray.data is memoryview(ndarray)
 
-    def after(at: np.ndarray) -> list:
+    def after(at: np.ndarray) -> list[bytes | memoryview]:
         """Each of these messages' data after its MQDLH, as `decode_dlh` reads it (up to
         CHAIN_SCAN_LIMIT in all): views of the tails' buffer, nothing copied (a header
         chain reads a few hundred of its bytes)."""
@@ -1097,7 +1134,7 @@ def decode_dlh_arrow(heads, tails, lengths, encodings, ccsids, md_formats=None):
         heads = [matrix[i, : min(k, DLH_LENGTH)].tobytes() for i, k in zip(at.tolist(), size[at].tolist())]
         return [head + bytes(rest) for head, rest in zip(heads, after(at))]
 
-    parts: list = []
+    parts: list[_Part] = []
     strucid = matrix[:, :4]
     # a StrucId (or the part of it the data holds) that is 'DLH ' in neither family
     inside = np.arange(4) < size[:, None]
@@ -1142,7 +1179,7 @@ def decode_dlh_arrow(heads, tails, lengths, encodings, ccsids, md_formats=None):
     return _assembled(parts, n)
 
 
-def _invalid_part(rows: np.ndarray, problems: np.ndarray, md_state: np.ndarray, mismatch: np.ndarray):
+def _invalid_part(rows: np.ndarray, problems: np.ndarray, md_state: np.ndarray, mismatch: np.ndarray) -> _Part:
     """Rows without a usable MQDLH whose StrucId and Version were judged: the problem, and
     the flags (mqdead_without_dlh, byte_order_mismatch); no fields."""
     import pyarrow as pa
@@ -1159,7 +1196,7 @@ def _invalid_part(rows: np.ndarray, problems: np.ndarray, md_state: np.ndarray, 
     }
 
 
-def _assembled(parts: list, n: int):
+def _assembled(parts: list[_Part], n: int) -> pa.StructArray:
     """One struct array in row order from (row numbers, {column: array}) parts; a column a
     part leaves out is null there."""
     import pyarrow as pa
@@ -1184,7 +1221,7 @@ def decode_dlh_batch(
     encodings: Sequence[int],
     ccsids: Sequence[int],
     md_formats: Sequence[str | None] | None = None,
-) -> dict[str, list]:
+) -> dict[str, list[Any]]:
     """`to_columns(decode_dlh(...))` for many messages at once, one list per column:
     `decode_dlh_arrow` over Python values."""
     import pyarrow as pa
@@ -1208,7 +1245,13 @@ def decode_dlh_batch(
 
 
 def _decode_block(
-    rows: np.ndarray, mat: np.ndarray, after, encoding: np.ndarray, ccsid: np.ndarray, md_state: np.ndarray, parts: list
+    rows: np.ndarray,
+    mat: np.ndarray,
+    after: Callable[[np.ndarray], list[bytes | memoryview]],
+    encoding: np.ndarray,
+    ccsid: np.ndarray,
+    md_state: np.ndarray,
+    parts: list[_Part],
 ) -> np.ndarray:
     """Add the parts for the rows (172 bytes or more, a StrucId in either family; ``mat``
     their first 172) that array operations can decode; returns the row numbers left for
@@ -1293,7 +1336,9 @@ def _decode_block(
     return rows[np.flatnonzero(valid & ~decoded)]
 
 
-def _table_decoded(ccsid: np.ndarray, ebcdic: np.ndarray, valid: np.ndarray, chars: np.ndarray):
+def _table_decoded(
+    ccsid: np.ndarray, ebcdic: np.ndarray, valid: np.ndarray, chars: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(done, raw, text) for the rows that can be table-decoded: valid, a table for their
     CCSID (`_batch_table`), and the CCSID reads the StrucId's family (else a
     ``ccsid_mismatch``, which the scalar decoder handles). ``done`` their row numbers,

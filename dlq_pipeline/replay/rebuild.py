@@ -22,7 +22,7 @@ that value when the message is put, so the restored MQMD carries the real CCSID.
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Protocol, cast
 
 from dlq_pipeline.mq.mqmd import MQMD
 from dlq_pipeline.mq.structures import DLH_LENGTH, dlh_restore_fields
@@ -36,12 +36,22 @@ class RebuildError(ValueError):
     """The message cannot be put as the rules say (no usable MQDLH to strip)."""
 
 
-def keeps_header(decision) -> bool:
+class PutDecision(Protocol):
+    """What `rebuild` reads of a decision: a `Decision` or a replay work item."""
+
+    @property
+    def action(self) -> str: ...
+
+    @property
+    def header(self) -> bool | None: ...
+
+
+def keeps_header(decision: PutDecision) -> bool:
     """True when the message goes out with its MQDLH: FWD with HEADER(YES) (the default)."""
     return decision.action == "FWD" and decision.header is not False
 
 
-def rebuild(md: MQMD, data: bytes, decision) -> tuple[MQMD, bytes]:
+def rebuild(md: MQMD, data: bytes, decision: PutDecision) -> tuple[MQMD, bytes]:
     """The (MQMD, data) to put for ``decision`` (anything with ``action`` and ``header``:
     a `Decision` or a replay work item). Raises RebuildError when an MQDLH must be removed
     but the data does not start with a usable one, and ValueError for DISCARD/IGNORE."""

@@ -18,12 +18,12 @@ decision columns (``rules.spark``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import cast
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Literal, TypeVar, cast
 
 import numpy as np
 
-from dlq_pipeline.rules.matcher import BLANK, glob_match
+from dlq_pipeline.rules.matcher import BLANK, MatchView, glob_match
 from dlq_pipeline.rules.model import PATTERN_FIELDS, RulesTable
 
 EXHAUSTED = -1  # rules matched, but every one of them has used its attempts
@@ -34,17 +34,20 @@ _WILD = frozenset("*?")
 # the rules test) must not grow a task's memory without bound.
 CACHE_LIMIT = 65_536
 
+Value = str | int | None  # a tested column's value: a string, a number, or null
+_H = TypeVar("_H", bound=Hashable)
+
 
 class _ColumnIndex:
     """The rules' patterns on one column, and value -> bit set of the rules it satisfies."""
 
-    def __init__(self, kind: str, tests: list[tuple[int, object]], untested: int):
+    def __init__(self, kind: Literal["str", "int"], tests: list[tuple[int, str | int]], untested: int):
         self.kind = kind
         self.untested = untested  # rules that do not test this column: always satisfied
-        self.exact: dict = {}  # int value, or pattern without wildcards (blanks cut) -> bits
+        self.exact: dict[str | int, int] = {}  # int value, or pattern without wildcards (blanks cut) -> bits
         self.prefixes: dict[int, dict[str, int]] = {}  # "ABC*" by prefix length -> bits
         self.general: list[tuple[str, int]] = []  # (pattern, bit) for glob_match
-        self.cache: dict = {}
+        self.cache: dict[Value, int] = {}
         for index, wanted in tests:
             bit = 1 << index
             if kind == "int":
@@ -61,7 +64,7 @@ class _ColumnIndex:
             else:
                 self.general.append((pattern, bit))
 
-    def bits(self, value) -> int:
+    def bits(self, value: Value) -> int:
         found = self.cache.get(value)
         if found is None:
             if len(self.cache) >= CACHE_LIMIT:
@@ -69,10 +72,11 @@ class _ColumnIndex:
             found = self.cache[value] = self.untested | self._matching(value)
         return found
 
-    def _matching(self, value) -> int:
+    def _matching(self, value: Value) -> int:
         if self.kind == "int":  # a null never equals a number
             return self.exact.get(value, 0) if value is not None else 0
-        text = "" if value is None else value  # a missing character field reads as blank
+        # a missing character field reads as blank; a "str" column's values are strings
+        text = "" if value is None else cast(str, value)
         trimmed = text.rstrip(BLANK)
         bits = self.exact.get(trimmed, 0)
         for length, group in self.prefixes.items():
@@ -89,7 +93,7 @@ class RuleIndex:
     def __init__(self, table: RulesTable):
         self.rules = tuple(table.rules)
         everything = (1 << len(self.rules)) - 1
-        columns: dict[str, tuple[str, list]] = {}
+        columns: dict[str, tuple[Literal["str", "int"], list[tuple[int, str | int]]]] = {}
         for position, rule in enumerate(self.rules):
             for keyword, wanted in rule.tested_patterns().items():
                 column, kind, _ = PATTERN_FIELDS[keyword]
@@ -127,7 +131,7 @@ class RuleIndex:
             rest ^= low
         return EXHAUSTED if matching else NO_MATCH
 
-    def decide_one(self, view: Mapping, attempts: int = 0) -> int:
+    def decide_one(self, view: MatchView, attempts: int = 0) -> int:
         """The choice for one message's match view (``decide``'s rule, as a code)."""
         if not view.get("has_dlh") or view.get("truncated"):
             return NO_MATCH
@@ -136,7 +140,9 @@ class RuleIndex:
             matching &= index.bits(view.get(column))
         return self.choose(matching, attempts)
 
-    def choices(self, values: Mapping[str, Sequence], eligible: Sequence[bool], attempts: Sequence[int]) -> np.ndarray:
+    def choices(
+        self, values: Mapping[str, Sequence[Value]], eligible: Sequence[bool], attempts: Sequence[int]
+    ) -> np.ndarray:
         """Per message (int64): the chosen rule's position in the table, EXHAUSTED or
         NO_MATCH. ``values`` holds a sequence per column in `columns` (None: null),
         ``eligible`` whether the message has a usable, untruncated MQDLH, ``attempts``
@@ -148,7 +154,7 @@ class RuleIndex:
         eligible_list = [bool(e) for e in (eligible.to_pylist() if hasattr(eligible, "to_pylist") else eligible)]
         attempts_list = [a or 0 for a in (attempts.to_pylist() if hasattr(attempts, "to_pylist") else attempts)]
         codes = [_codes(eligible_list, n), _codes(attempts_list, n)]
-        levels: list[list | None] = [None, None]  # the eligibility and attempts codes have no levels
+        levels: list[list[Value] | None] = [None, None]  # the eligibility and attempts codes have no levels
         for column in self.columns:
             level, code = _factorize(values[column], n)
             codes.append(code)
@@ -169,7 +175,7 @@ class RuleIndex:
                 out[k] = NO_MATCH
                 continue
             matching = self.everything
-            for index, level, code in zip(indexes, cast("list[list]", levels[2:]), codes[2:]):  # columns' levels
+            for index, level, code in zip(indexes, cast("list[list[Value]]", levels[2:]), codes[2:]):  # columns' levels
                 matching &= index.bits(level[code[row]])
             out[k] = self.choose(matching, attempts_list[row])
         return out[inverse]
@@ -178,16 +184,16 @@ class RuleIndex:
 _ORDER = {column: position for position, (column, _k, _n) in enumerate(PATTERN_FIELDS.values())}
 
 
-def _codes(values: list, n: int) -> np.ndarray:
+def _codes(values: Sequence[Hashable], n: int) -> np.ndarray:
     return _factorize(values, n)[1]
 
 
-def _factorize(values: Sequence, n: int) -> tuple[list, np.ndarray]:
+def _factorize(values: Sequence[_H], n: int) -> tuple[list[_H], np.ndarray]:
     """(distinct values, per value its position among them); None is a value of its own.
     An Arrow array is dictionary-encoded by Arrow, without a Python object per value."""
     if hasattr(values, "dictionary_encode"):
         encoded = values.dictionary_encode(null_encoding="encode")
         return encoded.dictionary.to_pylist(), encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    positions: dict = {}
+    positions: dict[_H, int] = {}
     code = np.fromiter((positions.setdefault(v, len(positions)) for v in values), dtype=np.int64, count=n)
     return list(positions), code

@@ -198,7 +198,7 @@ def _skip_junk(text: str, index: int) -> int:
     return index
 
 
-def _value(entry: Entry, open_paren: int) -> tuple[tuple, int, list[Problem]]:
+def _value(entry: Entry, open_paren: int) -> tuple[tuple[str, bool, Position, bool], int, list[Problem]]:
     """Read ``( value )`` from the ``(`` at ``open_paren``.
 
     Returns ((value, quoted, value_at, broken), index after the item, problems).

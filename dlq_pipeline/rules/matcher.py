@@ -8,7 +8,7 @@ the ``rules test`` command uses it directly. Keep it obviously correct before fa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import cast
+from typing import Any, cast
 
 from dlq_pipeline.rules.model import PATTERN_FIELDS, Decision, Rule, RulesTable
 
@@ -45,13 +45,17 @@ def glob_match(pattern: str, value: str) -> bool:
     return end in states
 
 
-def _text(view: Mapping, column: str) -> str:
+# A match view (`rules.view.match_view`, or a Spark row): column -> value, of the column's type
+MatchView = Mapping[str, Any]
+
+
+def _text(view: MatchView, column: str) -> str:
     """A missing character field reads as blank (Spark nulls get the same treatment)."""
-    value = view.get(column)
+    value: str | None = view.get(column)
     return "" if value is None else value
 
 
-def rule_matches(rule: Rule, view: Mapping) -> bool:
+def rule_matches(rule: Rule, view: MatchView) -> bool:
     """Every tested pattern matches: ints by equality, strings by ``glob_match``."""
     for keyword, wanted in rule.tested_patterns().items():
         column, kind, _ = PATTERN_FIELDS[keyword]
@@ -82,14 +86,14 @@ SUBSTITUTION_COLUMNS = {
 }
 
 
-def _name(spec: str | None, view: Mapping) -> str:
+def _name(spec: str | None, view: MatchView) -> str:
     """A FWDQ/FWDQM value: an ``&`` token taken from the message, else the name written."""
     if spec is not None and spec.upper() in SUBSTITUTION_COLUMNS:
         return resolve_name(_text(view, SUBSTITUTION_COLUMNS[spec.upper()]))
     return resolve_name(spec)
 
 
-def chosen(rule: Rule, view: Mapping) -> Decision:
+def chosen(rule: Rule, view: MatchView) -> Decision:
     """The decision a rule makes for a message once it is chosen."""
     if rule.action == "IGNORE":
         return Decision("IGNORE", rule.line, rule.index)
@@ -105,7 +109,7 @@ def chosen(rule: Rule, view: Mapping) -> Decision:
     raise ValueError(f"unknown action {rule.action!r} in rule at line {rule.line}")
 
 
-def decide(table: RulesTable, view: Mapping, attempts: int = 0) -> Decision:
+def decide(table: RulesTable, view: MatchView, attempts: int = 0) -> Decision:
     """Choosing a rule (docs/rules-semantics.md, section 3): the first matching IGNORE, or the
     first matching rule at which the running total of RETRY over matching rules exceeds the
     attempts already made."""

@@ -723,7 +723,7 @@ def format_table(table: RulesTable, *, annotate: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def diagnostic_as_dict(diagnostic: Diagnostic) -> dict:
+def diagnostic_as_dict(diagnostic: Diagnostic) -> dict[str, int | str]:
     return {
         "line": diagnostic.line,
         "col": diagnostic.col,
@@ -746,7 +746,7 @@ def rule_target(rule: Rule) -> str:
 _NUMBERED = re.compile(r"\b(REASON|FEEDBACK)\((\d+)\)")
 
 
-def _named(match: re.Match) -> str:
+def _named(match: re.Match[str]) -> str:
     """``REASON(2053)`` -> ``REASON(MQRC_Q_FULL)``: what an operator reads in runmqdlq tables."""
     try:
         return f"{match.group(1)}({constants.reason_name(int(match.group(2)))})"
@@ -754,7 +754,7 @@ def _named(match: re.Match) -> str:
         return match.group(0)
 
 
-def rules_listing(table: RulesTable) -> list[dict]:
+def rules_listing(table: RulesTable) -> list[dict[str, int | str | bool]]:
     """The rules as a report shows them beside its counts (and a run summary keeps them):
     line, index, canonical text, action, target, RETRY count and whether the rule matches
     every message (a catch-all: no pattern tested)."""
@@ -772,7 +772,7 @@ def rules_listing(table: RulesTable) -> list[dict]:
     ]
 
 
-def table_as_dict(table: RulesTable) -> dict:
+def table_as_dict(table: RulesTable) -> dict[str, object]:
     """The normalized table (``rules show --json``): only pattern keywords written, numbers
     for symbolic names, strings as folded."""
     control = table.control

@@ -8,12 +8,13 @@ NAME`` prints any of them for a user to copy and edit. Pure Python, no Spark.
 from __future__ import annotations
 
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 STARTER = "starter"
 
 
-def _directory():
+def _directory() -> Traversable:
     return resources.files("dlq_pipeline").joinpath("data", "rules")
 
 

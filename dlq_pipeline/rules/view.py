@@ -8,12 +8,14 @@ trailing blanks and NULs decide matches.
 
 from __future__ import annotations
 
+from typing import Any
+
 from dlq_pipeline.mq import structures
 from dlq_pipeline.mq.mqmd import MQMD
 from dlq_pipeline.warehouse.tables import MD_COLUMNS
 
 
-def match_view(md: MQMD, data: bytes, *, truncated: bool = False) -> dict:
+def match_view(md: MQMD, data: bytes, *, truncated: bool = False) -> dict[str, Any]:
     """Every MQMD field (as landed), the decoded MQDLH columns (``has_dlh``, ``dlh_problem``,
     ``dlh_*``, ...) read with the MQMD's Encoding and CCSID, and ``truncated``."""
     view = {column: getattr(md, name) for name, column in MD_COLUMNS.items()}

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from dlq_pipeline.dumps.inspect import printable
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import too_large
 from dlq_pipeline.rules.matcher import decide, rule_matches
-from dlq_pipeline.rules.model import ACTIONS, DECISION_COLUMNS, PUT_ACTIONS, Decision, RulesTable
+from dlq_pipeline.rules.model import ACTIONS, DECISION_COLUMNS, PUT_ACTIONS, Decision, Rule, RulesTable
 from dlq_pipeline.rules.parser import format_rule
 from dlq_pipeline.rules.view import match_view
 from dlq_pipeline.warehouse.tables import IGNORE_REASONS, stored_md
@@ -38,7 +39,7 @@ class Outcome:
     decision: Decision
     matched: tuple[int, ...] = ()
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, int | str | bool | None]:
         d = self.decision
         return {
             "file": self.file,
@@ -75,10 +76,10 @@ class Tally:
     table: RulesTable
     messages: int = 0
     bad_records: int = 0
-    actions: Counter = field(default_factory=Counter)
-    implicit: Counter = field(default_factory=Counter)
-    chosen: Counter = field(default_factory=Counter)  # rule index -> messages it decided
-    matched: Counter = field(default_factory=Counter)  # rule index -> messages it matched
+    actions: Counter[str] = field(default_factory=Counter)
+    implicit: Counter[str | None] = field(default_factory=Counter)  # ignore reason -> messages
+    chosen: Counter[int] = field(default_factory=Counter)  # rule index -> messages it decided
+    matched: Counter[int] = field(default_factory=Counter)  # rule index -> messages it matched
 
     def add(self, outcome: Outcome) -> None:
         self.messages += 1
@@ -90,7 +91,7 @@ class Tally:
             self.chosen[d.rule_index] += 1
         self.matched.update(outcome.matched)
 
-    def unmatched_rules(self) -> list:
+    def unmatched_rules(self) -> list[Rule]:
         return [r for r in self.table.rules if not self.matched[r.index]]
 
 
@@ -120,7 +121,7 @@ def text_header(width: int) -> str:
     return f"{'FILE':<{width}} {'INDEX':>6}  {'ACTION':<7} {'RULE':>5}  TARGET / REASON"
 
 
-def file_width(paths, cwd: str | None = None) -> int:
+def file_width(paths: Iterable[str], cwd: str | None = None) -> int:
     """The FILE column's width for these input files (known before anything is read)."""
     return max([len("FILE"), *(len(display_path(p, cwd)) for p in paths)])
 
