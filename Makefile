@@ -74,10 +74,10 @@ check: $(STAMP) lint
 
 # Everything: lint, set-up (jars, class archive, environments, chromium), then every tier, in
 # TEST_WORKERS pytest-xdist workers (a test file, and the whole cluster tier, on one worker:
-# tests/conftest.py). TEST_WORKERS=0 runs in this process.
+# tests/conftest.py's scheduler). TEST_WORKERS=0 runs in this process.
 TEST_WORKERS ?= 2
 test: $(STAMP) lint delta-jars hadoop-jars jvm-reader class-archive chromium test-envs
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # Debian's chromium, for the browser tests (the HTML report rendered headless): installed once
 # when missing (apt-get, as root or through sudo).

@@ -61,9 +61,21 @@ def pytest_collection_modifyitems(config, items):
         # read from the reports, a worker's too
         item.user_properties.append(("tier", tier(item)))
         item.user_properties.append(("documented", bool(getattr(getattr(item, "obj", None), "__doc__", None))))
-        # `make test` runs two pytest-xdist workers (--dist loadgroup): a file's tests stay on one
-        # worker, so its module fixtures are made once, and the cluster tier's do too (one test bed)
-        item.add_marker(pytest.mark.xdist_group("cluster" if folder == "cluster" else item.path.name))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`make test` runs pytest-xdist workers: a file's tests stay on one worker, so its module
+    fixtures are made once, and the whole cluster tier stays on one (one test bed of HDFS and a
+    standalone cluster per session)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = str(nodeid).split("::", 1)[0]
+            return "tests/cluster" if path.startswith("tests/cluster/") else path
+
+    return ByFile(config, log)
 
 
 SLOW_TEST_S = 60  # a test that takes longer says why in its docstring
