@@ -14,7 +14,7 @@ import click
 
 from dlq_pipeline.cli.common import ingest_settings
 from dlq_pipeline.config.settings import IngestSettings
-from dlq_pipeline.dumps.inspect import describe, format_message, format_summary, printable, summarize
+from dlq_pipeline.dumps.describe import describe, format_message, format_summary, printable, summarize
 from dlq_pipeline.dumps.records import RecordError
 from dlq_pipeline.report.redact import redact_snippet
 from dlq_pipeline.runtime import exitcodes

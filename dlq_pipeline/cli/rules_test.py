@@ -77,7 +77,7 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
     A record that cannot be read is reported on stderr as FILE:LINE: CODE: MESSAGE and
     the rest is still read (exit 3 at the end). Exit 0 when every record was read.
     """
-    from dlq_pipeline.dumps.inspect import printable
+    from dlq_pipeline.dumps.describe import printable
     from dlq_pipeline.dumps.sources import expand_paths, read_source
     from dlq_pipeline.fs import InputUnreachable
     from dlq_pipeline.rules.parser import load_rules

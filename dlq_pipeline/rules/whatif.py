@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from dlq_pipeline.dumps.inspect import printable
+from dlq_pipeline.dumps.describe import printable
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import too_large
 from dlq_pipeline.rules.matcher import decide, rule_matches

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dlq_pipeline.dumps.describe import describe, format_message
 from dlq_pipeline.dumps.dmpmqmsg import NOTE_FILE_ENDS_MID_LINE, read_dump, write_dump
 from dlq_pipeline.dumps.generator import generate_messages
-from dlq_pipeline.dumps.inspect import describe, format_message
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import read_source
 from dlq_pipeline.mq import structures

@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
-from dlq_pipeline.cli import pipeline as pipeline_cli
+from dlq_pipeline.cli import stages as pipeline_cli
 from dlq_pipeline.cli.common import out_of_memory
 from dlq_pipeline.warehouse.locks import WarehouseLock
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
-from dlq_pipeline.cli import pipeline as pipeline_cli
+from dlq_pipeline.cli import stages as pipeline_cli
 
 REPO = Path(__file__).resolve().parents[2]
 STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")

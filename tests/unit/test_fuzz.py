@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
+from dlq_pipeline.dumps.describe import describe, format_message
 from dlq_pipeline.dumps.dmpmqmsg import read_dump
-from dlq_pipeline.dumps.inspect import describe, format_message
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import read_source, sniff
 from dlq_pipeline.rules.parser import format_table, parse_rules

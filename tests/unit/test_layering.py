@@ -141,10 +141,10 @@ REACHES_SPARK = _reaches_spark()
 def test_the_scan_sees_the_package():
     """The checks below are only as good as the scan: it must find the modules and their
     imports, lazy ones included, and which of them bring pyspark in."""
-    assert "dlq_pipeline.ingest.spark" in MODULES and "dlq_pipeline.cli.pipeline" in MODULES
+    assert "dlq_pipeline.ingest.spark" in MODULES and "dlq_pipeline.cli.stages" in MODULES
     spark_imports = [i for i in IMPORTS["dlq_pipeline.ingest.spark"] if _under(i.target, "pyspark")]
     assert spark_imports and not any(i.lazy for i in spark_imports)
-    assert any(i.lazy and i.target in REACHES_SPARK for i in IMPORTS["dlq_pipeline.cli.pipeline"])
+    assert any(i.lazy and i.target in REACHES_SPARK for i in IMPORTS["dlq_pipeline.cli.stages"])
     assert {"dlq_pipeline.pipeline", "dlq_pipeline.engine.session"} <= REACHES_SPARK
     assert "dlq_pipeline.warehouse.tables" not in REACHES_SPARK  # a pure module of a Spark package
 
