@@ -290,6 +290,8 @@ def test_a_run_on_delta_is_idempotent_and_every_table_reads_the_same_in_delta_rs
 
 
 def test_report_as_of_a_run_shows_the_tables_after_that_run(spark, tmp_path, dumps):
+    """Up to a minute on a busy machine: time travel needs two whole runs on Delta (every stage,
+    a commit to each table) before the three reports it compares."""
     warehouse = str(tmp_path / "wh")
     base = ["--warehouse", warehouse, "--format", "delta"]
     runner = CliRunner()
