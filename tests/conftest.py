@@ -56,10 +56,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(TIER_OF_FOLDER[folder])
         for fixture in set(getattr(item, "fixturenames", ())) & TIER_OF_FIXTURE.keys():
             item.add_marker(TIER_OF_FIXTURE[fixture])
-        if tier(item) == "unit":
+        name = tier(item)
+        if name == "unit":
             item.add_marker("unit")
         # read from the reports, a worker's too
-        item.user_properties.append(("tier", tier(item)))
+        item.user_properties.append(("tier", name))
         item.user_properties.append(("documented", bool(getattr(getattr(item, "obj", None), "__doc__", None))))
 
 

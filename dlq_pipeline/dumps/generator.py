@@ -212,14 +212,16 @@ _INITIATION_QUEUES = {
     "windows": "SYSTEM.DEFAULT.INITIATION.QUEUE",
 }
 
-# The reasons and feedback codes the generated messages carry, by IBM's names.
+# The feedback codes and message types the generated messages carry, by IBM's names (the
+# reason codes are mq.reasons').
 MQFB_APPL_CANNOT_BE_STARTED = MQFB["MQFB_APPL_CANNOT_BE_STARTED"]
 MQFB_APPL_TYPE_ERROR = MQFB["MQFB_APPL_TYPE_ERROR"]
-MQFB_EXPIRATION = MQFB["MQFB_EXPIRATION"]
-MQMT_REQUEST, MQMT_REPLY, MQMT_REPORT, MQMT_DATAGRAM = (
-    MQMT[n] for n in ("MQMT_REQUEST", "MQMT_REPLY", "MQMT_REPORT", "MQMT_DATAGRAM")
-)
 MQFB_COA = MQFB["MQFB_COA"]
+MQFB_EXPIRATION = MQFB["MQFB_EXPIRATION"]
+MQMT_REQUEST = MQMT["MQMT_REQUEST"]
+MQMT_REPLY = MQMT["MQMT_REPLY"]
+MQMT_REPORT = MQMT["MQMT_REPORT"]
+MQMT_DATAGRAM = MQMT["MQMT_DATAGRAM"]
 _REPLIES_AND_REPORTS = (MQMT_REPLY, MQMT_REPORT)
 
 # DLH Reason weights per payload (the trigger monitor's are MQFB values; the rest MQRC).

@@ -12,7 +12,6 @@ or written into it at run time).
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -114,4 +113,3 @@ def test_a_plain_pip_wheel_carries_the_jvm_reader_and_runs_installed(spark, tmp_
     )
     mine = decisions(spark, checkout)
     assert len(mine) == COUNT and mine == decisions(spark, work / "wh")
-    assert os.path.exists(installed / "engine" / "jvm" / jars[0])
