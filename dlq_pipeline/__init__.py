@@ -1,3 +1,77 @@
-"""dlq-pipeline: reprocess IBM MQ dead-letter queues at scale with PySpark."""
+"""dlq-pipeline: reprocess IBM MQ dead-letter queues at scale with PySpark.
+
+The names a notebook or a job uses (docs/api.md)::
+
+    from dlq_pipeline import RunSettings, load_config, load_rules, open_warehouse, run_pipeline
+
+    config = load_config("dlq.toml")
+    summary = run_pipeline(spark, RunSettings.from_config(config), load_rules("dlq.rules"),
+                           inputs=["/data/dlq.dmp"], target="dry-run")
+    messages = open_warehouse(spark, config).read("messages")
+
+Importing the package starts nothing and imports no pyspark: each name is loaded when first
+used. Every error the product raises on purpose is a `DlqPipelineError` carrying the exit
+status the command line would give it (`UsageError`: exit 2, nothing was touched).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from dlq_pipeline.errors import DlqPipelineError, UsageError
 
 __version__ = "0.1.0"
+
+# name -> the module that defines it
+_PUBLIC = {
+    "Config": "dlq_pipeline.config",
+    "ConfigError": "dlq_pipeline.config",
+    "load_config": "dlq_pipeline.config",
+    "RunSettings": "dlq_pipeline.config.settings",
+    "RulesError": "dlq_pipeline.rules.model",
+    "RulesTable": "dlq_pipeline.rules.model",
+    "load_rules": "dlq_pipeline.rules.parser",
+    "RunSummary": "dlq_pipeline.pipeline",
+    "run_pipeline": "dlq_pipeline.pipeline",
+    "Storage": "dlq_pipeline.warehouse.storage",
+    "open_warehouse": "dlq_pipeline.warehouse.storage",
+}
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "DlqPipelineError",
+    "RulesError",
+    "RulesTable",
+    "RunSettings",
+    "RunSummary",
+    "Storage",
+    "UsageError",
+    "__version__",
+    "load_config",
+    "load_rules",
+    "open_warehouse",
+    "run_pipeline",
+]
+
+if TYPE_CHECKING:
+    from dlq_pipeline.config import Config, ConfigError, load_config
+    from dlq_pipeline.config.settings import RunSettings
+    from dlq_pipeline.pipeline import RunSummary, run_pipeline
+    from dlq_pipeline.rules.model import RulesError, RulesTable
+    from dlq_pipeline.rules.parser import load_rules
+    from dlq_pipeline.warehouse.storage import Storage, open_warehouse
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dlq_pipeline' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

@@ -72,13 +72,13 @@ import urllib.request
 from dataclasses import dataclass
 from typing import BinaryIO, Literal, cast, overload
 
+from dlq_pipeline.errors import DlqPipelineError
 from dlq_pipeline.runtime.paths import local_path, plain_path
 from dlq_pipeline.runtime.permissions import DIR_MODE, FILE_MODE, private_dirs
 
 __all__ = [
     "InputUnreachable",
     "InputNotFound",
-    "INPUT_ERRORS",
     "open_input",
     "file_size",
     "list_files",
@@ -105,11 +105,11 @@ _ARROW = {"s3a": "s3", "s3": "s3", "s3n": "s3", "gs": "gcs", "gcs": "gcs", "abfs
 _WEBHDFS = {"webhdfs": "http", "swebhdfs": "https"}
 
 
-class InputUnreachable(OSError):
+class InputUnreachable(DlqPipelineError, OSError):
     """A remote input that cannot be listed or read (no credentials, no bucket, no network)."""
 
 
-class InputNotFound(FileNotFoundError):
+class InputNotFound(DlqPipelineError, FileNotFoundError):
     """Nothing is at an input path (it was reached: the file or directory is not there)."""
 
 
@@ -143,9 +143,6 @@ class Entry:
     uri: str
     is_dir: bool
     size: int
-
-
-INPUT_ERRORS = (InputUnreachable, InputNotFound)  # what the CLI reports as one line
 
 
 # --- the stores ----------------------------------------------------------------------------

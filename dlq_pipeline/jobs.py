@@ -96,13 +96,13 @@ def main(stage: str, argv: Sequence[str] | None = None) -> NoReturn:
             file=sys.stderr,
         )
         sys.exit(exitcodes.USAGE)
-    from dlq_pipeline.cli import pyspark_required
+    from dlq_pipeline.cli import command_errors
 
     args = list(sys.argv[1:] if argv is None else argv)
     shipped = shipped_files(_spark_files())
     if shipped:
         args = with_shipped_files(args, shipped)
-    with pyspark_required():
+    with command_errors():
         command.main(args=args, prog_name=f"dlq-pipeline-{stage}", standalone_mode=True)
     sys.exit(exitcodes.OK)  # pragma: no cover - standalone_mode always exits
 

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from dlq_pipeline.config.settings import RunSettings
 from dlq_pipeline.report.metrics import prometheus_text, run_metrics, write_textfile
-from dlq_pipeline.rules.model import RulesTable
+from dlq_pipeline.rules.model import RulesError, RulesTable
 from dlq_pipeline.rules.parser import rules_listing
 from dlq_pipeline.rules.spark import decide_pending
 from dlq_pipeline.runtime import exitcodes
@@ -108,7 +108,8 @@ def run_pipeline(
     source: str | None = None,
 ) -> RunSummary:
     """One whole run with ``settings`` (each stage's, `dlq_pipeline.config.settings.RunSettings`).
-    The rules table must already be valid (checked before anything runs). ``source``
+    The rules table must be valid (`dlq_pipeline.rules.parser.load_rules`; else `RulesError`
+    before anything runs). ``source``
     (``mq:QMGR``/``sim:NAME``; the command line defaults it to ``drain.source``): a live DLQ
     drained first and settled last (`dlq_pipeline.live.spark`). Holds the warehouse's writer
     lock (`dlq_pipeline.warehouse.locks`) and, for Delta, its writer lease (`dlq_pipeline.warehouse.lease`)
@@ -116,7 +117,7 @@ def run_pipeline(
     ``progress``: where the stages' progress goes (`dlq_pipeline.runtime.progress`; None: the stage
     events go to the log only)."""
     if not table.ok:
-        raise ValueError("run_pipeline needs a valid rules table")
+        raise RulesError(table)
     now = as_utc(now) or utc_now()
     run_id = run_id or new_run_id(now)
     # both re-entrant: no-ops under the `run` command

@@ -4,11 +4,13 @@ libraries (pyspark) only when it runs, so `inspect` and `rules` start instantly.
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 
 import click
 
 from dlq_pipeline import __version__
+from dlq_pipeline.errors import DlqPipelineError
 from dlq_pipeline.runtime import exitcodes
 
 # What a Spark command says, on one line, when no pyspark can be imported (exit 2).
@@ -20,9 +22,11 @@ NO_PYSPARK = (
 
 
 @contextlib.contextmanager
-def pyspark_required():
-    """Turn a missing pyspark (or py4j) into NO_PYSPARK and exit 2. Commands import Spark
-    before they touch anything, so nothing was written when this fires."""
+def command_errors():
+    """How a command ends on an error the product reports on purpose: its ``error:`` lines on
+    stderr and its exit status (`dlq_pipeline.errors.DlqPipelineError`), the traceback only at
+    debug level. A missing pyspark (or py4j) is NO_PYSPARK and exit 2: commands import Spark
+    before they touch anything, so nothing was written when that fires."""
     try:
         yield
     except ModuleNotFoundError as exc:
@@ -30,11 +34,16 @@ def pyspark_required():
             raise
         click.echo(NO_PYSPARK, err=True)
         sys.exit(exitcodes.USAGE)
+    except DlqPipelineError as exc:
+        logging.getLogger(__name__).debug("%s", exc, exc_info=True)
+        for line in exc.lines():
+            click.echo(line, err=True)
+        sys.exit(exc.exit_code)
 
 
 class _Cli(click.Group):
     def invoke(self, ctx):
-        with pyspark_required():
+        with command_errors():
             return super().invoke(ctx)
 
 

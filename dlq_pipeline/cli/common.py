@@ -51,12 +51,6 @@ def err(message: str) -> None:
     click.echo(message, err=True)
 
 
-def fail(exc: Exception) -> None:
-    """End the command with ``exc`` as one ``error:`` line (exit 1: it failed while running)."""
-    err(f"error: {exc}")
-    sys.exit(exitcodes.FAILURE)
-
-
 def echo_json(obj) -> None:
     """A command's result as one JSON line on stdout."""
     click.echo(json.dumps(obj, sort_keys=True, default=str))
@@ -183,9 +177,9 @@ def summary_line(table: RulesTable, *, strict: bool = False) -> str:
 
 def load_valid_rules(path: str, *, strict: bool = False) -> RulesTable:
     """The parsed table, or exit 2 after listing every diagnostic."""
-    from dlq_pipeline.rules.parser import load_rules
+    from dlq_pipeline.rules.parser import read_rules
 
-    table = load_rules(path)
+    table = read_rules(path)
     for diagnostic in table.diagnostics:
         err(str(diagnostic))
     if not table.ok or (strict and table.warnings):
@@ -203,7 +197,6 @@ def check_target(target: str, config: Config) -> None:
     path for Parquet), a ``dir:`` directory that can be made and written (or reached), for
     ``mq:`` its [mq.qmgrs.X] table, the MQ client and the secrets."""
     from dlq_pipeline.fs import is_local
-    from dlq_pipeline.mq.client import MQClientMissing
     from dlq_pipeline.replay.targets import TargetError, open_target, parse_target
 
     try:
@@ -220,21 +213,13 @@ def check_target(target: str, config: Config) -> None:
             "object storage) or storage.path to a local, NFS or /dbfs path"
         )
         sys.exit(exitcodes.USAGE)
-    try:
-        open_target(
-            target,
-            warehouse=storage.path,
-            qmgrs=mq_qmgrs(config),
-            webhdfs=storage.webhdfs,
-            file_mode=ReplaySettings.from_config(config).dir_mode,
-        ).preflight()
-    except (TargetError, MQClientMissing) as exc:
-        err(f"error: {exc}")
-        sys.exit(exitcodes.USAGE)
-    except ConfigError as exc:
-        for problem in exc.problems:
-            err(f"error: {problem}")
-        sys.exit(exitcodes.USAGE)
+    open_target(
+        target,
+        warehouse=storage.path,
+        qmgrs=mq_qmgrs(config),
+        webhdfs=storage.webhdfs,
+        file_mode=ReplaySettings.from_config(config).dir_mode,
+    ).preflight()
 
 
 def live_source(config: Config, source: str, table: RulesTable | None, *, queue: str = "", qmgr: str = ""):
@@ -243,22 +228,18 @@ def live_source(config: Config, source: str, table: RulesTable | None, *, queue:
     INPUTQ/INPUTQM; exit 2 when it names no queue manager, lacks its [mq.qmgrs.X] table, or
     the warehouse is not a file system path (it holds the queue's lock)."""
     from dlq_pipeline.live.loops import live_queue
-    from dlq_pipeline.replay.targets import TargetError, local_warehouse
+    from dlq_pipeline.replay.targets import local_warehouse
 
     require_classic(config, needs_classic(source=source))
-    try:
-        warehouse = local_warehouse(config.get("storage", "path"))
-        live = live_queue(
-            source,
-            warehouse=warehouse,
-            qmgrs=mq_qmgrs(config),
-            queue=queue or config.get("drain", "queue"),
-            qmgr=qmgr or config.get("drain", "qmgr"),
-            control=table.control if table is not None else None,
-        )
-    except TargetError as exc:
-        err(f"error: {exc}")
-        sys.exit(exitcodes.USAGE)
+    warehouse = local_warehouse(config.get("storage", "path"))
+    live = live_queue(
+        source,
+        warehouse=warehouse,
+        qmgrs=mq_qmgrs(config),
+        queue=queue or config.get("drain", "queue"),
+        qmgr=qmgr or config.get("drain", "qmgr"),
+        control=table.control if table is not None else None,
+    )
     return live, warehouse
 
 
@@ -368,14 +349,8 @@ def open_tables(spark, config: Config):
 def storage_with_tables(spark, config: Config):
     """`open_tables`, and exit 2 naming the warehouse when it holds no tables (a wrong
     --warehouse must not read as an empty DLQ): report, replay and settle."""
-    from dlq_pipeline.warehouse.storage import StorageError
-
     storage = open_tables(spark, config)
-    try:
-        storage.require_tables()
-    except StorageError as exc:
-        err(f"error: {exc}")
-        sys.exit(exitcodes.USAGE)
+    storage.require_tables()
     return storage
 
 
@@ -425,13 +400,9 @@ def failing_in_one_line(explain):
 
 def spark_errors(config: Config):
     """Spark running out of memory ends a command with one ``error:`` line naming the setting to
-    raise (exit 1) instead of py4j tracebacks; so does storage found unusable on the way (a
-    Delta table whose creation never finished, `StorageError`), which says what to do."""
-    from dlq_pipeline.warehouse.storage import StorageError
+    raise (exit 1) instead of py4j tracebacks."""
 
     def explain(exc: Exception) -> str | None:
-        if isinstance(exc, StorageError):
-            return str(exc)
         what = out_of_memory(exc)
         return None if what is None else f"Spark ran out of memory ({what}): {heap_advice(config)}"
 
@@ -451,7 +422,7 @@ def writing(config: Config, command: str, run_id: str = "", inputs: list[str] | 
     own `start_spark` is told (the lease starts the session first)."""
     from dlq_pipeline.runtime.paths import PathError, local_dir
     from dlq_pipeline.runtime.permissions import directory_problem
-    from dlq_pipeline.warehouse.locks import LockHeld, LockUnavailable, writer_lock
+    from dlq_pipeline.warehouse.locks import writer_lock
 
     storage = StorageSettings.from_config(config)
     try:
@@ -461,16 +432,8 @@ def writing(config: Config, command: str, run_id: str = "", inputs: list[str] | 
     if problem:
         err(f"error: the warehouse storage.path {storage.path!r} cannot be used: {problem}")
         sys.exit(exitcodes.USAGE)
-    try:
-        lock = writer_lock(storage, command=command, run_id=run_id)
-    except LockUnavailable as exc:
-        err(f"error: {exc}")
-        sys.exit(exitcodes.USAGE)
-    try:
-        lock.__enter__()
-    except LockHeld as exc:
-        err(f"error: {exc}")
-        sys.exit(exitcodes.FAILURE)
+    lock = writer_lock(storage, command=command, run_id=run_id)  # LockUnavailable: exit 2
+    lock.__enter__()  # LockHeld: exit 1 naming the holder
     try:
         with spark_errors(config), _leased(config, storage, command, run_id, inputs):
             yield
@@ -485,15 +448,11 @@ def _leased(config: Config, storage: StorageSettings, command: str, run_id: str,
     if storage.format != "delta":
         yield
         return
-    from dlq_pipeline.warehouse.lease import LeaseHeld, lost_message, writer_lease
+    from dlq_pipeline.warehouse.lease import lost_message, writer_lease
 
     spark = start_spark(config, inputs=inputs)  # the command's own start_spark gets this session back
     lease = writer_lease(spark, storage, command=command, run_id=run_id)
-    try:
-        lease.__enter__()
-    except LeaseHeld as exc:
-        err(f"error: {exc}")
-        sys.exit(exitcodes.FAILURE)
+    lease.__enter__()  # LeaseHeld: exit 1 naming the holder
     with contextlib.ExitStack() as release:
         release.push(lease)
         with failing_in_one_line(lost_message):

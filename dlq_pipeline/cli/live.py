@@ -16,7 +16,6 @@ from dlq_pipeline.cli.common import (
     config_options,
     echo_json,
     err,
-    fail,
     live_source,
     load_valid_rules,
     needs_classic,
@@ -59,14 +58,6 @@ def _live(config: Config, source, queue, qmgr, rules_path):
     return live_source(config, source, table, queue=queue, qmgr=qmgr)
 
 
-def _live_errors():
-    from dlq_pipeline.live.loops import LiveError
-    from dlq_pipeline.mq.client import MQClientMissing
-    from dlq_pipeline.mq.interface import MQError
-
-    return (LiveError, MQError, MQClientMissing)
-
-
 @click.command("drain")
 @_source_options
 @click.option(
@@ -101,22 +92,19 @@ def drain_cmd(source, queue, qmgr, rules_path, mode, limit, run_id, as_json, con
     progress = to_stderr()  # also under --json: stdout is the result
     with writing(config, f"drain ({mode})", run_id):
         spark = start_spark(config, needs_classic(source=live.spec))
-        try:
-            with stage(progress, "drain", run_id=run_id) as counts:
-                result = drain(
-                    spark,
-                    open_tables(spark, config),
-                    live,
-                    warehouse=warehouse,
-                    run_id=run_id,
-                    mode=mode,
-                    batch_size=settings.batch_size,
-                    limit=limit,
-                    progress=progress,
-                )
-                counts.update(result.as_dict())
-        except _live_errors() as exc:
-            fail(exc)
+        with stage(progress, "drain", run_id=run_id) as counts:
+            result = drain(
+                spark,
+                open_tables(spark, config),
+                live,
+                warehouse=warehouse,
+                run_id=run_id,
+                mode=mode,
+                batch_size=settings.batch_size,
+                limit=limit,
+                progress=progress,
+            )
+            counts.update(result.as_dict())
     doc = {"run_id": run_id, **result.as_dict()}
     if as_json:
         echo_json(doc)
@@ -149,20 +137,17 @@ def settle_cmd(source, queue, qmgr, rules_path, run_id, as_json, config: Config)
     progress = to_stderr()
     with writing(config, "settle", run_id):
         spark = start_spark(config, needs_classic(source=live.spec))
-        try:
-            with stage(progress, "settle", run_id=run_id) as counts:
-                result = settle(
-                    spark,
-                    storage_with_tables(spark, config),
-                    live,
-                    warehouse=warehouse,
-                    run_id=run_id,
-                    batch_size=DrainSettings.from_config(config).batch_size,
-                    progress=progress,
-                )
-                counts.update(result.as_dict())
-        except _live_errors() as exc:
-            fail(exc)
+        with stage(progress, "settle", run_id=run_id) as counts:
+            result = settle(
+                spark,
+                storage_with_tables(spark, config),
+                live,
+                warehouse=warehouse,
+                run_id=run_id,
+                batch_size=DrainSettings.from_config(config).batch_size,
+                progress=progress,
+            )
+            counts.update(result.as_dict())
     if as_json:
         echo_json({"run_id": run_id, **result.as_dict()})
     else:
@@ -193,36 +178,29 @@ def replay_cmd(run_id, target, as_json, config: Config):
     another run) are skipped as stale: classify again. Exit 3 when some were stale or
     failed or deferred.
     """
-    from dlq_pipeline.replay.spark import ReplayError, replay_decisions
-    from dlq_pipeline.replay.targets import TargetError
+    from dlq_pipeline.replay.spark import replay_decisions
 
     target = target or config.get("pipeline", "target")
     check_target(target, config)
     progress = to_stderr()
     with writing(config, "replay", run_id or "(latest decisions)"):
         spark = start_spark(config, needs_classic(target=target))
-        try:
-            with stage(progress, "replay", run_id=run_id or "") as counts:
-                result = replay_decisions(
-                    spark,
-                    storage_with_tables(spark, config),
-                    target=target,
-                    settings=ReplaySettings.from_config(config),
-                    qmgrs=mq_qmgrs(config),
-                    run_id=run_id or None,
-                    progress=progress,
-                )
-                counts.update(
-                    run_id=result["run_id"],
-                    decisions_run_id=result["decisions_run_id"],
-                    outcomes=result["outcomes"],
-                    stale=result["stale"],
-                )
-        except (ReplayError, TargetError) as exc:
-            err(f"error: {exc}")
-            sys.exit(exitcodes.USAGE)
-        except _live_errors() as exc:
-            fail(exc)
+        with stage(progress, "replay", run_id=run_id or "") as counts:
+            result = replay_decisions(
+                spark,
+                storage_with_tables(spark, config),
+                target=target,
+                settings=ReplaySettings.from_config(config),
+                qmgrs=mq_qmgrs(config),
+                run_id=run_id or None,
+                progress=progress,
+            )
+            counts.update(
+                run_id=result["run_id"],
+                decisions_run_id=result["decisions_run_id"],
+                outcomes=result["outcomes"],
+                stale=result["stale"],
+            )
     if as_json:
         echo_json(result)
     else:

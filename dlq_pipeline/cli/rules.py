@@ -13,7 +13,7 @@ import click
 from dlq_pipeline.cli.common import FILE, plural, summary_line
 from dlq_pipeline.cli.rules_test import rules_test_cmd
 from dlq_pipeline.rules.model import RulesTable
-from dlq_pipeline.rules.parser import diagnostic_as_dict, format_table, load_rules, table_as_dict
+from dlq_pipeline.rules.parser import diagnostic_as_dict, format_table, read_rules, table_as_dict
 from dlq_pipeline.runtime import exitcodes
 
 
@@ -67,7 +67,7 @@ def check_cmd(file: str, strict: bool, as_json: bool) -> None:
     \b
       dlq-pipeline rules check --strict my.rules && deploy my.rules
     """
-    table = load_rules(file)
+    table = read_rules(file)
     ok = passes(table, strict=strict)
     if as_json:
         click.echo(
@@ -117,7 +117,7 @@ def show_cmd(file: str, as_json: bool) -> None:
       dlq-pipeline rules show ibm.rules
       dlq-pipeline rules show --json my.rules | jq '.rules[] | {line, action}'
     """
-    table = load_rules(file)
+    table = read_rules(file)
     for diagnostic in table.diagnostics:
         click.echo(str(diagnostic), err=True)
     if not table.ok:

@@ -80,10 +80,10 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
     from dlq_pipeline.dumps.describe import printable
     from dlq_pipeline.dumps.sources import expand_paths, read_source
     from dlq_pipeline.fs import InputUnreachable
-    from dlq_pipeline.rules.parser import load_rules
+    from dlq_pipeline.rules.parser import read_rules
     from dlq_pipeline.rules.whatif import Tally, decide_message, file_width, format_outcome, format_tally, text_header
 
-    table = load_rules(file)
+    table = read_rules(file)
     for diagnostic in table.diagnostics:
         click.echo(str(diagnostic), err=True)
     if not table.ok:

@@ -18,7 +18,6 @@ from dlq_pipeline.cli.common import (
     config_options,
     echo_json,
     err,
-    fail,
     live_source,
     load_valid_rules,
     needs_classic,
@@ -32,7 +31,6 @@ from dlq_pipeline.cli.common import (
 from dlq_pipeline.cli.generate import Size
 from dlq_pipeline.config import Config, defaults
 from dlq_pipeline.config.settings import ClassifySettings, IngestSettings, ReportSettings, RunSettings
-from dlq_pipeline.fs import INPUT_ERRORS
 from dlq_pipeline.runtime import exitcodes
 from dlq_pipeline.runtime.progress import stage, to_stderr
 
@@ -57,17 +55,14 @@ def ingest_cmd(paths, as_json, config: Config):
     with writing(config, "ingest", run_id, inputs=list(paths)):
         spark = start_spark(config, inputs=list(paths))
         with stage(progress, "ingest", run_id=run_id) as counts:
-            try:
-                result = ingest(
-                    spark,
-                    open_tables(spark, config),
-                    list(paths),
-                    run_id=run_id,
-                    settings=IngestSettings.from_config(config),
-                    progress=progress,
-                )
-            except INPUT_ERRORS as exc:
-                fail(exc)
+            result = ingest(
+                spark,
+                open_tables(spark, config),
+                list(paths),
+                run_id=run_id,
+                settings=IngestSettings.from_config(config),
+                progress=progress,
+            )
             counts.update(result.as_dict())
     doc = {"run_id": run_id, **result.as_dict()}
     if as_json:
@@ -170,20 +165,17 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
     read = None if source else inputs
     with writing(config, "run", run_id, inputs=read):
         spark = start_spark(config, needs_classic(target, source), inputs=read)
-        try:
-            summary = run_pipeline(
-                spark,
-                RunSettings.from_config(config),
-                table,
-                inputs=inputs,
-                target=target,
-                run_id=run_id,
-                now=now,
-                progress=to_stderr(),
-                source=source,
-            )
-        except INPUT_ERRORS as exc:
-            fail(exc)
+        summary = run_pipeline(
+            spark,
+            RunSettings.from_config(config),
+            table,
+            inputs=inputs,
+            target=target,
+            run_id=run_id,
+            now=now,
+            progress=to_stderr(),
+            source=source,
+        )
     if as_json:
         echo_json(summary.as_dict())
     else:
@@ -243,7 +235,6 @@ def report_cmd(run_id, rules_path, as_json, html_path, as_of, config: Config):
       dlq-pipeline report --format delta --as-of 20261123T170500Z-1a2b3c   # time travel
     A warehouse without tables (a wrong path) is exit 2.
     """
-    from dlq_pipeline.warehouse.storage import StorageError
 
     if as_of and config.get("storage", "format") != "delta":
         err('error: --as-of needs storage.format = "delta": Parquet tables keep no history')
@@ -253,11 +244,7 @@ def report_cmd(run_id, rules_path, as_json, html_path, as_of, config: Config):
     with spark_errors(config):
         storage = storage_with_tables(start_spark(config), config)
         if as_of:
-            try:
-                storage = storage.as_of(as_of)
-            except StorageError as exc:
-                err(f"error: {exc}")
-                sys.exit(exitcodes.USAGE)
+            storage = storage.as_of(as_of)
             run_id = run_id or (as_of if storage.as_of_time and not _is_instant(as_of) else None)
         report = _build_and_write_report(
             storage, settings, run_id=run_id, table=table, html_path=html_path or settings.html or None

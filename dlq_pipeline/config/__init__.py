@@ -22,6 +22,7 @@ from typing import Any
 
 from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH
 from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES
+from dlq_pipeline.errors import UsageError
 from dlq_pipeline.mq.constants import MQ_MAX_MESSAGE_BYTES
 
 PROFILE_ENV = "DLQ_PIPELINE_PROFILE"
@@ -170,7 +171,7 @@ QMGR_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
 SECRET_WORDS = ("password", "passwd", "secret", "token")
 
 
-class ConfigError(Exception):
+class ConfigError(UsageError):
     """Every problem with a configuration, reported together."""
 
     def __init__(self, problems: list[str]):

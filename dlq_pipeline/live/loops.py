@@ -56,6 +56,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from dlq_pipeline.dumps.records import DumpedMessage
+from dlq_pipeline.errors import DlqPipelineError
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import DEFAULT_BUFFER, Message, MQError
 from dlq_pipeline.replay.targets import DEFAULT_SIM_NAME, Target, TargetError, open_target, parse_target, safe_file_name
@@ -79,7 +80,7 @@ StoreRows = Callable[[list[tuple]], int]
 EndedKeys = Callable[[set[str]], set[str]]
 
 
-class LiveError(RuntimeError):
+class LiveError(DlqPipelineError, RuntimeError):
     """A drain or settle cannot go on; the message says what happened to the messages."""
 
 

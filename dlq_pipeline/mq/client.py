@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlq_pipeline.config import secret
+from dlq_pipeline.errors import UsageError
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import DEFAULT_BUFFER, AsyncPutStatus, Message, MQError, PutHandle, read_whole
 from dlq_pipeline.mq.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text, text_to_bytes
@@ -106,7 +107,7 @@ MD_FIELD_NAMES = {
 }
 
 
-class MQClientMissing(RuntimeError):
+class MQClientMissing(UsageError, RuntimeError):
     """Neither ibmmq nor pymqi (or IBM's C client under them) can be loaded."""
 
 

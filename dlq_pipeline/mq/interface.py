@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol, TypeGuard, runtime_checkable
 
+from dlq_pipeline.errors import DlqPipelineError
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.mqmd import MQMD
 
@@ -21,7 +22,7 @@ from dlq_pipeline.mq.mqmd import MQMD
 DEFAULT_BUFFER = 64 * 1024
 
 
-class MQError(Exception):
+class MQError(DlqPipelineError):
     """A failed MQ call. ``reason`` is the MQ reason code (2053, 2009, ...); ``text`` says what
     was being done, never a secret. ``data_length`` is the real message length for 2080."""
 

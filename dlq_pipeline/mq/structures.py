@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast
 
 import numpy as np
 
+from dlq_pipeline.errors import DlqPipelineError
 from dlq_pipeline.mq import codepages, constants
 from dlq_pipeline.mq.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS
 
@@ -116,7 +117,7 @@ _FMT_MDE = _format_name("MQFMT_MD_EXTENSION")
 _FMT_TRIGGER = _format_name("MQFMT_TRIGGER")
 
 
-class StructureError(ValueError):
+class StructureError(DlqPipelineError, ValueError):
     """Bytes that are not the structure they should be. Says which structure, the byte
     offset within it and what is wrong, so a caller can add the file and message."""
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Protocol, cast
 
+from dlq_pipeline.errors import DlqPipelineError
 from dlq_pipeline.mq.mqmd import MQMD
 from dlq_pipeline.mq.structures import DLH_LENGTH, dlh_restore_fields
 from dlq_pipeline.rules.matcher import resolve_name
@@ -32,7 +33,7 @@ from dlq_pipeline.rules.model import PUT_ACTIONS
 MQCCSI_INHERIT = -2
 
 
-class RebuildError(ValueError):
+class RebuildError(DlqPipelineError, ValueError):
     """The message cannot be put as the rules say (no usable MQDLH to strip)."""
 
 

@@ -35,6 +35,7 @@ from dlq_pipeline import fs as files
 from dlq_pipeline.config.settings import ReplaySettings
 from dlq_pipeline.engine.large_messages import LARGE_MESSAGE_BYTES, large_message_tasks
 from dlq_pipeline.engine.tasks import TaskTicker
+from dlq_pipeline.errors import UsageError
 from dlq_pipeline.mq.constants import MQ_MAX_MESSAGE_BYTES
 from dlq_pipeline.mq.mqmd import MQMD
 from dlq_pipeline.replay.placement import place_queues, slot_values
@@ -508,7 +509,7 @@ def replay(
     return {o: n for o, n in counts.items() if n}
 
 
-class ReplayError(RuntimeError):
+class ReplayError(UsageError, RuntimeError):
     """There is nothing (valid) to replay; the message says why."""
 
 

@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 from dlq_pipeline import fs as files
 from dlq_pipeline.dumps.dmpmqmsg import DumpLayout, write_dump
+from dlq_pipeline.errors import UsageError
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, Message, MQError, PutHandle
 from dlq_pipeline.mq.mqmd import MQMD, text_to_bytes
@@ -58,7 +59,7 @@ _DEVICES = frozenset(
 )
 
 
-class TargetError(ValueError):
+class TargetError(UsageError, ValueError):
     """A target spec or its configuration is unusable; the message says how to fix it."""
 
 

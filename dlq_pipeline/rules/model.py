@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
+from dlq_pipeline.errors import UsageError
+
 # keyword -> (match-view column, kind, maximum length of a string value)
 PATTERN_FIELDS: dict[str, tuple[str, Literal["str", "int"], int | None]] = {
     "APPLIDAT": ("appl_identity_data", "str", 32),
@@ -97,6 +99,20 @@ class RulesTable:
     @property
     def ok(self) -> bool:
         return not self.errors
+
+
+class RulesError(UsageError):
+    """A rules table with errors: its path, then each diagnostic (``file:line:col: ...``)."""
+
+    def __init__(self, table: RulesTable):
+        self.table = table
+        count = len(table.errors)
+        lines = [f"{table.path}: rules table is invalid ({count} error{'' if count == 1 else 's'})"]
+        super().__init__("\n".join([*lines, *map(str, table.diagnostics)]))
+
+    def lines(self) -> list[str]:
+        head, *diagnostics = str(self).splitlines()
+        return [f"error: {head}", *diagnostics]
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from dlq_pipeline.rules.model import (
     ControlData,
     Diagnostic,
     Rule,
+    RulesError,
     RulesTable,
 )
 
@@ -91,8 +92,18 @@ class _Report:
 
 
 def load_rules(path: str | Path) -> RulesTable:
-    """Read a rules table file. A file that is not UTF-8/ASCII text (or holds NUL bytes)
-    gives a single ``not_text`` error naming the byte offset. OSError is the caller's."""
+    """A valid rules table from a file, or `RulesError` listing every diagnostic (the
+    library's entry point: a table with errors decides nothing). Warnings stay on the table."""
+    table = read_rules(path)
+    if not table.ok:
+        raise RulesError(table)
+    return table
+
+
+def read_rules(path: str | Path) -> RulesTable:
+    """Read a rules table file, errors and all (``rules check`` shows them). A file that is
+    not UTF-8/ASCII text (or holds NUL bytes) gives a single ``not_text`` error naming the
+    byte offset. OSError is the caller's."""
     name = str(path)
     data = Path(path).read_bytes()
     problem = _not_text(data)

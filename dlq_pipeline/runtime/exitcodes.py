@@ -1,4 +1,4 @@
-"""Stable exit statuses of every command (documented in docs/cli.md)."""
+"""Stable exit statuses of every command (the README's table; docs/api.md maps the errors to them)."""
 
 OK = 0  # everything was processed
 FAILURE = 1  # the command failed (I/O, Spark, MQ)

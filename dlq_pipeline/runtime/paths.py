@@ -11,8 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlparse
 
+from dlq_pipeline.errors import UsageError
 
-class PathError(ValueError):
+
+class PathError(UsageError, ValueError):
     """A path that Python cannot open where the caller needs it."""
 
 

@@ -2,10 +2,10 @@
 and the what-if (a draft rules table against the landed messages, compared with the current
 decisions). Reads only; writes nothing.
 
-    tables = load(open_warehouse(spark, "/path/to/warehouse"))
+    tables = load(dlq_pipeline.open_warehouse(spark, "/path/to/warehouse"))
     by_reason(tables)               # pandas: reason, reason_name, count
     advice(storage, now=utc_now())  # the report's advice items, with their evidence
-    what_if(tables, load_rules("draft.rules"), now=utc_now()).transitions
+    what_if(tables, dlq_pipeline.load_rules("draft.rules"), now=utc_now()).transitions
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from typing import cast
 
 import pandas as pd
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from dlq_pipeline.config.settings import StorageSettings
 from dlq_pipeline.mq.constants import reason_name
 from dlq_pipeline.mq.spark import decode_headers
 from dlq_pipeline.report.spark import AGE_BUCKETS, build_report, dead_lettered_at, origin_qmgr
@@ -28,7 +27,7 @@ from dlq_pipeline.rules.spark import classify
 from dlq_pipeline.runtime.clock import as_utc
 from dlq_pipeline.triage.charts import body_preview
 from dlq_pipeline.warehouse.ledger import not_ended, pending_with_attempts
-from dlq_pipeline.warehouse.storage import Storage, open_storage
+from dlq_pipeline.warehouse.storage import Storage
 
 # What makes two decisions for the same message different (the rule line is not: adding a
 # rule at the top of a table renumbers every rule after it without changing what they do).
@@ -42,16 +41,6 @@ class Tables:
     ledger: DataFrame
     quarantine: DataFrame
     raw_messages: DataFrame  # as stored (for the what-if)
-
-
-def open_warehouse(spark: SparkSession, where: str | StorageSettings) -> Storage:
-    """Storage for a warehouse path (Parquet), or for ``[storage]`` settings (Delta catalog
-    tables too: ``StorageSettings.from_config(load_config(...))``). `dlq_pipeline.warehouse.storage.StorageError`
-    naming the warehouse when it holds no tables: a wrong WAREHOUSE must not draw empty charts without a word."""
-    settings = where if isinstance(where, StorageSettings) else StorageSettings(path=str(where))
-    storage = open_storage(spark, settings)
-    storage.require_tables()
-    return storage
 
 
 def load(storage: Storage) -> Tables:

@@ -24,6 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from dlq_pipeline.errors import UsageError
+
 JARS_ENV = "DLQ_PIPELINE_JARS"
 MANIFEST = "jars.txt"  # written last: a folder without it is an interrupted fetch
 
@@ -38,7 +40,7 @@ DELTA_PACKAGES = {
 FETCH_COMMAND = "python -m dlq_pipeline.warehouse.delta"
 
 
-class DeltaJarsError(RuntimeError):
+class DeltaJarsError(UsageError, RuntimeError):
     """Delta's jars cannot be had for this Spark (unknown version, fetch failed)."""
 
 

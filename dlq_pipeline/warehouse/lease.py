@@ -57,6 +57,7 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline import fs as files
 from dlq_pipeline.config.settings import StorageSettings
+from dlq_pipeline.errors import DlqPipelineError
 from dlq_pipeline.runtime.clock import epoch_micros, from_epoch_micros, iso_z, utc_now
 from dlq_pipeline.runtime.paths import PathError, local_dir
 from dlq_pipeline.runtime.testhooks import lease_clock
@@ -74,7 +75,7 @@ class LeaseHeld(WarehouseLocked):
     """Another writer holds the warehouse's lease; the message names it."""
 
 
-class LeaseLost(RuntimeError):
+class LeaseLost(DlqPipelineError, RuntimeError):
     """This writer's lease was taken by another (or released): it must not commit anything more."""
 
 

@@ -40,6 +40,7 @@ import threading
 import time
 from pathlib import Path
 
+from dlq_pipeline.errors import DlqPipelineError, UsageError
 from dlq_pipeline.runtime.paths import PathError, local_dir
 from dlq_pipeline.runtime.permissions import private_dirs
 
@@ -47,7 +48,7 @@ LOCKS_DIR = "_locks"
 WAREHOUSE_LOCK = "warehouse.lock"
 
 
-class LockHeld(RuntimeError):
+class LockHeld(DlqPipelineError, RuntimeError):
     """Another process holds the lock; the message names it."""
 
 
@@ -187,7 +188,7 @@ class NoLock:
         return None
 
 
-class LockUnavailable(ValueError):
+class LockUnavailable(UsageError, ValueError):
     """The warehouse cannot be locked as configured (a configuration problem, exit 2)."""
 
 

@@ -44,6 +44,7 @@ from pyspark.sql import functions as F
 from dlq_pipeline.config.settings import StorageSettings
 from dlq_pipeline.engine.session import DELTA_FIX, delta_available
 from dlq_pipeline.engine.sql_text import sql_column
+from dlq_pipeline.errors import DlqPipelineError, UsageError
 from dlq_pipeline.runtime.clock import as_utc, epoch_micros, iso_z
 from dlq_pipeline.runtime.paths import plain_path
 from dlq_pipeline.runtime.permissions import private_dirs
@@ -93,8 +94,13 @@ COMMIT_ATTEMPTS = 8
 CREATE_WAIT_SECONDS = 60.0
 
 
-class StorageError(RuntimeError):
+class StorageError(DlqPipelineError, RuntimeError):
     """The storage cannot be used as configured."""
+
+
+class WarehouseMismatch(StorageError, UsageError):
+    """The warehouse does not hold what the command asks of it: no tables (a wrong path must
+    not read as an empty DLQ), or no history for ``--as-of`` (exit 2)."""
 
 
 def default_fs(spark: SparkSession, path: str) -> tuple[str, str] | None:
@@ -307,13 +313,15 @@ class Storage:
         = UTC) or a run id (the end of that run, from its summary). Delta only: Parquet keeps
         no history."""
         if self.format != "delta":
-            raise StorageError('time travel (--as-of) needs storage.format = "delta": Parquet tables keep no history')
+            raise WarehouseMismatch(
+                'time travel (--as-of) needs storage.format = "delta": Parquet tables keep no history'
+            )
         instant = as_utc(when) if isinstance(when, dt.datetime) else parse_instant(when)
         if instant is None:
             # ``when`` is a str here: as_utc gives no None for a datetime
             summary = self._files.read_text(self.summary_path(cast(str, when)))
             if summary is None:
-                raise StorageError(
+                raise WarehouseMismatch(
                     f"--as-of {when!r} is neither a timestamp (ISO 8601) nor a run with a summary "
                     f"in {self.path}/{RUNS_DIR}"
                 )
@@ -367,11 +375,11 @@ class Storage:
         return first is None or first > epoch_micros(instant)
 
     def require_tables(self) -> None:
-        """Raise `StorageError` naming the warehouse when it holds no `messages` table: a
+        """Raise `WarehouseMismatch` naming the warehouse when it holds no `messages` table: a
         wrong path must not read as an empty DLQ (reports of zeros, empty charts)."""
         if not self.exists("messages"):
             where = f"{self.catalog}.{self.schema}" if self.by_name else self.path
-            raise StorageError(
+            raise WarehouseMismatch(
                 f"no tables in the warehouse {where} ({self.format}): wrong path? "
                 "(ingest or run land messages there first)"
             )
@@ -632,3 +640,13 @@ def open_storage(spark: SparkSession, settings: StorageSettings) -> Storage:
         schema=settings.schema,
         webhdfs=settings.webhdfs,
     )
+
+
+def open_warehouse(spark: SparkSession, where: str | StorageSettings) -> Storage:
+    """The tables of an existing warehouse: a path (Parquet), or ``[storage]`` settings (Delta,
+    catalog tables: ``RunSettings.from_config(config).storage``). `WarehouseMismatch` naming
+    the warehouse when it holds no tables: a wrong path must not read as an empty DLQ."""
+    settings = where if isinstance(where, StorageSettings) else StorageSettings(path=str(where))
+    storage = open_storage(spark, settings)
+    storage.require_tables()
+    return storage

@@ -18,6 +18,7 @@ from importlib import resources
 from typing import Any, overload
 
 from dlq_pipeline.dumps.records import DumpedMessage
+from dlq_pipeline.errors import DlqPipelineError
 from dlq_pipeline.mq.mqmd import MQMD, MQMD_CHAR_LENGTHS, MQMD_FIELDS, bytes_to_text, text_to_bytes
 from dlq_pipeline.mq.structures import dlh_head
 from dlq_pipeline.warehouse.identity import data_digest, message_key
@@ -31,7 +32,7 @@ WAREHOUSE_LEASE = "warehouse"
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
-class SchemaError(ValueError):
+class SchemaError(DlqPipelineError, ValueError):
     """A table or column that the schemas do not know, or a schema file that is wrong."""
 
 

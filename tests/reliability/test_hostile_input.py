@@ -25,7 +25,7 @@ from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import read_source
 from dlq_pipeline.mq import structures
 from dlq_pipeline.mq.mqmd import text_to_bytes
-from dlq_pipeline.rules.parser import load_rules, parse_rules
+from dlq_pipeline.rules.parser import parse_rules, read_rules
 from tests.profiles import examples
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -330,7 +330,7 @@ def test_header_decoders_never_raise_anything_but_structure_errors(data, encodin
 def test_rules_loader_never_raises_on_any_bytes(tmp_path_factory, raw):
     path = tmp_path_factory.mktemp("rules") / "fuzz.rules"
     path.write_bytes(raw)
-    table = load_rules(path)
+    table = read_rules(path)
     for d in table.diagnostics:
         assert d.line >= 1 and d.code and d.message
 
@@ -347,7 +347,7 @@ def test_a_rules_table_of_100k_lines_parses_whole(tmp_path):
     assert len(lines) == 99_998
     path = tmp_path / "big.rules"
     path.write_text("\n".join(lines) + "\n\n")
-    table = load_rules(path)
+    table = read_rules(path)
     assert table.ok and len(table.rules) == 33_334
     assert table.rules[-2].line == 99_997 and table.rules[-1].action == "FWD"
     assert [(d.line, d.code) for d in table.diagnostics] == [(99_997, "shadowed_rule")]
@@ -356,7 +356,7 @@ def test_a_rules_table_of_100k_lines_parses_whole(tmp_path):
 def test_a_rules_table_that_is_not_text_names_the_byte(tmp_path):
     path = tmp_path / "latin1.rules"
     path.write_bytes(b"* caf\xe9\nACTION(IGNORE)\n")
-    table = load_rules(path)
+    table = read_rules(path)
     assert [(d.line, d.code) for d in table.diagnostics] == [(1, "not_text")]
     assert "byte 5" in table.diagnostics[0].message or "offset 5" in table.diagnostics[0].message
 

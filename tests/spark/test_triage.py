@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from dlq_pipeline import open_warehouse
 from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import RunSettings
 from dlq_pipeline.dumps.dmpmqmsg import read_dump
@@ -42,7 +43,7 @@ def warehouse(spark, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tables(spark, warehouse):
-    return triage.load(triage.open_warehouse(spark, str(warehouse[0])))
+    return triage.load(open_warehouse(spark, str(warehouse[0])))
 
 
 def headers(messages):

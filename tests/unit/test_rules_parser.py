@@ -20,8 +20,8 @@ from dlq_pipeline.rules.parser import (
     ALL_KEYWORDS,
     format_table,
     format_value,
-    load_rules,
     parse_rules,
+    read_rules,
     subsumes,
     wrap_entry,
 )
@@ -501,19 +501,19 @@ def test_subsumes_is_reflexive_and_general_rules_subsume_specific_ones():
 def test_load_rules_reads_utf8_and_reports_non_text_with_the_byte_offset(tmp_path):
     good = tmp_path / "good.rules"
     good.write_bytes("\ufeffAPPLNAME('café') ACTION(IGNORE)\r\n".encode() + CATCH_ALL.encode())
-    table = load_rules(good)
+    table = read_rules(good)
     assert table.path == str(good) and table.ok
     assert table.rules[0].patterns == {"APPLNAME": "café"}
 
     latin1 = tmp_path / "latin1.rules"
     latin1.write_bytes(b"ACTION(DISCARD)\nAPPLNAME('caf\xe9') ACTION(IGNORE)\n")
-    assert [str(d) for d in load_rules(latin1).diagnostics] == [
+    assert [str(d) for d in read_rules(latin1).diagnostics] == [
         f"{latin1}:2:14: error: not UTF-8 or ASCII text: byte 0xE9 at byte offset 29 [not_text]"
     ]
 
     binary = tmp_path / "binary.rules"
     binary.write_bytes(b"\x00\x01\x02ACTION(DISCARD)\n")
-    assert [str(d) for d in load_rules(binary).diagnostics] == [
+    assert [str(d) for d in read_rules(binary).diagnostics] == [
         f"{binary}:1:1: error: not a text file: NUL byte at byte offset 0 [not_text]"
     ]
 
