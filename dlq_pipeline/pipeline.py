@@ -110,7 +110,7 @@ def run_pipeline(
     """One whole run with ``settings`` (each stage's, `dlq_pipeline.config.settings.RunSettings`).
     The rules table must be valid (`dlq_pipeline.rules.parser.load_rules`; else `RulesError`
     before anything runs). ``source``
-    (``mq:QMGR``/``sim:NAME``; the command line defaults it to ``drain.source``): a live DLQ
+    (``mq:QMGR``/``sim:NAME``; the command line defaults it to ``pipeline.source``): a live DLQ
     drained first and settled last (`dlq_pipeline.live.spark`). Holds the warehouse's writer
     lock (`dlq_pipeline.warehouse.locks`) and, for Delta, its writer lease (`dlq_pipeline.warehouse.lease`)
     throughout: `dlq_pipeline.warehouse.locks.WarehouseLocked` when another process writes it.

@@ -21,7 +21,7 @@ import sys
 import click
 
 from dlq_pipeline.config import Config, ConfigError, load_config
-from dlq_pipeline.config.settings import IngestSettings, LogSettings, ReplaySettings, StorageSettings, mq_qmgrs
+from dlq_pipeline.config.settings import LogSettings, ReplaySettings, StorageSettings, mq_qmgrs
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.runtime import exitcodes
 
@@ -140,16 +140,11 @@ def parse_setting(item: str) -> tuple[str, str, object]:
     return section, key, value
 
 
-def ingest_settings(config_path: str | None, profile: str | None) -> IngestSettings:
-    """The ingest settings a run would use (defaults, or the configuration given), for the
-    commands that read dumps without the other options (`inspect`, `rules test`)."""
-    try:
-        config = load_config(config_path, profile=profile)
-    except ConfigError as exc:
-        for problem in exc.problems:
-            err(f"error: {problem}")
-        sys.exit(exitcodes.USAGE)
-    return IngestSettings.from_config(config)
+def reading_config(config_path: str | None, profile: str | None) -> Config:
+    """The configuration given (or the defaults) for the commands that read dumps without the
+    other options (`inspect`, `rules test`): a run's ingest limits, and for `inspect` whether
+    bodies may be shown (``[privacy]``)."""
+    return load_config(config_path, profile=profile)
 
 
 def run_id_for(config: Config, given: str | None = None, now: dt.datetime | None = None) -> str:

@@ -12,8 +12,8 @@ from dataclasses import replace
 
 import click
 
-from dlq_pipeline.cli.common import ingest_settings
-from dlq_pipeline.config.settings import IngestSettings
+from dlq_pipeline.cli.common import reading_config
+from dlq_pipeline.config.settings import IngestSettings, PrivacySettings
 from dlq_pipeline.dumps.describe import describe, format_message, format_summary, printable, summarize
 from dlq_pipeline.dumps.records import RecordError
 from dlq_pipeline.report.redact import redact_snippet
@@ -56,7 +56,7 @@ def _error_object(error: RecordError) -> dict:
     "--redact",
     is_flag=True,
     help="Show no message data: no preview, and bad records without their text (bodies may hold "
-    "personal data; report.redact_payloads does the same for reports).",
+    "personal data; privacy.redact_payloads in the --config file does the same).",
 )
 @click.option(
     "--config",
@@ -64,7 +64,7 @@ def _error_object(error: RecordError) -> dict:
     type=click.Path(dir_okay=False),
     default=None,
     help="Configuration file: its ingest limits (max_message_bytes, max_line_length) apply, "
-    "as in a run (default: the default limits).",
+    "as in a run, and privacy.redact_payloads (default: the default limits, bodies shown).",
 )
 @click.option("--profile", default=None, help="Profile in the configuration file.")
 def inspect_cmd(files, as_json, summary, limit, redact, config_path, profile):
@@ -101,14 +101,15 @@ def inspect_cmd(files, as_json, summary, limit, redact, config_path, profile):
     Exit status: 0 all read; 3 some records were bad; 2 a file could not be read or is not
     a dump or listing (or bad usage).
     """
+    config = reading_config(config_path, profile)
     state = _Tally()
     descs = _describe_all(
         files,
         limit,
         state,
         errors_inline=as_json and not summary,
-        redact=redact,
-        limits=ingest_settings(config_path, profile),
+        redact=redact or PrivacySettings.from_config(config).redact_payloads,
+        limits=IngestSettings.from_config(config),
     )
     if summary:
         counts = summarize(descs)  # streams: nothing is kept per message

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dlq_pipeline.cli.common import FILE, ingest_settings, summary_line
+from dlq_pipeline.cli.common import FILE, reading_config, summary_line
+from dlq_pipeline.config.settings import IngestSettings
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.runtime import exitcodes
 
@@ -89,7 +90,7 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
     if not table.ok:
         click.echo(summary_line(table), err=True)
         sys.exit(exitcodes.USAGE)
-    limits = ingest_settings(config_path, profile)
+    limits = IngestSettings.from_config(reading_config(config_path, profile))
     try:
         paths = expand_paths(inputs)
     except (FileNotFoundError, ValueError, InputUnreachable) as exc:

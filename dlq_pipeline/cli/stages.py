@@ -133,7 +133,7 @@ def _required(config: Config, key: str) -> str:
 @click.option("--rules", "rules_path", metavar="FILE", help="Rules table (default: pipeline.rules).")
 @click.option("--target", help="dry-run | dir:PATH | sim:[NAME] | mq:QMGR (default: pipeline.target).")
 @click.option("--run-id", help="Run identifier (default: generated).")
-@click.option("--source", help="Live DLQ mq:QMGR | sim:NAME: drained first, settled last (default: drain.source).")
+@click.option("--source", help="Live DLQ mq:QMGR | sim:NAME: drained first, settled last (default: pipeline.source).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON (last line).")
 @config_options
 def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config):
@@ -157,7 +157,7 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
     target = target or config.get("pipeline", "target")
     check_target(target, config)
     inputs = list(inputs) or list(config.get("pipeline", "inputs"))
-    source = source or config.get("drain", "source") or None
+    source = source or config.get("pipeline", "source") or None
     if source:
         live_source(config, source, table)  # exit 2 now rather than after ingest
     now = utc_now()

@@ -33,6 +33,7 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
     "pipeline": {
         "rules": ((str,), "", "rules table file (runmqdlq syntax)"),
         "inputs": ((list,), [], "dump files, listings or directories to ingest"),
+        "source": ((str,), "", 'live DLQ mq:QMGR | sim:NAME the run drains first and settles last ("" = none)'),
         "target": ((str,), "dry-run", "replay target: dry-run | dir:PATH | sim: | mq:QMGR"),
         "run_id": ((str,), "", "run identifier; generated (UTC timestamp + random) when empty"),
     },
@@ -123,7 +124,7 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         ),
     },
     "drain": {
-        "source": ((str,), "", 'live DLQ: mq:QMGR | sim:NAME; run drains it first and settles it last ("" = none)'),
+        "source": ((str,), "", "live DLQ mq:QMGR | sim:NAME the drain and settle commands work on"),
         "mode": ((str,), "browse", "browse (non-destructive) | move (destructive get under syncpoint)"),
         "queue": ((str,), "", "DLQ to drain; default: INPUTQ from the rules table, else the QM's DEADQ"),
         "qmgr": ((str,), "", "queue manager; default: INPUTQM from the rules table"),
@@ -131,8 +132,10 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
     },
     "report": {
         "html": ((str,), "", "write the HTML report here"),
-        "redact_payloads": ((bool,), False, "never show message bodies in reports and notebooks"),
         "top": ((int,), 10, "rows in top-N tables"),
+    },
+    "privacy": {
+        "redact_payloads": ((bool,), False, "never show message bodies (notebooks, inspect --config)"),
     },
     "log": {
         "format": ((str,), "text", "text | json (one JSON object per line, for log shippers)"),
@@ -234,9 +237,10 @@ def _check_values(where: str, values: dict[str, dict[str, Any]], problems: list[
     target = values["pipeline"]["target"]
     if not (target in ("dry-run", "sim:") or target.split(":", 1)[0] in ("dir", "sim", "mq") and ":" in target):
         problems.append(f"{where}: 'pipeline.target' must be dry-run, dir:PATH, sim:[NAME] or mq:QMGR, not '{target}'")
-    source = values["drain"]["source"]
-    if source and (":" not in source or source.split(":", 1)[0] not in ("mq", "sim")):
-        problems.append(f"{where}: 'drain.source' must be mq:QMGR or sim:NAME, not '{source}'")
+    for section in ("pipeline", "drain"):
+        source = values[section]["source"]
+        if source and (":" not in source or source.split(":", 1)[0] not in ("mq", "sim")):
+            problems.append(f"{where}: '{section}.source' must be mq:QMGR or sim:NAME, not '{source}'")
     if values["log"]["format"] not in ("text", "json"):
         problems.append(f"{where}: 'log.format' must be text or json, not '{values['log']['format']}'")
     if values["log"]["level"].lower() not in ("", "debug", "info", "warning", "error"):

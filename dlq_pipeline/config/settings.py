@@ -144,17 +144,28 @@ class DrainSettings:
 
 @dataclass(frozen=True)
 class ReportSettings:
-    """``[report]``: rows in top-N tables, where the HTML goes ("" = nowhere), and whether
-    message bodies may ever be shown."""
+    """``[report]``: rows in top-N tables and where the HTML goes ("" = nowhere). The report
+    shows no message body at all."""
 
     top: int = 10
     html: str = ""
-    redact_payloads: bool = False
 
     @classmethod
     def from_config(cls, config) -> ReportSettings:
         r = config.section("report")
-        return cls(top=r["top"], html=r["html"], redact_payloads=r["redact_payloads"])
+        return cls(top=r["top"], html=r["html"])
+
+
+@dataclass(frozen=True)
+class PrivacySettings:
+    """``[privacy]``: whether message bodies may be shown wherever the product shows them
+    (notebooks, ``inspect``)."""
+
+    redact_payloads: bool = False
+
+    @classmethod
+    def from_config(cls, config) -> PrivacySettings:
+        return cls(redact_payloads=config.get("privacy", "redact_payloads"))
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,11 @@
 """Redaction of message bodies wherever the pipeline shows them (pure functions).
 
-Message bodies may hold personal data. With ``report.redact_payloads = true`` (or
+Message bodies may hold personal data. With ``privacy.redact_payloads = true`` (or
 ``inspect --redact``) nothing derived from a message body is shown: `redact_preview`
 replaces the ``inspect`` preview, `redact_snippet` the start of a bad record in
 ``quarantine.snippet``. MQMD and MQDLH fields stay visible (they say where a message was
 going and why it failed, which is what operators need). Notebooks use
-`dlq_pipeline.report.spark.redact_frame` on any table DataFrame, or `payloads_visible(report_settings)`
+`dlq_pipeline.report.spark.redact_frame` on any table DataFrame, or `payloads_visible(privacy_settings)`
 to decide whether to show ``data`` at all.
 """
 
@@ -19,10 +19,10 @@ REDACTED = "[redacted]"
 _KIND = re.compile(r"^(A [A-Z]{3}|[A-Z](?= |$))")
 
 
-def payloads_visible(report) -> bool:
-    """False when the ``[report]`` settings (`dlq_pipeline.config.settings.ReportSettings`) ask for
-    bodies never to be shown (``redact_payloads``)."""
-    return not report.redact_payloads
+def payloads_visible(privacy) -> bool:
+    """False when the ``[privacy]`` settings (`dlq_pipeline.config.settings.PrivacySettings`) ask
+    for bodies never to be shown (``redact_payloads``)."""
+    return not privacy.redact_payloads
 
 
 def redact_preview(preview: dict) -> dict:

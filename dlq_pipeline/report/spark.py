@@ -13,8 +13,8 @@ in an all-time figure, by its latest outcome.
 ``redact_frame(df)`` gives notebooks and jobs that show table rows ``df`` with every column
 that holds message-body content made safe to show (`dlq_pipeline.report.redact`): ``data``
 becomes null and ``snippet`` (quarantine) keeps only the kind of line. ``redact_frame(df,
-enabled=not payloads_visible(ReportSettings.from_config(config)))`` follows
-``report.redact_payloads``.
+enabled=not payloads_visible(PrivacySettings.from_config(config)))`` follows
+``privacy.redact_payloads``.
 """
 
 from __future__ import annotations

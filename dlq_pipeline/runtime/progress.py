@@ -2,9 +2,10 @@
 
 One decision, made once per command (`display_mode`), picks one of three displays:
 
-- ``bar``: stderr is a terminal. Each counted step is one line redrawn in place with a
-  carriage return (``ingest [#######.......] 5/12 work items  41%``); notes print above it.
-  Plain characters only: no ANSI escapes, so a dumb terminal shows it too.
+- ``bar``: stderr is a terminal. Each counted step is one tqdm bar, a line redrawn in place
+  (``ingest [#######.......] 5/12 work items  41% 00:12<00:17``: elapsed and left), cut to
+  the terminal's width; notes print above it. Plain characters and carriage returns only, so
+  a dumb terminal shows it too.
 - ``lines``: anything else (a pipe, a file, a scheduler's job log). Plain lines, a count at
   most once per ``interval`` seconds per step (and always the last one).
 - ``events``: log lines are JSON (``--log-format json``). Nothing is printed: each note and
@@ -26,10 +27,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+from tqdm import tqdm
+
 log = logging.getLogger(__name__)
 
 MODES = ("bar", "lines", "events")
-BAR_WIDTH = 30
+# tqdm's rendering of a step with a total (a bar 30 characters wide), and of one without (a
+# count alone, as `count_line`)
+BAR_FORMAT = "{desc} [{bar:30}] {n_fmt}/{total_fmt} {unit} {percentage:3.0f}% {elapsed}<{remaining}"
+COUNT_FORMAT = "{desc}: {n_fmt} {unit}"
 
 # What a library caller may pass as ``progress``: a `Progress`, or any callable taking a line
 # (``print``, ``list.append``), which then gets plain lines.
@@ -51,15 +57,6 @@ def display_mode(stream) -> str:
 def count_line(label: str, done: int, total: int | None, unit: str) -> str:
     """``ingest: 3/12 work items done``; without a total ``drain: 1200 messages read`` (pure)."""
     return f"{label}: {done}/{total} {unit} done" if total else f"{label}: {done} {unit}"
-
-
-def bar_text(label: str, done: int, total: int | None, unit: str, width: int = BAR_WIDTH) -> str:
-    """One bar: ``ingest [##########....................] 4/12 work items  33%``; without
-    a total, the count alone (pure)."""
-    if not total:
-        return count_line(label, done, None, unit)
-    filled = min(width, width * done // total)
-    return f"{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {unit} {100 * done // total:3d}%"
 
 
 class Progress:
@@ -85,7 +82,7 @@ class Progress:
         self.interval = interval if interval is not None else (0.5 if self.mode == "bar" else 2.0)
         self.clock = clock
         self._lock = threading.Lock()
-        self._bar = 0  # width of the bar drawn on the current line (0: none)
+        self._bar: _Bar | None = None  # the step drawn on the current line
         self._last: dict[str, tuple[float, int, int | None]] = {}
         if self.mode == "bar" and sink is None:  # a log line (a JVM warning, say) must not land on the bar
             for handler in logging.getLogger().handlers:
@@ -102,6 +99,8 @@ class Progress:
         with self._lock:
             self._clear()
             self._write(message + "\n")
+            if self._bar is not None:  # the bar goes on below the note
+                self._bar.refresh()
 
     def show(self, message: str) -> None:
         """A line for people only (nothing with JSON logs: a log event says it there)."""
@@ -117,9 +116,8 @@ class Progress:
             now = self.clock()
             last = self._last.get(label)
             if last is not None and last[1:] == (done, total):
-                if final and self._bar:  # shown already: only close its line
-                    self._write("\n")
-                    self._bar = 0
+                if final:  # shown already: only close its line
+                    self._close()
                 return
             if last is not None and not (final or complete) and now - last[0] < self.interval:
                 return
@@ -132,12 +130,9 @@ class Progress:
             elif self.mode == "lines":
                 self._write(count_line(label, done, total, unit) + "\n")
             else:
-                text = bar_text(label, done, total, unit)
-                self._write("\r" + text + " " * max(0, self._bar - len(text)))
-                self._bar = len(text)
+                self._draw(label, done, total, unit)
                 if final:  # the step's last word: one line per step, whatever stages it ran
-                    self._write("\n")
-                    self._bar = 0
+                    self._close()
 
     def clear(self) -> None:
         """Blank the bar's line, so that what is written next starts at its beginning."""
@@ -147,16 +142,34 @@ class Progress:
     def end(self) -> None:
         """Close a bar left open (a step that stopped early), so the next line starts clean."""
         with self._lock:
-            if self._bar:
-                self._write("\n")
-                self._bar = 0
+            self._close()
 
     # --- output -------------------------------------------------------------------------------
 
+    def _draw(self, label: str, done: int, total: int | None, unit: str) -> None:
+        """Redraw the current line with step ``label``; another step's bar stays as it was
+        last drawn, on a line of its own."""
+        total = total or None
+        if self._bar is not None and self._bar.desc != label:
+            self._close()
+        elif self._bar is not None and (self._bar.total, self._bar.unit) != (total, unit):
+            self._bar.leave = False  # the step's next stage: its own rate and time left, on the same line
+            self._close()
+        if self._bar is None:
+            fmt = BAR_FORMAT if total else COUNT_FORMAT
+            self._bar = _Bar(desc=label, total=total, initial=done, unit=unit, bar_format=fmt, file=self.stream)
+        else:
+            self._bar.n = done
+            self._bar.refresh()
+
     def _clear(self) -> None:
-        if self._bar:
-            self._write("\r" + " " * self._bar + "\r")
-            self._bar = 0
+        if self._bar is not None:
+            self._bar.clear()
+
+    def _close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
     def _write(self, text: str) -> None:
         if self.sink is not None:
@@ -168,6 +181,16 @@ class Progress:
             self.stream.flush()
         except (OSError, ValueError):  # progress must never break the work (a closed pipe)
             pass
+
+
+class _Bar(tqdm):
+    """One step's line: drawn when told (`Progress` decides how often), in plain characters,
+    left on screen when closed. No monitor thread: nothing here outlives the command."""
+
+    monitor_interval = 0
+
+    def __init__(self, **options):
+        super().__init__(ascii=".#", mininterval=0, miniters=1, dynamic_ncols=True, leave=True, **options)
 
 
 class _ClearBar(logging.Filter):

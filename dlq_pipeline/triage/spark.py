@@ -194,7 +194,7 @@ def sample(
     tables: Tables, n: int = 10, *, redact: bool = False, preview_chars: int = 80, reason: int | None = None
 ) -> pd.DataFrame:
     """``n`` pending messages (oldest landed first) with decoded headers, the latest decision
-    and a body preview (``redact``: sizes only; follow ``report.redact_payloads``)."""
+    and a body preview (``redact``: sizes only; follow ``privacy.redact_payloads``)."""
     rows = pending(tables)
     if reason is not None:
         rows = rows.where(F.col("dlh_reason") == reason)

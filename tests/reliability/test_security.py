@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
 from dlq_pipeline.config import ConfigError, load_config
-from dlq_pipeline.config.settings import ReportSettings, RunSettings
+from dlq_pipeline.config.settings import PrivacySettings, RunSettings
 from dlq_pipeline.dumps.dmpmqmsg import write_dump
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.mq.client import MQClientMissing
@@ -101,8 +101,8 @@ def test_a_secret_pasted_where_a_variable_name_belongs_is_refused_without_showin
 
 
 def test_redaction_helpers():
-    assert payloads_visible(ReportSettings.from_config(load_config())) and not payloads_visible(
-        ReportSettings.from_config(load_config(overrides={"report": {"redact_payloads": True}}))
+    assert payloads_visible(PrivacySettings.from_config(load_config())) and not payloads_visible(
+        PrivacySettings.from_config(load_config(overrides={"privacy": {"redact_payloads": True}}))
     )
     assert redact_preview({"offset": 172, "hex": "C1C2", "text": "AB"}) == {"offset": 172, "hex": "", "text": REDACTED}
     assert [redact_snippet(s) for s in ("X 4A6F686E20446F65", 'S "John Doe"', "A USR john", "garbage", None)] == [
@@ -125,7 +125,13 @@ def test_inspect_redact_shows_no_message_data(tmp_path):
     path.write_bytes(b"\n".join(lines))
     shown = CliRunner().invoke(cli, ["inspect", str(path)])
     assert "John Doe" in shown.stdout  # without --redact the preview shows the body
-    for args in (["inspect", "--redact", str(path)], ["inspect", "--redact", "--json", str(path)]):
+    redacting = tmp_path / "privacy.toml"
+    redacting.write_text("[privacy]\nredact_payloads = true\n")
+    for args in (
+        ["inspect", "--redact", str(path)],
+        ["inspect", "--redact", "--json", str(path)],
+        ["inspect", "--config", str(redacting), str(path)],  # the configuration asks it of every viewer
+    ):
         result = CliRunner().invoke(cli, args)
         assert result.exit_code == 3
         everything = result.stdout + result.stderr

@@ -174,10 +174,13 @@ def test_kill_9_during_replay_then_a_rerun_loses_nothing_and_sends_nothing_twice
     # at-least-once window (committed, not yet checkpointed), which this test is not about.
     qm = seed(wh, originals, faults=[{"op": "put", "queue": "APP.IN", "delay": 0.3, "times": 1000}])
     conf = tmp_path / "c.toml"
+    # the run's live DLQ is pipeline.source; drain.source is the drain and settle commands' (an MQ queue
+    # manager this machine cannot reach: the run must not try it)
     conf.write_text(
-        f'[storage]\npath = "{wh}"\n[replay]\nbatch_size = 2\nmax_connections = 1\n[spark]\nmaster = "local[1]"\n'
+        f'[pipeline]\nsource = "sim:"\n[drain]\nsource = "mq:ELSEWHERE"\n[storage]\npath = "{wh}"\n'
+        '[replay]\nbatch_size = 2\nmax_connections = 1\n[spark]\nmaster = "local[1]"\n'
     )
-    args = ["run", "--config", str(conf), "--rules", str(rules), "--source", "sim:", "--target", "sim:QM1", "--json"]
+    args = ["run", "--config", str(conf), "--rules", str(rules), "--target", "sim:QM1", "--json"]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     command = Path(sys.executable).with_name("dlq-pipeline")
     proc = subprocess.Popen(

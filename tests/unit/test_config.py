@@ -174,3 +174,11 @@ def test_async_put_is_on_by_default_and_can_be_turned_off():
     assert ReplaySettings.from_config(load_config(overrides={"replay": {"async_put": False}})).async_put is False
     with pytest.raises(ConfigError, match="'replay.async_put' must be bool, not str"):
         load_config(overrides={"replay": {"async_put": "no"}})
+
+
+@pytest.mark.parametrize("section", ["pipeline", "drain"])
+def test_a_live_source_is_mq_or_sim_in_either_section(section):
+    assert load_config(overrides={section: {"source": "sim:QM1"}}).get(section, "source") == "sim:QM1"
+    with pytest.raises(ConfigError) as raised:
+        load_config(overrides={section: {"source": "dir:/tmp/dlq"}})
+    assert raised.value.problems == [f"<defaults>: '{section}.source' must be mq:QMGR or sim:NAME, not 'dir:/tmp/dlq'"]

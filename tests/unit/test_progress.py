@@ -16,7 +16,7 @@ from dlq_pipeline.dumps.generator import generate_messages
 from dlq_pipeline.live.loops import drain_queue, live_queue, settle_queue
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.runtime import logs
-from dlq_pipeline.runtime.progress import Progress, as_progress, bar_text, count_line, display_mode, stage
+from dlq_pipeline.runtime.progress import Progress, as_progress, count_line, display_mode, stage
 
 
 class Terminal(io.StringIO):
@@ -47,6 +47,34 @@ def json_log():
     logs.setup("text", "warning")
 
 
+_TIMES = re.compile(r" \d\d:\d\d<(?:\d\d:\d\d|\?)$")
+
+
+def frames(text: str) -> list[str]:
+    """Each line a terminal was given to show, in order, without the bar's clock (elapsed<left)."""
+    return [_TIMES.sub("", frame) for frame in re.split(r"[\r\n]", text) if frame.strip()]
+
+
+def screen(text: str) -> list[str]:
+    """What a terminal shows at the end: carriage returns overwrite, blanked lines vanish."""
+    lines, col = [""], 0
+    for part in re.split(r"([\r\n])", text):
+        if part == "\r":
+            col = 0
+        elif part == "\n":
+            lines.append("")
+            col = 0
+        else:
+            lines[-1] = lines[-1][:col] + part + lines[-1][col + len(part) :]
+            col += len(part)
+    return [_TIMES.sub("", line.rstrip()) for line in lines if line.strip()]
+
+
+def bar(label: str, done: int, total: int, unit: str) -> str:
+    filled = 30 * done // total
+    return f"{label} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total} {unit} {100 * done // total:3d}%"
+
+
 def records(buffer: io.StringIO) -> list[dict]:
     return [json.loads(line) for line in buffer.getvalue().splitlines()]
 
@@ -71,14 +99,17 @@ def test_a_terminal_gets_one_bar_redrawn_in_place_and_notes_above_it():
     clock.now += 1
     progress.count("ingest", 4, 4, "work items")
     progress.count("ingest", 4, 4, "work items", final=True)  # the ticker's last word: nothing new
-    bar = [bar_text("ingest", n, 4, "work items") for n in (1, 2, 4)]
-    assert bar[1] == "ingest [###############...............] 2/4 work items  50%"
-    assert out.getvalue() == (
-        "ingest: 2 files (1.0 MB of dumps) in 4 work items\n"
-        f"\r{bar[0]}\r{bar[1]}"
-        f"\r{' ' * len(bar[1])}\ra note while the bar is drawn\n"
-        f"\r{bar[2]}\n"
+    assert bar("ingest", 2, 4, "work items") == "ingest [###############...............] 2/4 work items  50%"
+    shown = [bar("ingest", n, 4, "work items") for n in (1, 2, 4)]
+    assert sorted(set(frames(out.getvalue()))) == sorted(
+        {"ingest: 2 files (1.0 MB of dumps) in 4 work items", "a note while the bar is drawn", *shown}
     )
+    assert screen(out.getvalue()) == [
+        "ingest: 2 files (1.0 MB of dumps) in 4 work items",
+        "a note while the bar is drawn",
+        shown[2],
+    ]
+    assert out.getvalue().endswith("\n")
 
 
 def test_a_log_line_clears_the_bar_first():
@@ -91,10 +122,11 @@ def test_a_log_line_clears_the_bar_first():
         progress.count("classify", 2, 2, "tasks", final=True)
     finally:
         logs.setup("text", "warning")
-    bar = bar_text("classify", 1, 2, "tasks")
-    first, logged, last = out.getvalue().split("\r")[1], out.getvalue().split("\r")[3], out.getvalue().split("\r")[4]
-    assert first == bar and logged.endswith(" ERROR dlq_pipeline.jvm: a JVM error line\n")
-    assert out.getvalue().split("\r")[2] == " " * len(bar) and last == bar_text("classify", 2, 2, "tasks") + "\n"
+    shown = frames(out.getvalue())
+    assert shown[0] == bar("classify", 1, 2, "tasks") and shown[-1] == bar("classify", 2, 2, "tasks")
+    logged = [frame for frame in shown if "ERROR" in frame]
+    assert len(logged) == 1 and logged[0].endswith(" ERROR dlq_pipeline.jvm: a JVM error line")
+    assert screen(out.getvalue()) == [logged[0], bar("classify", 2, 2, "tasks")]
 
 
 def test_a_step_keeps_one_line_across_its_stages():
@@ -103,8 +135,13 @@ def test_a_step_keeps_one_line_across_its_stages():
     for done, total in ((0, 1), (1, 1), (0, 3), (3, 3)):  # a job's two stages
         progress.count("classify", done, total, "tasks")
     progress.count("classify", 3, 3, "tasks", final=True)
-    bars = [bar_text("classify", d, t, "tasks") for d, t in ((0, 1), (1, 1), (0, 3), (3, 3))]
-    assert out.getvalue() == "".join(f"\r{bar}" for bar in bars) + "\n"
+    bars = [bar("classify", d, t, "tasks") for d, t in ((0, 1), (1, 1), (0, 3), (3, 3))]
+    assert [
+        frame
+        for i, frame in enumerate(frames(out.getvalue()))
+        if frame.strip() and frame not in frames(out.getvalue())[:i]
+    ] == bars
+    assert screen(out.getvalue()) == [bars[-1]] and out.getvalue().count("\n") == 1
 
 
 def test_a_bar_left_open_is_closed_and_a_shorter_one_blanks_the_rest():
@@ -115,8 +152,9 @@ def test_a_bar_left_open_is_closed_and_a_shorter_one_blanks_the_rest():
     progress.count("drain", 9, 10, "x")
     progress.end()
     progress.end()  # nothing open any more
-    first, second = "drain: 12345 messages read", bar_text("drain", 9, 10, "x")
-    assert out.getvalue() == f"\r{first}\r{second}{' ' * max(0, len(first) - len(second))}\n"
+    assert frames(out.getvalue())[0] == "drain: 12345 messages read"
+    assert screen(out.getvalue()) == [bar("drain", 9, 10, "x")] and out.getvalue().endswith("\n")
+    assert out.getvalue().count("\n") == 1
 
 
 def test_elsewhere_plain_lines_at_most_one_per_interval_and_always_the_last():
@@ -232,11 +270,9 @@ def test_settle_reports_what_it_browsed_then_what_it_settled(tmp_path):
     )
     assert result.removed == 4
     browsed = [f"settle: {n} messages browsed" for n in range(1, 7)]
-    settled = [bar_text("settle", n, 4, "ended messages") for n in (2, 4)]
-    assert (
-        out.getvalue()
-        == "".join(f"\r{line}" for line in browsed) + "\n" + "".join(f"\r{line}" for line in settled) + "\n"
-    )
+    settled = [bar("settle", n, 4, "ended messages") for n in (2, 4)]
+    assert list(dict.fromkeys(frames(out.getvalue()))) == browsed + settled
+    assert screen(out.getvalue()) == [browsed[-1], settled[-1]]
 
 
 # --- TaskTicker: which stage it counts, and what it says without a SparkContext ------------------

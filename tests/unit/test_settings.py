@@ -12,6 +12,7 @@ from dlq_pipeline.config.settings import (
     DrainSettings,
     IngestSettings,
     LogSettings,
+    PrivacySettings,
     ReplaySettings,
     ReportSettings,
     RunSettings,
@@ -26,6 +27,7 @@ STAGE_SETTINGS = [
     ReplaySettings,
     DrainSettings,
     ReportSettings,
+    PrivacySettings,
     LogSettings,
 ]
 
@@ -62,7 +64,8 @@ def test_every_value_comes_from_its_section():
                 "max_connections": 3,
             },
             "drain": {"source": "sim:QM1", "mode": "move", "queue": "MY.DLQ", "qmgr": "QM1", "batch_size": 11},
-            "report": {"top": 4, "html": "r.html", "redact_payloads": True},
+            "report": {"top": 4, "html": "r.html"},
+            "privacy": {"redact_payloads": True},
             "log": {"format": "json", "level": "info"},
             "metrics": {"textfile": "/tmp/m.prom"},
             "mq": {"qmgrs": {"QM1": qm1}},
@@ -87,7 +90,8 @@ def test_every_value_comes_from_its_section():
         qmgrs={"QM1": qm1},
         metrics_textfile="/tmp/m.prom",
     )
-    assert ReportSettings.from_config(config) == ReportSettings(top=4, html="r.html", redact_payloads=True)
+    assert ReportSettings.from_config(config) == ReportSettings(top=4, html="r.html")
+    assert PrivacySettings.from_config(config) == PrivacySettings(redact_payloads=True)
     assert LogSettings.from_config(config) == LogSettings(format="json", level="info")
     assert mq_qmgrs(config) == {"QM1": qm1}
 
