@@ -38,10 +38,11 @@ from dlq_pipeline.engine.tasks import TaskTicker
 from dlq_pipeline.errors import UsageError
 from dlq_pipeline.mq.constants import MQ_MAX_MESSAGE_BYTES
 from dlq_pipeline.mq.mqmd import MQMD
+from dlq_pipeline.replay.checkpoints import Checkpoint
 from dlq_pipeline.replay.placement import place_queues, slot_values
 from dlq_pipeline.replay.rebuild import exact_target
 from dlq_pipeline.replay.targets import Target, check_run_id, open_target
-from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
+from dlq_pipeline.replay.writer import WorkItem, replay_partition
 from dlq_pipeline.rules.model import PUT_ACTIONS
 from dlq_pipeline.rules.spark import decision_counts, target_key
 from dlq_pipeline.runtime.clock import as_utc, from_epoch_micros, utc_now

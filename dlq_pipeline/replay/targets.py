@@ -37,7 +37,8 @@ from dlq_pipeline.errors import UsageError
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, Message, MQError, PutHandle
 from dlq_pipeline.mq.mqmd import MQMD, text_to_bytes
-from dlq_pipeline.replay.writer import Checkpoint, CheckpointState, queue_key
+from dlq_pipeline.replay.checkpoints import Checkpoint, CheckpointState
+from dlq_pipeline.replay.writer import queue_key
 from dlq_pipeline.runtime.paths import PathError, local_dir
 from dlq_pipeline.runtime.permissions import DIR_MODE, FILE_MODE, directory_problem, open_private
 from dlq_pipeline.runtime.testhooks import crash_point

@@ -22,8 +22,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dlq_pipeline import fs as files
+from dlq_pipeline.replay.checkpoints import Checkpoint
 from dlq_pipeline.replay.targets import complete_partition
-from dlq_pipeline.replay.writer import Checkpoint
 from dlq_pipeline.rules.model import PUT_ACTIONS
 from dlq_pipeline.warehouse.lease import check_lease
 from dlq_pipeline.warehouse.schemas import table_schema

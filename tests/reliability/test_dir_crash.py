@@ -21,7 +21,7 @@ import pytest
 
 from dlq_pipeline.dumps.dmpmqmsg import read_dump
 from dlq_pipeline.dumps.records import DumpedMessage
-from dlq_pipeline.replay.writer import Checkpoint
+from dlq_pipeline.replay.checkpoints import Checkpoint
 from dlq_pipeline.warehouse.identity import data_digest, message_key
 from dlq_pipeline.warehouse.ledger import CHECKPOINTS_DIR, checkpointed_rows
 from dlq_pipeline.warehouse.tables import ENDED_OUTCOMES

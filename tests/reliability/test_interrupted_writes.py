@@ -12,8 +12,9 @@ import pytest
 from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import ReplaySettings
 from dlq_pipeline.mq.sim import SimQueueManager
+from dlq_pipeline.replay.checkpoints import Checkpoint
 from dlq_pipeline.replay.spark import replay
-from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
+from dlq_pipeline.replay.writer import WorkItem, replay_partition
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.spark import decide_pending as decide
 from dlq_pipeline.warehouse.storage import Storage

@@ -18,11 +18,12 @@ from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import MQ_MAX_MESSAGE_BYTES, ReplaySettings, StorageSettings
 from dlq_pipeline.dumps.dmpmqmsg import read_dump
 from dlq_pipeline.mq.sim import SimQueueManager
+from dlq_pipeline.replay.checkpoints import Checkpoint
 from dlq_pipeline.replay.placement import place_queues, slot_values
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.spark import replay
 from dlq_pipeline.replay.targets import TargetError, local_warehouse
-from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
+from dlq_pipeline.replay.writer import WorkItem, replay_partition
 from dlq_pipeline.rules.model import Decision
 from dlq_pipeline.warehouse.storage import open_storage
 from tests.conftest import storage_settings

@@ -16,9 +16,10 @@ from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.mq.client import md_fields
 from dlq_pipeline.mq.mqmd import MQMD, MQMD_CHAR_LENGTHS, bytes_to_text
 from dlq_pipeline.mq.sim import SimQueueManager
+from dlq_pipeline.replay.checkpoints import Checkpoint
 from dlq_pipeline.replay.rebuild import exact_target
 from dlq_pipeline.replay.targets import LOCAL_QMGR_DIR, open_target
-from dlq_pipeline.replay.writer import Checkpoint, ReplaySettings, WorkItem, replay_partition
+from dlq_pipeline.replay.writer import ReplaySettings, WorkItem, replay_partition
 from dlq_pipeline.warehouse.tables import MD_COLUMNS, char_bytes, exact_md, message_row, stored_md
 from tests.profiles import examples
 

@@ -15,9 +15,10 @@ from dlq_pipeline.config.settings import ReplaySettings, mq_qmgrs
 from dlq_pipeline.dumps.dmpmqmsg import read_dump, read_dump_info
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.mq.client import MQClientMissing
+from dlq_pipeline.replay.checkpoints import Checkpoint
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import LOCAL_QMGR_DIR, TargetError, open_target, parse_target, safe_file_name
-from dlq_pipeline.replay.writer import Checkpoint, WorkItem, replay_partition
+from dlq_pipeline.replay.writer import WorkItem, replay_partition
 from tests.profiles import examples
 
 from ..conftest import dump_tree
