@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from dlq_pipeline.warehouse.delta import cache_root
 from tests.conftest import REPO
+from tests.venvs import clean_env
 
 CONSTRAINTS = REPO / "constraints" / "spark-4.2.txt"
 
@@ -41,12 +41,6 @@ def source_key() -> str:
     for path in sorted(p for p in inputs if p.is_file()):
         digest.update(path.relative_to(REPO).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
-
-
-def clean_env() -> dict[str, str]:
-    """This environment without this checkout or its venv on the path: what a user's shell
-    that runs `make package`, or the unpacked archive, sees."""
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
 
 
 def packed_dist() -> Path:

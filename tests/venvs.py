@@ -27,7 +27,8 @@ CACHE = Path(os.environ.get("DLQ_PIPELINE_TEST_CACHE") or Path.home() / ".cache"
 
 
 def clean_env() -> dict[str, str]:
-    """The environment for a subprocess in another venv: nothing of this one leaks in."""
+    """The environment for a subprocess in another venv, or for what a user's shell runs (`make
+    package`, an unpacked archive): nothing of this checkout or its venv leaks in."""
     return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
 
 

@@ -29,7 +29,7 @@ from dlq_pipeline.cli.common import (
     writing,
 )
 from dlq_pipeline.cli.generate import Size
-from dlq_pipeline.config import Config, defaults
+from dlq_pipeline.config import Config
 from dlq_pipeline.config.settings import ClassifySettings, IngestSettings, ReportSettings, RunSettings
 from dlq_pipeline.runtime import exitcodes
 from dlq_pipeline.runtime.progress import stage, to_stderr
@@ -344,7 +344,7 @@ def demo_cmd(config, out, count, seed, files, max_size, rules_path, target):
         err(f"error: no rules table at {rules_path}; pass --rules FILE")
         sys.exit(exitcodes.USAGE)
     table = load_valid_rules(rules_path)
-    if config.get("storage", "path") == defaults()["storage"]["path"]:
+    if not config.is_given("storage", "path"):
         values = {section: dict(keys) for section, keys in config.values.items()}
         values["storage"]["path"] = str(out_dir / "warehouse")
         config = dataclasses.replace(config, values=values)

@@ -189,6 +189,11 @@ class Config:
     values: Mapping[str, Mapping[str, Any]]
     source: str = "<defaults>"
     profile: str = ""
+    given: frozenset[str] = frozenset()  # "section.key" of each option a file, profile or override set
+
+    def is_given(self, section: str, key: str) -> bool:
+        """Whether the option was set (to any value, its default too) rather than defaulted."""
+        return f"{section}.{key}" in self.given
 
     def get(self, section: str, key: str) -> Any:
         return self.values[section][key]
@@ -353,9 +358,10 @@ def qmgr_problems(name: str, qm: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def _merge(values: dict[str, dict[str, Any]], layer: Mapping[str, Mapping[str, Any]]) -> None:
+def _merge(values: dict[str, dict[str, Any]], layer: Mapping[str, Mapping[str, Any]], given: set[str]) -> None:
     for section, table in layer.items():
         values[section].update(table)
+        given.update(f"{section}.{key}" for key in table)
 
 
 def _parse_layer(where: str, doc: Mapping[str, Any], problems: list[str]) -> dict[str, dict[str, Any]]:
@@ -379,6 +385,7 @@ def load_config(
     """Read, merge and validate; raises ConfigError listing every problem."""
     problems: list[str] = []
     values = defaults()
+    given: set[str] = set()
     where = str(path) if path else "<defaults>"
     profile = profile if profile is not None else os.environ.get(PROFILE_ENV, "")
     if path is not None:
@@ -388,7 +395,7 @@ def load_config(
             raise ConfigError([f"{where}: no such configuration file"]) from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError([f"{where}: not valid TOML: {exc}"]) from None
-        _merge(values, _parse_layer(where, doc, problems))
+        _merge(values, _parse_layer(where, doc, problems), given)
         profiles = doc.get("profiles", {})
         if not isinstance(profiles, dict):
             problems.append(f"{where}: [profiles] must hold tables like [profiles.local]")
@@ -399,15 +406,15 @@ def load_config(
                     f"{where}: no profile '{profile}' (profiles here: {', '.join(sorted(profiles)) or 'none'})"
                 )
             else:
-                _merge(values, _parse_layer(f"{where} [profiles.{profile}]", profiles[profile], problems))
+                _merge(values, _parse_layer(f"{where} [profiles.{profile}]", profiles[profile], problems), given)
     elif profile:
         problems.append(f"profile '{profile}' selected but no configuration file given")
     if overrides:
-        _merge(values, _parse_layer("command line", overrides, problems))
+        _merge(values, _parse_layer("command line", overrides, problems), given)
     _check_values(where, values, problems)
     if problems:
         raise ConfigError(problems)
-    return Config(values=values, source=where, profile=profile or "")
+    return Config(values=values, source=where, profile=profile or "", given=frozenset(given))
 
 
 def secret(env_name: str, where: str) -> str:

@@ -43,10 +43,11 @@ queue (e.g. 2053 Q_FULL) open it for the rest of the run; its remaining messages
 ``deferred``, so a full queue gets at most ``breaker_threshold`` attempts per run (seed 004).
 Permanent failures record ``failed`` and leave breakers and other queues alone.
 
-**No double sends**: after each commit the partition's checkpoint (`dlq_pipeline.replay.checkpoints`) appends the rows settled so far; a
-retried Spark task re-emits those rows and skips their messages. One window remains, as
-in MQ itself: if the connection breaks *during* MQCMIT (or the process dies between the
-commit and the checkpoint write), the outcome is unknown and the batch is sent again:
+**No double sends**: after each commit the partition's checkpoint
+(`dlq_pipeline.replay.checkpoints`) appends the rows settled so far; a retried Spark task
+re-emits those rows and skips their messages. One window remains, as in MQ itself: if the
+connection breaks *during* MQCMIT (or the process dies between the commit and the checkpoint
+write), the outcome is unknown and the batch is sent again:
 at-least-once for that one batch.
 """
 

@@ -26,10 +26,11 @@ def test_demo_runs_the_pipeline_under_out_and_takes_the_shared_options(spark, tm
     assert {"messages", "decisions", "ledger"} <= tables  # no bad record: no quarantine table
     assert "warehouse:   out/warehouse\n" in done.output
 
-    elsewhere = CliRunner().invoke(cli, ["demo", "--out", "out2", "--count", "20", "--warehouse", "wh2"])
+    # a warehouse named on the command line is used even when it is the default path
+    elsewhere = CliRunner().invoke(cli, ["demo", "--out", "out2", "--count", "20", "--warehouse", "./warehouse"])
     assert elsewhere.exit_code in (0, 3), elsewhere.output
-    assert (tmp_path / "wh2" / "messages").is_dir() and not (tmp_path / "out2" / "warehouse").exists()
-    runs = list((tmp_path / "wh2" / "_runs").glob("*.json"))
+    assert (tmp_path / "warehouse" / "messages").is_dir() and not (tmp_path / "out2" / "warehouse").exists()
+    runs = list((tmp_path / "warehouse" / "_runs").glob("*.json"))
     assert len(runs) == 1 and json.loads(runs[0].read_text())["messages_landed"] == 20
 
 

@@ -182,3 +182,12 @@ def test_a_live_source_is_mq_or_sim_in_either_section(section):
     with pytest.raises(ConfigError) as raised:
         load_config(overrides={section: {"source": "dir:/tmp/dlq"}})
     assert raised.value.problems == [f"<defaults>: '{section}.source' must be mq:QMGR or sim:NAME, not 'dir:/tmp/dlq'"]
+
+
+def test_the_configuration_knows_which_options_were_given(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text("[replay]\nbatch_size = 200\n[profiles.p]\nreport = { top = 3 }\n")
+    config = load_config(path, profile="p", overrides={"storage": {"path": "./warehouse"}})
+    assert config.given == {"replay.batch_size", "report.top", "storage.path"}  # default values, but given
+    assert config.is_given("storage", "path") and not config.is_given("storage", "format")
+    assert load_config().given == frozenset()

@@ -23,7 +23,8 @@ from dlq_pipeline.cli import cli
 from dlq_pipeline.engine import jvm_reader
 
 from ..conftest import REPO
-from ..packed import clean_env, packed_dist
+from ..packed import packed_dist
+from ..venvs import clean_env
 
 sys.path.insert(0, str(REPO / "tools"))
 import package  # noqa: E402
