@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 # The tested environment: Spark 4.2 + Delta 4.4, every package pinned (constraints/README.md).
 CONSTRAINTS ?= constraints/spark-4.2.txt
 
-.PHONY: venv demo test check lint fmt package clean delta-jars hadoop-jars class-archive jvm-reader browser chromium test-envs
+.PHONY: venv demo test check lint fmt package clean delta-jars s3a-jars hadoop-jars class-archive jvm-reader browser chromium test-envs
 
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
@@ -25,6 +25,11 @@ venv: $(STAMP)
 # the repository; a no-op when they are there): Delta sessions then start without network.
 delta-jars: $(STAMP)
 	$(BIN)/python -m dlq_pipeline.warehouse.delta
+
+# Hadoop's S3A connector (hadoop-aws of the Hadoop version inside pyspark, with its AWS SDK
+# bundle, about 700 MB), fetched once like Delta's jars: local sessions reach s3a:// with it.
+s3a-jars: $(STAMP)
+	$(BIN)/python -m dlq_pipeline.engine.s3a
 
 # The JVM reader of ingest (dmpmqmsg dumps parsed in the executors' JVM) in this checkout: its
 # Java sources, in the package, compiled with the JDK's javac against pyspark's jars into a jar
@@ -76,7 +81,7 @@ check: $(STAMP) lint
 # TEST_WORKERS pytest-xdist workers (a test file, and the whole cluster tier, on one worker:
 # tests/conftest.py's scheduler). TEST_WORKERS=0 runs in this process.
 TEST_WORKERS ?= 2
-test: $(STAMP) lint delta-jars hadoop-jars jvm-reader class-archive chromium test-envs
+test: $(STAMP) lint delta-jars s3a-jars hadoop-jars jvm-reader class-archive chromium test-envs
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # Debian's chromium, for the browser tests (the HTML report rendered headless): installed once

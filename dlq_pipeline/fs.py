@@ -95,6 +95,7 @@ __all__ = [
     "exists",
     "join",
     "mount",
+    "probe",
 ]
 
 BUFFER = 1 << 20
@@ -542,6 +543,13 @@ class _Arrow:
     def remove_empty(self, uri: str) -> None:
         pass  # an object store's directories are the keys' prefixes: none is left without its objects
 
+    def probe(self, uri: str) -> None:
+        import pyarrow.fs as pafs
+
+        found = self._call(uri, self.fs.get_file_info, self.root)
+        if found.type == pafs.FileType.NotFound:
+            raise InputUnreachable(f"{uri!r} cannot be reached: there is no bucket {self.root!r}")
+
 
 class _ArrowRaw(io.RawIOBase):
     def __init__(self, native):
@@ -609,6 +617,15 @@ def _store(uri: str):
 
 
 # --- the functions the readers use ---------------------------------------------------------
+
+
+def probe(uri: str) -> None:
+    """`InputUnreachable` naming ``uri`` and the cause when the object store that would hold
+    it cannot be reached: no or wrong credentials, no such bucket, no endpoint (the path itself
+    need not exist yet). Other file systems are not probed."""
+    store = _store(uri)
+    if isinstance(store, _Arrow):
+        store.probe(uri)
 
 
 def open_input(uri) -> BinaryIO:

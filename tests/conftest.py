@@ -40,9 +40,9 @@ def dump_tree(root: Path) -> dict[str, bytes]:
 # pure tests `make check` runs (no Java, no Spark, no network). Tests in a tier's folder, and
 # tests that take a tier's fixture, get its marker here: a test cannot reach Spark or Java
 # and still count as pure.
-TIERS = ("cluster", "compat", "connect", "deploy", "browser", "delta", "spark", "java")
-TIER_OF_FOLDER = {"cluster": "cluster", "browser": "browser"}
-TIER_OF_FIXTURE = {"spark": "spark", "connect_url": "connect", "java_tables": "java", "bed": "cluster"}
+TIERS = ("cluster", "s3", "compat", "connect", "deploy", "browser", "delta", "spark", "java")
+TIER_OF_FOLDER = {"cluster": "cluster", "s3": "s3", "browser": "browser"}
+TIER_OF_FIXTURE = {"spark": "spark", "connect_url": "connect", "java_tables": "java", "bed": "cluster", "s3": "s3"}
 
 
 def tier(item: pytest.Item) -> str:
@@ -68,13 +68,13 @@ def pytest_collection_modifyitems(config, items):
 def pytest_xdist_make_scheduler(config, log):
     """`make test` runs pytest-xdist workers: a file's tests stay on one worker, so its module
     fixtures are made once, and the whole cluster tier stays on one (one test bed of HDFS and a
-    standalone cluster per session)."""
+    standalone cluster per session), as does the whole s3 tier (one S3 server)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class ByFile(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = str(nodeid).split("::", 1)[0]
-            return "tests/cluster" if path.startswith("tests/cluster/") else path
+            return next((tier for tier in ("tests/cluster", "tests/s3") if path.startswith(tier + "/")), path)
 
     return ByFile(config, log)
 

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dlq_pipeline.warehouse.delta import cache_root
+from dlq_pipeline.engine.jars import cache_root
 from tests.conftest import REPO
 from tests.venvs import clean_env
 

@@ -15,6 +15,7 @@ import datetime as dt
 import functools
 import json
 import logging
+import os
 import re
 import sys
 
@@ -22,6 +23,7 @@ import click
 
 from dlq_pipeline.config import Config, ConfigError, load_config
 from dlq_pipeline.config.settings import LogSettings, ReplaySettings, StorageSettings, mq_qmgrs
+from dlq_pipeline.errors import UsageError
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.runtime import exitcodes
 
@@ -119,7 +121,7 @@ def config_options(command):
                 err(f"error: {problem}")
             sys.exit(exitcodes.USAGE)
         logs.apply_settings(LogSettings.from_config(config))
-        return command(*args, config=config, **kwargs)
+        return command(*args, config=with_s3_environment(config), **kwargs)
 
     return wrapper
 
@@ -144,7 +146,17 @@ def reading_config(config_path: str | None, profile: str | None) -> Config:
     """The configuration given (or the defaults) for the commands that read dumps without the
     other options (`inspect`, `rules test`): a run's ingest limits, and for `inspect` whether
     bodies may be shown (``[privacy]``)."""
-    return load_config(config_path, profile=profile)
+    return with_s3_environment(load_config(config_path, profile=profile))
+
+
+def with_s3_environment(config: Config) -> Config:
+    """``[s3]``'s endpoint and region set where every S3 client of this command reads them
+    (the AWS SDKs' standard variables: pyarrow here, Spark's S3A through
+    `dlq_pipeline.engine.s3a.spark_conf`), before anything reaches S3."""
+    from dlq_pipeline.engine.s3a import environment
+
+    os.environ.update(environment(config.get("s3", "endpoint"), config.get("s3", "region")))
+    return config
 
 
 def run_id_for(config: Config, given: str | None = None, now: dt.datetime | None = None) -> str:
@@ -254,8 +266,6 @@ def connect_requested(config: Config) -> str:
     """Why this command's session would be Spark Connect ("" when it would not), before it
     starts: the settings, or a Connect session this process has already (Databricks
     serverless; only possible once pyspark's Connect client is imported)."""
-    import os
-
     if config.get("spark", "remote"):
         return "spark.remote is set"
     if os.environ.get("SPARK_REMOTE"):
@@ -296,9 +306,18 @@ def start_spark(config: Config, classic_for: str = "", inputs: list[str] | None 
     ``inputs``: the dumps the command reads and nothing else (no live DLQ): a small total
     starts the JVM with C1 only (`dlq_pipeline.engine.session.quick_jit`)."""
     from dlq_pipeline.dumps.plan import input_bytes
-    from dlq_pipeline.engine.session import DELTA_FIX, delta_available, delta_missing, get_spark, is_connect
+    from dlq_pipeline.engine import s3a
+    from dlq_pipeline.engine.session import (
+        DELTA_FIX,
+        delta_available,
+        delta_missing,
+        get_spark,
+        is_connect,
+        s3a_missing,
+    )
 
     s = config.section("spark")
+    on_s3 = check_s3(config, inputs)
     settings = {
         "master": s["master"],
         "remote": s["remote"],
@@ -306,15 +325,39 @@ def start_spark(config: Config, classic_for: str = "", inputs: list[str] | None 
         "spark_conf": s["conf"],
         "format": config.get("storage", "format"),
         "work_bytes": None if inputs is None else input_bytes(inputs, config.get("ingest", "webhdfs")),
+        "s3a": bool(on_s3),
     }
+    no_s3a = f"error: {on_s3[0] if on_s3 else ''} is on S3, but Hadoop's S3A connector is not on the Spark classpath: "
+    if s3a_missing(settings):
+        err(no_s3a + s3a.FIX)
+        sys.exit(exitcodes.USAGE)
     spark = None if delta_missing(settings) else get_spark(settings)
     if spark is not None and is_connect(spark):  # the settings were checked before (check_target, live_source)
         require_classic(config, classic_for, "the session is a Spark Connect session")
     if settings["format"] == "delta" and (spark is None or not delta_available(spark)):
         err(f"error: storage.format is delta, but Delta Lake is not on the Spark classpath: {DELTA_FIX}")
         sys.exit(exitcodes.USAGE)
+    if on_s3 and not s3a.available(spark):
+        err(no_s3a + s3a.FIX)
+        sys.exit(exitcodes.USAGE)
     _check_default_fs(spark, config.get("storage", "path"))
     return spark
+
+
+def check_s3(config: Config, inputs: list[str] | None = None) -> list[str]:
+    """The warehouse and ``inputs`` that are on S3; a `UsageError` (exit 2) naming the first
+    whose bucket cannot be reached (no or wrong credentials, no such bucket, no endpoint),
+    before Spark starts or anything is written."""
+    from dlq_pipeline.engine.s3a import uses_s3
+    from dlq_pipeline.fs import InputUnreachable, probe
+
+    on_s3 = [p for p in [config.get("storage", "path"), *(inputs or [])] if uses_s3([p])]
+    for uri in on_s3:
+        try:
+            probe(uri)
+        except InputUnreachable as exc:
+            raise UsageError(str(exc)) from None
+    return on_s3
 
 
 def _check_default_fs(spark, path: str) -> None:
@@ -420,6 +463,7 @@ def writing(config: Config, command: str, run_id: str = "", inputs: list[str] | 
     from dlq_pipeline.warehouse.locks import writer_lock
 
     storage = StorageSettings.from_config(config)
+    check_s3(config, inputs)
     try:
         problem = directory_problem(local_dir(storage.path))
     except PathError:

@@ -134,6 +134,10 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         "html": ((str,), "", "write the HTML report here"),
         "top": ((int,), 10, "rows in top-N tables"),
     },
+    "s3": {
+        "endpoint": ((str,), "", 'S3-compatible endpoint URL for Spark and Python ("" = AWS_ENDPOINT_URL, else AWS)'),
+        "region": ((str,), "", 'region of the buckets ("" = AWS_REGION, else the AWS SDKs\' default)'),
+    },
     "privacy": {
         "redact_payloads": ((bool,), False, "never show message bodies (notebooks, inspect --config)"),
     },

@@ -32,7 +32,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from dlq_pipeline.warehouse.delta import cache_root
+from dlq_pipeline.engine.jars import cache_root
 
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # a mismatch or a dump says nothing on stderr
 BUILD_TIMEOUT_S = 900

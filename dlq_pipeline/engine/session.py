@@ -21,7 +21,7 @@ from typing import Any, cast
 
 from pyspark.sql import SparkSession
 
-from dlq_pipeline.engine import class_archive, jvm_reader
+from dlq_pipeline.engine import class_archive, jvm_reader, s3a
 from dlq_pipeline.warehouse.delta import cached_jars
 
 log = logging.getLogger(__name__)
@@ -100,6 +100,7 @@ def _settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
         "work_bytes",
         "quick_jit_bytes",
         "class_archive",
+        "s3a",
     }
     if unknown:
         raise ValueError(f"get_spark: unknown settings {sorted(unknown)}")
@@ -238,6 +239,11 @@ def session_conf(
     delta = s.get("format") == "delta"
     if delta and not _delta_jars_present(conf):
         jars += cached_jars()
+    if s.get("s3a"):  # a path on S3: the connector, pointed where the Python side points
+        if not s3a.listed(conf):
+            jars += s3a.cached_jars()
+        for key, value in s3a.spark_conf().items():
+            conf.setdefault(key, value)  # the user's own S3A settings win
     if jars:
         # A local JVM is its own executor: the jars go on its class path, where the class
         # archive maps their classes too (`dlq_pipeline.engine.class_archive`); other masters
@@ -382,9 +388,10 @@ def get_spark(settings: Mapping[str, Any] | None = None) -> SparkSession:
     ``sc://host:port``, default ``$SPARK_REMOTE``; `connect_conf`), ``app_name``, ``spark_conf`` (extra Spark
     settings, overriding the defaults), ``format`` (``"delta"`` adds Delta's extension and
     catalog when Delta is available), ``log_level`` (default WARN), ``work_bytes`` and
-    ``quick_jit_bytes`` (a small command's JVM compiles with C1 only: `quick_jit`), and
+    ``quick_jit_bytes`` (a small command's JVM compiles with C1 only: `quick_jit`),
     ``class_archive`` (the JVM class archive a local JVM maps; default: the one
-    `dlq_pipeline.engine.class_archive` built for this Java and pyspark, if any).
+    `dlq_pipeline.engine.class_archive` built for this Java and pyspark, if any), and ``s3a``
+    (a path is on S3: Hadoop's S3A connector and its settings, `dlq_pipeline.engine.s3a`).
 
     An existing session (Databricks, a notebook, spark-submit) is returned as it is, apart
     from ``spark_conf`` entries that can be changed at runtime: it belongs to the caller.
@@ -481,3 +488,13 @@ def delta_missing(settings: Mapping[str, Any] | None = None) -> bool:
     if s.get("format") != "delta" or remote_url(s) or SparkSession.getActiveSession() is not None:
         return False  # a Connect server (or an active session) has its own classpath
     return DELTA_EXTENSION not in session_conf(s, launcher_conf()).get("spark.sql.extensions", "").split(",")
+
+
+def s3a_missing(settings: Mapping[str, Any] | None = None) -> bool:
+    """A path is on S3 (``s3a``) but a session ``get_spark`` would build could not load S3A:
+    the CLI's exit 2 *before* a JVM starts. An active session is judged by
+    `dlq_pipeline.engine.s3a.available`."""
+    s = _settings(settings)
+    if not s.get("s3a") or remote_url(s) or SparkSession.getActiveSession() is not None:
+        return False
+    return not s3a.listed(session_conf(s, launcher_conf()))  # the cached jars are listed there when fetched

@@ -24,8 +24,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dlq_pipeline.engine.jars import cache_root
 from dlq_pipeline.engine.session import QUICK_JIT_OPTION
-from dlq_pipeline.warehouse.delta import cache_root
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO / "tests" / "java" / "MiniHdfs.java"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from dlq_pipeline.engine import class_archive
+from dlq_pipeline.engine.jars import JARS_ENV, cache_root
 from dlq_pipeline.engine.session import local_classpath
-from dlq_pipeline.warehouse.delta import JARS_ENV, cache_root
 
 pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]
