@@ -8,7 +8,7 @@ dmpmqmsg files are written through it too (see "Writing" below). Every place a f
 ``/data/x``, ``file:/data/x``, ``dbfs:/x``,  Python's own files (``dbfs:/x`` through the
 ``/Volumes/...``                             ``/dbfs`` mount): what every node mounts
 ``hdfs://nn[:port]/x``                       WebHDFS at the NameNode's HTTP address
-                                             (``ingest.webhdfs``, default ``http://nn:9870``)
+                                             (``hdfs.webhdfs``, default ``http://nn:9870``)
 ``webhdfs://nn:httpport/x``, ``swebhdfs://`` WebHDFS (Hadoop's own URI for it; https for swebhdfs)
 ``s3a://b/x`` (``s3://``, ``s3n://``)        ``pyarrow.fs.S3FileSystem``
 ``gs://b/x``                                 ``pyarrow.fs.GcsFileSystem``
@@ -27,9 +27,10 @@ Why not one of the other routes (docs/deploy.md "Inputs"):
   read from any offset, streaming.
 - ``pyarrow.fs`` has S3, GCS and Azure built in (pyarrow is already a dependency), so the
   object stores need nothing more. Their credentials come from each node's environment (the
-  standard AWS/Google/Azure variables, instance profiles, managed identities), not from
-  Spark's ``spark.hadoop.fs.*`` settings: set them on executors with ``spark.executorEnv.*``.
-  ``AWS_ENDPOINT_URL`` (or ``AWS_ENDPOINT_URL_S3``) points S3 at another endpoint.
+  standard AWS/Google/Azure variables, profiles, instance roles, managed identities); for S3
+  Spark's S3A connector is given the same chain, endpoint and region
+  (`dlq_pipeline.engine.s3a`). ``AWS_ENDPOINT_URL`` (or ``AWS_ENDPOINT_URL_S3``) points S3 at
+  another endpoint.
 
 A file is read through a 1 MiB buffer over a seekable stream (one HTTP request per sequential
 run for WebHDFS, ranged reads for object stores), so memory stays what it is for local files.
@@ -51,8 +52,8 @@ half of one:
   id, a partition, a sequence number) and the warehouse has one writer at a time (the lease).
   Permissions do not apply there (the bucket's policy decides).
 
-Tests reach the object-store code with any ``pyarrow.fs`` filesystem (`mount`), as no S3
-server runs on the test machine.
+Unit tests reach the object-store code with any ``pyarrow.fs`` filesystem (`mount`); the
+``s3`` tier runs it against an S3 server (tests/s3/).
 """
 
 from __future__ import annotations
@@ -129,12 +130,12 @@ def reading_url(uri: str, webhdfs: str = "") -> str:
         base = urllib.parse.urlparse(webhdfs)
         scheme = {"http": "webhdfs", "https": "swebhdfs"}.get(base.scheme)
         if scheme is None or not base.netloc:
-            raise ValueError(f"ingest.webhdfs must be http://HOST:PORT or https://HOST:PORT, not {webhdfs!r}")
+            raise ValueError(f"hdfs.webhdfs must be http://HOST:PORT or https://HOST:PORT, not {webhdfs!r}")
         return f"{scheme}://{base.netloc}{parsed.path}"
     if not parsed.hostname:
         raise InputUnreachable(
             f"{uri!r} names no NameNode (hdfs:///path): write hdfs://NAMENODE/path or set "
-            "ingest.webhdfs to the NameNode's HTTP address"
+            "hdfs.webhdfs to the NameNode's HTTP address"
         )
     return f"webhdfs://{parsed.hostname}:{WEBHDFS_PORT}{parsed.path}"
 
@@ -774,6 +775,6 @@ def exists(uri: str) -> bool:
 
 def files_uri(path: str, webhdfs: str = "") -> str:
     """The URI this layer writes ``path`` through (as `reading_url`: ``hdfs://`` becomes the
-    NameNode's WebHDFS address, ``ingest.webhdfs``); a local path stays as it is, absolute."""
+    NameNode's WebHDFS address, ``hdfs.webhdfs``); a local path stays as it is, absolute."""
     plain = plain_path(path)
     return os.path.abspath(plain) if plain is not None else reading_url(path, webhdfs)

@@ -324,7 +324,7 @@ def start_spark(config: Config, classic_for: str = "", inputs: list[str] | None 
         "app_name": s["app_name"],
         "spark_conf": s["conf"],
         "format": config.get("storage", "format"),
-        "work_bytes": None if inputs is None else input_bytes(inputs, config.get("ingest", "webhdfs")),
+        "work_bytes": None if inputs is None else input_bytes(inputs, config.get("hdfs", "webhdfs")),
         "s3a": bool(on_s3),
     }
     no_s3a = f"error: {on_s3[0] if on_s3 else ''} is on S3, but Hadoop's S3A connector is not on the Spark classpath: "
@@ -463,7 +463,6 @@ def writing(config: Config, command: str, run_id: str = "", inputs: list[str] | 
     from dlq_pipeline.warehouse.locks import writer_lock
 
     storage = StorageSettings.from_config(config)
-    check_s3(config, inputs)
     try:
         problem = directory_problem(local_dir(storage.path))
     except PathError:
@@ -472,6 +471,7 @@ def writing(config: Config, command: str, run_id: str = "", inputs: list[str] | 
         err(f"error: the warehouse storage.path {storage.path!r} cannot be used: {problem}")
         sys.exit(exitcodes.USAGE)
     lock = writer_lock(storage, command=command, run_id=run_id)  # LockUnavailable: exit 2
+    check_s3(config, inputs)  # the buckets reached, before the lock file is written
     lock.__enter__()  # LockHeld: exit 1 naming the holder
     try:
         with spark_errors(config), _leased(config, storage, command, run_id, inputs):

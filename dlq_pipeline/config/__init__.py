@@ -75,13 +75,6 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         "split_bytes": ((int,), DEFAULT_SPLIT_BYTES, "a dump larger than this is split across tasks"),
         "max_line_length": ((int,), MAX_LINE_LENGTH, "longest dump line accepted (bytes)"),
         "max_message_bytes": ((int,), MQ_MAX_MESSAGE_BYTES, "largest message accepted (MQ's maximum, 100 MB)"),
-        "webhdfs": (
-            (str,),
-            "",
-            "NameNode HTTP address (WebHDFS) the pipeline's Python reaches hdfs:// "
-            "paths through (inputs, the warehouse's checkpoints and fence files, dir: targets), "
-            'e.g. http://namenode:9870; "" = port 9870 of the hdfs:// URI\'s host',
-        ),
         "reader": (
             (str,),
             "auto",
@@ -133,6 +126,15 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
     "report": {
         "html": ((str,), "", "write the HTML report here"),
         "top": ((int,), 10, "rows in top-N tables"),
+    },
+    "hdfs": {
+        "webhdfs": (
+            (str,),
+            "",
+            "NameNode HTTP address (WebHDFS) the pipeline's Python reaches hdfs:// "
+            "paths through (inputs, the warehouse's checkpoints and fence files, dir: targets), "
+            'e.g. http://namenode:9870; "" = port 9870 of the hdfs:// URI\'s host',
+        ),
     },
     "s3": {
         "endpoint": ((str,), "", 'S3-compatible endpoint URL for Spark and Python ("" = AWS_ENDPOINT_URL, else AWS)'),

@@ -34,7 +34,7 @@ class StorageSettings:
     lock: bool = True
     lease_seconds: float = 120.0
     lease_wait: float = 0.0
-    webhdfs: str = ""  # ingest.webhdfs: how the pipeline's Python reaches an hdfs:// warehouse (checkpoints, fence)
+    webhdfs: str = ""  # hdfs.webhdfs: how the pipeline's Python reaches an hdfs:// warehouse (checkpoints, fence)
 
     @classmethod
     def from_config(cls, config) -> StorageSettings:
@@ -47,7 +47,7 @@ class StorageSettings:
             lock=s["lock"],
             lease_seconds=float(s["lease_seconds"]),
             lease_wait=float(s["lease_wait"]),
-            webhdfs=config.get("ingest", "webhdfs"),
+            webhdfs=config.get("hdfs", "webhdfs"),
         )
 
 
@@ -59,7 +59,7 @@ class IngestSettings:
     split_bytes: int = DEFAULT_SPLIT_BYTES
     max_line_length: int = MAX_LINE_LENGTH
     max_message_bytes: int = MQ_MAX_MESSAGE_BYTES
-    webhdfs: str = ""  # the NameNode's HTTP address for hdfs:// inputs; "" = http://NAMENODE:9870
+    webhdfs: str = ""  # hdfs.webhdfs: the NameNode's HTTP address for hdfs:// inputs; "" = http://NAMENODE:9870
     reader: str = "auto"  # auto: the JVM reader where the session has it (engine.jvm_reader); python
 
     @classmethod
@@ -69,7 +69,7 @@ class IngestSettings:
             split_bytes=s["split_bytes"],
             max_line_length=s["max_line_length"],
             max_message_bytes=s["max_message_bytes"],
-            webhdfs=s["webhdfs"],
+            webhdfs=config.get("hdfs", "webhdfs"),
             reader=s["reader"],
         )
 

@@ -54,7 +54,7 @@ def _listing_queue(path: str) -> str | None:
 
 def plan_work(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES, webhdfs: str = "") -> list[FileSplit]:
     """The splits of the files ``paths`` names, planned on the driver; reads only file heads.
-    ``webhdfs``: the NameNode's HTTP address for ``hdfs://`` inputs (``ingest.webhdfs``)."""
+    ``webhdfs``: the NameNode's HTTP address for ``hdfs://`` inputs (``hdfs.webhdfs``)."""
     if split_bytes < 1:
         raise ValueError("split_bytes must be positive")
     items: list[FileSplit] = []

@@ -502,7 +502,7 @@ def open_target(
     """The `Target` for ``spec``; ``warehouse`` holds ``_sim/`` (a file system path);
     ``qmgrs`` are the client settings per queue manager (``[mq.qmgrs]``) an ``mq:`` target
     needs; ``file_mode`` the ``dir:`` files' permissions; ``webhdfs`` the NameNode's HTTP
-    address for a ``dir:hdfs://...`` target (``ingest.webhdfs``)."""
+    address for a ``dir:hdfs://...`` target (``hdfs.webhdfs``)."""
     kind, arg = parse_target(spec)
     if kind == "dry-run":
         return Target(spec, kind)

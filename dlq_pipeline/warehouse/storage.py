@@ -299,7 +299,7 @@ class Storage:
         self.catalog = catalog or None
         self.schema = schema or None
         self.as_of_time = as_utc(as_of)
-        self.webhdfs = webhdfs  # the NameNode's HTTP address for an hdfs:// path (ingest.webhdfs)
+        self.webhdfs = webhdfs  # the NameNode's HTTP address for an hdfs:// path (hdfs.webhdfs)
         self._files = _Files(spark, self.path)
         self._evolved: set[str] = set()  # Delta tables checked for columns declared since they were created
 

@@ -53,7 +53,8 @@ def ingest(
         {
             "spark": spark,
             "storage": {"path": str(warehouse)},
-            "ingest": {"split_bytes": 65536, "webhdfs": webhdfs, "reader": reader},
+            "ingest": {"split_bytes": 65536, "reader": reader},
+            "hdfs": {"webhdfs": webhdfs},
         },
     )
     done = cli(["ingest", "--config", str(config), "--json", inputs], env, tmp)

@@ -134,7 +134,7 @@ def local_run(spark, dumps, tmp_path_factory) -> dict:
     config = load_config(
         REPO / "conf" / "dlq-pipeline.toml",
         profile="cluster",
-        overrides={"storage": {"path": str(root / "warehouse")}, "ingest": {"webhdfs": ""}},
+        overrides={"storage": {"path": str(root / "warehouse")}, "hdfs": {"webhdfs": ""}},
     )
     summary = run_pipeline(
         spark,

@@ -70,7 +70,7 @@ def _config(tmp_path: Path, bed, name: str, *, wait: float, crash_at: str | None
                 "lease_seconds": LEASE_SECONDS,
                 "lease_wait": wait,
             },
-            "ingest": {"webhdfs": bed.hdfs.http},
+            "hdfs": {"webhdfs": bed.hdfs.http},
             "replay": {"batch_size": BATCH, "max_connections": 1},
         },
     )

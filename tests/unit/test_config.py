@@ -37,7 +37,7 @@ def test_shipped_example_is_valid_in_every_profile():
         cluster.get("storage", "format"),
         cluster.get("storage", "path"),
         cluster.get("storage", "lock"),
-        cluster.get("ingest", "webhdfs"),
+        cluster.get("hdfs", "webhdfs"),
     ) == ("delta", "hdfs://NAMENODE:8020/dlq-pipeline/warehouse", False, "http://NAMENODE:9870")
 
 
@@ -163,7 +163,7 @@ def test_dir_mode_is_checked_and_reaches_the_replay_and_storage_settings():
         with pytest.raises(ConfigError) as caught:
             load_config(overrides={"replay": {"dir_mode": bad}})
         assert caught.value.problems == [f"<defaults>: 'replay.dir_mode' {problem}"]
-    webhdfs = load_config(overrides={"ingest": {"webhdfs": "http://nn:50070"}})
+    webhdfs = load_config(overrides={"hdfs": {"webhdfs": "http://nn:50070"}})
     assert StorageSettings.from_config(webhdfs).webhdfs == "http://nn:50070"  # the warehouse's files go there too
 
 

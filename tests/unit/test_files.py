@@ -34,7 +34,7 @@ def test_reading_url_maps_hdfs_to_webhdfs_and_leaves_the_rest(uri, webhdfs, url)
 
 
 def test_reading_url_rejects_what_cannot_name_a_namenode():
-    with pytest.raises(ValueError, match="ingest.webhdfs must be"):
+    with pytest.raises(ValueError, match="hdfs.webhdfs must be"):
         reading_url("hdfs://nn/x", "nn:9870")
     with pytest.raises(InputUnreachable, match="hdfs:///data"):
         reading_url("hdfs:///data/x", "")
