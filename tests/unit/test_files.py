@@ -16,7 +16,8 @@ from dlq_pipeline.dumps.dmpmqmsg import plan_splits, read_dump
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.dumps.plan import input_bytes, plan_work
 from dlq_pipeline.dumps.sources import expand_paths
-from dlq_pipeline.fs import InputNotFound, InputUnreachable, _ArrowRaw, is_local, list_files, reading_url
+from dlq_pipeline.fs import InputNotFound, InputUnreachable, is_local, list_files, reading_url
+from dlq_pipeline.fs.objectstore import ArrowRaw
 
 
 @pytest.mark.parametrize(
@@ -81,7 +82,7 @@ def test_a_dump_read_through_the_stream_adapter_splits_as_the_local_file(tmp_pat
     local = pafs.LocalFileSystem()
     for start, end in plan_splits(dump, 3000):
         expected = list(read_dump(dump, name="d", start=start, end=end))
-        with io.BufferedReader(_ArrowRaw(local.open_input_file(str(dump))), 1 << 20) as f:
+        with io.BufferedReader(ArrowRaw(local.open_input_file(str(dump))), 1 << 20) as f:
             assert list(read_dump(f, name="d", start=start, end=end)) == expected
     assert len(plan_splits(dump, 3000)) > 3
 

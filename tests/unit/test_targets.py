@@ -208,18 +208,18 @@ def _dir_items():
 def test_local_dir_target_links_its_dumps_into_place_without_copying_them(tmp_path, monkeypatch):
     """A partition's dump can be as large as its messages twice over (hex): on the local
     filesystem it is written once, in scratch space, and linked into staging and place."""
-    from dlq_pipeline import fs as files
+    from dlq_pipeline.fs import local
 
     copied = run(open_target(f"dir:{tmp_path / 'copied' / 'out'}", warehouse=tmp_path), _dir_items())
 
-    copy = files._copy
+    copy = local.copy_source
 
     def no_file_copy(source, out):
         if isinstance(source, str):
             raise AssertionError(f"copied {source}")
         copy(source, out)  # small records (the checkpoint's) are written from bytes
 
-    monkeypatch.setattr(files, "_copy", no_file_copy)
+    monkeypatch.setattr(local, "copy_source", no_file_copy)
     monkeypatch.setenv("SPARK_LOCAL_DIRS", str(tmp_path / "scratch"))
     (tmp_path / "scratch").mkdir()
     linked = run(open_target(f"dir:{tmp_path / 'linked' / 'out'}", warehouse=tmp_path), _dir_items())
