@@ -195,6 +195,17 @@ def load_valid_rules(path: str, *, strict: bool = False) -> RulesTable:
     return table
 
 
+def staged(progress, name: str, run_id: str, work):
+    """``work()`` run as the stage ``name`` (its start, end and duration logged, its progress
+    shown), with its result's counts (``as_dict``) in the stage's end event; the result."""
+    from dlq_pipeline.runtime.progress import stage
+
+    with stage(progress, name, run_id=run_id) as counts:
+        result = work()
+        counts.update(result.as_dict())
+    return result
+
+
 # --- checks before anything is touched ----------------------------------------------------------
 
 

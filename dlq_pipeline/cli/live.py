@@ -21,6 +21,7 @@ from dlq_pipeline.cli.common import (
     needs_classic,
     open_tables,
     run_id_for,
+    staged,
     start_spark,
     storage_with_tables,
     writing,
@@ -92,8 +93,11 @@ def drain_cmd(source, queue, qmgr, rules_path, mode, limit, run_id, as_json, con
     progress = to_stderr()  # also under --json: stdout is the result
     with writing(config, f"drain ({mode})", run_id):
         spark = start_spark(config, needs_classic(source=live.spec))
-        with stage(progress, "drain", run_id=run_id) as counts:
-            result = drain(
+        result = staged(
+            progress,
+            "drain",
+            run_id,
+            lambda: drain(
                 spark,
                 open_tables(spark, config),
                 live,
@@ -103,8 +107,8 @@ def drain_cmd(source, queue, qmgr, rules_path, mode, limit, run_id, as_json, con
                 batch_size=settings.batch_size,
                 limit=limit,
                 progress=progress,
-            )
-            counts.update(result.as_dict())
+            ),
+        )
     doc = {"run_id": run_id, **result.as_dict()}
     if as_json:
         echo_json(doc)
@@ -134,20 +138,19 @@ def settle_cmd(source, queue, qmgr, rules_path, run_id, as_json, config: Config)
 
     live, warehouse = _live(config, source, queue, qmgr, rules_path)
     run_id = run_id_for(config, run_id)
+    batch_size = DrainSettings.from_config(config).batch_size
     progress = to_stderr()
     with writing(config, "settle", run_id):
         spark = start_spark(config, needs_classic(source=live.spec))
-        with stage(progress, "settle", run_id=run_id) as counts:
-            result = settle(
-                spark,
-                storage_with_tables(spark, config),
-                live,
-                warehouse=warehouse,
-                run_id=run_id,
-                batch_size=DrainSettings.from_config(config).batch_size,
-                progress=progress,
-            )
-            counts.update(result.as_dict())
+        storage = storage_with_tables(spark, config)
+        result = staged(
+            progress,
+            "settle",
+            run_id,
+            lambda: settle(
+                spark, storage, live, warehouse=warehouse, run_id=run_id, batch_size=batch_size, progress=progress
+            ),
+        )
     if as_json:
         echo_json({"run_id": run_id, **result.as_dict()})
     else:

@@ -24,6 +24,7 @@ from dlq_pipeline.cli.common import (
     open_tables,
     run_id_for,
     spark_errors,
+    staged,
     start_spark,
     storage_with_tables,
     writing,
@@ -54,16 +55,19 @@ def ingest_cmd(paths, as_json, config: Config):
     progress = to_stderr()  # also under --json: stdout is the result
     with writing(config, "ingest", run_id, inputs=list(paths)):
         spark = start_spark(config, inputs=list(paths))
-        with stage(progress, "ingest", run_id=run_id) as counts:
-            result = ingest(
+        result = staged(
+            progress,
+            "ingest",
+            run_id,
+            lambda: ingest(
                 spark,
                 open_tables(spark, config),
                 list(paths),
                 run_id=run_id,
                 settings=IngestSettings.from_config(config),
                 progress=progress,
-            )
-            counts.update(result.as_dict())
+            ),
+        )
     doc = {"run_id": run_id, **result.as_dict()}
     if as_json:
         echo_json(doc)

@@ -12,11 +12,13 @@ and `dlq_pipeline.engine.s3a`.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from dlq_pipeline.errors import UsageError
@@ -102,3 +104,33 @@ def fetch(package: str, folder: Path, *, repositories: str | None = None) -> lis
         shutil.rmtree(folder)
     staging.rename(folder)
     return cached(folder)
+
+
+def command(
+    argv: list[str] | None,
+    *,
+    prog: str,
+    what: str,
+    package: Callable[[str | None], str],
+    folder: Callable[[str | None], Path],
+    by_spark_version: bool = False,
+) -> int:
+    """``python -m`` of a package's module: fetch ``what`` (the Maven ``package`` for a Spark
+    version) into ``folder`` once, or print where it is kept; exit 1 on a failed fetch."""
+    parser = argparse.ArgumentParser(prog=prog, description=f"Fetch {what} once (Maven Central).")
+    if by_spark_version:
+        parser.add_argument("--spark-version", help="for this Spark version (default: the installed pyspark)")
+    parser.add_argument("--repositories", help="extra Maven repositories (comma-separated URLs), e.g. a mirror")
+    parser.add_argument("--print-dir", action="store_true", help="only print where the jars are kept")
+    args = parser.parse_args(argv)
+    version = getattr(args, "spark_version", None)
+    try:
+        if args.print_dir:
+            print(folder(version))
+            return 0
+        found = fetch(package(version), folder(version), repositories=args.repositories)
+    except JarsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"{package(version)}: {len(found)} jars in {folder(version)}")
+    return 0

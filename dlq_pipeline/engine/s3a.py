@@ -26,7 +26,6 @@ session gets them, and the settings, only when a path it will use is on S3 (`use
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
@@ -81,10 +80,6 @@ def cached_jars() -> list[str]:
         return []
 
 
-def fetch(*, repositories: str | None = None) -> list[str]:
-    return jars.fetch(package(), jar_dir(), repositories=repositories)
-
-
 def listed(conf: Mapping[str, str]) -> bool:
     """Whether S3A is on a session's classpath by its settings (``--packages``, ``--jars``)."""
     names = " ".join(conf.get(k, "") for k in ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath"))
@@ -135,20 +130,13 @@ def available(spark) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=FETCH_COMMAND, description="Fetch Hadoop's S3A connector once (Maven).")
-    parser.add_argument("--repositories", help="extra Maven repositories (comma-separated URLs), e.g. a mirror")
-    parser.add_argument("--print-dir", action="store_true", help="only print where the jars are kept")
-    args = parser.parse_args(argv)
-    try:
-        if args.print_dir:
-            print(jar_dir())
-            return 0
-        found = fetch(repositories=args.repositories)
-    except jars.JarsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"{package()}: {len(found)} jars in {jar_dir()}")
-    return 0
+    return jars.command(
+        argv,
+        prog=FETCH_COMMAND,
+        what="Hadoop's S3A connector",
+        package=lambda _version: package(),
+        folder=lambda _version: jar_dir(),
+    )
 
 
 if __name__ == "__main__":

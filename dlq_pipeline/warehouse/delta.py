@@ -12,7 +12,6 @@ the same number exist (pip 4.4.1; Maven has 4.4.0), so that lookup fails.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -61,32 +60,10 @@ def cached_jars(version: str | None = None) -> list[str]:
         return []
 
 
-def fetch(version: str | None = None, *, repositories: str | None = None) -> list[str]:
-    """Fetch the Delta package for Spark ``version`` into `jar_dir` (once); return its jars."""
-    try:
-        return jars.fetch(package_for(version), jar_dir(version), repositories=repositories)
-    except DeltaJarsError:
-        raise
-    except jars.JarsError as exc:
-        raise DeltaJarsError(str(exc)) from None
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=FETCH_COMMAND, description="Fetch Delta Lake's jars once (Maven Central).")
-    parser.add_argument("--spark-version", help="for this Spark version (default: the installed pyspark)")
-    parser.add_argument("--repositories", help="extra Maven repositories (comma-separated URLs), e.g. a mirror")
-    parser.add_argument("--print-dir", action="store_true", help="only print where the jars are kept")
-    args = parser.parse_args(argv)
-    try:
-        if args.print_dir:
-            print(jar_dir(args.spark_version))
-            return 0
-        jars = fetch(args.spark_version, repositories=args.repositories)
-    except DeltaJarsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"{package_for(args.spark_version)}: {len(jars)} jars in {jar_dir(args.spark_version)}")
-    return 0
+    return jars.command(
+        argv, prog=FETCH_COMMAND, what="Delta Lake's jars", package=package_for, folder=jar_dir, by_spark_version=True
+    )
 
 
 if __name__ == "__main__":

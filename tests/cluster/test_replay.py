@@ -13,9 +13,6 @@ the writer lease guards the warehouse). 40 messages, all forwarded, in batches o
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 from collections import Counter
 from pathlib import Path
 
@@ -23,11 +20,12 @@ import pytest
 
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.rules.parser import parse_rules
-from dlq_pipeline.runtime.testhooks import CLOCK_SHIFT_ENV, CRASH_AT_ENV, MARKER_ENV
+from dlq_pipeline.runtime.testhooks import CRASH_AT_ENV, MARKER_ENV
 from dlq_pipeline.warehouse.storage import Storage
 from tests.cluster.runs import write_config
 from tests.conftest import require_delta
-from tests.reliability.harness import kill_run, markers, start_run, wait_for
+from tests.reliability.harness import start_run
+from tests.reliability.replay_scenarios import killed_mid_replay_then_rerun, two_runs_at_once
 from tests.reliability.test_crash import expectation, published_keys
 
 RULES = "ACTION(FWD) FWDQ(REPLAYED) HEADER(YES)\n"
@@ -115,16 +113,6 @@ def _start(
     return proc, cwd
 
 
-def _finish(proc, cwd: Path) -> int:
-    """The run's exit status, 3 (attention: the dump's messages without an MQDLH are ignored) as 0."""
-    try:
-        proc.wait(timeout=900)
-    except Exception:
-        kill_run(proc)
-        raise
-    return 0 if proc.returncode == 3 else proc.returncode
-
-
 def _delivered(bed, spark, tmp_path: Path) -> tuple[Counter, Counter]:
     """(message keys in the dir: files on HDFS, message keys the ledger says were delivered)."""
     out = tmp_path / "downloaded"
@@ -153,31 +141,18 @@ def test_a_run_killed_mid_replay_then_run_again_delivers_each_message_once(bed, 
     the rerun are the subject, so they cannot share the suite's session."""
     require_delta(spark)
     dump, rules, expected = dlq
-    proc, cwd = _start(tmp_path, bed, "killed", dump, rules, crash_at="dir-publish-recorded")
-    try:
-        wait_for(proc, lambda: markers(cwd / "markers"), "the replay task's publish record", cwd)
-    finally:
-        stopped = [int(p.name) for p in (cwd / "markers").iterdir() if p.name.isdigit()]
-        kill_run(proc)  # the driver and what it started
-        for pid in stopped:  # the executor's Python worker, stopped at the crash point
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    assert markers(cwd / "markers") == ["dir-publish-recorded"]
-    records = bed.hdfs.list(f"/replay/{tmp_path.name}/wh/_checkpoints/killed")
-    assert [r["pathSuffix"] for r in records] == ["partition-00000"]  # the checkpoint is on HDFS
 
-    shift = tmp_path / "clock-shift"
-    rerun, cwd2 = _start(tmp_path, bed, "rerun", dump, rules, wait=900, extra_env={CLOCK_SHIFT_ENV: str(shift)})
-    waiting = "for the writer lease held by run (pid"
-    wait_for(rerun, lambda: waiting in (cwd2 / "run.log").read_text(errors="replace"), "the rerun waiting", cwd2)
-    shift.write_text(f"{LEASE_SECONDS + 1}")  # the dead run's lease has expired for the rerun
-    assert _finish(rerun, cwd2) == 0, (cwd2 / "run.log").read_text()[-4000:]
-    in_files, in_ledger = _delivered(bed, spark, tmp_path)
-    assert in_files == expected and in_ledger == expected  # every message once, none twice
-    summary = json.loads([line for line in (cwd2 / "run.log").read_text().splitlines() if line.startswith("{")][-1])
-    assert summary["outcomes"].get("delivered", 0) == 0  # the dead run's publish, recovered, was everything
+    def checkpoints(run: str) -> list[str]:
+        return [r["pathSuffix"] for r in bed.hdfs.list(f"/replay/{tmp_path.name}/wh/_checkpoints/{run}")]
+
+    killed_mid_replay_then_rerun(
+        lambda name, **how: _start(tmp_path, bed, name, dump, rules, **how),
+        lambda: _delivered(bed, spark, tmp_path),
+        checkpoints,
+        expected,
+        LEASE_SECONDS,
+        tmp_path,
+    )
 
 
 def test_two_concurrent_runs_on_one_hdfs_warehouse_deliver_each_message_once(bed, dlq, tmp_path, spark):
@@ -185,12 +160,8 @@ def test_two_concurrent_runs_on_one_hdfs_warehouse_deliver_each_message_once(bed
     own executors), kept apart by the Delta writer lease on HDFS."""
     require_delta(spark)
     dump, rules, expected = dlq
-    first = _start(tmp_path, bed, "first", dump, rules)
-    second = _start(tmp_path, bed, "second", dump, rules)
-    codes = [_finish(*first), _finish(*second)]
-    logs = [(cwd / "run.log").read_text() for _, cwd in (first, second)]
-    assert sorted(codes) in ([0, 0], [0, 1]), logs
-    if 1 in codes:
-        assert "lease" in logs[codes.index(1)], logs  # refused by the writer lease, naming it
-    in_files, in_ledger = _delivered(bed, spark, tmp_path)
-    assert in_files == expected and in_ledger == expected
+    two_runs_at_once(
+        lambda name, **how: _start(tmp_path, bed, name, dump, rules, **how),
+        lambda: _delivered(bed, spark, tmp_path),
+        expected,
+    )

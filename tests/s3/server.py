@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,14 +14,10 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.cluster.bed import free_port
+
 REGION = "us-east-1"
 _SETUP_REQUESTS = 3  # create the user, its key and its policy: unauthenticated; nothing after
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -93,7 +88,7 @@ class S3Server:
 
 def start(log: Path) -> S3Server:
     """Start moto's server and make the user the tests sign with (allowed everything)."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(_SETUP_REQUESTS)}
     with open(log, "wb") as out:
         process = subprocess.Popen(

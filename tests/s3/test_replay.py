@@ -14,9 +14,6 @@ of 5:
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 from collections import Counter
 from pathlib import Path
 
@@ -24,10 +21,10 @@ import pytest
 
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.rules.parser import parse_rules
-from dlq_pipeline.runtime.testhooks import CLOCK_SHIFT_ENV
 from dlq_pipeline.warehouse.storage import Storage
 from tests.cluster.runs import write_config
-from tests.reliability.harness import kill_run, markers, start_run, wait_for
+from tests.reliability.harness import start_run
+from tests.reliability.replay_scenarios import killed_mid_replay_then_rerun, two_runs_at_once
 from tests.reliability.test_crash import expectation, published_keys
 
 RULES = "ACTION(FWD) FWDQ(REPLAYED) HEADER(YES)\n"
@@ -49,17 +46,9 @@ def dlq(s3, tmp_path_factory):
     return s3.upload(root / "dumps", BUCKET, "dumps"), rules, Counter(p[4] for p in puts)
 
 
-def _start(
-    tmp_path: Path,
-    s3,
-    name: str,
-    dump: str,
-    rules: Path,
-    *,
-    wait: float = 0,
-    crash_at: str | None = None,
-    extra_env: dict | None = None,
-):
+def _start(tmp_path: Path, s3, name: str, dump: str, rules: Path, **how):
+    """`run` with run id ``name`` on the bucket's warehouse; ``how`` as in
+    tests/reliability/replay_scenarios.py (``wait``, ``crash_at``, ``extra_env``)."""
     cwd = tmp_path / name
     cwd.mkdir()
     config = write_config(
@@ -70,27 +59,17 @@ def _start(
                 "format": "delta",
                 "path": f"s3a://{BUCKET}/{tmp_path.name}/wh",
                 "lease_seconds": LEASE_SECONDS,
-                "lease_wait": wait,
+                "lease_wait": how.get("wait", 0),
             },
             "replay": {"batch_size": BATCH, "max_connections": 1},
         },
     )
     env = {k: v for k, v in s3.env().items() if k.startswith("AWS_")}
-    env.update(extra_env or {})
+    env.update(how.get("extra_env") or {})
     args = ["run", "--config", str(config), "--rules", str(rules), "--run-id", name, "--json"]
     args += ["--target", f"dir:s3a://{BUCKET}/{tmp_path.name}/out", "--input", dump]
-    proc = start_run(args, crash_at=crash_at, marker_dir=cwd / "markers", cwd=cwd, extra_env=env)
+    proc = start_run(args, crash_at=how.get("crash_at"), marker_dir=cwd / "markers", cwd=cwd, extra_env=env)
     return proc, cwd
-
-
-def _finish(proc, cwd: Path) -> int:
-    """The run's exit status, 3 (attention) as 0."""
-    try:
-        proc.wait(timeout=900)
-    except Exception:
-        kill_run(proc)
-        raise
-    return 0 if proc.returncode == 3 else proc.returncode
 
 
 def _delivered(s3, spark, tmp_path: Path) -> tuple[Counter, Counter]:
@@ -109,43 +88,27 @@ def test_a_run_killed_mid_replay_then_run_again_delivers_each_message_once(s3, d
     bucket; the first is killed once its replay task has recorded a publish. The processes,
     the kill and the rerun are the subject, so they cannot share the suite's session."""
     dump, rules, expected = dlq
-    proc, cwd = _start(tmp_path, s3, "killed", dump, rules, crash_at="dir-publish-recorded")
-    try:
-        wait_for(proc, lambda: markers(cwd / "markers"), "the replay task's publish record", cwd)
-    finally:
-        stopped = [int(p.name) for p in (cwd / "markers").iterdir() if p.name.isdigit()]
-        kill_run(proc)  # the driver and what it started
-        for pid in stopped:  # the Python worker, stopped at the crash point
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    assert markers(cwd / "markers") == ["dir-publish-recorded"]
-    records = [k for k in s3.keys(BUCKET, f"{tmp_path.name}/wh/_checkpoints/killed/") if not k.endswith("/")]
-    assert records and all("/partition-00000/" in key for key in records)  # the checkpoint is in the bucket
 
-    shift = tmp_path / "clock-shift"
-    rerun, cwd2 = _start(tmp_path, s3, "rerun", dump, rules, wait=900, extra_env={CLOCK_SHIFT_ENV: str(shift)})
-    waiting = "for the writer lease held by run (pid"
-    wait_for(rerun, lambda: waiting in (cwd2 / "run.log").read_text(errors="replace"), "the rerun waiting", cwd2)
-    shift.write_text(f"{LEASE_SECONDS + 1}")  # the dead run's lease has expired for the rerun
-    assert _finish(rerun, cwd2) == 0, (cwd2 / "run.log").read_text()[-4000:]
-    in_files, in_ledger = _delivered(s3, spark, tmp_path)
-    assert in_files == expected and in_ledger == expected  # every message once, none twice
-    summary = json.loads([line for line in (cwd2 / "run.log").read_text().splitlines() if line.startswith("{")][-1])
-    assert summary["outcomes"].get("delivered", 0) == 0  # the dead run's publish, recovered, was everything
+    def checkpoints(run: str) -> list[str]:
+        prefix = f"{tmp_path.name}/wh/_checkpoints/{run}/"
+        return sorted({k[len(prefix) :].split("/")[0] for k in s3.keys(BUCKET, prefix) if not k.endswith("/")})
+
+    killed_mid_replay_then_rerun(
+        lambda name, **how: _start(tmp_path, s3, name, dump, rules, **how),
+        lambda: _delivered(s3, spark, tmp_path),
+        checkpoints,
+        expected,
+        LEASE_SECONDS,
+        tmp_path,
+    )
 
 
 def test_two_concurrent_runs_on_one_s3_warehouse_deliver_each_message_once(s3, dlq, tmp_path, spark):
     """About a minute: two `run` processes at once on one warehouse in the bucket, kept apart
     by the Delta writer lease."""
     dump, rules, expected = dlq
-    first = _start(tmp_path, s3, "first", dump, rules)
-    second = _start(tmp_path, s3, "second", dump, rules)
-    codes = [_finish(*first), _finish(*second)]
-    logs = [(cwd / "run.log").read_text() for _, cwd in (first, second)]
-    assert sorted(codes) in ([0, 0], [0, 1]), logs
-    if 1 in codes:
-        assert "lease" in logs[codes.index(1)], logs  # refused by the writer lease, naming it
-    in_files, in_ledger = _delivered(s3, spark, tmp_path)
-    assert in_files == expected and in_ledger == expected
+    two_runs_at_once(
+        lambda name, **how: _start(tmp_path, s3, name, dump, rules, **how),
+        lambda: _delivered(s3, spark, tmp_path),
+        expected,
+    )
