@@ -237,6 +237,7 @@ def check_target(target: str, config: Config) -> None:
         qmgrs=mq_qmgrs(config),
         webhdfs=storage.webhdfs,
         file_mode=ReplaySettings.from_config(config).dir_mode,
+        sim_dir=ReplaySettings.from_config(config).sim_dir,
     ).preflight()
 
 

@@ -31,7 +31,7 @@ from dlq_pipeline.cli.common import (
 )
 from dlq_pipeline.cli.generate import Size
 from dlq_pipeline.config import Config
-from dlq_pipeline.config.settings import ClassifySettings, IngestSettings, ReportSettings, RunSettings
+from dlq_pipeline.config.settings import ClassifySettings, IngestSettings, ReplaySettings, ReportSettings, RunSettings
 from dlq_pipeline.runtime import exitcodes
 from dlq_pipeline.runtime.progress import stage, to_stderr
 
@@ -358,7 +358,7 @@ def demo_cmd(config, out, count, seed, files, max_size, rules_path, target):
         err(f"generating {count} messages (seed {seed}) into {out_dir / 'dumps'}")
         paths = write_generated(out_dir / "dumps", count, seed, files=files, max_size=max_size)
         if target.startswith("sim:"):
-            _prepare_demo_sim(warehouse, target)
+            _prepare_demo_sim(warehouse, target, ReplaySettings.from_config(config).sim_dir)
         spark = start_spark(config)
         summary = run_pipeline(
             spark,
@@ -378,13 +378,13 @@ def demo_cmd(config, out, count, seed, files, max_size, rules_path, target):
     click.echo(f"warehouse:   {warehouse}")
 
 
-def _prepare_demo_sim(warehouse: Path, target: str) -> None:
+def _prepare_demo_sim(warehouse: Path, target: str, sim_dir: str) -> None:
     """The demo's simulated queue manager stands for a whole MQ network: RETRY puts go to
     the queue managers named in the dead-letter headers, so it accepts any remote name."""
     from dlq_pipeline.mq.sim import SimQueueManager
     from dlq_pipeline.replay.targets import open_target
 
-    sim = open_target(target, warehouse=warehouse)
+    sim = open_target(target, warehouse=warehouse, sim_dir=sim_dir)
     SimQueueManager(sim.location, sim.name).configure({"remote_qmgrs": ["*"]})
 
 

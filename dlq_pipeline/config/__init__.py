@@ -115,6 +115,12 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
             'permissions of the dmpmqmsg files a dir: target writes (octal); "0640" lets '
             "the owner's group (e.g. mqm) read them, directories made get r-x to match",
         ),
+        "sim_dir": (
+            (str,),
+            "",
+            "directory of the simulated queue managers' databases (sim: targets); a file system path "
+            'every executor opens; "" = WAREHOUSE/_sim (the warehouse must then be a file system path)',
+        ),
     },
     "drain": {
         "source": ((str,), "", "live DLQ mq:QMGR | sim:NAME the drain and settle commands work on"),

@@ -106,6 +106,7 @@ class ReplaySettings:
     connections_per_qmgr: int = 1
     async_put: bool = True
     dir_mode: int = 0o600  # the dir: target's files (replay.dir_mode, checked by the configuration)
+    sim_dir: str = ""  # the sim: targets' databases; "" = WAREHOUSE/_sim
 
     @classmethod
     def from_config(cls, config) -> ReplaySettings:
@@ -122,6 +123,7 @@ class ReplaySettings:
             connections_per_qmgr=r["connections_per_qmgr"],
             async_put=r["async_put"],
             dir_mode=int(r["dir_mode"], 8),
+            sim_dir=r["sim_dir"],
         )
 
 

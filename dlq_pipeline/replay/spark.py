@@ -467,7 +467,12 @@ def replay(
     check_run_id(run_id)
     now = as_utc(now)
     chosen = open_target(
-        target, warehouse=storage.path, qmgrs=qmgrs, file_mode=settings.dir_mode, webhdfs=storage.webhdfs
+        target,
+        warehouse=storage.path,
+        qmgrs=qmgrs,
+        file_mode=settings.dir_mode,
+        webhdfs=storage.webhdfs,
+        sim_dir=settings.sim_dir,
     )
     chosen.preflight()
     root = files.join(storage.files_root, CHECKPOINTS_DIR)

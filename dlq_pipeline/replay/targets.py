@@ -498,8 +498,10 @@ def open_target(
     qmgrs: Mapping[str, Mapping] | None = None,
     file_mode: int = FILE_MODE,
     webhdfs: str = "",
+    sim_dir: str = "",
 ) -> Target:
-    """The `Target` for ``spec``; ``warehouse`` holds ``_sim/`` (a file system path);
+    """The `Target` for ``spec``; ``warehouse`` holds ``_sim/`` (a file system path) unless
+    ``sim_dir`` (``replay.sim_dir``) names the simulated queue managers' directory;
     ``qmgrs`` are the client settings per queue manager (``[mq.qmgrs]``) an ``mq:`` target
     needs; ``file_mode`` the ``dir:`` files' permissions; ``webhdfs`` the NameNode's HTTP
     address for a ``dir:hdfs://...`` target (``hdfs.webhdfs``)."""
@@ -512,8 +514,14 @@ def open_target(
         except (ValueError, OSError) as exc:
             raise TargetError(f"target {spec}: {exc}") from None
     if kind == "sim":
-        where = local_warehouse(os.fspath(warehouse))
-        return Target(spec, kind, location=str(where / "_sim" / f"{arg}.sqlite"), name=arg)
+        if not sim_dir:
+            where = local_warehouse(os.fspath(warehouse)) / "_sim"
+        else:
+            try:
+                where = local_dir(sim_dir, needed_for="replay.sim_dir")
+            except PathError as exc:
+                raise TargetError(f"target {spec}: {exc}") from None
+        return Target(spec, kind, location=str(where / f"{arg}.sqlite"), name=arg)
     qmgrs = qmgrs or {}
     if arg not in qmgrs:
         raise TargetError(

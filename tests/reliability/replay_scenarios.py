@@ -7,6 +7,11 @@ runs started at once. Each tier gives its way to start a run and to read what wa
 (the process, its working directory, where ``run.log`` is); ``delivered()`` returns (the
 message keys in the ``dir:`` files, those the ledger says were delivered), as Counters;
 ``checkpoints(name)`` the partitions whose checkpoint run ``name`` recorded.
+
+The kill lands at ``crash_at``: by default once a ``dir:`` partition has recorded the publish
+of its files and renamed none of them (the rerun then finds everything to publish in the
+checkpoint, and puts nothing itself); ``replay-batch:N`` stops a put target's partition once
+its N-th batch is committed and checkpointed (the rerun puts the rest).
 """
 
 from __future__ import annotations
@@ -40,10 +45,12 @@ def killed_mid_replay_then_rerun(
     expected: Counter,
     lease_seconds: int,
     tmp_path: Path,
-) -> None:
-    proc, cwd = start("killed", crash_at=CRASH_POINT)
+    crash_at: str = CRASH_POINT,
+) -> dict:
+    """The rerun's summary (``run --json``)."""
+    proc, cwd = start("killed", crash_at=crash_at)
     try:
-        wait_for(proc, lambda: markers(cwd / "markers"), "the replay task's publish record", cwd)
+        wait_for(proc, lambda: markers(cwd / "markers"), f"the replay task at {crash_at}", cwd)
     finally:
         stopped = [int(p.name) for p in (cwd / "markers").iterdir() if p.name.isdigit()]
         kill_run(proc)  # the driver and what it started
@@ -52,7 +59,7 @@ def killed_mid_replay_then_rerun(
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-    assert markers(cwd / "markers") == [CRASH_POINT]
+    assert markers(cwd / "markers") == [crash_at.replace(":", " ")]  # the point's name and its count
     assert checkpoints("killed") == ["partition-00000"]  # the checkpoint is where the warehouse is
 
     from dlq_pipeline.runtime.testhooks import CLOCK_SHIFT_ENV
@@ -66,7 +73,9 @@ def killed_mid_replay_then_rerun(
     in_files, in_ledger = delivered()
     assert in_files == expected and in_ledger == expected  # every message once, none twice
     summary = json.loads([line for line in (cwd2 / "run.log").read_text().splitlines() if line.startswith("{")][-1])
-    assert summary["outcomes"].get("delivered", 0) == 0  # the dead run's publish, recovered, was everything
+    if crash_at == CRASH_POINT:
+        assert summary["outcomes"].get("delivered", 0) == 0  # the dead run's publish, recovered, was everything
+    return summary
 
 
 def two_runs_at_once(start: Callable, delivered: Callable[[], tuple[Counter, Counter]], expected: Counter) -> None:
