@@ -5,8 +5,8 @@ through the package's build backend (tools/build_backend.py), which compiles the
 into it. Installed into a virtual environment with the `spark` extra's packages and nothing of
 this checkout, its ``dlq-pipeline run`` on a generated DLQ, started from a directory outside
 the repository, reads the dumps with the JVM reader, decides exactly what a run of this
-checkout decides, and leaves the installed package's files as they were (nothing is compiled
-or written into it at run time).
+checkout decides; its ``demo`` runs there too; and both leave the installed package's files
+as they were (nothing is compiled or written into it at run time).
 """
 
 from __future__ import annotations
@@ -55,9 +55,9 @@ def decisions(spark, warehouse: Path) -> list[tuple]:
 
 
 def test_a_plain_pip_wheel_carries_the_jvm_reader_and_runs_installed(spark, tmp_path):
-    """About two minutes: a wheel build in pip's isolated build environment (pyspark installed
-    there for javac), the install, and a `run` in a fresh process: the installed package is
-    the subject."""
+    """About two and a half minutes: a wheel build in pip's isolated build environment
+    (pyspark installed there for javac), the install, and a `run` and a `demo` in fresh
+    processes: the installed package is the subject."""
     clone = tmp_path / "clone"  # the repository's files, without anything a build left in the checkout
     listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
     for name in filter(None, listed.decode().split("\0")):
@@ -101,9 +101,19 @@ def test_a_plain_pip_wheel_carries_the_jvm_reader_and_runs_installed(spark, tmp_
             text=True,
             timeout=600,
         )
+        demo = subprocess.run(
+            [str(root / "bin" / "dlq-pipeline"), "demo", "--out", "demo", "--count", "200"],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         after = package_files(installed)
     assert done.returncode in (0, 3), done.stderr[-3000:]
     assert "ingest: 2 of 2 work items read by the JVM reader" in done.stderr
+    assert demo.returncode in (0, 3), demo.stderr[-3000:]
+    assert (work / "demo" / "report.html").is_file() and "HTML report: demo/report.html" in demo.stdout
     assert after == before
 
     checkout = tmp_path / "checkout-wh"
