@@ -74,7 +74,7 @@ def installed(root: Path) -> dict[str, str]:
 
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 RUNTIME_PACKAGES = ("pyspark", "pandas", "numpy", "pyarrow")
-TIER_PACKAGES = [*RUNTIME_PACKAGES, "delta-spark", "click"]
+TIER_PACKAGES = [*RUNTIME_PACKAGES, "delta-spark", "click", "tqdm"]  # what the pipeline imports
 
 # name -> (requirements, the constraints file that pins them)
 ENVIRONMENTS: dict[str, tuple[list[str], Path]] = {

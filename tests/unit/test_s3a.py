@@ -80,6 +80,10 @@ def test_a_local_session_on_s3_gets_the_jars_and_the_settings_and_the_users_own_
 
 
 def test_without_the_jars_a_session_on_s3_is_known_to_miss_the_connector(tmp_path, monkeypatch):
+    from pyspark.sql import SparkSession
+
+    # no session in this process yet (a worker of the suite may have one: it would be judged instead)
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
     monkeypatch.setenv("DLQ_PIPELINE_JARS", str(tmp_path))
     assert s3a.cached_jars() == []
     assert s3a_missing({"s3a": True}) and not s3a_missing({})
