@@ -231,13 +231,14 @@ def check_target(target: str, config: Config) -> None:
             "object storage) or storage.path to a local, NFS or /dbfs path"
         )
         sys.exit(exitcodes.USAGE)
+    replay = ReplaySettings.from_config(config)
     open_target(
         target,
         warehouse=storage.path,
         qmgrs=mq_qmgrs(config),
         webhdfs=storage.webhdfs,
-        file_mode=ReplaySettings.from_config(config).dir_mode,
-        sim_dir=ReplaySettings.from_config(config).sim_dir,
+        file_mode=replay.dir_mode,
+        sim_dir=replay.sim_dir,
     ).preflight()
 
 
@@ -339,10 +340,8 @@ def start_spark(config: Config, classic_for: str = "", inputs: list[str] | None 
         "work_bytes": None if inputs is None else input_bytes(inputs, config.get("hdfs", "webhdfs")),
         "s3a": bool(on_s3),
     }
-    no_s3a = f"error: {on_s3[0] if on_s3 else ''} is on S3, but Hadoop's S3A connector is not on the Spark classpath: "
-    if s3a_missing(settings):
-        err(no_s3a + s3a.FIX)
-        sys.exit(exitcodes.USAGE)
+    if on_s3 and s3a_missing(settings):
+        _refuse_without_s3a(on_s3[0])
     spark = None if delta_missing(settings) else get_spark(settings)
     if spark is not None and is_connect(spark):  # the settings were checked before (check_target, live_source)
         require_classic(config, classic_for, "the session is a Spark Connect session")
@@ -350,10 +349,16 @@ def start_spark(config: Config, classic_for: str = "", inputs: list[str] | None 
         err(f"error: storage.format is delta, but Delta Lake is not on the Spark classpath: {DELTA_FIX}")
         sys.exit(exitcodes.USAGE)
     if on_s3 and not s3a.available(spark):
-        err(no_s3a + s3a.FIX)
-        sys.exit(exitcodes.USAGE)
+        _refuse_without_s3a(on_s3[0])
     _check_default_fs(spark, config.get("storage", "path"))
     return spark
+
+
+def _refuse_without_s3a(path: str) -> None:
+    from dlq_pipeline.engine.s3a import FIX
+
+    err(f"error: {path} is on S3, but Hadoop's S3A connector is not on the Spark classpath: {FIX}")
+    sys.exit(exitcodes.USAGE)
 
 
 def check_s3(config: Config, inputs: list[str] | None = None) -> list[str]:
@@ -361,15 +366,24 @@ def check_s3(config: Config, inputs: list[str] | None = None) -> list[str]:
     whose bucket cannot be reached (no or wrong credentials, no such bucket, no endpoint),
     before Spark starts or anything is written."""
     from dlq_pipeline.engine.s3a import uses_s3
-    from dlq_pipeline.fs import InputUnreachable, probe
+    from dlq_pipeline.fs import InputUnreachable
 
     on_s3 = [p for p in [config.get("storage", "path"), *(inputs or [])] if uses_s3([p])]
     for uri in on_s3:
         try:
-            probe(uri)
+            _reached(uri)
         except InputUnreachable as exc:
             raise UsageError(str(exc)) from None
     return on_s3
+
+
+@functools.cache
+def _reached(uri: str) -> None:
+    """``uri``'s bucket probed once a command: `writing` asks before the lock, and each
+    `start_spark` after it (the lease's and the command's own) asks again."""
+    from dlq_pipeline.fs import probe
+
+    probe(uri)
 
 
 def _check_default_fs(spark, path: str) -> None:
