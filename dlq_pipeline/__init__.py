@@ -9,8 +9,11 @@ The names a notebook or a job uses (docs/api.md)::
                            inputs=["/data/dlq.dmp"], target="dry-run")
     messages = open_warehouse(spark, config).read("messages")
 
-Importing the package starts nothing and imports no pyspark: each name is loaded when first
-used. Every error the product raises on purpose is a `DlqPipelineError` carrying the exit
+    dlq_pipeline.register(spark)  # the mqdump, dmpmqmsg and amqsbcg data sources
+    decided = spark.read.format("mqdump").load("/data/dlq.dmp").transform(decide(load_rules("dlq.rules")))
+
+Importing the package starts nothing, registers nothing and imports no pyspark: each name is
+loaded when first used. Every error the product raises on purpose is a `DlqPipelineError` carrying the exit
 status the command line would give it (`UsageError`: exit 2, nothing was touched).
 """
 
@@ -36,6 +39,10 @@ _PUBLIC = {
     "run_pipeline": "dlq_pipeline.pipeline",
     "Storage": "dlq_pipeline.warehouse.storage",
     "open_warehouse": "dlq_pipeline.warehouse.storage",
+    "register": "dlq_pipeline.dumps.spark",
+    "decode_dlh": "dlq_pipeline.mq.spark",
+    "reason_name": "dlq_pipeline.mq.spark",
+    "decide": "dlq_pipeline.rules.spark",
 }
 
 __all__ = [
@@ -49,18 +56,25 @@ __all__ = [
     "Storage",
     "UsageError",
     "__version__",
+    "decide",
+    "decode_dlh",
     "load_config",
     "load_rules",
     "open_warehouse",
+    "reason_name",
+    "register",
     "run_pipeline",
 ]
 
 if TYPE_CHECKING:
     from dlq_pipeline.config import Config, ConfigError, load_config
     from dlq_pipeline.config.settings import RunSettings
+    from dlq_pipeline.dumps.spark import register
+    from dlq_pipeline.mq.spark import decode_dlh, reason_name
     from dlq_pipeline.pipeline import RunSummary, run_pipeline
     from dlq_pipeline.rules.model import RulesError, RulesTable
     from dlq_pipeline.rules.parser import load_rules
+    from dlq_pipeline.rules.spark import decide
     from dlq_pipeline.warehouse.storage import Storage, open_warehouse
 
 

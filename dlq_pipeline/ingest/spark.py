@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import operator
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, cast
@@ -46,27 +45,27 @@ import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from dlq_pipeline.config.settings import IngestSettings
-from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH, newlines_between
+from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH
 from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES, FileSplit, plan_work
-from dlq_pipeline.dumps.records import DumpedMessage, RecordError
+from dlq_pipeline.dumps.spark import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    RAW_SCHEMA,
+    has_data_sources,
+    items_option,
+    read_items,
+    register,
+)
 from dlq_pipeline.engine import jvm_reader, large_messages
 from dlq_pipeline.engine.session import storage_memory_bytes
 from dlq_pipeline.engine.tasks import Report, TaskTicker
-from dlq_pipeline.fs import open_input
-from dlq_pipeline.mq.constants import MQ_MAX_MESSAGE_BYTES
 from dlq_pipeline.runtime.clock import as_utc, utc_now
 from dlq_pipeline.runtime.testhooks import crash_point
-from dlq_pipeline.warehouse.schemas import conform, table_schema
-from dlq_pipeline.warehouse.tables import CHAR_BYTES_COLUMN, HEAD_COLUMN, MD_COLUMNS, message_row
+from dlq_pipeline.warehouse.schemas import conform
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_MESSAGE_BYTES = MQ_MAX_MESSAGE_BYTES
-ARROW_BATCH_ROWS = 2048
-ARROW_BATCH_BYTES = 32 * 1024 * 1024  # keeps every batch's binary column well under 2 GB
 SKIP_BROADCAST_ROWS = 100_000  # rows to leave out of a landing, above which ingest deduplicates whole rows
 # Dumps up to this size send their messages' keys and positions with the read's summary, and
 # the rows to leave out are found on the driver: no job for them (two with adaptive execution)
@@ -88,231 +87,30 @@ LARGE_MESSAGE_PARQUET = {
     "parquet.page.size.check.estimate": "false",
 }
 
-# MQMD attribute -> messages column (only Version is renamed).
 
-
-# --- planning (driver) ---------------------------------------------------------------------
-
-
-# --- the rows a task produces ----------------------------------------------------------------
-
-_MESSAGES = table_schema("messages")
-_MD_TYPES = {column: _MESSAGES[column].dataType for column in MD_COLUMNS.values()}
-
-# One row per message, per bad record, and per work item (``rec = "split"``) with its counts:
-# what the driver needs of a read comes from those rows alone (`read_summary`).
-RAW_SCHEMA = T.StructType(
-    [
-        T.StructField("rec", T.StringType(), False),  # message | error | split
-        T.StructField("source_file", T.StringType(), False),
-        T.StructField("source_kind", T.StringType(), False),
-        T.StructField("source_qmgr", T.StringType(), True),
-        T.StructField("source_queue", T.StringType(), True),
-        T.StructField("split", T.IntegerType(), False),
-        T.StructField("splits", T.IntegerType(), False),
-        T.StructField("item", T.IntegerType(), False),  # the work item's number in the plan
-        T.StructField("reader_index", T.LongType(), True),
-        T.StructField("reader_line", T.LongType(), True),
-        T.StructField("source_offset", T.LongType(), True),
-        T.StructField("ordinal", T.LongType(), True),  # position among the split's records
-        T.StructField("newlines", T.LongType(), True),  # '\n's from the split start up to the row
-        T.StructField("messages", T.LongType(), True),  # a work item's row: its messages,
-        T.StructField("errors", T.LongType(), True),  # its bad records,
-        T.StructField("largest", T.LongType(), True),  # and its largest message's stored data
-        *[T.StructField(column, _MD_TYPES[column], True) for column in MD_COLUMNS.values()],
-        T.StructField(CHAR_BYTES_COLUMN, _MESSAGES[CHAR_BYTES_COLUMN].dataType, True),
-        T.StructField("data", T.BinaryType(), True),
-        T.StructField(HEAD_COLUMN, T.BinaryType(), True),
-        T.StructField("data_length", T.IntegerType(), True),
-        T.StructField("data_digest", T.StringType(), True),
-        T.StructField("message_key", T.StringType(), True),
-        T.StructField("truncated", T.BooleanType(), True),
-        T.StructField("notes", T.ArrayType(T.StringType(), True), True),
-        T.StructField("error_code", T.StringType(), True),
-        T.StructField("error_text", T.StringType(), True),
-        T.StructField("snippet", T.StringType(), True),
-    ]
-)
-
-
-def _arrow_type(kind: T.DataType) -> pa.DataType:
-    if isinstance(kind, T.ArrayType):
-        return pa.list_(_arrow_type(kind.elementType))
-    if isinstance(kind, T.MapType):
-        return pa.map_(_arrow_type(kind.keyType), _arrow_type(kind.valueType))
-    return {
-        T.StringType: pa.string(),
-        T.BinaryType: pa.binary(),
-        T.IntegerType: pa.int32(),
-        T.LongType: pa.int64(),
-        T.BooleanType: pa.bool_(),
-    }[type(kind)]
-
-
-ARROW_SCHEMA = pa.schema([pa.field(f.name, _arrow_type(f.dataType), f.nullable) for f in RAW_SCHEMA.fields])
-
-
-def _shown(text: str | None) -> str | None:
-    """``text`` for people: undecodable bytes shown as ``\\xNN``."""
-    if text is None:
-        return None
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-class _Batcher:
-    """Collects rows (dicts naming some of ``ARROW_SCHEMA``'s columns; the rest are null) and
-    hands out Arrow batches of bounded size. Each row becomes one tuple (a dict copy and one
-    ``itemgetter`` call, both in C); a batch's columns are those tuples transposed."""
-
-    _names = tuple(ARROW_SCHEMA.names)
-    _values = operator.itemgetter(*ARROW_SCHEMA.names)
-    _nulls = dict.fromkeys(ARROW_SCHEMA.names)
-
-    def __init__(self):
-        self._reset()
-
-    def _reset(self):
-        self.rows: list[tuple] = []
-        self.bytes = 0
-
-    def add(self, row: Mapping[str, Any]) -> pa.RecordBatch | None:
-        full = self._nulls.copy()
-        full.update(row)
-        self.rows.append(self._values(full))
-        data = full["data"]
-        if data is not None:
-            self.bytes += len(data)
-        if len(self.rows) >= ARROW_BATCH_ROWS or self.bytes >= ARROW_BATCH_BYTES:
-            return self.flush()
-        return None
-
-    def flush(self) -> pa.RecordBatch | None:
-        if not self.rows:
-            return None
-        columns = zip(*self.rows)
-        self._reset()
-        return pa.RecordBatch.from_arrays(
-            [pa.array(values, type=f.type) for f, values in zip(ARROW_SCHEMA, columns)], schema=ARROW_SCHEMA
+def _python_scan(
+    spark: SparkSession, numbered: Sequence[tuple[int, FileSplit]], max_line_length: int, max_message_bytes: int
+) -> DataFrame:
+    """The raw rows of work items read by the Python readers: through the ``mqdump`` data
+    source (`dumps.spark`) where Spark has Python data sources, else by `mapInArrow` of the
+    same reader over one row per item."""
+    if has_data_sources(spark):
+        register(spark)
+        return (
+            spark.read.format("mqdump")
+            .option("workItems", items_option(numbered))
+            .option("maxLineLength", str(max_line_length))
+            .option("maxMessageBytes", str(max_message_bytes))
+            .load()
         )
-
-
-def _newlines_between(location: str, start: int, stop: int | None) -> int:
-    """The ``\\n`` bytes in ``[start, stop)`` of the file at ``location`` (None: to its end)."""
-    if stop is not None and stop <= start:
-        return 0
-    with open_input(location) as f:
-        return newlines_between(f, start, stop)
-
-
-def _error_row(err: RecordError) -> dict[str, Any]:
-    return {
-        "rec": "error",
-        "reader_index": err.index,
-        "reader_line": err.line,
-        "source_offset": err.offset,
-        "error_code": err.code,
-        "error_text": _shown(err.message),
-        "snippet": _shown(err.snippet[:SNIPPET_LENGTH]) if err.snippet else None,
-    }
-
-
-def read_item(
-    item: FileSplit,
-    *,
-    number: int = 0,
-    max_line_length: int = MAX_LINE_LENGTH,
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-) -> Iterator[dict[str, Any]]:
-    """The raw rows of one work item, ``number`` in the plan (plain dicts; runs on an executor)."""
-    from dlq_pipeline.dumps.sources import read_source
-
-    split_file = item.splits > 1
-    ordinal = messages = errors = largest = 0
-    # the last row's offset and, in a split file, the newlines from the split's start up to
-    # it: its line less one (the reader numbers a split's lines from its start, every row
-    # has one), so the split's bytes are read once
-    last_offset, last_newlines = item.start, 0
-    common = {
-        "source_file": item.path,
-        "source_kind": "amqsbcg" if item.kind == "amqsbcg" else "dmpmqmsg",
-        "source_qmgr": item.qmgr,
-        "source_queue": item.queue,
-        "split": item.split,
-        "splits": item.splits,
-        "item": number,
-    }
-    try:
-        records = read_source(
-            item.location,
-            name=item.path,
-            start=item.start,
-            end=item.end,
-            max_line_length=max_line_length,
-            max_message_bytes=max_message_bytes,
-        )
-        for record in records:
-            if isinstance(record, DumpedMessage):
-                row = message_row(record)
-                messages += 1
-                largest = max(largest, len(row["data"]))
-            else:
-                row = _error_row(record)
-                errors += 1
-            last_offset = row["source_offset"]
-            if row["reader_index"] is not None:
-                row["ordinal"] = ordinal
-                ordinal += 1
-            if split_file:
-                row["newlines"] = last_newlines = row["reader_line"] - 1
-            row.update(common)  # (a fresh dict, no key in common: no copy needed)
-            yield row
-            crash_point("ingest-record", ordinal)
-    except Exception as exc:  # noqa: BLE001 - bad input (or a reader bug) must not stop the run
-        code = "unreadable_file" if isinstance(exc, OSError) else "reader_failed"
-        where = f"bytes {last_offset}..{item.end if item.end is not None else 'end'}"
-        errors += 1
-        yield {
-            **common,
-            "rec": "error",
-            "source_offset": last_offset,
-            "error_code": code,
-            "error_text": f"{type(exc).__name__}: {exc}; {where} of the file were not read",
-        }
-    total = None
-    if split_file:  # the last record's bytes up to the split's end (only they are read again)
-        total = last_newlines + _newlines_between(item.location, last_offset, item.end)
-    yield {
-        **common,
-        "rec": "split",
-        "source_offset": item.start,
-        "ordinal": ordinal,
-        "newlines": total,
-        "messages": messages,
-        "errors": errors,
-        "largest": largest,
-    }
-
-
-def _read_items(numbered: Sequence[tuple[int, FileSplit]], max_line_length: int, max_message_bytes: int):
-    """The mapInArrow function: each input row is a position in ``numbered`` ((number in the
-    plan, work item) pairs)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        batcher = _Batcher()
         for batch in batches:
-            for position in batch.column(0).to_pylist():
-                number, item = numbered[position]
-                for row in read_item(
-                    item, number=number, max_line_length=max_line_length, max_message_bytes=max_message_bytes
-                ):
-                    full = batcher.add(row)
-                    if full is not None:
-                        yield full
-        rest = batcher.flush()
-        if rest is not None:
-            yield rest
+            chosen = [numbered[position] for position in batch.column(0).to_pylist()]
+            yield from read_items(chosen, max_line_length=max_line_length, max_message_bytes=max_message_bytes)
 
-    return run
+    positions = spark.range(0, len(numbered), 1, numPartitions=len(numbered))
+    return positions.mapInArrow(run, RAW_SCHEMA)
 
 
 def jvm_items(spark: SparkSession, items: Sequence[FileSplit], reader: str = "auto") -> frozenset[int]:
@@ -342,8 +140,7 @@ def scan(
     if in_jvm:
         parts.append(jvm_reader.reader(spark, RAW_SCHEMA, in_jvm, max_line_length, max_message_bytes))
     if in_python:
-        positions = spark.range(0, len(in_python), 1, numPartitions=len(in_python))
-        parts.append(positions.mapInArrow(_read_items(in_python, max_line_length, max_message_bytes), RAW_SCHEMA))
+        parts.append(_python_scan(spark, in_python, max_line_length, max_message_bytes))
     return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
 
 

@@ -74,6 +74,11 @@ def reason_name(value: int) -> str | None:
     return name_of("MQRC", value) or name_of("MQFB", value)
 
 
+def reason_names() -> dict[int, str]:
+    """Every MQDLH Reason value that has a name, with the name `reason_name` gives it."""
+    return {int(v): n for v, n in {**_PRIMARY["MQFB"], **_PRIMARY["MQRC"]}.items()}
+
+
 def lookup(name: str) -> tuple[str, int | str] | None:
     """(family, value) for any constant name, synonyms and range markers included;
     case-insensitive; None when unknown."""

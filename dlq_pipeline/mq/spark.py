@@ -26,6 +26,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
+from dlq_pipeline.engine.sql_text import sql_json_array
+from dlq_pipeline.mq.constants import reason_names
 from dlq_pipeline.mq.structures import (
     CHAIN_SCAN_LIMIT,
     DLH_LENGTH,
@@ -188,3 +190,51 @@ def decode_headers(messages: DataFrame, *, arrow: bool | None = None) -> DataFra
     says what goes into the UDF)."""
     prepared, arguments = decode_inputs(messages)
     return prepared.withColumn("_decoded", decoder(arrow)(*arguments)).select(*decoded_columns(messages, "_decoded"))
+
+
+# --- column functions for a user's own query (docs/api.md) ------------------------------------
+
+
+def _column(given: str | Column) -> Column:
+    return F.col(given) if isinstance(given, str) else given
+
+
+def dlh_head_column(data: Column) -> Column:
+    """`head_sql` as a Column, for a column given as a Column rather than by name."""
+    width = {len(p) for p in chain_format_prefixes()}
+    assert len(width) == 1, "every followed format name has the same length"
+    at = F.substring(data, chain_format_offset() + 1, width.pop())
+    possible = at.isin(*[F.lit(bytearray(p)) for p in sorted(chain_format_prefixes())])
+    return F.when(possible, F.substring(data, 1, CHAIN_SCAN_LIMIT)).otherwise(F.substring(data, 1, DLH_LENGTH))
+
+
+def decode_dlh(
+    data: str | Column = "data",
+    *,
+    encoding: str | Column = "encoding",
+    ccsid: str | Column = "ccsid",
+    format: str | Column = "format",  # noqa: A002 - the MQMD field's name
+) -> Column:
+    """The MQDLH at the start of each message's ``data`` (or its ``data_head``), decoded with
+    the MQMD's ``encoding``, ``ccsid`` and ``format``: a struct of the ``decisions`` table's
+    ``dlh_*``, ``has_dlh``, ``dlh_problem``, ``dlh_chain`` and ``decode_flags`` columns, the
+    same values the pipeline's decode stage gives (`decode_headers`). Only the header's bytes
+    go to Python."""
+    head = dlh_head_column(_column(data))
+    length = F.length(head)
+    tail = F.when(length > DLH_LENGTH, F.substring(head, DLH_LENGTH + 1, CHAIN_SCAN_LIMIT - DLH_LENGTH))
+    return decoder()(head, head, tail, length, _column(encoding), _column(ccsid), _column(format))
+
+
+def reason_names_sql() -> str:
+    """Every named MQDLH Reason value -> its name (`constants.reason_names`), as one SQL map
+    literal (two JSON arrays the optimizer folds: no expression per value)."""
+    names = reason_names()
+    codes = sorted(names)
+    return f"map_from_arrays({sql_json_array(codes, 'INT')}, {sql_json_array([names[c] for c in codes], 'STRING')})"
+
+
+def reason_name(reason: str | Column = "dlh_reason") -> Column:
+    """The ``MQRC_*`` (or ``MQFB_*``) name of an MQDLH Reason column, as `constants.reason_name`
+    gives it; null for a value nobody named, and for null."""
+    return F.try_element_at(F.expr(reason_names_sql()), _column(reason).cast("int"))

@@ -1076,6 +1076,9 @@ def _md_states(md_formats: pa.Array | None, n: int) -> np.ndarray:
 
 
 def _int64(values: pa.Array | np.ndarray | Sequence[int], n: int) -> np.ndarray:
+    """``values`` as int64, a null as 0 (a row with no message: a data source's bad record)."""
+    if hasattr(values, "fill_null"):
+        values = values.fill_null(0)
     if hasattr(values, "to_numpy"):
         values = values.to_numpy(zero_copy_only=False)
     return np.asarray(values, dtype=np.int64).reshape(n)

@@ -17,8 +17,10 @@ The classify stage (`decide_pending`): pending messages and their durable attemp
 from __future__ import annotations
 
 import datetime as dt
+import os
 import secrets
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -432,3 +434,42 @@ def _decide_udf(table: RulesTable, columns: list[str]):
     returned = StructType([*decoded_struct().fields, StructField(_PICK, IntegerType(), True)])
     # pyspark's overloads all want functionType; without it Spark makes a scalar Arrow UDF
     return F.arrow_udf(decide_arrow, returnType=returned)  # type: ignore[call-overload]
+
+
+# --- a transform for a user's own query (docs/api.md) ------------------------------------------
+
+_ATTEMPTS = "__dlq_attempts"
+
+
+def decide(
+    rules: RulesTable | str | os.PathLike[str], *, attempts: int | str | Column | None = None
+) -> Callable[[DataFrame], DataFrame]:
+    """A `DataFrame.transform` step that decides each message with ``rules`` (a `RulesTable`,
+    or a rules file's path, loaded with `rules.parser.load_rules`): it adds the ``decisions``
+    table's decision columns (``action``, ``rule_line``, ``target_q``, ``target_qmgr``, ...)
+    with IBM's semantics, exactly as a run decides, and the decoded MQDLH's columns where the
+    frame has none yet (`mq.spark.decode_dlh`). ``attempts`` is each message's count of
+    attempts already made (RETRY(n) compares with it): a number, a column (name), or none (0).
+    A bad record's row from a data source (``error_code`` set) gets no decision (nulls).
+
+    RETRYINT needs the time of the last attempt, which a run takes from its ledger: a run's
+    ``not_before`` is not among the columns."""
+    from dlq_pipeline.rules.parser import load_rules
+
+    table = rules if isinstance(rules, RulesTable) else load_rules(os.fspath(rules))
+    given = F.lit(attempts or 0) if attempts is None or isinstance(attempts, int) else attempts
+    count = F.col(given) if isinstance(given, str) else given
+
+    def step(df: DataFrame) -> DataFrame:
+        counted = df.withColumn(_ATTEMPTS, count)
+        if set(decoded_struct().fieldNames()) <= set(df.columns):
+            decided = classify_columns(table, counted, _ATTEMPTS)
+        else:
+            decided = decode_and_classify_columns(table, counted, _ATTEMPTS)
+        decided = decided.drop(_ATTEMPTS)
+        if "error_code" in df.columns:
+            message = F.col("error_code").isNull()
+            decided = decided.withColumns({c: F.when(message, F.col(c)) for c in DECISION_COLUMNS})
+        return decided
+
+    return step

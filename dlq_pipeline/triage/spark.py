@@ -5,7 +5,7 @@ decisions). Reads only; writes nothing.
     tables = load(dlq_pipeline.open_warehouse(spark, "/path/to/warehouse"))
     by_reason(tables)               # pandas: reason, reason_name, count
     advice(storage, now=utc_now())  # the report's advice items, with their evidence
-    what_if(tables, dlq_pipeline.load_rules("draft.rules"), now=utc_now()).transitions
+    what_if(tables, dlq_pipeline.load_rules("draft.rules")).transitions
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.mq.constants import reason_name
 from dlq_pipeline.mq.spark import decode_headers
+from dlq_pipeline.mq.spark import reason_name as reason_column
 from dlq_pipeline.report.spark import AGE_BUCKETS, build_report, dead_lettered_at, origin_qmgr
 from dlq_pipeline.report.spark import arrivals as _arrivals
 from dlq_pipeline.rules.model import RulesTable
-from dlq_pipeline.rules.spark import classify
+from dlq_pipeline.rules.spark import decide
 from dlq_pipeline.runtime.clock import as_utc
 from dlq_pipeline.triage.charts import body_preview
 from dlq_pipeline.warehouse.ledger import not_ended, pending_with_attempts
@@ -250,18 +251,17 @@ class WhatIf:
     comparison: DataFrame  # every evaluated message (Spark), for further digging
 
 
-def what_if(
-    tables: Tables, draft: RulesTable, *, now: dt.datetime, current: RulesTable | None = None, limit: int = 20
-) -> WhatIf:
-    """Decide every pending message with ``draft`` (attempts from the ledger, as a run would)
-    and compare with ``current`` decided the same way, or, without it, with each message's
-    latest stored decision. Nothing is written."""
+def what_if(tables: Tables, draft: RulesTable, *, current: RulesTable | None = None, limit: int = 20) -> WhatIf:
+    """Decide every pending message with ``draft`` (`rules.spark.decide`, attempts from the
+    ledger, as a run would) and compare with ``current`` decided the same way, or, without it,
+    with each message's latest stored decision. Nothing is written; RETRYINT's ``not_before``
+    is not compared (it changes no action or target)."""
     if not draft.ok or (current is not None and not current.ok):
         raise ValueError("what_if needs valid rules tables (check them with `dlq-pipeline rules check`)")
     candidates = decode_headers(pending_with_attempts(tables.raw_messages, tables.ledger)).cache()
-    draft_df = classify(candidates, draft, run_id="what-if", now=now)
+    draft_df = candidates.transform(decide(draft, attempts="prior_attempts"))
     if current is not None:
-        current_df = classify(candidates, current, run_id="current", now=now)
+        current_df = candidates.transform(decide(current, attempts="prior_attempts"))
     else:
         current_df = latest_decisions(tables.decisions).join(candidates.select("message_key"), "message_key")
     cols = ("action", "rule_line", *COMPARED[1:])
@@ -270,6 +270,7 @@ def what_if(
     info = candidates.select(
         "message_key",
         F.col("dlh_reason").alias("reason"),
+        reason_column("dlh_reason").alias("reason_name"),
         _strip("dlh_dest_q").alias("dest_q"),
         "source_file",
         "source_index",
@@ -288,8 +289,6 @@ def what_if(
         .orderBy(F.desc("count"), F.asc_nulls_first("current_action"), "draft_action", "current", "draft")
     )
     changes = _pandas(comparison.where("changed").orderBy("source_file", "source_index").limit(limit).drop("changed"))
-    if not changes.empty:
-        changes.insert(2, "reason_name", [reason_name(int(r)) if pd.notna(r) else None for r in changes["reason"]])
     return WhatIf(
         evaluated=comparison.count(),
         changed=comparison.where("changed").count(),

@@ -255,3 +255,48 @@ def test_the_connect_server_reads_dumps_in_its_jvm(dumps, connect_url, tmp_path)
     got = json.loads(done.stdout.splitlines()[-1])
     assert got["available"] and got["jvm_items"] == got["items"] > 1
     assert got["rows"] == {"message": 75, "split": got["items"]}  # no fallback row
+
+
+DATA_SOURCE_OVER_CONNECT = """
+import json, sys
+from pyspark.sql import SparkSession
+import dlq_pipeline
+spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+dlq_pipeline.register(spark)
+decided = spark.read.format("mqdump").load(sys.argv[2]).transform(dlq_pipeline.decide(sys.argv[3]))
+rows = decided.select("message_key", "source_file", "source_index", "action", "rule_line", "target_q",
+                      dlq_pipeline.reason_name().alias("reason")).collect()
+spark.sql("CREATE TEMPORARY VIEW dumps USING dmpmqmsg OPTIONS (path '" + sys.argv[2] + "')")
+print(json.dumps({"rows": sorted((list(r) for r in rows), key=json.dumps),
+                  "sql": spark.sql("SELECT count(*) FROM dumps WHERE error_code IS NULL").first()[0]}))
+"""
+
+
+def test_the_data_sources_and_functions_run_over_connect(spark, dumps, connect_url, tmp_path):
+    """A notebook on serverless: a client without a JVM reads the dumps through the data
+    source, decides them and names their reasons, with the rows the classic session gives."""
+    import dlq_pipeline
+
+    done = subprocess.run(
+        [sys.executable, "-c", DATA_SOURCE_OVER_CONNECT, connect_url, str(dumps), str(STARTER)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.splitlines()[-1])
+    dlq_pipeline.register(spark)
+    decided = spark.read.format("mqdump").load(str(dumps)).transform(dlq_pipeline.decide(STARTER))
+    rows = decided.select(
+        "message_key",
+        "source_file",
+        "source_index",
+        "action",
+        "rule_line",
+        "target_q",
+        dlq_pipeline.reason_name().alias("reason"),
+    ).collect()
+    assert got["rows"] == sorted((list(r) for r in rows), key=json.dumps)
+    assert got["sql"] == len(rows) == 150

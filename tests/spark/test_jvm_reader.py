@@ -1,7 +1,7 @@
 """The JVM reader (`dlq_pipeline.engine.jvm_reader`, the Java data source in
 ``dlq_pipeline/engine/jvm/``) gives the Python reader's rows, or leaves the work item to it.
 
-The oracle is the Python reader (`ingest.read_item`, the rows `scan` hands Spark from a
+The oracle is the Python reader (`dumps.spark.read_item`, the rows `scan` hands Spark from a
 Python worker): every work item the JVM reader reads to its end must hold exactly the rows
 Python gives for it, column for column; an item it does not read ends in its ``fallback`` row, and ingest then reads it
 with Python, so a landing is the same whichever reader ran. Inputs: the real fixture, the
@@ -24,8 +24,9 @@ from dlq_pipeline.config.settings import MQ_MAX_MESSAGE_BYTES, IngestSettings
 from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, write_dump
 from dlq_pipeline.dumps.generator import generate_messages, write_generated
 from dlq_pipeline.dumps.plan import plan_work
+from dlq_pipeline.dumps.spark import RAW_SCHEMA, read_item
 from dlq_pipeline.engine import jvm_reader
-from dlq_pipeline.ingest.spark import RAW_SCHEMA, ingest, jvm_items, land, read_item, scan
+from dlq_pipeline.ingest.spark import ingest, jvm_items, land, scan
 from tests.conftest import make_storage
 from tests.spark.test_ingest import corrupt_text
 from tests.spark.test_storage import assert_same_rows

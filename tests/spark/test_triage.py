@@ -96,7 +96,7 @@ def test_what_if_finds_exactly_the_messages_a_draft_changes(tables, warehouse):
     draft = parse_rules(head + "\n" + DRAFT_TOP + "REASON(MQRC_Q_FULL)" + rest, "draft.rules")
     assert draft.ok
 
-    same = triage.what_if(tables, starter, now=NOW)
+    same = triage.what_if(tables, starter)
     assert (same.evaluated, same.changed) == (120, 0)
     assert all(same.transitions["current_action"] == same.transitions["draft_action"])
 
@@ -113,8 +113,8 @@ def test_what_if_finds_exactly_the_messages_a_draft_changes(tables, warehouse):
         ):
             expected.add(message_key(m.md, data_digest(m.data)))
     assert expected  # the seed has queue-full messages
-    result = triage.what_if(tables, draft, now=NOW, limit=1000)
+    result = triage.what_if(tables, draft, limit=1000)
     assert result.changed == len(expected) and set(result.changes["message_key"]) == expected
     assert set(result.changes["draft_target_q"]) == {"HOLD.QFULL"}
-    against_table = triage.what_if(tables, draft, now=NOW, current=starter, limit=1000)
+    against_table = triage.what_if(tables, draft, current=starter, limit=1000)
     assert set(against_table.changes["message_key"]) == expected

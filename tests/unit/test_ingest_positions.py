@@ -1,4 +1,4 @@
-"""What each work item of a split dump reports for its rows' positions (`ingest.spark.read_item`,
+"""What each work item of a split dump reports for its rows' positions (`dumps.spark.read_item`,
 no Spark): the newlines from the item's start up to each row, and in all its byte range, as
 counting the file's bytes gives them, for dumps intact and damaged, split anywhere."""
 
@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dlq_pipeline.dumps.plan import plan_work
-from dlq_pipeline.ingest.spark import read_item
+from dlq_pipeline.dumps.spark import read_item
 from tests.profiles import examples
 
 from .test_dumpfile import FIXTURES, corrupted, dump_files
