@@ -135,7 +135,10 @@ def ingest_lines(d: dict) -> list[str]:
     return _table(["where", "variant", "s", "MB/s", "messages/s"], rows) + [
         f"One dump of {d['dump_mb']:,} MB, {d['messages']:,} messages, split into byte ranges of "
         f"{d['split_bytes']:,} B (and, for the scaling, one of four times as many messages). `parse` is the "
-        "JVM reader, `parse_python_reader` the Python reader, `parse_and_store` the parse's message rows "
+        "JVM reader, `parse_python_reader` the Python reader through the `mqdump` data source (ingest's work "
+        "items), `parse_python_map_in_arrow` the same reader by `mapInArrow` (Spark before 4.0), `data_source` "
+        '`spark.read.format("mqdump")` as a user reads the dump (one task for the file), '
+        "`parse_and_store` the parse's message rows "
         "written to the table in one pass (the limit of any store), `ingest_store` ingest itself. Ratios: "
         + ", ".join(f"{k} **{_f(v)}**" for k, v in d["ratios"].items()),
         "",

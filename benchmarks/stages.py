@@ -433,12 +433,15 @@ def python_parse(path: str, repeats: int) -> dict:
 
 def child_ingest(params: dict) -> dict:
     """In a fresh process with ``params['master']``: text lines vs parse (the dump's records
-    as rows, ``scan``: the JVM reader, ours, and the Python reader) vs ingest (parse, number,
-    deduplicate and store) of one dump."""
+    as rows, ``scan``: the JVM reader, ours, and the Python reader through the ``mqdump`` data
+    source; the same reader by `mapInArrow`; the data source as a user reads it, a whole file
+    per task) vs ingest (parse, number, deduplicate and store) of one dump."""
     from dlq_pipeline.config.settings import IngestSettings
+    from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH
     from dlq_pipeline.dumps.plan import plan_work
+    from dlq_pipeline.dumps.spark import DEFAULT_MAX_MESSAGE_BYTES, register
     from dlq_pipeline.engine.session import get_spark
-    from dlq_pipeline.ingest.spark import _positioned, ingest, jvm_items, messages_rows, scan
+    from dlq_pipeline.ingest.spark import _positioned, arrow_scan, ingest, jvm_items, messages_rows, scan
     from dlq_pipeline.warehouse.storage import Storage
 
     spark = get_spark({"master": params["master"], "app_name": "bench-ingest"})
@@ -476,10 +479,16 @@ def child_ingest(params: dict) -> dict:
     jvm = jvm_items(spark, items)
     if not jvm:
         raise RuntimeError("the JVM reader is not available: run `make jvm-reader`")
+    register(spark)
+    limits = (MAX_LINE_LENGTH, DEFAULT_MAX_MESSAGE_BYTES)
     variants = {
         "text_lines": lambda: noop(spark.read.text(path)),
         "parse": lambda: noop(scan(spark, plan_work([path], split), jvm=jvm)),
         "parse_python_reader": lambda: noop(scan(spark, plan_work([path], split))),
+        "parse_python_map_in_arrow": lambda: noop(
+            arrow_scan(spark, list(enumerate(plan_work([path], split))), *limits)
+        ),
+        "data_source": lambda: noop(spark.read.format("mqdump").load(path)),
         "parse_and_store": parsed_and_stored,
         "ingest_store": stored,
     }
@@ -520,6 +529,18 @@ def bench_ingest(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
         "parse_over_text_lines_1_core": ratio(one["parse"]["seconds"], one["text_lines"]["seconds"]),
         "parse_over_text_lines_2_cores": ratio(two["parse"]["seconds"], two["text_lines"]["seconds"]),
         "python_reader_over_parse_1_core": ratio(one["parse_python_reader"]["seconds"], one["parse"]["seconds"]),
+        # the mqdump source against the same reader by mapInArrow (what it replaced), and the
+        # source as a user reads a dump (one task for the file) against ingest's split read
+        "python_reader_over_map_in_arrow_1_core": ratio(
+            one["parse_python_reader"]["seconds"], one["parse_python_map_in_arrow"]["seconds"]
+        ),
+        "data_source_over_python_reader_1_core": ratio(
+            one["data_source"]["seconds"], one["parse_python_reader"]["seconds"]
+        ),
+        "data_source_over_python_reader_2_cores": ratio(
+            two["data_source"]["seconds"], two["parse_python_reader"]["seconds"]
+        ),
+        "data_source_over_parse_2_cores": ratio(two["data_source"]["seconds"], two["parse"]["seconds"]),
         "ingest_over_parse_1_core": ratio(one["ingest_store"]["seconds"], one["parse"]["seconds"]),
         # the store's limit: no ingest can beat the parse written in one pass
         "parse_and_store_over_parse_1_core": ratio(one["parse_and_store"]["seconds"], one["parse"]["seconds"]),

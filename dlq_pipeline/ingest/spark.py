@@ -92,17 +92,31 @@ def _python_scan(
     spark: SparkSession, numbered: Sequence[tuple[int, FileSplit]], max_line_length: int, max_message_bytes: int
 ) -> DataFrame:
     """The raw rows of work items read by the Python readers: through the ``mqdump`` data
-    source (`dumps.spark`) where Spark has Python data sources, else by `mapInArrow` of the
-    same reader over one row per item."""
-    if has_data_sources(spark):
-        register(spark)
-        return (
-            spark.read.format("mqdump")
-            .option("workItems", items_option(numbered))
-            .option("maxLineLength", str(max_line_length))
-            .option("maxMessageBytes", str(max_message_bytes))
-            .load()
-        )
+    source where Spark has Python data sources (4.0+), else by `mapInArrow`."""
+    read = source_scan if has_data_sources(spark) else arrow_scan
+    return read(spark, numbered, max_line_length, max_message_bytes)
+
+
+def source_scan(
+    spark: SparkSession, numbered: Sequence[tuple[int, FileSplit]], max_line_length: int, max_message_bytes: int
+) -> DataFrame:
+    """The raw rows of work items ((number in the plan, item) pairs), one partition each,
+    read by the ``mqdump`` data source (`dumps.spark`), given the plan."""
+    register(spark)
+    return (
+        spark.read.format("mqdump")
+        .option("workItems", items_option(numbered))
+        .option("maxLineLength", str(max_line_length))
+        .option("maxMessageBytes", str(max_message_bytes))
+        .load()
+    )
+
+
+def arrow_scan(
+    spark: SparkSession, numbered: Sequence[tuple[int, FileSplit]], max_line_length: int, max_message_bytes: int
+) -> DataFrame:
+    """`source_scan`'s rows by `mapInArrow` of the same reader over one row per work item:
+    for Spark before 4.0, which has no Python data sources."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:

@@ -141,3 +141,40 @@ def test_replay_refuses_a_parquet_warehouse_on_s3_it_cannot_guard(s3, local_run,
     assert done.returncode == exitcodes.USAGE, done.stderr
     assert 'storage.format = "delta"' in done.stderr
     assert not s3.keys(BUCKET, "parquet")
+
+
+DATA_SOURCE_ON_S3 = """
+import json, os, sys
+from pyspark.sql import SparkSession
+import dlq_pipeline
+spark = SparkSession.builder.master("local[2]").getOrCreate()
+dlq_pipeline.register(spark)
+decided = spark.read.format("mqdump").load(sys.argv[1]).transform(dlq_pipeline.decide(sys.argv[2]))
+rows = decided.select("message_key", "source_file", "source_index", "source_line", "data_digest", "action").collect()
+print(json.dumps(sorted([list(r) for r in rows])))
+"""
+
+
+def test_the_data_source_reads_dumps_in_a_bucket(s3, spark, local_run, tmp_path):
+    """A notebook reading a bucket's dumps with ``spark.read.format("mqdump")``: a plain local
+    Spark (no S3A: the executors' Python reads the objects through pyarrow, with the AWS
+    variables alone) gives the rows and decisions of the same dumps on a local disk."""
+    import sys
+
+    import dlq_pipeline
+
+    done = subprocess.run(
+        [sys.executable, "-c", DATA_SOURCE_ON_S3, local_run["remote"], STARTER],
+        env={**s3.env(), "PYSPARK_PYTHON": sys.executable},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    remote, local = local_run["remote"], str(local_run["dumps"])
+    got = [[local + r[1][len(remote) :], *r[2:]] for r in sorted(json.loads(done.stdout.splitlines()[-1]))]
+    dlq_pipeline.register(spark)
+    here = spark.read.format("mqdump").load(local).transform(dlq_pipeline.decide(STARTER))
+    columns = ("source_file", "source_index", "source_line", "data_digest", "action")
+    assert sorted(got) == sorted([list(r) for r in here.select(*columns).collect()]) and len(got) == 240

@@ -29,6 +29,9 @@ def test_tiny_run_writes_every_comparison(spark, tmp_path):
     assert doc["ingest"]["ratios"]["parse_speedup_1_to_2_cores_large_dump"] > 0
     assert doc["ingest"]["ratios"]["ingest_speedup_1_to_2_cores_large_dump"] > 0
     assert doc["ingest"]["ratios"]["python_reader_over_parse_1_core"] > 0  # the JVM reader and the Python one both ran
+    # the mqdump source: against mapInArrow of the same reader, and as a user reads a dump
+    assert doc["ingest"]["ratios"]["python_reader_over_map_in_arrow_1_core"] > 0
+    assert doc["ingest"]["ratios"]["data_source_over_python_reader_2_cores"] > 0
     assert doc["ingest"]["ratios"]["ingest_over_parse_and_store_1_core"] > 0  # the store's limit ran too
     assert all(p["puts_per_s"] > 0 for p in doc["replay"]["partitions"].values())
     assert "crossover_messages" in doc["end_to_end"]["crossover"]

@@ -3,9 +3,11 @@
 For Spark 4.0 (Databricks 17.3 LTS) and Spark 3.5 (Databricks 15.4/16.4 LTS, EMR, Dataproc,
 on-prem), a venv pinned by that tier's constraints file (cached outside the repository,
 tests/venvs.py) gets the built wheel, and runs ingest → decode → classify → replay to `dir:`
-→ report on Parquet in one subprocess. The replayed files and the decisions must be exactly
-what the default tier (the same commands in this process, on the suite's session) produces
-from the same input.
+→ report on Parquet in one subprocess, then reads the dumps through the ``mqdump`` data source
+and decides them with `decide`. The replayed files, the decisions and the data source's rows
+must be exactly what the default tier (the same commands in this process, on the suite's
+session) produces from the same input; Spark 3.5, which has no Python data sources, must get
+one clear refusal naming its version.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import dlq_pipeline
 from dlq_pipeline.cli import cli
 
 from ..conftest import REPO, dump_tree
@@ -27,6 +30,7 @@ pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 STARTER = REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules"
 TIERS = {"spark-4.0.txt": "4.0.", "spark-3.5.txt": "3.5."}
+DECIDED = ["message_key", "source_file", "source_index", "action", "rule_line", "target_q", "ignore_reason"]
 
 
 # The commands a tier runs, in one process (one JVM): the subject is the pipeline on that
@@ -35,6 +39,7 @@ TIERS = {"spark-4.0.txt": "4.0.", "spark-3.5.txt": "3.5."}
 SMOKE = """
 import contextlib, io, json, sys
 import pyspark
+import dlq_pipeline
 from dlq_pipeline.cli import cli
 
 def command(*args):
@@ -53,8 +58,19 @@ common = ["--warehouse", "wh", "--set", "spark.master=local[2]"]
 summary = command("run", "--input", dumps, "--rules", STARTER, "--target", "dir:out", "--run-id", "SMOKE", "--json",
                   *common)
 report = command("report", "--json", *common)
-print(json.dumps({"pyspark": pyspark.__version__, "summary": summary, "report": report}))
-""".replace("STARTER", repr(str(STARTER)))
+
+# the data source and decide, as a notebook on this Spark uses them (a clear refusal before 4.0)
+import dlq_pipeline
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.master("local[2]").getOrCreate()
+try:
+    dlq_pipeline.register(spark)
+    decided = spark.read.format("mqdump").load(dumps).transform(dlq_pipeline.decide(STARTER))
+    source = {"rows": sorted([list(r) for r in decided.select(*DECIDED).collect()], key=json.dumps)}
+except dlq_pipeline.DlqPipelineError as exc:
+    source = {"refused": str(exc), "exit_code": exc.exit_code}
+print(json.dumps({"pyspark": pyspark.__version__, "summary": summary, "report": report, "source": source}))
+""".replace("STARTER", repr(str(STARTER))).replace("DECIDED", repr(DECIDED))
 
 
 def smoke(python: Path, work: Path, dumps: Path) -> dict:
@@ -130,7 +146,10 @@ def baseline(spark, dumps, tmp_path_factory) -> dict:
         )
         report = runner.invoke(cli, ["report", "--json", "--warehouse", "wh"])
     assert summary.exit_code in (0, 3) and report.exit_code in (0, 3), (summary.stderr, report.stderr)
+    dlq_pipeline.register(spark)
+    decided = spark.read.format("mqdump").load(str(dumps)).transform(dlq_pipeline.decide(STARTER))
     return {
+        "source": {"rows": sorted([list(r) for r in decided.select(*DECIDED).collect()], key=json.dumps)},
         "summary": json.loads(summary.stdout.splitlines()[-1]),
         "report": json.loads(report.stdout.splitlines()[-1]),
         "files": dump_tree(work / "out"),
@@ -146,3 +165,12 @@ def test_smoke_pipeline_on_another_spark_tier_matches_the_default(tier, built_wh
     assert result["pyspark"].startswith(TIERS[tier])
     assert result["files"]  # something was replayed
     assert _comparable(result) == _comparable(baseline)
+    if tier == "spark-3.5.txt":  # no Python data sources: one clear refusal, naming the version
+        assert result["source"] == {
+            "refused": f"reading dumps with spark.read needs Spark 4.0 or later (Python data sources); this "
+            f"session runs Spark {result['pyspark']}: land them with `dlq-pipeline ingest` (or "
+            "dlq_pipeline.run_pipeline) and read the messages table",
+            "exit_code": 2,
+        }
+    else:
+        assert result["source"] == baseline["source"] and len(baseline["source"]["rows"]) == 120
