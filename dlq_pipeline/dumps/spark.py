@@ -415,7 +415,7 @@ def _wrong_kind(item: FileSplit, wanted: str) -> dict[str, Any]:
     return {
         "rec": "error",
         "source_file": item.path,
-        "source_kind": wanted,
+        "source_kind": item.kind,
         "split": 0,
         "splits": 1,
         "item": 0,
