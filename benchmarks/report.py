@@ -44,6 +44,18 @@ def machine_lines(doc: dict) -> list[str]:
     ]
 
 
+def provenance_lines(doc: dict) -> list[str]:
+    """Which Spark and which machine produced each section (the file's run, or its own)."""
+    rows = []
+    for key, title, _ in SECTIONS:
+        if key not in doc:
+            continue
+        run = (doc.get("measured_apart") or {}).get(key) or doc
+        m = run["machine"]
+        rows.append([title, run["started_at"], m["spark"], f"{m['cores']} cores ({m['cpu']}), {m['memory_gb']} GB"])
+    return _table(["section", "measured", "Spark", "machine"], rows)
+
+
 def _measured_apart(doc: dict, key: str) -> list[str]:
     """A section merged in from a later run (``--merge``) says when, how and how loaded."""
     m = (doc.get("measured_apart") or {}).get(key)
@@ -353,7 +365,7 @@ SECTIONS = (
 
 
 def markdown(doc: dict) -> str:
-    lines = ["# Benchmark results", ""] + machine_lines(doc)
+    lines = ["# Benchmark results", ""] + machine_lines(doc) + provenance_lines(doc)
     for key, title, render in SECTIONS:
         if key not in doc:
             continue

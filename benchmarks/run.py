@@ -67,7 +67,8 @@ def _arguments(argv):
         "--merge",
         action="store_true",
         help="keep the other comparisons already in --out: replace only those run now "
-        "(each marked with its own command, time and machine load)",
+        "(each marked with its own command, time and machine load); a comparison measured "
+        "on another Spark version or kind of machine is run again too",
     )
     parser.add_argument(
         "--in-process",
@@ -116,7 +117,11 @@ def run(argv=None, *, spark=None) -> dict:
         "elapsed_s": {},
     }
     if args.merge and Path(args.out).exists():
-        doc = _merged(json.loads(Path(args.out).read_text()), doc, only)
+        before = json.loads(Path(args.out).read_text())
+        for name in stale_sections(before, doc["machine"], only):
+            print(f"[bench] {name} again: {provenance(before, name)}, not here", file=sys.stderr, flush=True)
+            only.append(name)
+        doc = _merged(before, doc, only)
     began = time.perf_counter()
     for name in only:
         print(f"[bench] {name} ...", file=sys.stderr, flush=True)
@@ -135,6 +140,38 @@ def run(argv=None, *, spark=None) -> dict:
     Path(args.markdown or str(Path(args.out).with_suffix(".md"))).write_text(text)
     print(text)
     return doc
+
+
+def machine_kind(machine: dict) -> tuple[str, int]:
+    """What makes two machines' figures comparable: the CPU model and the cores."""
+    return machine.get("cpu", ""), machine.get("cores", 0)
+
+
+def origin(doc: dict, name: str) -> dict:
+    """The run a section's figures come from: its own (``--merge``), else the file's."""
+    return (doc.get("measured_apart") or {}).get(name) or doc
+
+
+def provenance(doc: dict, name: str) -> str:
+    """Where a section was measured, for people: "Spark 4.2.0 on 2 cores (Intel Xeon)"."""
+    machine = origin(doc, name)["machine"]
+    return f"Spark {machine['spark']} on {machine['cores']} cores ({machine['cpu']})"
+
+
+def stale_sections(doc: dict, here: dict, only: list[str]) -> list[str]:
+    """The sections of ``doc`` not in ``only`` that were measured on another Spark version or
+    another kind of machine than ``here``: a merge measures them again, so that every figure
+    in one file compares with the others (pure)."""
+    return [
+        name
+        for name in COMPARISONS
+        if name in doc
+        and name not in only
+        and (
+            origin(doc, name)["machine"]["spark"] != here["spark"]
+            or machine_kind(origin(doc, name)["machine"]) != machine_kind(here)
+        )
+    ]
 
 
 def _merged(before: dict, now: dict, only: list[str]) -> dict:

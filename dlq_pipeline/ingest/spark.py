@@ -3,9 +3,11 @@
 **Work.** The driver expands directories and globs, sniffs each file and plans *work
 items* ``(path, start, end)``: a dump larger than ``split_bytes`` becomes several byte
 ranges (the reader finds message boundaries itself, so one big dump is read by many tasks),
-a listing is one item. Items run one per Spark partition (``spark.range(n, numPartitions=n)``
-+ ``mapInArrow``: DataFrame API only, so it also works over Spark Connect, where there is no
-SparkContext), and the readers' ``DumpedMessage``/``RecordError`` become Arrow rows.
+a listing is one item. Items run one per Spark partition: a dmpmqmsg dump's in the JVM
+reader where the session has it (`engine.jvm_reader`), the others through the ``mqdump``
+data source, which runs `dumps.spark.read_item` (the reader of every Spark read of a dump)
+in a Python worker: DataFrame API only, so it also works over Spark Connect, where there
+is no SparkContext.
 
 **Positions.** A read that starts inside a file cannot know its line numbers or message
 ordinals without reading what comes before. So each task of a split file also counts the

@@ -86,3 +86,59 @@ def test_dumps_every_node_mounts_are_read_by_the_executors_jvm_reader(bed, dumps
         assert on_cluster["result"][key] == local["result"][key], key
     for table in ("messages", "quarantine"):
         assert _rows(spark, on_cluster["warehouse"], table, None) == local["rows"][table]
+
+
+DATA_SOURCE_ON_THE_CLUSTER = """
+import json, sys
+import dlq_pipeline
+from dlq_pipeline.engine.session import get_spark
+master, path, conf, webhdfs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+spark = get_spark({"master": master, "spark_conf": conf})
+dlq_pipeline.register(spark)
+read = spark.read.format("mqdump").option("webhdfs", webhdfs).load(path)
+columns = ["source_file", "source_index", "source_line", "source_offset", "message_key", "data_digest", "error_code"]
+print(json.dumps([[r[c] for c in columns] for r in read.select(*columns).collect()]))
+spark.stop()
+"""
+
+
+def test_the_data_source_reads_dumps_on_hdfs_as_it_reads_them_locally(bed, dumps, hdfs_dumps, spark, tmp_path):
+    """A job's own query on the cluster: ``spark.read.format("mqdump")`` over the HDFS copy,
+    planned by the driver through WebHDFS and read by the executors' Python workers, gives the
+    rows of the same files read in local mode."""
+    import subprocess
+    import sys
+
+    import dlq_pipeline
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            DATA_SOURCE_ON_THE_CLUSTER,
+            bed.master,
+            hdfs_dumps,
+            json.dumps(bed.spark_conf()),
+            bed.hdfs.http,
+        ],
+        env=bed.spark_env(),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    remote = json.loads(done.stdout.strip().splitlines()[-1])
+    dlq_pipeline.register(spark)
+    columns = [
+        "source_file",
+        "source_index",
+        "source_line",
+        "source_offset",
+        "message_key",
+        "data_digest",
+        "error_code",
+    ]
+    here = [[r[c] for c in columns] for r in spark.read.format("mqdump").load(str(dumps)).select(*columns).collect()]
+    renamed = [[str(dumps) + row[0][len(hdfs_dumps) :], *row[1:]] for row in remote]
+    assert sorted(renamed, key=json.dumps) == sorted(here, key=json.dumps) and len(here) > 210

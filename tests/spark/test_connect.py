@@ -223,6 +223,20 @@ def test_triage_notebook_runs_over_spark_connect(spark, connect_url, tmp_path, m
     run_notebook(spark, tmp_path, monkeypatch, SPARK_REMOTE=connect_url)
 
 
+def client(script: str, cwd: Path, *args: str) -> dict:
+    """The JSON a client process without a JVM prints last, running ``script`` with ``args``."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 JVM_READER_OVER_CONNECT = """
 import json, sys
 from pyspark.sql import SparkSession
@@ -243,16 +257,7 @@ def test_the_connect_server_reads_dumps_in_its_jvm(dumps, connect_url, tmp_path)
     reader's among them: a client without a JVM has its dumps read in the server's, every
     work item to its end."""
     dump = sorted(dumps.glob("*.dmp"))[0]
-    done = subprocess.run(
-        [sys.executable, "-c", JVM_READER_OVER_CONNECT, connect_url, str(dump)],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    got = json.loads(done.stdout.splitlines()[-1])
+    got = client(JVM_READER_OVER_CONNECT, tmp_path, connect_url, str(dump))
     assert got["available"] and got["jvm_items"] == got["items"] > 1
     assert got["rows"] == {"message": 75, "split": got["items"]}  # no fallback row
 
@@ -277,16 +282,7 @@ def test_the_data_sources_and_functions_run_over_connect(spark, dumps, connect_u
     source, decides them and names their reasons, with the rows the classic session gives."""
     import dlq_pipeline
 
-    done = subprocess.run(
-        [sys.executable, "-c", DATA_SOURCE_OVER_CONNECT, connect_url, str(dumps), str(STARTER)],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    got = json.loads(done.stdout.splitlines()[-1])
+    got = client(DATA_SOURCE_OVER_CONNECT, tmp_path, connect_url, str(dumps), str(STARTER))
     dlq_pipeline.register(spark)
     decided = spark.read.format("mqdump").load(str(dumps)).transform(dlq_pipeline.decide(STARTER))
     rows = decided.select(
