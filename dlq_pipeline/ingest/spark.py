@@ -94,9 +94,21 @@ def _python_scan(
     spark: SparkSession, numbered: Sequence[tuple[int, FileSplit]], max_line_length: int, max_message_bytes: int
 ) -> DataFrame:
     """The raw rows of work items read by the Python readers: through the ``mqdump`` data
-    source where Spark has Python data sources (4.0+), else by `mapInArrow`."""
-    read = source_scan if has_data_sources(spark) else arrow_scan
-    return read(spark, numbered, max_line_length, max_message_bytes)
+    source where Spark has Python data sources (4.0+), else by `mapInArrow` of the same reader.
+
+    Spark plans a Python data source on the driver, with the Python that ``PYSPARK_PYTHON``
+    (``spark.pyspark.python``) names, which a spark-submit in client mode with a packed
+    environment sets to the executors' unpacked archive (``./environment/bin/python``), absent
+    where the driver runs: the source cannot be planned there, and ingest reads by
+    `mapInArrow`, whose Python runs on the executors only."""
+    if has_data_sources(spark):
+        try:
+            return source_scan(spark, numbered, max_line_length, max_message_bytes)
+        except Exception as exc:  # noqa: BLE001 - planning runs Python on the driver (see above)
+            said = [line.strip(" :") for line in str(exc).splitlines() if line.strip(" :")]
+            reason = "; ".join(said[:2]) or type(exc).__name__  # py4j's first line names only the call
+            log.info("ingest: the mqdump data source cannot be planned on this driver (%s): read by mapInArrow", reason)
+    return arrow_scan(spark, numbered, max_line_length, max_message_bytes)
 
 
 def source_scan(

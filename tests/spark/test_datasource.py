@@ -264,3 +264,26 @@ def test_decide_counts_attempts_and_leaves_bad_records_undecided(sources):
         by_column.select("message_key", "action", "ignore_reason").collect()
         == exhausted.select("message_key", "action", "ignore_reason").collect()
     )
+
+
+def test_ingest_reads_by_map_in_arrow_where_the_driver_cannot_plan_the_source(sources, monkeypatch, caplog):
+    """A spark-submit in client mode with a packed environment: the driver cannot start the
+    Python that plans the source (tests/cluster/test_deploy_doc.py runs the real one). Ingest
+    reads the same rows by mapInArrow, and says why in its log."""
+    import logging
+
+    import dlq_pipeline.ingest.spark as ingest_spark
+
+    paths = [str(FIXTURES / "amqsbcg-94.txt"), str(FIXTURES / "real")]
+    planned, _ = land(sources, paths, run_id="R", reader="python")
+
+    def unplannable(*_args):
+        raise RuntimeError(
+            'An error occurred while calling o300.load.\n: Cannot run program "./environment/bin/python"'
+        )
+
+    monkeypatch.setattr(ingest_spark, "source_scan", unplannable)
+    with caplog.at_level(logging.INFO, logger="dlq_pipeline.ingest.spark"):
+        mapped, _ = land(sources, paths, run_id="R", reader="python")
+    assert collected(mapped, MESSAGE_COLUMNS) == collected(planned, MESSAGE_COLUMNS) != []
+    assert 'Cannot run program "./environment/bin/python"): read by mapInArrow' in caplog.text
