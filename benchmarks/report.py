@@ -44,13 +44,18 @@ def machine_lines(doc: dict) -> list[str]:
     ]
 
 
+def origin(doc: dict, name: str) -> dict:
+    """The run a section's figures come from: its own (``--merge``), else the file's."""
+    return (doc.get("measured_apart") or {}).get(name) or doc
+
+
 def provenance_lines(doc: dict) -> list[str]:
     """Which Spark and which machine produced each section (the file's run, or its own)."""
     rows = []
     for key, title, _ in SECTIONS:
         if key not in doc:
             continue
-        run = (doc.get("measured_apart") or {}).get(key) or doc
+        run = origin(doc, key)
         m = run["machine"]
         rows.append([title, run["started_at"], m["spark"], f"{m['cores']} cores ({m['cpu']}), {m['memory_gb']} GB"])
     return _table(["section", "measured", "Spark", "machine"], rows)

@@ -21,6 +21,7 @@ import traceback
 from pathlib import Path
 
 from benchmarks.common import ROOT, SIZES, machine, run_child, sizes_dict, with_overrides, write_result
+from benchmarks.report import markdown, origin
 
 COMPARISONS = ("decode", "classify", "ingest", "replay", "end_to_end", "memory")
 DEFAULT_LATENCY = "put=0.2,commit=2,get=0.2,browse=0.2,stat=0.2"
@@ -84,7 +85,6 @@ def _arguments(argv):
 def run(argv=None, *, spark=None) -> dict:
     """Run the comparisons and write the results; returns the results document."""
     from benchmarks import stages
-    from benchmarks.report import markdown
 
     args = _arguments(argv)
     sizes = with_overrides(SIZES["tiny" if args.tiny else "quick" if args.quick else "full"], args.size)
@@ -147,11 +147,6 @@ def machine_kind(machine: dict) -> tuple[str, int]:
     return machine.get("cpu", ""), machine.get("cores", 0)
 
 
-def origin(doc: dict, name: str) -> dict:
-    """The run a section's figures come from: its own (``--merge``), else the file's."""
-    return (doc.get("measured_apart") or {}).get(name) or doc
-
-
 def provenance(doc: dict, name: str) -> str:
     """Where a section was measured, for people: "Spark 4.2.0 on 2 cores (Intel Xeon)"."""
     machine = origin(doc, name)["machine"]
@@ -162,16 +157,14 @@ def stale_sections(doc: dict, here: dict, only: list[str]) -> list[str]:
     """The sections of ``doc`` not in ``only`` that were measured on another Spark version or
     another kind of machine than ``here``: a merge measures them again, so that every figure
     in one file compares with the others (pure)."""
-    return [
-        name
-        for name in COMPARISONS
-        if name in doc
-        and name not in only
-        and (
-            origin(doc, name)["machine"]["spark"] != here["spark"]
-            or machine_kind(origin(doc, name)["machine"]) != machine_kind(here)
-        )
-    ]
+    stale = []
+    for name in COMPARISONS:
+        if name not in doc or name in only:
+            continue
+        machine = origin(doc, name)["machine"]
+        if machine["spark"] != here["spark"] or machine_kind(machine) != machine_kind(here):
+            stale.append(name)
+    return stale
 
 
 def _merged(before: dict, now: dict, only: list[str]) -> dict:

@@ -31,7 +31,7 @@ import fnmatch
 import json
 import operator
 import posixpath
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -47,7 +47,7 @@ from dlq_pipeline.errors import DlqPipelineError, UsageError
 from dlq_pipeline.fs import open_input
 from dlq_pipeline.mq.constants import MQ_MAX_MESSAGE_BYTES
 from dlq_pipeline.runtime.testhooks import crash_point
-from dlq_pipeline.warehouse.schemas import table_schema
+from dlq_pipeline.warehouse.schemas import arrow_schema_of, table_schema
 from dlq_pipeline.warehouse.tables import CHAR_BYTES_COLUMN, HEAD_COLUMN, MD_COLUMNS, message_row
 
 DEFAULT_MAX_MESSAGE_BYTES = MQ_MAX_MESSAGE_BYTES
@@ -100,21 +100,7 @@ RAW_SCHEMA = T.StructType(
 )
 
 
-def _arrow_type(kind: T.DataType) -> pa.DataType:
-    if isinstance(kind, T.ArrayType):
-        return pa.list_(_arrow_type(kind.elementType))
-    if isinstance(kind, T.MapType):
-        return pa.map_(_arrow_type(kind.keyType), _arrow_type(kind.valueType))
-    return {
-        T.StringType: pa.string(),
-        T.BinaryType: pa.binary(),
-        T.IntegerType: pa.int32(),
-        T.LongType: pa.int64(),
-        T.BooleanType: pa.bool_(),
-    }[type(kind)]
-
-
-ARROW_SCHEMA = pa.schema([pa.field(f.name, _arrow_type(f.dataType), f.nullable) for f in RAW_SCHEMA.fields])
+ARROW_SCHEMA = arrow_schema_of(RAW_SCHEMA)
 
 
 # --- the rows of one work item ---------------------------------------------------------------
@@ -305,12 +291,6 @@ def source_schema(decode: bool = False) -> T.StructType:
     return T.StructType([T.StructField(f.name, f.dataType, True, f.metadata) for f in fields])
 
 
-def _arrow_schema(schema: T.StructType) -> pa.Schema:
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(schema)
-
-
 class MalformedRecord(DlqPipelineError, ValueError):
     """A bad record in a dump read with ``mode`` ``FAILFAST`` (exit 1: the input needs a look)."""
 
@@ -410,8 +390,17 @@ def _mode(options: Mapping[str, str]) -> str:
     return mode
 
 
+def _planned(options: Mapping[str, str]) -> bool:
+    """Whether the load reads work items ingest planned (``workItems``), not paths."""
+    return "workItems" in options
+
+
+# What each kind of file is, for people.
+KINDS = {"dmpmqmsg": "a dmpmqmsg dump", "amqsbcg": "an amqsbcg listing"}
+
+
 def _wrong_kind(item: FileSplit, wanted: str) -> dict[str, Any]:
-    other = {"amqsbcg": "an amqsbcg listing", "dmpmqmsg": "a dmpmqmsg dump"}[item.kind]
+    """The one row a file of the other kind gets from the ``dmpmqmsg`` or ``amqsbcg`` source."""
     return {
         "rec": "error",
         "source_file": item.path,
@@ -423,8 +412,7 @@ def _wrong_kind(item: FileSplit, wanted: str) -> dict[str, Any]:
         "reader_line": 1,
         "source_offset": 0,
         "error_code": "wrong_format",
-        "error_text": f"{other}, not {'a dmpmqmsg dump' if wanted == 'dmpmqmsg' else 'an amqsbcg listing'}: "
-        "read it with format 'mqdump', which reads both",
+        "error_text": f"{KINDS[item.kind]}, not {KINDS[wanted]}: read it with format 'mqdump', which reads both",
     }
 
 
@@ -442,16 +430,19 @@ class _Items(InputPartition):
 
 
 class _Reader(DataSourceReader):
-    def __init__(self, kind: str, options: Mapping[str, str], raw: bool):
-        self.kind, self.raw = kind, raw
+    """Plans and reads one load: the files under the path(s), or the work items ingest planned
+    (``workItems``: then the raw rows, ``RAW_SCHEMA``)."""
+
+    def __init__(self, kind: str, options: Mapping[str, str]):
+        self.kind = kind
         self.mode = _mode(options)
         self.decode = _flag(options, "decode")
         self.limits = {
             "max_line_length": _number(options, "maxLineLength", MAX_LINE_LENGTH),
             "max_message_bytes": _number(options, "maxMessageBytes", DEFAULT_MAX_MESSAGE_BYTES),
         }
-        self.items = _items_from(options["workItems"]) if raw else None
-        self.paths = None if raw else _paths(options)
+        self.items = _items_from(options["workItems"]) if _planned(options) else None
+        self.paths = None if self.items is not None else _paths(options)
         self.glob = options.get("pathGlobFilter")
         self.webhdfs = options.get("webhdfs", "")
 
@@ -466,19 +457,15 @@ class _Reader(DataSourceReader):
     def read(self, partition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, _Items):  # Spark reads a source with no partitions as one empty one
             return
-        if self.raw:
+        if self.items is not None:
             yield from read_items(partition.numbered, **self.limits)
             return
-        schema = _arrow_schema(source_schema(self.decode))
+        schema = arrow_schema_of(source_schema(self.decode))
         for number, item in partition.numbered:
-            if self.kind != "mqdump" and item.kind in ("dmpmqmsg", "amqsbcg") and item.kind != self.kind:
-                batches: Iterator[pa.RecordBatch] = iter(
-                    [
-                        pa.RecordBatch.from_pylist(
-                            [{**dict.fromkeys(ARROW_SCHEMA.names), **_wrong_kind(item, self.kind)}], ARROW_SCHEMA
-                        )
-                    ]
-                )
+            if self.kind != "mqdump" and item.kind in KINDS and item.kind != self.kind:
+                batches: Iterable[pa.RecordBatch] = [
+                    pa.RecordBatch.from_pylist([_wrong_kind(item, self.kind)], ARROW_SCHEMA)
+                ]
             else:
                 batches = read_items([(number, item)], **self.limits)
             for raw in batches:
@@ -488,19 +475,19 @@ class _Reader(DataSourceReader):
 
 
 class _Source(DataSource):
-    kind = "mqdump"
+    kind: str  # the format's name
 
     @classmethod
     def name(cls) -> str:
         return cls.kind
 
     def schema(self) -> T.StructType:
-        if "workItems" in self.options:
+        if _planned(self.options):
             return RAW_SCHEMA
         return source_schema(_flag(self.options, "decode"))
 
     def reader(self, schema: T.StructType) -> _Reader:
-        return _Reader(self.kind, self.options, raw="workItems" in self.options)
+        return _Reader(self.kind, self.options)
 
 
 class MqDumpSource(_Source):

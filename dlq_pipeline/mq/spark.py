@@ -81,14 +81,20 @@ def header_slice(data: Column) -> Column:
     return F.substring(data, 1, CHAIN_SCAN_LIMIT)
 
 
+def _chain_test() -> tuple[int, int, list[bytes]]:
+    """What `structures.chain_possible` compares: (1-based offset, width) of the bytes at the
+    MQDLH Format's offset, and the names' prefixes they may start with."""
+    width = {len(p) for p in chain_format_prefixes()}
+    assert len(width) == 1, "every followed format name has the same length"
+    return chain_format_offset() + 1, width.pop(), sorted(chain_format_prefixes())
+
+
 def chain_possible_sql(data: str = "data") -> str:
     """`structures.chain_possible` in Spark SQL: the bytes at the MQDLH Format's offset
     start a name of a header the decoder follows, in some CCSID."""
-    offset = chain_format_offset() + 1
-    width = {len(p) for p in chain_format_prefixes()}
-    assert len(width) == 1, "every followed format name has the same length"
-    names = ", ".join(f"X'{p.hex().upper()}'" for p in sorted(chain_format_prefixes()))
-    return f"(substring({data}, {offset}, {width.pop()}) IN ({names}))"  # bytes to bytes: no hex string per row
+    offset, width, prefixes = _chain_test()
+    names = ", ".join(f"X'{p.hex().upper()}'" for p in prefixes)
+    return f"(substring({data}, {offset}, {width}) IN ({names}))"  # bytes to bytes: no hex string per row
 
 
 def head_sql(data: str = "data") -> str:
@@ -201,10 +207,8 @@ def _column(given: str | Column) -> Column:
 
 def dlh_head_column(data: Column) -> Column:
     """`head_sql` as a Column, for a column given as a Column rather than by name."""
-    width = {len(p) for p in chain_format_prefixes()}
-    assert len(width) == 1, "every followed format name has the same length"
-    at = F.substring(data, chain_format_offset() + 1, width.pop())
-    possible = at.isin(*[F.lit(bytearray(p)) for p in sorted(chain_format_prefixes())])
+    offset, width, prefixes = _chain_test()
+    possible = F.substring(data, offset, width).isin(*[F.lit(bytearray(p)) for p in prefixes])
     return F.when(possible, F.substring(data, 1, CHAIN_SCAN_LIMIT)).otherwise(F.substring(data, 1, DLH_LENGTH))
 
 

@@ -457,8 +457,10 @@ def decide(
     from dlq_pipeline.rules.parser import load_rules
 
     table = rules if isinstance(rules, RulesTable) else load_rules(os.fspath(rules))
-    given = F.lit(attempts or 0) if attempts is None or isinstance(attempts, int) else attempts
-    count = F.col(given) if isinstance(given, str) else given
+    if attempts is None or isinstance(attempts, int):
+        count = F.lit(attempts or 0)
+    else:
+        count = F.col(attempts) if isinstance(attempts, str) else attempts
 
     def step(df: DataFrame) -> DataFrame:
         counted = df.withColumn(_ATTEMPTS, count)

@@ -49,12 +49,18 @@ def table_schema(name: str) -> StructType:
 def arrow_schema(name: str):
     """The Arrow schema of table ``name`` (timestamps as UTC instants), for the DataFrames
     built from Arrow data: `local_rows` and replay's ``mapInArrow``."""
+    return arrow_schema_of(table_schema(name))
+
+
+def arrow_schema_of(schema: StructType):
+    """The Arrow schema Spark gives ``schema`` (timestamps as UTC instants): what a
+    ``mapInArrow`` function or a Python data source hands Spark for it."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
     try:
-        return to_arrow_schema(table_schema(name), timezone="UTC")
+        return to_arrow_schema(schema, timezone="UTC")
     except TypeError:  # pyspark 3.5: no timezone argument, TimestampType is always UTC there
-        return to_arrow_schema(table_schema(name))
+        return to_arrow_schema(schema)
 
 
 def local_rows(spark: SparkSession, rows: list[tuple], name: str) -> DataFrame:
