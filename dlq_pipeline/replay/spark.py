@@ -38,6 +38,7 @@ from dlq_pipeline.engine.tasks import TaskTicker
 from dlq_pipeline.errors import UsageError
 from dlq_pipeline.mq.constants import MQ_MAX_MESSAGE_BYTES
 from dlq_pipeline.mq.mqmd import MQMD
+from dlq_pipeline.replay.bodies import BODY_FILE, Bodies, windows
 from dlq_pipeline.replay.checkpoints import Checkpoint
 from dlq_pipeline.replay.placement import place_queues, slot_values
 from dlq_pipeline.replay.rebuild import exact_target
@@ -102,12 +103,15 @@ def row_to_item(row) -> WorkItem:
     return _work_item(md_values, row[CHAR_BYTES_COLUMN], *(value(c) for c in _ITEM_COLUMNS))
 
 
-def batch_items(batch) -> list[WorkItem]:
+def batch_items(batch, data: list[bytes | None] | None = None) -> list[WorkItem]:
     """An Arrow batch of joined rows (no pieces) as work items, read a column at a time:
     a replay task's cost per message, where building a dict of 43 columns per row first
-    cost twice as much (docs/performance.md, "A replay task's work per message")."""
+    cost twice as much (docs/performance.md, "A replay task's work per message"). ``data``:
+    the bodies, where the batch names their files instead of carrying them (`bodies`)."""
 
     def values(name, default=None):
+        if name == "data" and data is not None:
+            return data
         column = batch.column(name)
         got = column.to_pylist()
         return [default if v is None else v for v in got] if default is not None and column.null_count else got
@@ -115,6 +119,17 @@ def batch_items(batch) -> list[WorkItem]:
     md_rows = zip(*[values(column, default) for _, column, default in _MD_PLAN])
     exact = [dict(pairs) if pairs else None for pairs in values(CHAR_BYTES_COLUMN)]  # a map: (key, value) pairs
     return [_work_item(*row) for row in zip(md_rows, exact, *(values(c) for c in _ITEM_COLUMNS))]
+
+
+def items_reading_bodies(batches, webhdfs: str = "") -> Iterator[WorkItem]:
+    """The work items of batches that name each body's data file (`BODY_FILE`), their bodies
+    read from those files a window at a time (`bodies.windows`, `bodies.Bodies`)."""
+    reader = Bodies(webhdfs)
+    for batch in batches:
+        for start, stop in windows(batch.column("data_length").to_pylist()):
+            window = batch.slice(start, stop - start)
+            data = reader.read(window.column(BODY_FILE).to_pylist(), window.column("message_key").to_pylist())
+            yield from batch_items(window, data)
 
 
 # the columns `_work_item` takes after the MQMD's values and md_char_bytes, in its order
@@ -267,15 +282,20 @@ def pieces(messages: DataFrame) -> DataFrame:
     return messages.select(*columns, F.posexplode(cut).alias(PIECE_COLUMN, "data"))
 
 
-def arrow_items(batches) -> Iterator[WorkItem]:
+def arrow_items(batches, webhdfs: str = "") -> Iterator[WorkItem]:
     """The work items of a replay task's Arrow batches, in order: a column at a time
-    (`batch_items`), or row by row where large messages come in pieces (`whole_messages`:
-    a message's pieces may span batches). Every batch of a task has the same columns."""
+    (`batch_items`), their bodies read from the table's files where the batches name them
+    (`items_reading_bodies`, ``webhdfs`` as `Storage.webhdfs`), or row by row where large
+    messages come in pieces (`whole_messages`: a message's pieces may span batches). Every
+    batch of a task has the same columns."""
     batches = iter(batches)
     first = next(batches, None)
     if first is None:
         return
     batches = itertools.chain([first], batches)
+    if BODY_FILE in first.schema.names:
+        yield from items_reading_bodies(batches, webhdfs)
+        return
     if PIECE_COLUMN not in first.schema.names:
         for batch in batches:
             yield from batch_items(batch)
@@ -283,9 +303,10 @@ def arrow_items(batches) -> Iterator[WorkItem]:
     yield from (row_to_item(row) for row in whole_messages(row for batch in batches for row in _rows_of(batch)))
 
 
-def partition_rows(items: DataFrame, run: Callable) -> DataFrame:
+def partition_rows(items: DataFrame, run: Callable, webhdfs: str = "") -> DataFrame:
     """The rows ``run(partition_index, work_items)`` yields (tuples in ledger column order)
-    for each partition of ``items``, as a DataFrame of the ``ledger`` schema.
+    for each partition of ``items``, as a DataFrame of the ``ledger`` schema (``webhdfs``: the
+    NameNode's HTTP address where ``items`` name bodies' files on HDFS, `arrow_items`).
 
     Through ``mapInArrow``, not ``rdd.mapPartitionsWithIndex``: Spark Connect (Databricks
     serverless and shared clusters) has no RDD API. Each task reads its partition index from
@@ -304,7 +325,8 @@ def partition_rows(items: DataFrame, run: Callable) -> DataFrame:
                 [pa.array(list(c), type=f.type) for c, f in zip(columns, schema)], schema=schema
             )
 
-        for row in run(cast(TaskContext, TaskContext.get()).partitionId(), arrow_items(batches)):  # in a task: set
+        index = cast(TaskContext, TaskContext.get()).partitionId()  # in a task: set
+        for row in run(index, arrow_items(batches, webhdfs)):
             pending.append(row)
             if len(pending) >= LEDGER_BATCH_ROWS:
                 yield flush()
@@ -384,6 +406,7 @@ def work_items(
     puts_per_queue: Mapping[tuple[str, str], int] | None = None,
     large_tasks: int | None = None,
     decisions_total: int | None = None,
+    bodies_in_place: bool = False,
 ) -> DataFrame:
     """Decisions joined with their messages, one partition per target queue manager (hashed
     into ``partitions``; with ``per_qmgr`` > 1 its queues placed by size over up to that
@@ -393,22 +416,30 @@ def work_items(
     read in that many and go on as rows of `pieces` (`whole_messages` joins them again).
     ``decisions_total``: how many decisions there are, when the caller has counted them; in
     ``BROADCAST_DECISIONS``, every task that reads the messages gets all of them, and the
-    bodies are shuffled once (into the partitions) instead of twice."""
+    bodies are shuffled once (into the partitions) instead of twice. ``bodies_in_place``
+    (`Storage.plain_parquet_files`): no body is joined, shuffled or sorted; each item names the
+    data file holding its body (`bodies.BODY_FILE`), which the writer's task reads there."""
     messages = storage.read("messages")
+    if bodies_in_place:
+        messages = messages.drop("data").withColumn(BODY_FILE, F.col("_metadata.file_path"))
     in_pieces = large_tasks is not None
     messages = (pieces(messages.coalesce(large_tasks)) if large_tasks is not None else messages).alias("m")
     chosen = decisions.select(*DECISION_COLUMNS).alias("d")
     on = F.col("d.message_key") == F.col("m.message_key")
     low, high = BROADCAST_DECISIONS
     if in_pieces or decisions_total is None or not low <= decisions_total <= high:
-        joined = chosen.join(messages, on, "left").select(*item_columns(lambda c: F.col(f"m.{c}"), in_pieces))
+        joined = chosen.join(messages, on, "left").select(
+            *item_columns(lambda c: F.col(f"m.{c}"), in_pieces, bodies_in_place)
+        )
     else:
         # the decisions without a message (a table changed since classify) as the left join has them
         types = {f.name: f.dataType for f in messages.schema.fields}
-        found = messages.join(F.broadcast(chosen), on, "inner").select(*item_columns(lambda c: F.col(f"m.{c}")))
+        found = messages.join(F.broadcast(chosen), on, "inner").select(
+            *item_columns(lambda c: F.col(f"m.{c}"), bodies_in_place=bodies_in_place)
+        )
         keys = messages.select(F.col("message_key").alias("stored_key"))
         missing = chosen.join(keys, F.col("d.message_key") == F.col("stored_key"), "left_anti").select(
-            *item_columns(lambda c: F.lit(None).cast(types[c]))
+            *item_columns(lambda c: F.lit(None).cast(types[c]), bodies_in_place=bodies_in_place)
         )
         joined = found.unionByName(missing)
     if skip:
@@ -424,16 +455,24 @@ def work_items(
     )
 
 
-def item_columns(message: Callable[[str], Column], in_pieces: bool = False) -> list[Column]:
+def item_columns(
+    message: Callable[[str], Column], in_pieces: bool = False, bodies_in_place: bool = False
+) -> list[Column]:
     """A work item's columns: the decision's (alias ``d``) and ``message(column)``'s, the
-    joined message's column, or a null where there is none."""
-    needs_data = F.col("d.action").isin(*PUT_ACTIONS)
+    joined message's column, or a null where there is none. ``bodies_in_place``: the data
+    file holding the body and its length instead of the body (`work_items`)."""
+    needs_data = F.col("d.action").isin(*PUT_ACTIONS)  # IGNORE/DISCARD never ship their bodies
+    body = (
+        [F.when(needs_data, message(c)).alias(c) for c in (BODY_FILE, "data_length")]
+        if bodies_in_place
+        else [F.when(needs_data, message("data")).alias("data")]
+    )
     return [
         *[F.col(f"d.{c}").alias(c) for c in DECISION_COLUMNS if c != "not_before"],
         # as epoch microseconds: a timestamp collected into Python is naive *local* time
         F.unix_micros(F.col("d.not_before")).alias("not_before_us"),
         *[message(c).alias(c) for c in (*MD_COLUMNS.values(), CHAR_BYTES_COLUMN)],
-        F.when(needs_data, message("data")).alias("data"),  # IGNORE/DISCARD never ship their bodies
+        *body,
         F.coalesce(message("truncated"), F.lit(False)).alias("truncated"),
         message("message_key").isNotNull().alias("has_message"),
         *([message(PIECE_COLUMN).alias(PIECE_COLUMN)] if in_pieces else []),
@@ -479,6 +518,7 @@ def replay(
     skip = recover_checkpoints(spark, storage, root)
     checkpoint_root = root if chosen.resumable else None
 
+    in_place = storage.plain_parquet_files("messages")
     items = work_items(
         storage,
         decisions,
@@ -486,8 +526,9 @@ def replay(
         skip,
         settings.connections_per_qmgr,
         puts_per_queue,
-        put_tasks(spark, storage, decisions),
+        None if in_place else put_tasks(spark, storage, decisions),
         decisions_total,
+        in_place,
     )
     lease = held_lease(storage)
     run = partition_function(
@@ -500,7 +541,7 @@ def replay(
         RunGroup.of_this_process(),
         lease.fence() if lease is not None else None,
     )
-    ledger = partition_rows(items, run)
+    ledger = partition_rows(items, run, storage.webhdfs)
     observation = Observation(f"replay_{run_id}_{secrets.token_hex(4)}")
     observed = ledger.observe(
         observation, *[F.sum(F.when(F.col("outcome") == o, 1).otherwise(0)).alias(o) for o in OUTCOMES]

@@ -88,6 +88,8 @@ TABLE_PARQUET_OPTIONS = {
         f"parquet.enable.dictionary#{column}": "false" for column in ("data", "data_head", *UNIQUE_MESSAGE_COLUMNS)
     }
 }
+# A field of a Delta table with column mapping carries the name its data files give it here.
+COLUMN_MAPPING_NAME = "delta.columnMapping.physicalName"
 COMMIT_ATTEMPTS = 8
 # How long a writer waits for another's CREATE of a Delta table to commit its first version
 # (the other has made the table's _delta_log; Delta then calls the table existing).
@@ -407,6 +409,19 @@ class Storage:
         if self.format == "delta":
             df = self._with_added_columns(df, table)
         return conform(df, table)
+
+    def plain_parquet_files(self, table: str) -> bool:
+        """Whether Python on an executor can read ``table``'s rows from the data files its scan
+        names (``_metadata.file_path``) through `dlq_pipeline.fs`: a table at a path (replay's
+        checkpoints already need that path open to Python), in Parquet or in Delta without
+        column mapping (whose files name columns by id). A catalog's table is not: its files
+        may be open to Spark alone (Unity Catalog hands Spark credentials for them)."""
+        if self.by_name or self.as_of_time is not None:
+            return False
+        if self.format == "parquet" or not self.exists(table):
+            return True
+        fields = self.spark.read.format("delta").load(self.location(table)).schema.fields
+        return not any(COLUMN_MAPPING_NAME in f.metadata for f in fields)
 
     def _empty(self, schema) -> DataFrame:
         """No rows, as the optimizer can see: ``limit(0)`` makes an empty local relation, so a

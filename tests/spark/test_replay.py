@@ -3,9 +3,12 @@ when tasks are retried (``local[2,3]`` in a subprocess) or a run died after putt
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -239,12 +242,15 @@ def test_largest_put_is_the_largest_message_a_put_decision_ships(spark, tmp_path
 
 
 def test_messages_replayed_in_pieces_give_the_same_files_and_ledger(spark, tmp_path, monkeypatch):
-    """Where the heap cannot hold the messages to put whole in every task slot, replay's
-    join, shuffle and sorts carry them in pieces (here of 7 bytes), which each task joins
-    again: what replay puts and records is what it does with whole rows."""
+    """Where the bodies go through replay's join (a catalog's table) and the heap cannot hold
+    the messages to put whole in every task slot, its join, shuffle and sorts carry them in
+    pieces (here of 7 bytes), which each task joins again: what replay puts and records is
+    what it does with whole rows, and with the bodies read where they lie."""
     import dlq_pipeline.replay.spark as replay_module
+    from dlq_pipeline.warehouse.storage import Storage
 
     monkeypatch.setattr(replay_module, "PIECE_BYTES", 7)
+    monkeypatch.setattr(Storage, "plain_parquet_files", lambda self, table: False)
     got = {}
     for in_pieces in (False, True):
         run = "RUN-C"
@@ -299,6 +305,131 @@ def test_messages_replayed_in_pieces_give_the_same_files_and_ledger(spark, tmp_p
         files = {p.relative_to(out): [(m.md, m.data) for m in read_dump(str(p))] for p in sorted(out.rglob("*.dmp"))}
         got[in_pieces] = ledger, files
     assert got[True] == got[False] and sum(len(v) for v in got[False][1].values()) == 8
+    monkeypatch.undo()
+    out = tmp_path / "out-in-place"
+    settings, storage = setup(spark, tmp_path / "wh-in-place", decisions, max_connections=2)
+    replay(
+        spark,
+        storage,
+        frame(spark, "decisions", decisions),
+        target=f"dir:{out}",
+        settings=settings,
+        run_id=run,
+        now=NOW,
+    )
+    files = {p.relative_to(out): [(m.md, m.data) for m in read_dump(str(p))] for p in sorted(out.rglob("*.dmp"))}
+    assert files == got[False][1]
+
+
+def land_in_files(storage, rows: list[dict], files: int) -> None:
+    """``rows`` appended to `messages` in ``files`` appends (as many data files or more), the
+    later appends holding the earlier rows of the DLQ: replay's order is not the files'."""
+    from tests.spark.replay_retry_job import frame as frame_
+
+    size = -(-len(rows) // files)
+    for start in reversed(range(0, len(rows), size)):
+        storage.append("messages", frame_(storage.spark, "messages", rows[start : start + size]))
+
+
+def stored_ledger(storage) -> list[tuple]:
+    columns = [c for c in storage.read("ledger").columns if c not in ("started_at", "finished_at")]
+    return sorted(tuple(r[c] for c in columns) for r in storage.read("ledger").collect())
+
+
+@pytest.mark.parametrize("storage_kind", ["parquet", "delta"], indirect=True)
+def test_bodies_read_where_they_lie_give_the_puts_of_the_join_in_the_same_order(
+    spark, tmp_path, monkeypatch, storage_kind
+):
+    """Replay reads each body from the data file its scan names (`replay.bodies`), in the
+    writer's task: every queue gets the same messages, byte for byte, in the same order (DLQ
+    order) as when the join carries the bodies, over data files written out of DLQ order,
+    with two connections to one queue manager; the ledgers are the same."""
+    from dlq_pipeline.warehouse.storage import Storage
+    from tests.spark.replay_retry_job import message_row
+
+    queues = [f"APP.Q{q}" for q in range(5)]
+    actions = ["RETRY", "FWD", "RETRY", "DISCARD", "RETRY", "IGNORE", "RETRY"]
+    results = {}
+    for in_place in (True, False):
+        run = "RUN-W"
+        decisions, rows = [], []
+        for n in range(120):
+            queue = queues[(n * 3) % 5 if n % 4 else 0]
+            md, data = dead_letter(n, queue)
+            rows.append(message_row(f"key{n:03d}", md, data + bytes([n]) * (n * 997 % 70_000), index=n))
+            action = actions[n % len(actions)]
+            decisions.append(
+                decision_row(
+                    f"key{n:03d}",
+                    action,
+                    run_id=run,
+                    index=n,
+                    putaut="DEF",
+                    attempt=1,
+                    header=n % 2 == 0,
+                    **({"target_q": queue, "target_qmgr": ""} if action in ("RETRY", "FWD") else {}),
+                )
+            )
+        warehouse = tmp_path / f"wh-{in_place}"
+        config = load_config(
+            overrides={
+                "storage": storage_settings(storage_kind, warehouse),
+                "replay": {"batch_size": 7, "max_connections": 3, "connections_per_qmgr": 2},
+            }
+        )
+        storage = open_storage(spark, StorageSettings.from_config(config))
+        land_in_files(storage, rows, 4)
+        assert storage.plain_parquet_files("messages")
+        if not in_place:
+            monkeypatch.setattr(Storage, "plain_parquet_files", lambda self, table: False)
+        counts = replay(
+            spark,
+            storage,
+            frame(spark, "decisions", decisions),
+            target="sim:",
+            settings=ReplaySettings.from_config(config),
+            run_id=run,
+            now=NOW,
+        )
+        monkeypatch.undo()
+        sim = SimQueueManager(warehouse / "_sim" / "SIM.sqlite", "SIM")
+        puts = {q: [(r.md, r.data) for r in sim.put_log(queue=q)] for q in queues}
+        results[in_place] = counts, puts, stored_ledger(storage)
+        dlq_order = [n for n in range(120) if decisions[n]["target_q"] == "APP.Q0"]
+        assert [md.msg_id for md, _ in puts["APP.Q0"]] == [dead_letter(n)[0].msg_id for n in dlq_order]
+    assert results[True] == results[False]
+    assert results[True][0]["delivered"] == sum(len(p) for p in results[True][1].values()) > 60
+
+
+def test_no_exchange_or_sort_of_replay_carries_the_bodies(spark, tmp_path):
+    """With the bodies read where they lie, the plan of replay's work items moves no `data`
+    through a shuffle (Exchange) or a sort; the join that carries them does (the check sees it)."""
+    import dlq_pipeline.replay.spark as replay_module
+
+    run = "RUN-X"
+    decisions = [
+        decision_row(
+            f"key{n:03d}", "RETRY", run_id=run, index=n, target_q="APP.IN", target_qmgr="", putaut="DEF", attempt=1
+        )
+        for n in range(6)
+    ]
+    _, storage = setup(spark, tmp_path / "wh", decisions)
+
+    def moving_bodies(in_place: bool) -> list[str]:
+        items = replay_module.work_items(
+            storage, frame(spark, "decisions", decisions), 2, set(), 2, bodies_in_place=in_place
+        )
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            items.explain(mode="formatted")
+        plan = printed.getvalue()
+        nodes = plan.split("\n\n")
+        moving = [n for n in nodes if re.match(r"\(\d+\) (\w*Exchange|Sort)\b", n.strip())]
+        assert moving, plan  # the plan has its shuffle and sort
+        return [n for n in moving if re.search(r"\bdata#\d+", n)]
+
+    assert moving_bodies(in_place=True) == []
+    assert moving_bodies(in_place=False) != []
 
 
 def test_pieces_of_every_size_join_back_to_the_message(spark, monkeypatch):

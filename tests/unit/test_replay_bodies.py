@@ -1,0 +1,62 @@
+"""Replay's reader of bodies where they lie (`dlq_pipeline.replay.bodies`): windows of work
+items cut by their bodies' sizes, and each body read from the data file and row group that
+hold it, over files of many row groups, more files than the reader keeps open, and nulls."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dlq_pipeline.replay import bodies
+from dlq_pipeline.replay.bodies import Bodies, BodyNotFound, file_uri, windows
+
+
+@given(st.lists(st.one_of(st.none(), st.integers(0, 300))), st.integers(1, 500))
+def test_windows_cover_every_item_once_in_order_within_the_limit(lengths, limit):
+    cut = list(windows(lengths, limit))
+    assert [i for start, stop in cut for i in range(start, stop)] == list(range(len(lengths)))
+    for start, stop in cut:
+        sizes = [n or 0 for n in lengths[start:stop]]
+        assert stop > start and (sum(sizes) <= limit or stop - start == 1)
+    for (start, stop), _ in zip(cut, cut[1:]):  # a window ends only where the next body would not fit
+        assert sum(n or 0 for n in lengths[start : stop + 1]) > limit
+
+
+def write_table(path, keys, datas, row_group_size):
+    table = pa.table({"message_key": keys, "data": pa.array(datas, pa.binary()), "n": list(range(len(keys)))})
+    pq.write_table(table, path, row_group_size=row_group_size)
+    return f"file:{path}"
+
+
+def test_bodies_come_from_their_files_and_row_groups(tmp_path, monkeypatch):
+    monkeypatch.setattr(bodies, "OPEN_FILES", 2)  # three files: each index dropped and read again
+    files, expected = [], {}
+    for f in range(3):
+        keys = [f"k{f}-{i}" for i in range(40)]
+        datas = [None if i == 7 else bytes([f, i]) * (i * 13 % 50) for i in range(40)]
+        files.append(write_table(tmp_path / f"part {f}.parquet", keys, datas, row_group_size=6))
+        expected.update({(files[-1], k): d for k, d in zip(keys, datas)})
+    assert pq.ParquetFile(tmp_path / "part 0.parquet").num_row_groups == 7
+    reader = Bodies()
+    asked = [(files[(i * 7) % 3], f"k{(i * 7) % 3}-{(i * 11) % 40}") for i in range(90)]
+    body_files = [None if i % 5 == 0 else f for i, (f, _) in enumerate(asked)]
+    got = reader.read(body_files, [k for _, k in asked])
+    assert got == [None if f is None else expected[(f, k)] for f, (_, k) in zip(body_files, asked)]
+    # a scan's file path is percent-encoded, as Hadoop writes it
+    encoded = files[1].replace(" ", "%20")
+    assert reader.read([encoded], ["k1-3"]) == [expected[(files[1], "k1-3")]]
+
+
+def test_a_message_not_in_its_file_names_the_file(tmp_path):
+    path = write_table(tmp_path / "part.parquet", ["a", "b"], [b"1", b"2"], 1)
+    with pytest.raises(BodyNotFound, match=r"message c is not in .*part\.parquet"):
+        Bodies().read([path, path], ["a", "c"])
+
+
+def test_file_uris_are_the_fs_layers():
+    assert file_uri("file:/w/messages/part%20a.parquet") == "/w/messages/part a.parquet"
+    assert file_uri("hdfs://nn:8020/w/m/p.parquet", "http://nn:9870") == "webhdfs://nn:9870/w/m/p.parquet"
+    assert file_uri("s3a://bucket/w/m/p.parquet") == "s3a://bucket/w/m/p.parquet"
