@@ -40,7 +40,9 @@ in between, and puts the whole batch again. When it gives up, the rest is ``defe
 
 **Circuit breaker per queue**: ``breaker_threshold`` consecutive transient failures on a
 queue (e.g. 2053 Q_FULL) open it for the rest of the run; its remaining messages are
-``deferred``, so a full queue gets at most ``breaker_threshold`` attempts per run (seed 004).
+``deferred``, so a full queue gets at most ``breaker_threshold`` failed puts per run, also
+when it fills within a batch: only a committed put closes the count again (a storm of
+retries into a full queue is what a DLQ handler must not make, seed 004).
 Permanent failures record ``failed`` and leave breakers and other queues alone.
 
 **No double sends**: after each commit the partition's checkpoint
@@ -148,6 +150,9 @@ class _Pending:
     md: MQMD
     data: bytes
     started_at: dt.datetime | None = None
+    # put synchronously before, then backed out because another put of its batch failed:
+    # the queue took it, so an open breaker does not hold it back
+    accepted: bool = False
 
 
 class _AtOpen(Exception):
@@ -291,7 +296,7 @@ class _Writer:
             return f"no connection to the queue manager ({self.gave_up}); not attempted"
         key = self.queue_key(p.item)
         breaker = self.breakers.get(key)
-        if breaker is not None and breaker.open:
+        if breaker is not None and breaker.open and not p.accepted:
             return (
                 f"circuit breaker open for {key[1]} after {breaker.failures} consecutive transient failures "
                 # an open breaker's reason is the one that opened it (`note`)
@@ -393,12 +398,12 @@ class _Writer:
                 rows.append(self.failed(p, exc))
                 self.note(p, exc)
                 if not at_open:
-                    self.backout_batch(todo)
+                    self.backout_batch(todo, accepted=not self.batch_async)
                 continue
-            if self.batch_async:
-                self.count_put(p)  # its breaker is reset at the commit, once MQSTAT says it was put
-            else:
-                self.note(p, None)
+            # its breaker is reset when its batch commits: a put backed out with its batch (after
+            # another put failed, or asynchronously) has not succeeded, and a queue that fills
+            # within a batch would otherwise take every put again and never open its breaker
+            self.count_put(p)
             self.batch.append(p)
             self.batch_bytes += len(p.data)
             if len(self.batch) >= self.settings.batch_size or self.batch_bytes >= BATCH_BYTES:
@@ -410,10 +415,13 @@ class _Writer:
         batch, self.batch, self.batch_bytes, self.batch_async = self.batch, [], 0, False
         return batch
 
-    def backout_batch(self, todo: deque) -> None:
+    def backout_batch(self, todo: deque, accepted: bool = False) -> None:
         """Back out the open batch after a failed put; its other messages go back to the front
-        of ``todo`` to be put again in a fresh batch."""
+        of ``todo`` to be put again in a fresh batch (``accepted``: each was put synchronously,
+        and its queue took it)."""
         others = self.take_batch()
+        for p in others:
+            p.accepted = p.accepted or accepted
         todo.extendleft(reversed(others))
         self.depths.clear()  # the backed-out puts no longer count: inquire again
         try:
@@ -442,9 +450,8 @@ class _Writer:
             rows = [self.failed(p, exc) for p in batch]
             self.batch_id += 1
             return rows
-        if self.batch_async:
-            for p in self.batch:
-                self.note(p, None)
+        for p in self.batch:
+            self.note(p, None)
         self.resending = False
         batch = self.take_batch()
         rows = [self.row(p.item, "delivered", reason=0, started=p.started_at, batch_id=self.batch_id) for p in batch]
