@@ -5,24 +5,34 @@ data file that holds its body (``_metadata.file_path``), never the body itself; 
 task reads the bodies it puts from those files, a window of its work items at a time, in the
 order it puts them (docs/performance.md, "Replay reads each body where it lies").
 
-Parquet has no row-level reads: a row group's ``data`` column is read whole and the rows a
-window wants are taken from it. A window is cut at ``WINDOW_BYTES`` of wanted bodies (their
-stored ``data_length``), so a task holds one window's bodies and one row group, whatever the
+Parquet has no row-level reads: a file's ``data`` is read forwards in small batches, and the
+rows a window wants are taken from them. `messages` holds the DLQ in order (ingest writes each
+file from a run of it), and the writer asks in DLQ order, so each task reads the files it
+needs once, front to back. A window is cut at ``WINDOW_BYTES`` of wanted bodies (their
+stored ``data_length``), so a task holds one window's bodies and one batch, whatever the
 messages' sizes. A message is found in its file by its ``message_key`` (Delta's reader gives
-no row index): a file's keys are read once, with the index of the few files in use kept.
+no row index): a file's keys are read once, with the cursors of the few files in use kept.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import urllib.parse
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, cast
 
 from dlq_pipeline import fs as files
 from dlq_pipeline.errors import DlqPipelineError
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 BODY_FILE = "body_file"  # the work item's column naming the data file that holds its body
 WINDOW_BYTES = 64 * 1024 * 1024
+BATCH_BYTES = 8 * 1024 * 1024  # of bodies per batch a file's cursor reads
+BATCH_ROWS = 1024
 OPEN_FILES = 4  # data files whose key index a task keeps: DLQ order moves through few at once
 
 
@@ -51,7 +61,9 @@ def file_uri(file_path: str, webhdfs: str = "") -> str:
 
 
 class _DataFile:
-    """One Parquet data file: where each message's row is, and its ``data`` by row group."""
+    """One Parquet data file: where each message's row is, and a cursor that reads its
+    ``data`` forwards in small batches (`BATCH_BYTES`), so that rows asked for in file order
+    are read once, and a batch's buffers are reused rather than mapped afresh."""
 
     def __init__(self, uri: str):
         import pyarrow.parquet as pq
@@ -59,16 +71,59 @@ class _DataFile:
         self.uri = uri
         self._file = pq.ParquetFile(uri if files.is_local(uri) else files.open_input(uri))
         keys = self._file.read(columns=["message_key"]).column(0).to_pylist()
-        self.row: dict[str, tuple[int, int]] = {}
-        first = 0
-        for group in range(self._file.num_row_groups):
-            rows = self._file.metadata.row_group(group).num_rows
-            for i in range(rows):
-                self.row[keys[first + i]] = (group, i)
-            first += rows
+        self.row = {key: i for i, key in enumerate(keys)}
+        meta = self._file.metadata
+        self._group_starts = list(
+            itertools.accumulate((meta.row_group(g).num_rows for g in range(meta.num_row_groups)), initial=0)
+        )
+        column = self._file.schema_arrow.get_field_index("data")
+        widest = max(
+            (
+                meta.row_group(g).column(column).total_uncompressed_size / max(1, meta.row_group(g).num_rows)
+                for g in range(meta.num_row_groups)
+            ),
+            default=0,
+        )
+        self._batch_rows = int(max(1, min(BATCH_ROWS, BATCH_BYTES // max(1, widest))))
+        self._batches: Iterator[pa.RecordBatch] | None = None
+        self._batch: pa.RecordBatch | None = None
+        self._batch_start = self._batch_stop = 0
 
-    def data(self, group: int):
-        return self._file.read_row_group(group, columns=["data"]).column(0)
+    def bodies(self, rows: Sequence[int]) -> list[bytes | None]:
+        """The ``data`` of ``rows`` (ascending row numbers in the file)."""
+        out: list[bytes | None] = []
+        i = 0
+        while i < len(rows):
+            if self._batches is None or rows[i] < self._batch_start:
+                self._seek(rows[i])
+            while rows[i] >= self._batch_stop:
+                self._next_batch()
+            j = bisect.bisect_left(rows, self._batch_stop, i)  # the rows in this batch
+            out += (
+                cast("pa.RecordBatch", self._batch)
+                .column(0)
+                .take([row - self._batch_start for row in rows[i:j]])
+                .to_pylist()
+            )
+            i = j
+        return out
+
+    def _seek(self, row: int) -> None:
+        """The cursor at the start of the row group holding ``row``."""
+        group = bisect.bisect_right(self._group_starts, row) - 1
+        self._batches = self._file.iter_batches(
+            batch_size=self._batch_rows,
+            row_groups=list(range(group, self._file.num_row_groups)),
+            columns=["data"],
+            use_threads=False,
+        )
+        self._batch = None
+        self._batch_start = self._batch_stop = self._group_starts[group]
+
+    def _next_batch(self) -> None:
+        self._batch = None  # let the previous one go before the next is read
+        batch = next(cast("Iterator[pa.RecordBatch]", self._batches))
+        self._batch, self._batch_start, self._batch_stop = batch, self._batch_stop, self._batch_stop + batch.num_rows
 
 
 class Bodies:
@@ -77,7 +132,6 @@ class Bodies:
     def __init__(self, webhdfs: str = ""):
         self._webhdfs = webhdfs
         self._files: OrderedDict[str, _DataFile] = OrderedDict()
-        self._last: tuple[str, int, object] | None = None  # (file, row group, its data column)
 
     def _file(self, file_path: str) -> _DataFile:
         found = self._files.pop(file_path, None)
@@ -97,27 +151,16 @@ class Bodies:
                 wanted.setdefault(file_path, []).append(i)
         for file_path, positions in wanted.items():
             data_file = self._file(file_path)
-            by_group: dict[int, list[tuple[int, int]]] = {}
+            at = []
             for i in positions:
-                where = data_file.row.get(keys[i])
-                if where is None:
+                row = data_file.row.get(keys[i])
+                if row is None:
                     raise BodyNotFound(
                         f"message {keys[i]} is not in {data_file.uri}, where the messages table's scan "
                         "found it: the table changed during replay (run replay again)"
                     )
-                by_group.setdefault(where[0], []).append((where[1], i))
-            for group in sorted(by_group):
-                column = self._column(file_path, data_file, group)
-                picked = by_group[group]
-                for (_, i), body in zip(picked, column.take([row for row, _ in picked]).to_pylist()):
-                    out[i] = body
+                at.append((row, i))
+            at.sort()
+            for (_, i), body in zip(at, data_file.bodies([row for row, _ in at])):
+                out[i] = body
         return out
-
-    def _column(self, file_path: str, data_file: _DataFile, group: int):
-        """A row group's ``data``, the last one read kept: consecutive windows share one."""
-        if self._last is not None and self._last[:2] == (file_path, group):
-            return self._last[2]
-        self._last = None  # let the previous one go before the next is read
-        column = data_file.data(group)
-        self._last = (file_path, group, column)
-        return column

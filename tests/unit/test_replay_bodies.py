@@ -31,8 +31,12 @@ def write_table(path, keys, datas, row_group_size):
     return f"file:{path}"
 
 
-def test_bodies_come_from_their_files_and_row_groups(tmp_path, monkeypatch):
+@pytest.mark.parametrize("batch_rows", [1, 4, 1024])
+def test_bodies_come_from_their_files_and_row_groups(tmp_path, monkeypatch, batch_rows):
+    """Asked for in any order, across windows going back and forth in a file, over batches
+    of one row, of four and of whole row groups."""
     monkeypatch.setattr(bodies, "OPEN_FILES", 2)  # three files: each index dropped and read again
+    monkeypatch.setattr(bodies, "BATCH_ROWS", batch_rows)
     files, expected = [], {}
     for f in range(3):
         keys = [f"k{f}-{i}" for i in range(40)]
@@ -43,8 +47,9 @@ def test_bodies_come_from_their_files_and_row_groups(tmp_path, monkeypatch):
     reader = Bodies()
     asked = [(files[(i * 7) % 3], f"k{(i * 7) % 3}-{(i * 11) % 40}") for i in range(90)]
     body_files = [None if i % 5 == 0 else f for i, (f, _) in enumerate(asked)]
-    got = reader.read(body_files, [k for _, k in asked])
-    assert got == [None if f is None else expected[(f, k)] for f, (_, k) in zip(body_files, asked)]
+    for window in (slice(0, 30), slice(30, 31), slice(31, 90), slice(0, 90), slice(45, 60), slice(2, 20)):
+        got = reader.read(body_files[window], [k for _, k in asked[window]])
+        assert got == [None if f is None else expected[(f, k)] for f, (_, k) in zip(body_files, asked)][window]
     # a scan's file path is percent-encoded, as Hadoop writes it
     encoded = files[1].replace(" ", "%20")
     assert reader.read([encoded], ["k1-3"]) == [expected[(files[1], "k1-3")]]
