@@ -51,6 +51,12 @@ class Sizes:
     e2e_connections_per_qmgr: int = 1
     pipeline_memory_messages: int = 0  # run (ingest -> replay to dir:) over this many messages ...
     pipeline_memory_bytes: int = 0  # ... of this many bytes each (the target: 100 of 100 MB)
+    # replay's read path (the tables to the writer) over this many messages (0: replay_messages)
+    replay_read_messages: int = 0
+    # the Q_FULL retry storm (benchmarks/storm.py): `run` over this many messages (0: not run) ...
+    storm_messages: int = 0
+    storm_payload_bytes: int = 2048  # ... of this many bytes on average (the target: 1,000,000 of 2 KB)
+    storm_reference_messages: int = 5_000  # the sequential reference's evenly spread sample of them
 
     @property
     def decode_messages(self) -> int:
@@ -77,6 +83,8 @@ SIZES = {
         1024,
         pipeline_memory_messages=2,
         pipeline_memory_bytes=1024 * 1024,
+        storm_messages=200,
+        storm_reference_messages=100,
     ),
     "quick": Sizes(
         "quick",
@@ -97,6 +105,8 @@ SIZES = {
         1024,
         pipeline_memory_messages=3,
         pipeline_memory_bytes=100 * 1024 * 1024,
+        storm_messages=20_000,
+        storm_reference_messages=2_000,
     ),
     "full": Sizes(
         "full",
@@ -117,6 +127,9 @@ SIZES = {
         1024,
         pipeline_memory_messages=100,
         pipeline_memory_bytes=100 * 1024 * 1024,
+        replay_read_messages=100_000,
+        storm_messages=1_000_000,
+        storm_reference_messages=5_000,
     ),
 }
 

@@ -22,7 +22,7 @@ import itertools
 import math
 import random
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -558,6 +558,7 @@ class _Generator:
         nul_padded_rate: float,
         end: _dt.datetime,
         span: _dt.timedelta,
+        storms: Sequence[Storm] = STORMS,
     ):
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ValueError(f"count must be an integer >= 0, not {count!r}")
@@ -567,6 +568,8 @@ class _Generator:
             raise ValueError(f"nul_padded_rate must be between 0 and 1, not {nul_padded_rate!r}")
         if span <= _dt.timedelta(0):
             raise ValueError("span must be positive")
+        if any(s.share < 0 for s in storms) or sum(s.share for s in storms) > 1:
+            raise ValueError("storm shares must be >= 0 and add up to at most 1")
         mix = dict(mix or {})
         _check_mix(mix)
         self.platforms = _axis(PLATFORMS, mix, "platform")
@@ -576,12 +579,12 @@ class _Generator:
         self.end_cs = _cs(end)
         self.span_cs = max(1, _cs(end) - _cs(end - span))
         self.counters = {qm.name: 0 for qm in FLEET}
-        self.storms = self._windows()
+        self.storms = self._windows(storms)
         self.segments = self._segments()
 
-    def _windows(self) -> list[tuple[Storm, int, int]]:
-        """(storm, first cs, length cs) of the storms the mix allows (text messages dead-lettered
-        on their home's platform), each at most a tenth of the span."""
+    def _windows(self, storms: Sequence[Storm]) -> list[tuple[Storm, int, int]]:
+        """(storm, first cs, length cs) of the ``storms`` the mix allows (text messages
+        dead-lettered on their home's platform), each at most a tenth of the span."""
         platforms, payloads = dict(self.platforms), dict(self.payloads)
         start = self.end_cs - self.span_cs
         return [
@@ -590,7 +593,7 @@ class _Generator:
                 start + int(storm.at * self.span_cs),
                 max(1, min(int(storm.hours * 3600 * _HUNDREDTHS), self.span_cs // 10)),
             )
-            for storm in STORMS
+            for storm in storms
             if platforms.get(_QMGRS[storm.home].platform, 0) > 0 and payloads.get("text", 0) > 0
         ]
 
@@ -1032,15 +1035,18 @@ def generate(
     nul_padded_rate: float = DEFAULT_NUL_PADDED_RATE,
     end: _dt.datetime = DEFAULT_END,
     span: _dt.timedelta = DEFAULT_SPAN,
+    storms: Sequence[Storm] = STORMS,
 ) -> Iterator[GeneratedMessage]:
     """``count`` messages in DLQ arrival order, each with what it was made to be.
 
     ``mix`` overrides weights of the platform axis (zos, aix, linux, windows) and of the
     payload axis (text, binary, jms, xmit, trigger, no_dlh, empty); each axis is normalised
     on its own and names left out keep their default weight. ``max_size`` caps the data
-    length of every message. Options are checked here, before the first message is made.
+    length of every message. ``storms`` are the bursts on top of the trickle (their shares
+    add up to at most 1; e.g. one `Storm` with ``share=0.85`` for a DLQ most of which one
+    full queue filled). Options are checked here, before the first message is made.
     """
-    return _Generator(count, seed, mix, max_size, nul_padded_rate, end, span).messages()
+    return _Generator(count, seed, mix, max_size, nul_padded_rate, end, span, storms).messages()
 
 
 def generate_messages(

@@ -16,6 +16,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def test_tiny_run_writes_every_comparison(spark, tmp_path):
+    """Over a minute: every section at its tiniest size, `run` end to end several times among
+    them (end to end, memory, the Q_FULL storm), each with its Spark jobs, in one session."""
     out = tmp_path / "results.json"
     bench.run(["--tiny", "--in-process", "--work", str(tmp_path / "work"), "--out", str(out)], spark=spark)
     doc = json.loads(out.read_text())
@@ -34,6 +36,9 @@ def test_tiny_run_writes_every_comparison(spark, tmp_path):
     assert doc["ingest"]["ratios"]["data_source_over_python_reader_2_cores"] > 0
     assert doc["ingest"]["ratios"]["ingest_over_parse_and_store_1_core"] > 0  # the store's limit ran too
     assert all(p["puts_per_s"] > 0 for p in doc["replay"]["partitions"].values())
+    read = doc["replay"]["read_path"]
+    assert set(read["variants"]) == {"bodies_in_place", "bodies_joined", "scan_and_iterate"}
+    assert read["messages"] > 0 and doc["replay"]["ratios"]["bodies_joined_over_in_place"] > 0
     assert "crossover_messages" in doc["end_to_end"]["crossover"]
     # the same run again in the warm session decides the same, and has its own crossover
     for size in doc["end_to_end"]["sizes"].values():
@@ -56,5 +61,24 @@ def test_tiny_run_writes_every_comparison(spark, tmp_path):
     assert (pipeline["passed"], pipeline["landed"], pipeline["replayed_bytes"] >= 2 * 1024 * 1024) == (True, 2, True)
     assert pipeline["dump_deleted_when_landed"]  # what lets 100 messages of 100 MB fit the disk
     assert not list((tmp_path / "work" / "tiny").glob("pipeline-memory-*"))  # the large dump is deleted
+    # the Q_FULL storm: every message landed has one outcome, most were the storm's ...
+    storm, run = doc["storm"], doc["storm"]["run"]
+    assert storm["passed"] and run["landed"] == storm["messages"] == 200
+    assert sum(run["outcomes"].values()) == run["landed"]
+    assert storm["input"]["storm_messages"] > 100 and storm["input"]["mean_payload_bytes"] > 1500
+    # ... its queue filled, and the writer met 2053 there: failed puts, or deferred by its breaker
+    queue = run["storm_queue"]
+    assert queue["depth"] == queue["maxdepth"] == storm["storm"]["maxdepth"] < storm["input"]["storm_messages"]
+    assert queue["failed_q_full"] + queue["deferred_by_breaker"] > 0
+    stormed = queue["outcomes"]["delivered"] + queue["failed_q_full"] + queue["deferred_by_breaker"]
+    assert sum(queue["outcomes"].values()) == stormed
+    assert run["peak_hwm_one_process_mb"]["jvm"] > 0 and run["heap"] == "2g"
+    # ... and the sequential reference, over an evenly spread sample, extrapolated to the whole
+    ref = storm["reference"]
+    assert (ref["extrapolated_from"], ref["extrapolated_to"]) == (ref["messages"], 200) == (100, 200)
+    assert ref["outcomes"].get("failed", 0) > 0  # the full queue refuses its puts too
+    assert ref["extrapolated_s"] > 0 and storm["reference_over_run"] > 0
+    assert not list((tmp_path / "work" / "tiny").glob("storm-run-*"))  # the run's warehouse and sim are removed
     text = out.with_suffix(".md").read_text()
-    assert all(f"## {n}." in text for n in range(1, 7))
+    assert all(f"## {n}." in text for n in range(1, 8))
+    assert "**extrapolated** linearly from 100 evenly spread messages" in text

@@ -416,3 +416,21 @@ def test_storms_are_bursts_of_their_reason_on_their_queue_inside_their_window():
 
 def test_a_mix_without_text_messages_has_no_storms():
     assert not [g for g in generate(300, 2, {"text": 0}, max_size=SMALL) if g.storm]
+
+
+def test_storms_can_be_chosen_even_one_that_is_most_of_the_dlq():
+    import dataclasses
+
+    from dlq_pipeline.dumps.generator import STORMS
+
+    q_full = dataclasses.replace(STORMS[0], share=0.85)
+    made = list(generate(2000, seed=3, max_size=4096, storms=(q_full,)))
+    assert abs(sum(g.storm == "q_full" for g in made) - 1700) < 4 * 1700**0.5
+    assert {g.storm for g in made} == {"q_full", None}
+    assert not [g for g in generate(300, 3, max_size=4096, storms=()) if g.storm]
+    # the default is STORMS: the same bytes as without the option
+    assert [g.message for g in generate(50, 9, max_size=4096, storms=STORMS)] == [
+        g.message for g in generate(50, 9, max_size=4096)
+    ]
+    with pytest.raises(ValueError, match="storm shares"):
+        generate(10, 1, storms=(q_full, q_full))
