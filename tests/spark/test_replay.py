@@ -250,75 +250,64 @@ def test_messages_replayed_in_pieces_give_the_same_files_and_ledger(spark, tmp_p
     from dlq_pipeline.warehouse.storage import Storage
 
     monkeypatch.setattr(replay_module, "PIECE_BYTES", 7)
-    monkeypatch.setattr(Storage, "plain_parquet_files", lambda self, table: False)
-    got = {}
-    for in_pieces in (False, True):
-        run = "RUN-C"
-        actions = ["RETRY", "FWD", "DISCARD", "RETRY", "IGNORE", "RETRY"] * 2
-        decisions = [
-            decision_row(
-                f"key{n:03d}",
-                a,
-                run_id=run,
-                index=n,
-                target_q=f"APP.Q{n % 3}",
-                target_qmgr="QM2" if n % 2 else "",
-                putaut="DEF",
-                attempt=1,
-                header=False,
-            )
-            for n, a in enumerate(actions)
-        ]
-        decisions.append(
-            decision_row(
-                "nomsg9", "RETRY", run_id=run, index=99, target_q="APP.Q0", target_qmgr="", putaut="DEF", attempt=1
-            )
-        )
-        settings, storage = setup(spark, tmp_path / f"wh{in_pieces}", decisions, max_connections=2)
-        asked = []
-        monkeypatch.setattr(
-            replay_module,
-            "large_message_tasks",
-            lambda spark_, largest: asked.append(largest) or (1 if in_pieces else None),
-        )
-        out = tmp_path / f"out{in_pieces}"
-        counts = replay(
-            spark,
-            storage,
-            frame(spark, "decisions", decisions),
-            target=f"dir:{out}",
-            settings=settings,
+    run = "RUN-C"
+    actions = ["RETRY", "FWD", "DISCARD", "RETRY", "IGNORE", "RETRY"] * 2
+    decisions = [
+        decision_row(
+            f"key{n:03d}",
+            a,
             run_id=run,
-            now=NOW,
+            index=n,
+            target_q=f"APP.Q{n % 3}",
+            target_qmgr="QM2" if n % 2 else "",
+            putaut="DEF",
+            attempt=1,
+            header=False,
         )
+        for n, a in enumerate(actions)
+    ]
+    decisions.append(
+        decision_row(
+            "nomsg9", "RETRY", run_id=run, index=99, target_q="APP.Q0", target_qmgr="", putaut="DEF", attempt=1
+        )
+    )
+    got = {}
+    # (bodies read where they lie, how many tasks may hold a message to put: None for all)
+    for in_place, large_tasks in ((True, None), (False, None), (False, 1)):
+        settings, storage = setup(spark, tmp_path / f"wh{in_place}{large_tasks}", decisions, max_connections=2)
+        with monkeypatch.context() as patch:
+            if not in_place:
+                patch.setattr(Storage, "plain_parquet_files", lambda self, table: False)
+            asked = []
+            patch.setattr(
+                replay_module, "large_message_tasks", lambda spark_, largest: asked.append(largest) or large_tasks
+            )
+            out = tmp_path / f"out{in_place}{large_tasks}"
+            counts = replay(
+                spark,
+                storage,
+                frame(spark, "decisions", decisions),
+                target=f"dir:{out}",
+                settings=settings,
+                run_id=run,
+                now=NOW,
+            )
         assert counts == {"delivered": 8, "discarded": 2, "ignored": 2, "failed": 1}
-        # asked for MQ's largest message first; only where that does not fit, the largest put
-        assert asked == ([MQ_MAX_MESSAGE_BYTES, 0] if in_pieces else [MQ_MAX_MESSAGE_BYTES])
-        items = replay_module.work_items(
-            storage, frame(spark, "decisions", decisions), 2, set(), large_tasks=1 if in_pieces else None
-        )
-        assert (items.count() > len(decisions)) == in_pieces
+        # joined: asked for MQ's largest message first; only where that does not fit, the largest put
+        assert asked == ([] if in_place else [MQ_MAX_MESSAGE_BYTES, 0] if large_tasks else [MQ_MAX_MESSAGE_BYTES])
+        if not in_place:
+            items = replay_module.work_items(
+                storage, frame(spark, "decisions", decisions), 2, set(), large_tasks=large_tasks
+            )
+            assert (items.count() > len(decisions)) == (large_tasks is not None)
         ledger = sorted(
             tuple(r[c] for c in ("message_key", "outcome", "target_qmgr", "target_q", "partition_id", "reason_code"))
             for r in storage.read("ledger").collect()
         )
         files = {p.relative_to(out): [(m.md, m.data) for m in read_dump(str(p))] for p in sorted(out.rglob("*.dmp"))}
-        got[in_pieces] = ledger, files
-    assert got[True] == got[False] and sum(len(v) for v in got[False][1].values()) == 8
-    monkeypatch.undo()
-    out = tmp_path / "out-in-place"
-    settings, storage = setup(spark, tmp_path / "wh-in-place", decisions, max_connections=2)
-    replay(
-        spark,
-        storage,
-        frame(spark, "decisions", decisions),
-        target=f"dir:{out}",
-        settings=settings,
-        run_id=run,
-        now=NOW,
-    )
-    files = {p.relative_to(out): [(m.md, m.data) for m in read_dump(str(p))] for p in sorted(out.rglob("*.dmp"))}
-    assert files == got[False][1]
+        got[in_place, large_tasks] = ledger, files
+    whole = got[False, None]
+    assert got[True, None] == whole == got[False, 1] and sum(len(v) for v in whole[1].values()) == 8
 
 
 def land_in_files(storage, rows: list[dict], files: int) -> None:
