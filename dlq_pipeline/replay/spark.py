@@ -3,7 +3,9 @@
 Decisions are joined with the `messages` table, repartitioned by target queue manager into
 at most ``replay.max_connections`` partitions (so never more MQ connections than allowed),
 ordered within a partition as they were on the DLQ, and each partition runs
-`dlq_pipeline.replay.writer.replay_partition` with its own connection. All of it happens in
+`dlq_pipeline.replay.writer.replay_partition` with its own connection. The join carries the
+data file that holds each message's body, not the body, which the partition's task reads
+there (`dlq_pipeline.replay.bodies`), except where Python cannot open the table's files. All of it happens in
 ONE Spark action, the append of the ledger rows; counts per outcome are observed during that
 same action, so no partition ever runs twice on purpose.
 
