@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, cast
 
 from dlq_pipeline import fs as files
 from dlq_pipeline.errors import DlqPipelineError
+from dlq_pipeline.runtime.paths import local_path
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -55,9 +56,11 @@ def windows(lengths: Sequence[int | None], limit: int = WINDOW_BYTES) -> Iterato
 
 
 def file_uri(file_path: str, webhdfs: str = "") -> str:
-    """The URI `dlq_pipeline.fs` opens for a scan's ``_metadata.file_path`` (a Hadoop path:
-    percent-encoded, ``hdfs://`` reached through WebHDFS)."""
-    return files.files_uri(urllib.parse.unquote(file_path), webhdfs)
+    """Where Python opens a scan's ``_metadata.file_path`` (a Hadoop path, percent-encoded):
+    the OS path of a local file (``dbfs:`` through the ``/dbfs`` mount), else the URI
+    `dlq_pipeline.fs` opens (``hdfs://`` reached through WebHDFS)."""
+    path = urllib.parse.unquote(file_path)
+    return local_path(path) if files.is_local(path) else files.files_uri(path, webhdfs)
 
 
 class _DataFile:

@@ -63,5 +63,6 @@ def test_a_message_not_in_its_file_names_the_file(tmp_path):
 
 def test_file_uris_are_the_fs_layers():
     assert file_uri("file:/w/messages/part%20a.parquet") == "/w/messages/part a.parquet"
+    assert file_uri("dbfs:/w/messages/p.parquet") == "/dbfs/w/messages/p.parquet"  # Databricks' mount
     assert file_uri("hdfs://nn:8020/w/m/p.parquet", "http://nn:9870") == "webhdfs://nn:9870/w/m/p.parquet"
     assert file_uri("s3a://bucket/w/m/p.parquet") == "s3a://bucket/w/m/p.parquet"
