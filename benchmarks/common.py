@@ -259,6 +259,11 @@ def tree_cpu_seconds(root: int | None = None) -> float:
     return total / tick
 
 
+def bytes_under(path: Path) -> int:
+    """The bytes of the files under ``path`` (0 when there is nothing)."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
 def summary(times: list[float], count: int | None = None, megabytes: float | None = None) -> dict:
     """Median seconds, every run, and per-item rates when ``count`` / ``megabytes`` are given."""
     m = median(times)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks import data, storm
-from benchmarks.common import PeakMemory, Sizes, StageJobs, interleaved, median, ratio, summary
+from benchmarks.common import PeakMemory, Sizes, StageJobs, bytes_under, interleaved, median, ratio, summary
 
 # --- shared helpers ---------------------------------------------------------------------------
 
@@ -601,26 +601,37 @@ def _fresh_sim(path: Path, name: str, latency_ms: dict | None):
     return SimQueueManager(path, name, {**SIM_CONFIG, "faults": latency_faults(latency_ms)})
 
 
+REPLAY_NOW = dt.datetime(2026, 11, 2)
+
+
+def decided_warehouse(spark, work: Path, name: str, messages: int, seed: int):
+    """(storage, decisions): a fresh warehouse ``work/name-wh`` holding ``messages`` generated
+    messages (up to 64 KB each, their dumps kept in ``work/name-dumps``), decided by the
+    starter rules at `REPLAY_NOW` (the decisions persisted: unpersist them when done)."""
+    from dlq_pipeline.ingest.spark import ingest
+    from dlq_pipeline.rules.parser import load_rules
+    from dlq_pipeline.rules.spark import decide_pending
+    from dlq_pipeline.warehouse.storage import Storage
+
+    wh = work / f"{name}-wh"
+    shutil.rmtree(wh, ignore_errors=True)
+    dumps = data.dumps(work / f"{name}-dumps", messages, seed=seed, max_size=64 * 1024)
+    storage = Storage(spark, path=str(wh))
+    ingest(spark, storage, dumps, run_id="bench-ingest")
+    decisions, _ = decide_pending(spark, storage, load_rules(data.STARTER_RULES), run_id="bench-decide", now=REPLAY_NOW)
+    return storage, decisions
+
+
 def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     from pyspark.sql import functions as F
 
     from dlq_pipeline.config.settings import ReplaySettings
-    from dlq_pipeline.ingest.spark import ingest
     from dlq_pipeline.replay.spark import partition_function, partition_rows, work_items
     from dlq_pipeline.replay.targets import open_target
-    from dlq_pipeline.rules.parser import load_rules
-    from dlq_pipeline.rules.spark import decide_pending
-    from dlq_pipeline.warehouse.storage import Storage
     from dlq_pipeline.warehouse.tables import LEDGER_COLUMNS
 
-    wh = work / "replay-wh"
-    shutil.rmtree(wh, ignore_errors=True)
-    dumps = data.dumps(work / "replay-dumps", sizes.replay_messages, seed=303, max_size=64 * 1024)
-    storage = Storage(spark, path=str(wh))
-    now = dt.datetime(2026, 11, 2)
-    ingest(spark, storage, dumps, run_id="bench-ingest")
-    table = load_rules(data.STARTER_RULES)
-    decisions, _ = decide_pending(spark, storage, table, run_id="bench-decide", now=now)  # persisted
+    storage, decisions = decided_warehouse(spark, work, "replay", sizes.replay_messages, seed=303)
+    wh, now = Path(storage.path), REPLAY_NOW
     n = decisions.count()
     puts = decisions.where(F.col("action").isin("RETRY", "FWD")).count()
     settings = ReplaySettings()
@@ -683,7 +694,7 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
         }
         items.unpersist()
     decisions.unpersist()
-    out["read_path"] = replay_read_path(spark, sizes, work, max(sizes.replay_partitions), now)
+    out["read_path"] = replay_read_path(spark, sizes, work, max(sizes.replay_partitions))
     first, last = (str(p) for p in (sizes.replay_partitions[0], sizes.replay_partitions[-1]))
     read = {k: v["seconds"] for k, v in out["read_path"]["variants"].items()}
     out["ratios"] = {
@@ -697,7 +708,7 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     return out
 
 
-def replay_read_path(spark, sizes: Sizes, work: Path, partitions: int, now) -> dict:
+def replay_read_path(spark, sizes: Sizes, work: Path, partitions: int) -> dict:
     """Replay's whole read path over ``replay_read_messages`` decisions, from the tables to the
     writer's work items (a dry run, whose writer makes no MQ calls), with the bodies read where
     they lie (ours) and carried through the join, shuffle and sort (the obvious way), against
@@ -706,22 +717,12 @@ def replay_read_path(spark, sizes: Sizes, work: Path, partitions: int, now) -> d
     from pyspark.sql import functions as F
 
     from dlq_pipeline.config.settings import ReplaySettings
-    from dlq_pipeline.ingest.spark import ingest
     from dlq_pipeline.replay.bodies import BODY_FILE
     from dlq_pipeline.replay.spark import partition_function, partition_rows, work_items
     from dlq_pipeline.replay.targets import open_target
-    from dlq_pipeline.rules.parser import load_rules
-    from dlq_pipeline.rules.spark import decide_pending
-    from dlq_pipeline.warehouse.storage import Storage
 
     messages = sizes.replay_read_messages or sizes.replay_messages
-    wh = work / "replay-read-wh"
-    shutil.rmtree(wh, ignore_errors=True)
-    dumps = data.dumps(work / "replay-read-dumps", messages, seed=304, max_size=64 * 1024)
-    storage = Storage(spark, path=str(wh))
-    ingest(spark, storage, dumps, run_id="bench-ingest")
-    decisions, _ = decide_pending(spark, storage, load_rules(data.STARTER_RULES), run_id="bench-decide", now=now)
-    repeats = sizes.repeats
+    storage, decisions = decided_warehouse(spark, work, "replay-read", messages, seed=304)
 
     def through(in_place: bool, bodies: bool = True):
         def go():
@@ -729,7 +730,7 @@ def replay_read_path(spark, sizes: Sizes, work: Path, partitions: int, now) -> d
             if not bodies:
                 items = items.withColumn(BODY_FILE, F.lit(None).cast("string"))
             target = open_target("dry-run", warehouse=storage.path)
-            run = partition_function(target, ReplaySettings(), "bench-read", now, None, None)
+            run = partition_function(target, ReplaySettings(), "bench-read", REPLAY_NOW, None, None)
             noop(partition_rows(items, run, storage.webhdfs))
             if not bodies:
                 noop(storage.read("messages").select("data"))
@@ -742,7 +743,7 @@ def replay_read_path(spark, sizes: Sizes, work: Path, partitions: int, now) -> d
             "bodies_joined": through(False),
             "scan_and_iterate": through(True, bodies=False),
         },
-        repeats,
+        sizes.repeats,
     )
     n = decisions.count()
     decisions.unpersist()
@@ -1305,8 +1306,9 @@ def child_memory_pipeline(params: dict) -> dict:
         {"master": params["master"], "app_name": "bench-memory-run", "spark_conf": {"spark.driver.memory": heap}}
     )
     work = Path(params["work"])
-    rules = Path(params["rules"]) if params.get("rules") else work / "catch-all.rules"
-    if not params.get("rules"):
+    rules = params.get("rules")
+    if not rules:
+        rules = work / "catch-all.rules"
         rules.write_text(data.CATCH_ALL + "\n")
     settings = RunSettings(storage=StorageSettings(path=str(work / "warehouse")))
 
@@ -1328,7 +1330,7 @@ def child_memory_pipeline(params: dict) -> dict:
             progress=landed,
         )
         seconds = time.perf_counter() - began
-    written = sum(p.stat().st_size for p in (work / "out").rglob("*") if p.is_file())
+    written = bytes_under(work / "out")
     return {
         "seconds": seconds,
         "heap": heap,

@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchmarks.common import Sizes, ratio
+from benchmarks.common import Sizes, bytes_under, ratio
 from benchmarks.data import CATCH_ALL
 from dlq_pipeline.dumps.generator import DEFAULT_END, HUB_QMGR, HUB_QUEUE, MIN_MAX_SIZE, STORMS, generate
 from dlq_pipeline.mq.structures import DLH_LENGTH
@@ -241,10 +241,6 @@ def extrapolated(reference_s: float, sample: int, messages: int) -> dict:
 # --- the children ------------------------------------------------------------------------------
 
 
-def _bytes_under(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
 def child_storm(params: dict) -> dict:
     """The memory section's ``run`` in a fresh process (`child_memory_pipeline`: a 2 GB heap,
     peak RSS, the dump deleted once landed when asked), with ``rules`` into ``sim:QMHUB01``,
@@ -292,8 +288,8 @@ def child_storm(params: dict) -> dict:
     qm.close()
     got["storm_queue"] = queue
     got["disk_bytes"] = {
-        "sim": _bytes_under(sim.parent),
-        "warehouse": _bytes_under(warehouse) - _bytes_under(sim.parent),
+        "sim": bytes_under(sim.parent),
+        "warehouse": bytes_under(warehouse) - bytes_under(sim.parent),
     }
     got["after_run_s"] = time.perf_counter() - began
     return got
