@@ -44,8 +44,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Row, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from dlq_pipeline.config.settings import IngestSettings
@@ -64,16 +65,18 @@ from dlq_pipeline.engine.session import storage_memory_bytes
 from dlq_pipeline.engine.tasks import Report, TaskTicker
 from dlq_pipeline.runtime.clock import as_utc, utc_now
 from dlq_pipeline.runtime.testhooks import crash_point
-from dlq_pipeline.warehouse.schemas import conform
+from dlq_pipeline.warehouse.schemas import collected_arrow, conform
 
 log = logging.getLogger(__name__)
 
 SKIP_BROADCAST_ROWS = 100_000  # rows to leave out of a landing, above which ingest deduplicates whole rows
 # Dumps up to this size send their messages' keys and positions with the read's summary, and
 # the rows to leave out are found on the driver: no job for them (two with adaptive execution)
-# when the table is new, a lookup of two without a shuffle when it is not. 64 MB of dumps is
-# at most some 100,000 small messages' keys (a few MB collected).
-KEYS_WITH_SUMMARY_BYTES = 64 * 1024 * 1024
+# when the table is new, a lookup of two without a shuffle when it is not. A dmpmqmsg record
+# takes at least some 640 bytes, so 1 GiB of dumps is at most some 1.7 million messages,
+# whose keys and positions come to the driver as Arrow columns (under 200 MB; 20 MB for
+# 100,000 messages).
+KEYS_WITH_SUMMARY_BYTES = 1024**3
 MEMORY_CACHE_SHARE = 0.5  # dumps up to this share of Spark's storage memory are cached in memory
 # Parquet sizes its pages and row groups only every 100 rows by default: until then a task
 # buffers every large message it writes (twice: the open page and the row group's pages).
@@ -175,58 +178,68 @@ def scan(
 # --- raw rows -> table rows ------------------------------------------------------------------
 
 
-def read_summary(raw: DataFrame, keys: bool = False) -> list[Row]:
-    """What the driver needs of a read, in one job without a shuffle (it was an aggregation,
-    three jobs): each work item's own row, with its records, newlines, messages, bad
-    records and largest message's data, or the JVM reader's row that leaves the item to
-    Python (``rec`` fallback, the reason in ``error_text``). With ``keys``, every message's
-    row too, for its ``message_key`` and position (`landing_keys`)."""
+KEY_COLUMNS = ["message_key", "source_file", "source_offset"]  # a landing's keys and positions
+
+
+@dataclass(frozen=True)
+class ReadSummary:
+    """What the driver learns of a read: each work item's row (``items``: its records,
+    newlines, messages, bad records and largest message's data, or the JVM reader's row
+    that leaves the item to Python, ``rec`` fallback with the reason in ``error_text``),
+    and, when asked for, every message's key and position (``keys``, `KEY_COLUMNS`)."""
+
+    items: list[dict[str, Any]]
+    keys: pa.Table | None = None
+
+
+ITEM_FIGURES = ("split", "splits", "item", "ordinal", "newlines", "messages", "errors", "largest")
+
+
+def read_summary(raw: DataFrame, keys: bool = False) -> ReadSummary:
+    """What the driver needs of a read, in one job without a shuffle, collected as Arrow
+    columns. A work item's figures travel as one list, null on a message's row, so each
+    message costs the driver its key, file and offset (some 100 bytes), not a Python row."""
     kinds = ("split", "fallback", "message") if keys else ("split", "fallback")
-    return (
-        raw.where(F.col("rec").isin(*kinds))
-        .select(
+    figures = F.array(*[F.col(name).cast("long") for name in ITEM_FIGURES])
+    table = collected_arrow(
+        raw.where(F.col("rec").isin(*kinds)).select(
             "rec",
-            "source_file",
-            "split",
-            "splits",
-            "item",
-            "source_offset",
-            "ordinal",
-            "newlines",
-            "messages",
-            "errors",
-            "largest",
+            *KEY_COLUMNS,
             "error_text",
-            "message_key",
+            F.when(F.col("rec") != "message", figures).alias("figures"),
         )
-        .collect()
     )
+    is_message = pc.equal(table.column("rec"), "message")
+    items = [
+        {"rec": row["rec"], "source_file": row["source_file"], "error_text": row["error_text"]}
+        | dict(zip(ITEM_FIGURES, row["figures"], strict=True))
+        for row in table.filter(pc.invert(is_message)).to_pylist()
+    ]
+    return ReadSummary(items, table.filter(is_message).select(KEY_COLUMNS) if keys else None)
 
 
-def landing_keys(summary: Sequence[Row]) -> list[tuple[str, str, int]]:
-    """(message_key, source_file, source_offset) of each message row of a summary read with
-    ``keys`` (pure)."""
-    return [(r["message_key"], r["source_file"], r["source_offset"]) for r in summary if r["rec"] == "message"]
-
-
-def rows_to_leave_out(keys: Sequence[tuple[str, str, int]], stored: Collection[str] = ()) -> list[tuple[str, int]]:
+def rows_to_leave_out(keys: pa.Table, stored: pa.Array | pa.ChunkedArray | None = None) -> list[tuple[str, int]]:
     """``(source_file, source_offset)`` of the rows a landing must leave out, from its message
-    keys and positions (`landing_keys`) and the keys already ``stored``: what `skipped_rows`
+    keys and positions (`KEY_COLUMNS`) and the keys already ``stored``: what `skipped_rows`
     finds in Spark (every occurrence of a key after its first in file order, every row of
-    a stored key), found on the driver (pure; sorted)."""
-    first: dict[str, tuple[str, int]] = {}
-    for key, path, offset in keys:
-        if key not in first or (path, offset) < first[key]:
-            first[key] = (path, offset)
-    return sorted({(path, offset) for key, path, offset in keys if key in stored or first[key] != (path, offset)})
+    a stored key), found on the driver in Arrow (pure; sorted). Arrow, Python and Spark all
+    order strings by their UTF-8 bytes, so "first in file order" is the same in each."""
+    ordered = keys.sort_by([("source_file", "ascending"), ("source_offset", "ascending")])
+    ordered = ordered.append_column("_at", pa.array(range(ordered.num_rows), pa.int64()))
+    firsts = ordered.group_by("message_key", use_threads=False).aggregate([("_at", "min")]).column("_at_min")
+    leave = pc.invert(pc.is_in(ordered.column("_at"), value_set=firsts))
+    if stored is not None and len(stored):
+        leave = pc.or_(leave, pc.is_in(ordered.column("message_key"), value_set=stored))
+    left = ordered.filter(leave)
+    return sorted(set(zip(left.column("source_file").to_pylist(), left.column("source_offset").to_pylist())))
 
 
-def fallbacks(summary: Sequence[Row]) -> dict[int, str]:
+def fallbacks(summary: Sequence[Mapping[str, Any]]) -> dict[int, str]:
     """The work items the JVM reader left to the Python reader, with its reason (pure)."""
     return {r["item"]: r["error_text"] for r in summary if r["rec"] == "fallback"}
 
 
-def split_bases(summary: Sequence[Row]) -> dict[int, tuple[int, int]]:
+def split_bases(summary: Sequence[Mapping[str, Any]]) -> dict[int, tuple[int, int]]:
     """Per work item of a split file (by its number): the records and newlines in the file's
     ranges before it (from `read_summary`; pure)."""
     counts = [
@@ -339,7 +352,7 @@ class _Landing:
     per_file: dict[str, dict[str, int]] | None = None
     largest: int = 0  # bytes of data of the largest message read (known when persisted)
     in_jvm: int = 0  # work items the JVM reader read (the rest: the Python readers)
-    keys: list[tuple[str, str, int]] | None = None  # a small landing's message keys and positions (`landing_keys`)
+    keys: pa.Table | None = None  # the message keys and positions of a landing of up to KEYS_WITH_SUMMARY_BYTES
 
     def messages(self, skip: DataFrame | None = None, unique: bool = False) -> DataFrame:
         return messages_rows(self.positioned, run_id=self.run_id, landed_at=self.landed_at, skip=skip, unique=unique)
@@ -371,7 +384,7 @@ def read_cache_level(input_bytes: int, storage_bytes: int | None) -> StorageLeve
     return StorageLevel.MEMORY_AND_DISK_DESER
 
 
-def file_counts(summary: Sequence[Row], paths: Iterable[str] = ()) -> dict[str, dict[str, int]]:
+def file_counts(summary: Sequence[Mapping[str, Any]], paths: Iterable[str] = ()) -> dict[str, dict[str, int]]:
     """Per input file (``paths`` too, with zeros, when nothing came of them): the messages
     read, the records quarantined, and (``largest``) the length of the largest message's
     data, from `read_summary` (pure)."""
@@ -417,10 +430,10 @@ def _land(
     log.info("ingest: %d of %d work items read by the JVM reader", len(jvm), len(items))
     limits = {"max_line_length": max_line_length, "max_message_bytes": max_message_bytes}
     level = read_cache_level(_split_bytes(items), storage_memory_bytes(spark)) if persist else None
-    # a small landing's keys, of files whose sizes are known (they come with a cached read only)
+    # the keys of a landing of files whose sizes are known, up to a size (with a cached read only)
     with_keys = all(i.end is not None for i in items) and _split_bytes(items) <= KEYS_WITH_SUMMARY_BYTES
 
-    def read(jvm_numbers) -> tuple[DataFrame, bool, list[Row] | None]:
+    def read(jvm_numbers) -> tuple[DataFrame, bool, ReadSummary | None]:
         """The scan, cached when ``persist`` (where the session can cache), and its summary
         when the rest needs it: always when cached (the one full read, with its progress),
         else for split files or the JVM reader's fallbacks."""
@@ -436,7 +449,7 @@ def _land(
         return raw, cached, read_summary(raw) if needed else None
 
     raw, persisted, summary = read(jvm)
-    left = fallbacks(summary or [])
+    left = fallbacks(summary.items if summary else [])
     if left:  # read again, those items with Python (the JVM reader's rows of them are dropped with the cache)
         for number, why in sorted(left.items()):
             item = items[number]
@@ -453,7 +466,7 @@ def _land(
         raw, persisted, summary = read(jvm)
     per_file, largest = None, 0
     if persist:
-        per_file = file_counts(cast(list[Row], summary), [i.path for i in items])  # read whenever persist
+        per_file = file_counts(cast(ReadSummary, summary).items, [i.path for i in items])  # read whenever persist
         if progress:
             for path in sorted(per_file):
                 counts = per_file[path]
@@ -465,8 +478,8 @@ def _land(
             raw.unpersist(blocking=True)
             raw = scan(spark, items, jvm=jvm, **limits).persist(StorageLevel.DISK_ONLY)
     # the summary is read where there are split files, and always when persisted
-    bases = split_bases(cast(list[Row], summary)) if any(i.splits > 1 for i in items) else None
-    keys = landing_keys(cast(list[Row], summary)) if persisted and with_keys else None
+    bases = split_bases(cast(ReadSummary, summary).items) if any(i.splits > 1 for i in items) else None
+    keys = cast(ReadSummary, summary).keys if persisted else None
     return _Landing(
         items,
         raw,
@@ -545,17 +558,17 @@ def _store_messages(storage, landing: _Landing, read: int) -> int:
     With the read cached and Parquet storage, the rows to leave out (repeats within the
     landing, keys already stored) are found on keys and positions alone and broadcast from
     the driver (none at all is the common case), so the messages go from the cache to the
-    table without a shuffle. A small landing's keys came with its read's summary
-    (``KEYS_WITH_SUMMARY_BYTES``): its repeats are found on the driver, and only a table
-    already stored costs jobs (`stored_among`, two); a larger one's are found by jobs over
-    the cache (`skipped_rows`: two with adaptive execution, more with a stored table). A
+    table without a shuffle. The keys of a landing of up to ``KEYS_WITH_SUMMARY_BYTES`` came
+    with its read's summary: its repeats are found on the driver, and only a table already
+    stored costs jobs (`stored_among`, two); a larger one's are found by jobs over the cache
+    (`skipped_rows`: two with adaptive execution, more with a stored table). A
     Delta table, an uncached read, or more than ``SKIP_BROADCAST_ROWS`` rows to leave out
     (re-landing a large dump) take ``merge_new``, which deduplicates the whole rows."""
     if not landing.persisted or storage.format == "delta":
         return storage.merge_new("messages", landing.messages())
     exists = storage.exists("messages")
     if landing.keys is not None:
-        skip = rows_to_leave_out(landing.keys, stored_among(storage, landing.keys) if exists else ())
+        skip = rows_to_leave_out(landing.keys, stored_among(storage, landing.raw) if exists else None)
     else:
         stored = storage.read("messages").select("message_key") if exists else None
         skip = [
@@ -577,13 +590,13 @@ def _store_messages(storage, landing: _Landing, read: int) -> int:
     return read - len(skip)
 
 
-def stored_among(storage, keys: Sequence[tuple[str, str, int]]) -> set[str]:
-    """Which of a landing's message keys (`landing_keys`) ``messages`` already holds: the
-    stored keys scanned against the landing's, broadcast from the driver (two jobs: the
-    broadcast, the scan; no shuffle)."""
-    wanted = storage.spark.createDataFrame(sorted({(k,) for k, _, _ in keys}), "message_key string")
+def stored_among(storage, raw: DataFrame) -> pa.ChunkedArray:
+    """Which of a landing's message keys ``messages`` already holds: the stored keys scanned
+    against the landing's, broadcast from its cached read (two jobs: the broadcast, the
+    scan; no shuffle), collected as an Arrow column."""
+    wanted = raw.where(F.col("rec") == "message").select("message_key")
     found = storage.read("messages").select("message_key").join(F.broadcast(wanted), "message_key", "left_semi")
-    return {r["message_key"] for r in found.collect()}  # stored keys are unique: no distinct (a shuffle)
+    return collected_arrow(found).column("message_key")  # stored keys are unique: no distinct (a shuffle)
 
 
 def ingest(

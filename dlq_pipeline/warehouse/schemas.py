@@ -81,6 +81,18 @@ def local_rows(spark: SparkSession, rows: list[tuple], name: str) -> DataFrame:
     return spark.createDataFrame(table, schema)
 
 
+def collected_arrow(frame: DataFrame):
+    """``frame``'s rows on the driver as one Arrow table: columns, not a Python object per
+    value, so a million rows of a few small columns take tens of MB (Spark 4.0's
+    ``toArrow``; Spark 3.5's classic session has the same collect unnamed)."""
+    import pyarrow as pa
+
+    if hasattr(frame, "toArrow"):
+        return frame.toArrow()
+    batches = frame._collect_as_arrow()  # type: ignore[operator]  # pyspark 3.5, where the stubs do not name it
+    return pa.Table.from_batches(batches, schema=arrow_schema_of(frame.schema))
+
+
 # --- JSON and DDL type parsing (pure Python: no JVM needed) ----------------------------------
 
 _ATOMIC: dict[str, DataType] = {

@@ -11,6 +11,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,7 +24,7 @@ from dlq_pipeline.dumps.generator import generate_messages
 from dlq_pipeline.dumps.plan import plan_work
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import expand_paths
-from dlq_pipeline.ingest.spark import ingest, land, rows_to_leave_out, scan, skipped_rows
+from dlq_pipeline.ingest.spark import KEY_COLUMNS, ingest, land, rows_to_leave_out, scan, skipped_rows
 from dlq_pipeline.mq.mqmd import MQMD, bytes_to_text
 from dlq_pipeline.mq.structures import dlh_head
 from dlq_pipeline.runtime.paths import local_path as _local
@@ -419,7 +420,11 @@ def test_ingest_stores_each_key_once_when_landings_overlap(
 
 
 _LANDED_KEYS = st.lists(
-    st.tuples(st.sampled_from("ABCDE"), st.sampled_from(["/d/a.dmp", "/d/b.dmp", "/e/a.dmp"]), st.integers(0, 40)),
+    st.tuples(
+        st.sampled_from("ABCDE"),
+        st.sampled_from(["/d/a.dmp", "/d/b.dmp", "/d/z.dmp", "/d/é.dmp", "/e/a.dmp"]),  # é sorts after z
+        st.integers(0, 40),
+    ),
     max_size=30,
     unique_by=lambda k: k[1:],
 )
@@ -437,7 +442,11 @@ def test_the_rows_to_leave_out_found_on_the_driver_are_those_the_job_finds(spark
     )
     stored_keys = spark.createDataFrame([(k,) for k in sorted(stored)], "message_key string")
     by_job = sorted((r["source_file"], r["source_offset"]) for r in skipped_rows(raw, stored_keys).collect())
-    assert rows_to_leave_out(keys, stored) == by_job
+    landed = pa.Table.from_pylist(
+        [dict(zip(KEY_COLUMNS, k, strict=True)) for k in keys],
+        pa.schema([("message_key", pa.string()), ("source_file", pa.string()), ("source_offset", pa.int64())]),
+    )
+    assert rows_to_leave_out(landed, pa.array(sorted(stored), pa.string())) == by_job
 
 
 def test_a_large_message_landing_sizes_its_row_groups_after_every_row(spark, tmp_path, monkeypatch):
