@@ -331,6 +331,17 @@ def end_to_end_lines(d: dict) -> list[str]:
                 "below it on this machine, and the target is 500 messages above it.",
                 "",
             ]
+        fixed = targets["fixed_cost_s_at_1000"]
+        at = d["sizes"].get("1000") or {}
+        if fixed.get("spark_cold_stages_s") is not None:
+            lines += [
+                f"Spark's own cold stages after the same start-up, over the same 1,000 messages: "
+                f"**{fixed['spark_cold_stages_s']} s** ("
+                + ", ".join(f"{k} {v} s" for k, v in (at.get("spark_cold_stage_s") or {}).items())
+                + "; one plain job each: the dumps' text lines to Parquet, an Arrow UDF over them, a Python "
+                f"function per partition), against the run's {fixed['value']} s after start-up.",
+                "",
+            ]
     return lines
 
 

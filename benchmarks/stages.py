@@ -565,7 +565,7 @@ def bench_ingest(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
                 "split_bytes": max(large_size // 8, 1024),
                 "work": str(work / f"ingest-large-{cores}"),
                 "repeats": sizes.repeats,
-                "only": ["text_lines", "parse", "ingest_store"],
+                "only": ["text_lines", "parse", "parse_and_store", "ingest_store"],
             },
         )
         out["large"]["spark"][f"local[{cores}]"] = {
@@ -579,6 +579,17 @@ def bench_ingest(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     )
     out["ratios"]["text_lines_speedup_1_to_2_cores_large_dump"] = ratio(
         one["text_lines"]["seconds"], two["text_lines"]["seconds"]
+    )
+    # the store's own limit on two cores: the parse written in one pass, with nothing else
+    out["ratios"]["parse_and_store_speedup_1_to_2_cores_large_dump"] = ratio(
+        one["parse_and_store"]["seconds"], two["parse_and_store"]["seconds"]
+    )
+    speedups = out["ratios"]
+    out["ratios"]["ingest_speedup_over_text_lines_large_dump"] = ratio(
+        speedups["ingest_speedup_1_to_2_cores_large_dump"], speedups["text_lines_speedup_1_to_2_cores_large_dump"]
+    )
+    out["ratios"]["ingest_speedup_over_parse_and_store_large_dump"] = ratio(
+        speedups["ingest_speedup_1_to_2_cores_large_dump"], speedups["parse_and_store_speedup_1_to_2_cores_large_dump"]
     )
     return out
 
@@ -911,6 +922,55 @@ def sim_put_cost(work: Path, puts: int, depths: tuple[int, ...], rounds: int = 3
     return out
 
 
+def child_cold_stages(params: dict) -> dict:
+    """Spark's own limit for a cold run's stages: in a fresh process started as `run` starts
+    it (the same JIT and class archive), after start-up and a trivial job, three plain stages
+    of a run's shape over the same dumps, each one cold job: the dumps' text lines written as
+    Parquet (ingest), those rows through a scalar Arrow UDF into Parquet (classify), and
+    through a Python function per partition into Parquet (replay). A run in a cold JVM,
+    which needs more of Spark than this, cannot take less."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyspark.sql import functions as F
+
+    from dlq_pipeline.dumps.plan import input_bytes
+    from dlq_pipeline.engine.session import get_spark
+
+    spark = get_spark(
+        {"master": params["master"], "app_name": "bench-cold-stages", "work_bytes": input_bytes(params["inputs"])}
+    )
+    spark.range(1).count()
+    work = Path(params["work"])
+    shutil.rmtree(work, ignore_errors=True)
+
+    def width(values):  # no hints: they would ask for another kind of Arrow UDF
+        return pc.utf8_length(values).cast(pa.int32())
+
+    def per_row(batches):
+        for batch in batches:
+            widths = [len(v) for v in batch.column("value").to_pylist()]
+            yield pa.RecordBatch.from_pydict({"n": pa.array(widths, pa.int32())})
+
+    stages = {
+        "ingest": lambda: spark.read.text(params["inputs"]).write.parquet(str(work / "lines")),
+        "classify": lambda: (
+            spark.read.parquet(str(work / "lines"))
+            .select("value", F.arrow_udf(width, returnType="int")(F.col("value")).alias("n"))  # type: ignore[call-overload]
+            .write.parquet(str(work / "decided"))
+        ),
+        "replay": lambda: (
+            spark.read.parquet(str(work / "decided")).mapInArrow(per_row, "n int").write.parquet(str(work / "ledger"))
+        ),
+    }
+    seconds = {}
+    for name, stage in stages.items():
+        began = time.perf_counter()
+        stage()
+        seconds[name] = round(time.perf_counter() - began, 3)
+    shutil.rmtree(work, ignore_errors=True)
+    return {"stage_s": seconds, "stages_s": round(sum(seconds.values()), 3)}
+
+
 def child_reference(params: dict) -> dict:
     """What runmqdlq does, one message at a time: browse the DLQ, decode and match, put the
     rebuilt message, get the original off the DLQ and commit, all under one unit of work."""
@@ -1032,7 +1092,7 @@ def bench_end_to_end(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     points, warm_points = [], []
     for count in sizes.e2e_counts:
         dumps = data.dumps(work / f"e2e-dumps-{count}", count, seed=404, max_size=E2E_MAX_MESSAGE)
-        runs: dict[str, list[float]] = {"pipeline": [], "reference": []}
+        runs: dict[str, list[float]] = {"pipeline": [], "reference": [], "cold_stages": []}
         detail = {}
         pipeline = {
             "master": "local[2]",
@@ -1059,6 +1119,10 @@ def bench_end_to_end(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
             )
             # the reference's loading of its DLQ is set-up, not work: leave it out
             runs["reference"].append(time.perf_counter() - began - detail["reference"]["setup_s"])
+            if count == min(sizes.e2e_counts):  # the fixed cost's own limit (1,000), from the same dumps
+                params = {"master": "local[2]", "inputs": dumps, "work": str(work / "e2e-cold-stages")}
+                detail["cold_stages"] = ctx.child("cold_stages", params)
+                runs["cold_stages"].append(detail["cold_stages"]["stages_s"])
         p, q = median(runs["pipeline"]), median(runs["reference"])
         # the warm session in a child of its own: the cold child's JVM compiles with C1 only
         # where `run` knows its input is small, which a notebook's session never does
@@ -1073,6 +1137,9 @@ def bench_end_to_end(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
             "pipeline_trivial_job_s": round(detail["pipeline"]["trivial_job_s"], 2),
             # the pipeline's own time: after Spark's start-up and a trivial job
             "pipeline_run_s": round(detail["pipeline"]["run_s"], 2),
+            # Spark's own three cold stages of a run's shape after the same start-up (`child_cold_stages`)
+            "spark_cold_stages_s": round(median(runs["cold_stages"]), 2) if runs["cold_stages"] else None,
+            "spark_cold_stage_s": detail["cold_stages"]["stage_s"] if "cold_stages" in detail else None,
             "pipeline_jobs": detail["pipeline"]["jobs"],
             "pipeline_jobs_per_stage": detail["pipeline"]["jobs_per_stage"],
             "pipeline_puts_per_connection": detail["pipeline"].get("puts_per_connection"),
@@ -1150,6 +1217,8 @@ def e2e_targets(d: dict) -> dict:
             "holds": holds(fixed, FIXED_COST_LIMIT_S),
             "start_up_s": round(start_up_s(at), 2) if at else None,
             "jobs": at["pipeline_jobs"] if at else None,
+            # Spark's own cold stages of a run's shape (one job each) after the same start-up
+            "spark_cold_stages_s": at.get("spark_cold_stages_s") if at else None,
         },
         "crossover_messages": {
             "value": crossing,
@@ -1428,6 +1497,7 @@ CHILDREN = {
     "ingest": child_ingest,
     "pipeline": child_pipeline,
     "reference": child_reference,
+    "cold_stages": child_cold_stages,
     "memory": child_memory,
     "memory_pipeline": child_memory_pipeline,
     "storm": storm.child_storm,

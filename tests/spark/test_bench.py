@@ -35,11 +35,14 @@ def test_tiny_run_writes_every_comparison(spark, tmp_path):
     assert doc["ingest"]["ratios"]["python_reader_over_map_in_arrow_1_core"] > 0
     assert doc["ingest"]["ratios"]["data_source_over_python_reader_2_cores"] > 0
     assert doc["ingest"]["ratios"]["ingest_over_parse_and_store_1_core"] > 0  # the store's limit ran too
+    assert doc["ingest"]["ratios"]["ingest_speedup_over_parse_and_store_large_dump"] > 0  # its limit on 2 cores
     assert all(p["puts_per_s"] > 0 for p in doc["replay"]["partitions"].values())
     read = doc["replay"]["read_path"]
     assert set(read["variants"]) == {"bodies_in_place", "bodies_joined", "scan_and_iterate"}
     assert read["messages"] > 0 and doc["replay"]["ratios"]["bodies_joined_over_in_place"] > 0
     assert "crossover_messages" in doc["end_to_end"]["crossover"]
+    smallest = min(doc["end_to_end"]["sizes"], key=int)  # Spark's own cold stages ran beside it
+    assert doc["end_to_end"]["sizes"][smallest]["spark_cold_stages_s"] > 0
     # the same run again in the warm session decides the same, and has its own crossover
     for size in doc["end_to_end"]["sizes"].values():
         assert size["warm_run_s"] > 0 and size["warm_outcomes_match"] is True, size
