@@ -52,29 +52,45 @@ def _listing_queue(path: str) -> str | None:
     return None
 
 
-def plan_work(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES, webhdfs: str = "") -> list[FileSplit]:
+def plan_work(
+    paths: Iterable[str],
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
+    webhdfs: str = "",
+    unreadable: dict[str, str] | None = None,
+) -> list[FileSplit]:
     """The splits of the files ``paths`` names, planned on the driver; reads only file heads.
-    ``webhdfs``: the NameNode's HTTP address for ``hdfs://`` inputs (``hdfs.webhdfs``)."""
+    ``webhdfs``: the NameNode's HTTP address for ``hdfs://`` inputs (``hdfs.webhdfs``).
+    ``unreadable``: where a file whose head cannot be read (gone, no permission) is put, by
+    name with the reason, and left out; without it, the `OSError` is raised."""
     if split_bytes < 1:
         raise ValueError("split_bytes must be positive")
+    if unreadable is None:
+        return [i for path, url in expand_inputs(paths, webhdfs).items() for i in _file_splits(path, url, split_bytes)]
     items: list[FileSplit] = []
-    for path, url in expand_inputs(paths, webhdfs).items():
-        read_at = url if url != path else None
-        kind = sniff(url)
-        if kind == "dmpmqmsg":
-            info = read_dump_info(url)
-            ranges = plan_splits(url, split_bytes)
-            # as the tables store text: a byte of the header that is not UTF-8 becomes U+FFFD
-            qmgr, queue = stored_text(info.qmgr) or None, stored_text(info.queue) or None
-            items += [
-                FileSplit(path, kind, start, end, k, len(ranges), qmgr, queue, read_at)
-                for k, (start, end) in enumerate(ranges)
-            ]
-        elif kind == "amqsbcg":
-            items.append(FileSplit(path, kind, 0, None, 0, 1, None, _listing_queue(url), read_at))
-        else:
-            items.append(FileSplit(path, "unknown", 0, None, 0, 1, url=read_at))
+    for given in paths:
+        try:
+            for path, url in expand_inputs([given], webhdfs).items():
+                items += _file_splits(path, url, split_bytes)
+        except OSError as exc:
+            unreadable[given] = f"{type(exc).__name__}: {exc}"
     return items
+
+
+def _file_splits(path: str, url: str, split_bytes: int) -> list[FileSplit]:
+    read_at = url if url != path else None
+    kind = sniff(url)
+    if kind == "dmpmqmsg":
+        info = read_dump_info(url)
+        ranges = plan_splits(url, split_bytes)
+        # as the tables store text: a byte of the header that is not UTF-8 becomes U+FFFD
+        qmgr, queue = stored_text(info.qmgr) or None, stored_text(info.queue) or None
+        return [
+            FileSplit(path, kind, start, end, k, len(ranges), qmgr, queue, read_at)
+            for k, (start, end) in enumerate(ranges)
+        ]
+    if kind == "amqsbcg":
+        return [FileSplit(path, kind, 0, None, 0, 1, None, _listing_queue(url), read_at)]
+    return [FileSplit(path, "unknown", 0, None, 0, 1, url=read_at)]
 
 
 def input_bytes(paths: Iterable[str], webhdfs: str = "") -> int | None:

@@ -64,7 +64,7 @@ import re
 import urllib.parse
 from typing import BinaryIO, cast
 
-from dlq_pipeline.fs.base import InputNotFound, InputUnreachable, Source
+from dlq_pipeline.fs.base import Entry, InputNotFound, InputUnreachable, Source
 from dlq_pipeline.fs.local import LocalFiles
 from dlq_pipeline.fs.objectstore import MOUNTS, OBJECT_STORES, ObjectStoreFiles, mount
 from dlq_pipeline.fs.webhdfs import WEBHDFS_PORT, WEBHDFS_SCHEMES, WebHdfsFiles
@@ -77,6 +77,9 @@ __all__ = [
     "open_input",
     "file_size",
     "list_files",
+    "list_entries",
+    "stat",
+    "Entry",
     "is_local",
     "reading_url",
     "files_uri",
@@ -168,6 +171,13 @@ def list_files(given: str, webhdfs: str = "") -> list[tuple[str, str]]:
     searched recursively, a glob expanded (hidden names and names starting with ``_`` inside
     directories skipped, each directory sorted). Local names are absolute paths; remote ones
     keep the URI given. FileNotFoundError when nothing is there."""
+    return [(name, entry.uri) for name, entry in list_entries(given, webhdfs)]
+
+
+def list_entries(given: str, webhdfs: str = "") -> list[tuple[str, Entry]]:
+    """`list_files` with each file's `Entry` as the listing saw it (its ``uri`` the reading
+    URL, with its size, modification time and version): one listing call per directory, no
+    call per file where the store lists sizes and times with names (all of them do)."""
     url = reading_url(given, webhdfs)
     store = _store(url)
     name_of = (
@@ -175,14 +185,19 @@ def list_files(given: str, webhdfs: str = "") -> list[tuple[str, str]]:
     )
     found = store.info(url)
     if found is not None:
-        files = [found.uri] if not found.is_dir else _walk(store, found.uri)
+        files = [found] if not found.is_dir else _walk(store, found.uri)
     elif _GLOB_CHARS.search(url):
         files = _glob(store, url)
         if not files:
             raise InputNotFound(f"no file matches {given!r}")
     else:
         raise InputNotFound(f"no such file or directory: {given!r}")
-    return [(name_of(f), f) for f in files]
+    return [(name_of(f.uri), f) for f in files]
+
+
+def stat(uri: str) -> Entry | None:
+    """``uri``'s `Entry` now (size, modification time, version), None when nothing is there."""
+    return _store(os.fspath(uri)).info(os.fspath(uri))
 
 
 def _renamed(url: str, base_url: str, base_name: str) -> str:
@@ -190,7 +205,7 @@ def _renamed(url: str, base_url: str, base_name: str) -> str:
     return base_name.rstrip("/") + url[len(base_url.rstrip("/")) :]
 
 
-def _walk(store, uri: str) -> list[str]:
+def _walk(store, uri: str) -> list[Entry]:
     """The files below ``uri`` in ``os.walk``'s order: a directory's files, then each
     subdirectory's, by name; hidden and ``_`` names skipped."""
     if isinstance(store, LocalFiles):
@@ -198,19 +213,20 @@ def _walk(store, uri: str) -> list[str]:
     entries = sorted(
         (e for e in store.children(uri) if not e.uri.rsplit("/", 1)[-1].startswith((".", "_"))), key=lambda e: e.uri
     )
-    found = [e.uri for e in entries if not e.is_dir]
+    found = [e for e in entries if not e.is_dir]
     for sub in (e for e in entries if e.is_dir):
         found += _walk(store, sub.uri)
     return found
 
 
-def _glob(store, pattern: str) -> list[str]:
+def _glob(store, pattern: str) -> list[Entry]:
     if isinstance(store, LocalFiles):
         import glob
 
-        matches = []
+        matches: list[Entry] = []
         for hit in sorted(glob.glob(store.path, recursive=True)):
-            matches += [hit] if os.path.isfile(hit) else store.walk(hit) if os.path.isdir(hit) else []
+            found = store.info(hit)
+            matches += [] if found is None else [found] if not found.is_dir else store.walk(hit)
         return matches
     # remote: list below the part before the first glob character, keep what the pattern matches
     first_glob = cast(re.Match[str], _GLOB_CHARS.search(pattern))  # `list_files` globs only a pattern that has one
@@ -219,10 +235,10 @@ def _glob(store, pattern: str) -> list[str]:
     if top is None or not top.is_dir:
         return []
     matches = []
-    for uri in _walk(store, fixed):
-        parts = uri.split("/")
+    for entry in _walk(store, fixed):
+        parts = entry.uri.split("/")
         if any(fnmatch.fnmatchcase("/".join(parts[:k]), pattern) for k in range(len(parts), 0, -1)):
-            matches.append(uri)
+            matches.append(entry)
     return matches
 
 

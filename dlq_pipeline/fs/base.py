@@ -3,6 +3,7 @@ entry, what a write copies, and the read buffer."""
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 from dlq_pipeline.errors import DlqPipelineError
@@ -20,9 +21,20 @@ class InputNotFound(DlqPipelineError, FileNotFoundError):
 
 @dataclass(frozen=True)
 class Entry:
+    """A file or directory as its store lists it. ``modified``: the last modification (aware
+    UTC, to the microsecond where the store has it); ``version``: what the store changes when a
+    file is created again under the same name (HDFS's file id), None where it has none."""
+
     uri: str
     is_dir: bool
     size: int
+    modified: dt.datetime | None = None
+    version: str | None = None
+
+
+def utc_from_seconds(seconds: float) -> dt.datetime:
+    """An aware UTC datetime of a POSIX time, to the microsecond (what a Spark timestamp keeps)."""
+    return dt.datetime.fromtimestamp(round(seconds, 6), dt.UTC)
 
 
 Source = bytes | str  # what a write copies: the bytes, or a local file's path

@@ -7,11 +7,17 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import stat
 from typing import BinaryIO
 
-from dlq_pipeline.fs.base import BUFFER, Entry, Source, copy_source
+from dlq_pipeline.fs.base import BUFFER, Entry, Source, copy_source, utc_from_seconds
 from dlq_pipeline.runtime.paths import local_path
 from dlq_pipeline.runtime.permissions import private_dirs
+
+
+def _entry(path: str, status: os.stat_result) -> Entry:
+    # no version: inode numbers are not stable on every mount a cluster uses (FUSE, NFS)
+    return Entry(path, False, status.st_size, utc_from_seconds(status.st_mtime_ns / 1e9))
 
 
 class LocalFiles:
@@ -21,18 +27,27 @@ class LocalFiles:
         self.path = local_path(uri)
 
     def info(self, uri: str) -> Entry | None:
-        path = local_path(uri)
-        if os.path.isfile(path):
-            return Entry(os.path.abspath(path), False, os.path.getsize(path))
-        if os.path.isdir(path):
-            return Entry(os.path.abspath(path), True, 0)
-        return None
+        path = os.path.abspath(local_path(uri))
+        try:
+            status = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if stat.S_ISDIR(status.st_mode):
+            return Entry(path, True, 0)
+        return _entry(path, status)
 
-    def walk(self, uri: str) -> list[str]:
+    def walk(self, uri: str) -> list[Entry]:
+        """The files below ``uri`` as `os.walk` finds them (hidden and ``_`` names skipped),
+        each stat-ed once; a file that vanishes while walked is left out."""
         found = []
         for root, dirs, files in os.walk(local_path(uri)):
             dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
-            found += [os.path.join(root, f) for f in sorted(files) if not f.startswith((".", "_"))]
+            for name in sorted(f for f in files if not f.startswith((".", "_"))):
+                path = os.path.join(root, name)
+                try:
+                    found.append(_entry(path, os.stat(path)))
+                except FileNotFoundError:
+                    continue
         return found
 
     def open(self, uri: str) -> BinaryIO:

@@ -6,6 +6,7 @@ writer per warehouse). Credentials, endpoint and region come from each node's en
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import os
 import urllib.parse
@@ -25,6 +26,19 @@ def mount(scheme: str, filesystem) -> None:
         MOUNTS.pop(scheme, None)
     else:
         MOUNTS[scheme] = filesystem
+
+
+def _entry(uri: str, info) -> Entry:
+    """An `Entry` of a ``pyarrow.fs.FileInfo`` (which gives no ETag or version id: a rewritten
+    object is known by its size and modification time, which every PUT sets)."""
+    import pyarrow.fs as pafs
+
+    if info.type == pafs.FileType.Directory:
+        return Entry(uri, True, 0)
+    modified = info.mtime
+    if modified is not None and modified.tzinfo is None:
+        modified = modified.replace(tzinfo=dt.UTC)
+    return Entry(uri, False, info.size or 0, modified)
 
 
 class ObjectStoreFiles:
@@ -77,7 +91,7 @@ class ObjectStoreFiles:
         found = self._call(uri, self.fs.get_file_info, self._path(uri))
         if found.type == pafs.FileType.NotFound:
             return None
-        return Entry(uri.rstrip("/"), found.type == pafs.FileType.Directory, found.size or 0)
+        return _entry(uri.rstrip("/"), found)
 
     def children(self, uri: str) -> list[Entry]:
         import pyarrow.fs as pafs
@@ -85,7 +99,7 @@ class ObjectStoreFiles:
         selector = pafs.FileSelector(self._path(uri), recursive=False)
         found = self._call(uri, self.fs.get_file_info, selector)
         parent = uri.rstrip("/")
-        return [Entry(f"{parent}/{f.base_name}", f.type == pafs.FileType.Directory, f.size or 0) for f in found]
+        return [_entry(f"{parent}/{f.base_name}", f) for f in found]
 
     def open(self, uri: str) -> BinaryIO:
         native = self._call(uri, self.fs.open_input_file, self._path(uri))

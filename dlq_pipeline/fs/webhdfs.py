@@ -16,11 +16,27 @@ import urllib.parse
 import urllib.request
 from typing import BinaryIO, Literal, overload
 
-from dlq_pipeline.fs.base import BUFFER, Entry, InputUnreachable, Source
+from dlq_pipeline.fs.base import BUFFER, Entry, InputUnreachable, Source, utc_from_seconds
 
 WEBHDFS_PORT = 9870  # the NameNode's HTTP port since Hadoop 3
 TIMEOUT = 60  # seconds for one HTTP request
 WEBHDFS_SCHEMES = {"webhdfs": "http", "swebhdfs": "https"}
+
+
+def _entry(uri: str, status: dict) -> Entry:
+    """An `Entry` of a WebHDFS ``FileStatus``: its ``fileId`` is the version (a file created
+    again under the same name gets a new one)."""
+    if status["type"] == "DIRECTORY":
+        return Entry(uri, True, 0)
+    modified = status.get("modificationTime")
+    file_id = status.get("fileId")
+    return Entry(
+        uri,
+        False,
+        int(status["length"]),
+        utc_from_seconds(modified / 1000) if modified is not None else None,
+        str(file_id) if file_id is not None else None,
+    )
 
 
 class WebHdfsFiles:
@@ -43,16 +59,12 @@ class WebHdfsFiles:
         found = self._call(uri, "GET", "GETFILESTATUS", missing_ok=True)
         if found is None:
             return None
-        status = found["FileStatus"]
-        return Entry(uri.rstrip("/") or uri, status["type"] == "DIRECTORY", int(status["length"]))
+        return _entry(uri.rstrip("/") or uri, found["FileStatus"])
 
     def children(self, uri: str) -> list[Entry]:
         found = self._call(uri, "GET", "LISTSTATUS", missing_ok=True) or {"FileStatuses": {"FileStatus": []}}
         parent = uri.rstrip("/")
-        return [
-            Entry(f"{parent}/{s['pathSuffix']}", s["type"] == "DIRECTORY", int(s["length"]))
-            for s in found["FileStatuses"]["FileStatus"]
-        ]
+        return [_entry(f"{parent}/{s['pathSuffix']}", s) for s in found["FileStatuses"]["FileStatus"]]
 
     def open(self, uri: str) -> BinaryIO:
         size = self.info(uri)
