@@ -46,6 +46,9 @@ class RunSummary:
     finished_at: str = ""
     inputs: list[str] = field(default_factory=list)
     files: int = 0
+    # the input files read, skipped (landed and unchanged), deferred and unreadable, with their
+    # bytes and the backlog left (`dlq_pipeline.ingest.spark.InputCounts`)
+    input_files: dict = field(default_factory=dict)
     messages_landed: int = 0
     duplicates_skipped: int = 0
     quarantined: int = 0
@@ -70,6 +73,7 @@ class RunSummary:
 def attention_status(summary: RunSummary) -> int:
     needs_look = (
         summary.quarantined
+        or summary.input_files.get("unreadable")
         or any(summary.outcomes.get(o) for o in ATTENTION_OUTCOMES)
         or any(summary.ignore_reasons.get(r) for r in ATTENTION_IGNORES)
         or summary.settle.get("mismatched")
@@ -169,6 +173,7 @@ def _run_pipeline(spark, settings: RunSettings, table, *, inputs, target, run_id
         )
         if landed is not None:
             summary.files = landed.files
+            summary.input_files = asdict(landed.inputs)
             summary.messages_landed = landed.messages_landed
             summary.duplicates_skipped = landed.duplicates_skipped
             summary.quarantined = landed.quarantined

@@ -35,18 +35,45 @@ from dlq_pipeline.config.settings import ClassifySettings, IngestSettings, Repla
 from dlq_pipeline.runtime import exitcodes
 from dlq_pipeline.runtime.progress import stage, to_stderr
 
+_REREAD = click.option(
+    "--reread",
+    is_flag=True,
+    help="Read every input file again, also those landed before and unchanged (ingest.reread).",
+)
+
+
+def _ingest_settings(config: Config, reread: bool) -> IngestSettings:
+    settings = IngestSettings.from_config(config)
+    return dataclasses.replace(settings, reread=True) if reread else settings
+
+
+def _input_line(inputs: dict) -> str:
+    """What ingest did with the input files, for the result line (empty when it listed none)."""
+    if not inputs or not any(inputs.get(k) for k in ("read", "skipped", "deferred", "unreadable")):
+        return ""
+    line = (
+        f"  files: {inputs['read']} read ({inputs['bytes_read'] / 1e6:,.1f} MB), {inputs['skipped']} landed "
+        f"before and skipped ({inputs['bytes_skipped'] / 1e6:,.1f} MB), {inputs['deferred']} deferred"
+    )
+    if inputs["unreadable"]:
+        line += f", {inputs['unreadable']} unreadable"
+    if inputs["backlog_files"]:
+        line += f"; backlog {inputs['backlog_files']} files ({inputs['backlog_bytes'] / 1e6:,.1f} MB)"
+    return line
+
 
 @click.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=INPUT)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@_REREAD
 @config_options
-def ingest_cmd(paths, as_json, config: Config):
+def ingest_cmd(paths, as_json, reread, config: Config):
     """Land dmpmqmsg dumps and amqsbcg listings into the `messages` table.
 
     \b
     Directories are searched for files; a large dump is split across tasks on message
     boundaries. Unreadable records go to `quarantine`; landing the same dump twice adds
-    nothing.
+    nothing, and a file landed before and unchanged is not read again (--reread reads it).
       dlq-pipeline ingest dumps/ --warehouse ./warehouse
     """
     from dlq_pipeline.ingest.spark import ingest
@@ -64,7 +91,7 @@ def ingest_cmd(paths, as_json, config: Config):
                 open_tables(spark, config),
                 list(paths),
                 run_id=run_id,
-                settings=IngestSettings.from_config(config),
+                settings=_ingest_settings(config, reread),
                 progress=progress,
             ),
         )
@@ -76,7 +103,10 @@ def ingest_cmd(paths, as_json, config: Config):
             f"landed {result.messages_landed} messages from {result.files} files "
             f"({result.duplicates_skipped} already landed, {result.quarantined} quarantined)"
         )
-    sys.exit(exitcodes.ATTENTION if result.quarantined else exitcodes.OK)
+        if line := _input_line(doc["inputs"]):
+            click.echo(line)
+    needs_look = result.quarantined or result.inputs.unreadable
+    sys.exit(exitcodes.ATTENTION if needs_look else exitcodes.OK)
 
 
 @click.command("classify")
@@ -139,8 +169,9 @@ def _required(config: Config, key: str) -> str:
 @click.option("--run-id", help="Run identifier (default: generated).")
 @click.option("--source", help="Live DLQ mq:QMGR | sim:NAME: drained first, settled last (default: pipeline.source).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON (last line).")
+@_REREAD
 @config_options
-def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config):
+def run_cmd(inputs, rules_path, target, run_id, source, as_json, reread, config: Config):
     """Ingest, decode, classify, replay and summarise in one run.
 
     \b
@@ -169,9 +200,12 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, config: Config)
     read = None if source else inputs
     with writing(config, "run", run_id, inputs=read):
         spark = start_spark(config, needs_classic(target, source), inputs=read)
+        settings = RunSettings.from_config(config)
+        if reread:
+            settings = dataclasses.replace(settings, ingest=_ingest_settings(config, reread))
         summary = run_pipeline(
             spark,
-            RunSettings.from_config(config),
+            settings,
             table,
             inputs=inputs,
             target=target,
@@ -193,6 +227,8 @@ def _print_summary(summary) -> None:
         f"  landed {summary.messages_landed} new messages from {summary.files} files "
         f"({summary.duplicates_skipped} already landed, {summary.quarantined} quarantined)"
     )
+    if line := _input_line(summary.input_files):
+        click.echo(line)
     click.echo(f"  pending {summary.pending}: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.decisions.items())))
     if summary.ignore_reasons:
         click.echo("  ignored because: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.ignore_reasons.items())))

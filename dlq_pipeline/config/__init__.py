@@ -82,6 +82,20 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
             "the reader's jar (dlq_pipeline/engine/jvm_reader.py), the rest in Python; "
             "python: always the Python reader",
         ),
+        "settle_seconds": (
+            (int, float),
+            0,
+            "a file modified less than this many seconds ago waits for a later run "
+            "(0: only a file that changes while it is read waits)",
+        ),
+        "reread": ((bool,), False, "read files already landed and unchanged again (--reread)"),
+        "clean_source": (
+            (str,),
+            "keep",
+            "after a landing commits: keep its files, archive them to archive_dir, or delete them",
+        ),
+        "archive_dir": ((str,), "", "where clean_source = archive moves landed files (outside every input)"),
+        "clean_quarantined": ((bool,), False, "let clean_source move files that gave quarantined records too"),
     },
     "classify": {
         "retry_interval": ((int,), None, "override the rules table's RETRYINT (seconds); not set: the table's"),
@@ -264,6 +278,15 @@ def _check_values(where: str, values: dict[str, dict[str, Any]], problems: list[
         problems.append(f"{where}: 'log.level' must be debug, info, warning or error, not '{values['log']['level']}'")
     if values["ingest"]["reader"] not in ("auto", "python"):
         problems.append(f"{where}: 'ingest.reader' must be auto or python, not '{values['ingest']['reader']}'")
+    ingest = values["ingest"]
+    if ingest["clean_source"] not in ("keep", "archive", "delete"):
+        problems.append(
+            f"{where}: 'ingest.clean_source' must be keep, archive or delete, not '{ingest['clean_source']}'"
+        )
+    elif ingest["clean_source"] == "archive" and not ingest["archive_dir"]:
+        problems.append(f"{where}: 'ingest.clean_source' = archive needs 'ingest.archive_dir'")
+    if ingest["settle_seconds"] < 0:
+        problems.append(f"{where}: 'ingest.settle_seconds' must be at least 0")
     if values["drain"]["mode"] not in ("browse", "move"):
         problems.append(f"{where}: 'drain.mode' must be browse or move, not '{values['drain']['mode']}'")
     for section, key, low in [

@@ -61,6 +61,12 @@ class IngestSettings:
     max_message_bytes: int = MQ_MAX_MESSAGE_BYTES
     webhdfs: str = ""  # hdfs.webhdfs: the NameNode's HTTP address for hdfs:// inputs; "" = http://NAMENODE:9870
     reader: str = "auto"  # auto: the JVM reader where the session has it (engine.jvm_reader); python
+    # which files a landing reads and what becomes of them (ingest.inputs)
+    settle_seconds: float = 0.0  # a file modified less long ago waits for a later run
+    reread: bool = False  # read files already landed and unchanged too
+    clean_source: str = "keep"  # keep | archive | delete, after the landing's commit
+    archive_dir: str = ""  # where clean_source = "archive" moves landed files
+    clean_quarantined: bool = False  # also move files that gave quarantined records
 
     @classmethod
     def from_config(cls, config) -> IngestSettings:
@@ -71,6 +77,11 @@ class IngestSettings:
             max_message_bytes=s["max_message_bytes"],
             webhdfs=config.get("hdfs", "webhdfs"),
             reader=s["reader"],
+            settle_seconds=float(s["settle_seconds"]),
+            reread=s["reread"],
+            clean_source=s["clean_source"],
+            archive_dir=s["archive_dir"],
+            clean_quarantined=s["clean_quarantined"],
         )
 
 

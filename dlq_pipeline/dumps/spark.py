@@ -31,6 +31,7 @@ import fnmatch
 import json
 import operator
 import posixpath
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -40,6 +41,7 @@ import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from dlq_pipeline import fs as files
 from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH, newlines_between
 from dlq_pipeline.dumps.plan import FileSplit, plan_work
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
@@ -417,9 +419,19 @@ def _wrong_kind(item: FileSplit, wanted: str) -> dict[str, Any]:
 
 
 try:
-    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+    from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 except ImportError:  # Spark before 4.0: `register` says so
-    DataSource = DataSourceReader = InputPartition = object  # type: ignore[assignment,misc]
+    DataSource = DataSourceReader = DataSourceStreamReader = InputPartition = object  # type: ignore[assignment,misc]
+try:  # Spark 4.2: read limits and Trigger.AvailableNow for Python streaming sources
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadMaxBytes,
+        ReadMaxFiles,
+        SupportsTriggerAvailableNow,
+    )
+except ImportError:
+    SupportsTriggerAvailableNow = object  # type: ignore[assignment,misc]
+    ReadAllAvailable = ReadMaxBytes = ReadMaxFiles = type("NoReadLimit", (), {})  # type: ignore[assignment,misc]
 
 
 class _Items(InputPartition):
@@ -460,18 +472,140 @@ class _Reader(DataSourceReader):
         if self.items is not None:
             yield from read_items(partition.numbered, **self.limits)
             return
-        schema = arrow_schema_of(source_schema(self.decode))
-        for number, item in partition.numbered:
-            if self.kind != "mqdump" and item.kind in KINDS and item.kind != self.kind:
-                batches: Iterable[pa.RecordBatch] = [
-                    pa.RecordBatch.from_pylist([_wrong_kind(item, self.kind)], ARROW_SCHEMA)
-                ]
-            else:
-                batches = read_items([(number, item)], **self.limits)
-            for raw in batches:
-                batch = source_batch(raw, schema, self.mode)
-                if batch.num_rows:
-                    yield batch
+        yield from _source_batches(self.kind, partition.numbered, self.limits, self.decode, self.mode)
+
+
+def _source_batches(
+    kind: str, numbered: Sequence[tuple[int, FileSplit]], limits: Mapping[str, int], decode: bool, mode: str
+) -> Iterator[pa.RecordBatch]:
+    """The rows of a data source's partition: each whole file's records in file order."""
+    schema = arrow_schema_of(source_schema(decode))
+    for number, item in numbered:
+        if kind != "mqdump" and item.kind in KINDS and item.kind != kind:
+            batches: Iterable[pa.RecordBatch] = [pa.RecordBatch.from_pylist([_wrong_kind(item, kind)], ARROW_SCHEMA)]
+        else:
+            batches = read_items([(number, item)], **limits)
+        for raw in batches:
+            batch = source_batch(raw, schema, mode)
+            if batch.num_rows:
+                yield batch
+
+
+# --- the streaming source -------------------------------------------------------------------------
+
+STREAM_LOG = "_mqdump_log"  # the default log of a stream's files, under its (first) path
+
+
+def _whole_file(name: str, url: str) -> FileSplit:
+    """The work item of one file read whole, planned now; a file that cannot be opened any more
+    is an item of unknown kind, whose read gives its ``unreadable_file`` row."""
+    try:
+        planned = plan_work([name], WHOLE_FILES)
+    except OSError:
+        planned = []
+    return planned[0] if planned else FileSplit(name, "unknown", 0, None, 0, 1, url=url if url != name else None)
+
+
+class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """The files under the path(s) as a stream: each file listed that is new (or grew, or was
+    rewritten: a new size or modification time) is appended to the stream's file log, and an
+    offset is how many entries of that log a query has read (``{"files": N}``). The log
+    (option ``fileLog``, default ``PATH/_mqdump_log``, which no listing includes) is one
+    immutable record per call that found new files, written create-exclusive before its
+    offset is returned, so the files of an offset in the query's checkpoint are found again
+    after a restart: each file is read in exactly one micro-batch."""
+
+    def __init__(self, kind: str, options: Mapping[str, str]):
+        self.kind, self.options = kind, options
+        self.mode = _mode(options)
+        self.decode = _flag(options, "decode")
+        self.limits = {
+            "max_line_length": _number(options, "maxLineLength", MAX_LINE_LENGTH),
+            "max_message_bytes": _number(options, "maxMessageBytes", DEFAULT_MAX_MESSAGE_BYTES),
+        }
+        self.paths = _paths(options)
+        self.glob = options.get("pathGlobFilter")
+        self.webhdfs = options.get("webhdfs", "")
+        self.log_dir = options.get("fileLog") or files.join(files.files_uri(self.paths[0], self.webhdfs), STREAM_LOG)
+        self.settle = float(options.get("settleSeconds", "0") or 0)
+        self.max_files = _number(options, "maxFilesPerTrigger", 0) if "maxFilesPerTrigger" in options else None
+        self.max_bytes = _number(options, "maxBytesPerTrigger", 0) if "maxBytesPerTrigger" in options else None
+        self.target: int | None = None
+        self.entries: list[list] = self._read_log()  # [name, url, size, modified µs]
+
+    def _read_log(self) -> list[list]:
+        entries: list[list] = []
+        for name in files.list_names(self.log_dir):
+            if name.endswith(".json") and not name.startswith("."):
+                record = json.loads(files.read_bytes(files.join(self.log_dir, name)) or b"{}")
+                entries[record["first"] :] = record["files"]
+        return entries
+
+    def _refresh(self) -> None:
+        """Append the files listed now that the log does not hold (as listed: name, size, time)."""
+        seen = {(e[0], e[2], e[3]) for e in self.entries}
+        now_us = time.time() * 1e6
+        new = []
+        for given in self.paths:
+            for name, entry in files.list_entries(given, self.webhdfs):
+                if self.glob and not fnmatch.fnmatchcase(posixpath.basename(name), self.glob):
+                    continue
+                modified = round(entry.modified.timestamp() * 1e6) if entry.modified else 0
+                if (name, entry.size, modified) in seen or (self.settle and now_us - modified < self.settle * 1e6):
+                    continue
+                seen.add((name, entry.size, modified))
+                new.append([name, entry.uri, entry.size, modified])
+        if new:
+            first = len(self.entries)
+            record = json.dumps({"first": first, "files": new}).encode()
+            if not files.write_file(files.join(self.log_dir, f"{first:012d}.json"), record):
+                raise UsageError(f"{self.log_dir}: another query writes this file log (option fileLog: one per query)")
+            self.entries += new
+
+    def initialOffset(self) -> dict:
+        return {"files": 0}
+
+    def getDefaultReadLimit(self):
+        if self.max_files:
+            return ReadMaxFiles(self.max_files)
+        if self.max_bytes:
+            return ReadMaxBytes(self.max_bytes)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._refresh()
+        self.target = len(self.entries)
+
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+        """The offset a micro-batch reads up to: every file logged (before Spark 4.2, which
+        gives neither ``start`` nor ``limit``), or as many as ``limit`` lets through from
+        ``start`` (at least one file: a file larger than ``maxBytesPerTrigger`` is read alone)."""
+        if self.target is None:
+            self._refresh()
+        available = len(self.entries) if self.target is None else self.target
+        if start is None:
+            return {"files": available}
+        begin = int(start["files"])
+        end = available
+        if isinstance(limit, ReadMaxFiles):
+            end = min(available, begin + limit.max_files)
+        elif isinstance(limit, ReadMaxBytes):
+            total, end = 0, begin
+            while end < available and (end == begin or total + self.entries[end][2] <= limit.max_bytes):
+                total += self.entries[end][2]
+                end += 1
+        return {"files": max(end, begin)}
+
+    def partitions(self, start: dict, end: dict) -> list[_Items]:
+        chosen = self.entries[int(start["files"]) : int(end["files"])]
+        return [_Items([(number, _whole_file(e[0], e[1]))]) for number, e in enumerate(chosen)]
+
+    def read(self, partition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, _Items):
+            yield from _source_batches(self.kind, partition.numbered, self.limits, self.decode, self.mode)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: the log is what restarts read, and it only grows."""
 
 
 class _Source(DataSource):
@@ -488,6 +622,11 @@ class _Source(DataSource):
 
     def reader(self, schema: T.StructType) -> _Reader:
         return _Reader(self.kind, self.options)
+
+    def streamReader(self, schema: T.StructType) -> _StreamReader:
+        if _planned(self.options):
+            raise UsageError("workItems is for ingest's batch reads, not for a stream")
+        return _StreamReader(self.kind, self.options)
 
 
 class MqDumpSource(_Source):

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, cast
@@ -49,6 +50,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from dlq_pipeline import fs
 from dlq_pipeline.config.settings import IngestSettings
 from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH
 from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES, FileSplit, plan_work
@@ -63,9 +65,22 @@ from dlq_pipeline.dumps.spark import (
 from dlq_pipeline.engine import jvm_reader, large_messages
 from dlq_pipeline.engine.session import storage_memory_bytes
 from dlq_pipeline.engine.tasks import Report, TaskTicker
+from dlq_pipeline.errors import UsageError
+from dlq_pipeline.ingest.inputs import (
+    READ_FAILURES,
+    InputFile,
+    InputPlan,
+    LandedFile,
+    clean_sources,
+    inside,
+    list_inputs,
+    plan_inputs,
+    still_same,
+)
 from dlq_pipeline.runtime.clock import as_utc, utc_now
 from dlq_pipeline.runtime.testhooks import crash_point
-from dlq_pipeline.warehouse.schemas import collected_arrow, conform
+from dlq_pipeline.warehouse.landings import record_landing
+from dlq_pipeline.warehouse.schemas import collected_arrow, conform, local_rows
 
 log = logging.getLogger(__name__)
 
@@ -422,8 +437,9 @@ def _land(
     progress: Report | None = None,
     webhdfs: str = "",
     reader: str = "auto",
+    unreadable: dict[str, str] | None = None,
 ) -> _Landing:
-    items = plan_work(paths, split_bytes, webhdfs)
+    items = plan_work(paths, split_bytes, webhdfs, unreadable)
     if progress:
         progress(_plan_line(items))
     jvm = jvm_items(spark, items, reader)
@@ -526,6 +542,70 @@ def land(
     return landing.messages(), landing.quarantine()
 
 
+# --- the files table (`ingest.inputs`) --------------------------------------------------------------------------
+
+
+def landed_files(storage) -> dict[str, LandedFile]:
+    """The latest ``files`` row of every path landed so far (one small collect)."""
+    if not storage.exists("files"):
+        return {}
+    rows = collected_arrow(
+        storage.read("files").select(
+            "path",
+            "size",
+            F.unix_micros("modified_at").alias("modified_us"),
+            "version",
+            "run_id",
+            "landed_at",
+            "messages",
+            "quarantined",
+        )
+    ).to_pylist()
+    latest: dict[str, dict] = {}
+    for row in rows:
+        known = latest.get(row["path"])
+        if known is None or (row["landed_at"], row["run_id"]) >= (known["landed_at"], known["run_id"]):
+            latest[row["path"]] = row
+    return {
+        path: LandedFile(
+            path,
+            row["size"],
+            None if row["modified_us"] is None else dt.datetime.fromtimestamp(row["modified_us"] / 1e6, dt.UTC),
+            row["version"],
+            row["run_id"],
+            row["messages"],
+            row["quarantined"],
+        )
+        for path, row in latest.items()
+    }
+
+
+def files_rows(
+    spark: SparkSession,
+    landed: Sequence[InputFile],
+    counts: Mapping[str, Mapping[str, int]],
+    *,
+    run_id: str,
+    landed_at: dt.datetime,
+) -> DataFrame:
+    """The ``files`` rows of the files a landing read whole (``counts``: their messages and
+    bad records, `ingest.spark.file_counts`)."""
+    rows = [
+        (
+            item.name,
+            item.size,
+            as_utc(item.entry.modified),
+            item.entry.version,
+            run_id,
+            as_utc(landed_at),
+            int(counts.get(item.name, {}).get("messages", 0)),
+            int(counts.get(item.name, {}).get("quarantined", 0)),
+        )
+        for item in landed
+    ]
+    return local_rows(spark, rows, "files")
+
+
 # --- ingest: land + write ----------------------------------------------------------------------
 
 
@@ -533,7 +613,8 @@ def land(
 class IngestResult:
     """What one ingest did. ``quarantined`` counts the bad records found in these inputs
     (also when an earlier ingest already stored them: they still need attention);
-    ``quarantine_added`` counts the rows actually added to the table."""
+    ``quarantine_added`` counts the rows actually added to the table. ``inputs``: the files
+    read, skipped, deferred and unreadable, and their bytes (`InputCounts`)."""
 
     messages_landed: int
     duplicates_skipped: int
@@ -543,6 +624,7 @@ class IngestResult:
     messages_read: int = 0
     work_items: int = 0
     jvm_work_items: int = 0  # of them, read by the JVM reader
+    inputs: InputCounts = field(default_factory=lambda: InputCounts())
     file_list: list[str] = field(default_factory=list, repr=False)
     per_file: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
 
@@ -550,6 +632,50 @@ class IngestResult:
         doc = asdict(self)
         doc.pop("file_list")
         return doc
+
+
+@dataclass
+class InputCounts:
+    """The input files of one ingest by what it did with them (`ingest.inputs`), with their
+    bytes; ``backlog_*``: what is left for a later run (deferred and unreadable files)."""
+
+    read: int = 0
+    skipped: int = 0
+    deferred: int = 0
+    unreadable: int = 0
+    bytes_read: int = 0
+    bytes_skipped: int = 0
+    bytes_deferred: int = 0
+    bytes_unreadable: int = 0
+    backlog_files: int = 0
+    backlog_bytes: int = 0
+    deferred_files: dict[str, str] = field(default_factory=dict)  # name -> why
+    unreadable_files: dict[str, str] = field(default_factory=dict)  # name -> why
+    cleaned: dict[str, str] = field(default_factory=dict)  # name -> what ingest.clean_source did
+
+    @classmethod
+    def of(cls, plan: InputPlan, read: Sequence[str], cleaned: Mapping[str, str]) -> InputCounts:
+        sizes = plan.sizes
+
+        def total(names: Iterable[str]) -> int:
+            return sum(sizes.get(n, 0) for n in names)
+
+        skipped = [i.name for i in plan.skipped]
+        return cls(
+            read=len(read),
+            skipped=len(skipped),
+            deferred=len(plan.deferred),
+            unreadable=len(plan.unreadable),
+            bytes_read=total(read),
+            bytes_skipped=total(skipped),
+            bytes_deferred=total(plan.deferred),
+            bytes_unreadable=total(plan.unreadable),
+            backlog_files=len(plan.deferred) + len(plan.unreadable),
+            backlog_bytes=total(plan.deferred) + total(plan.unreadable),
+            deferred_files=dict(sorted(plan.deferred.items())),
+            unreadable_files=dict(sorted(plan.unreadable.items())),
+            cleaned=dict(sorted(cleaned.items())),
+        )
 
 
 def _store_messages(storage, landing: _Landing, read: int) -> int:
@@ -609,33 +735,85 @@ def ingest(
     landed_at: dt.datetime | None = None,
     progress: Report | None = None,
 ) -> IngestResult:
-    """Land ``paths`` and store them: ``messages`` merged by ``message_key``, ``quarantine``
-    merged by (source_file, source_offset, error_code). Idempotent: ingesting the same files
-    again adds nothing. ``settings`` are the ``[ingest]`` split size and reader limits;
-    ``progress`` receives the plan, read progress and per-file counts as lines."""
-    landing = _land(
-        spark,
-        paths,
-        run_id=run_id,
-        split_bytes=settings.split_bytes,
-        landed_at=landed_at,
-        max_line_length=settings.max_line_length,
-        max_message_bytes=settings.max_message_bytes,
-        persist=True,
-        progress=progress,
-        webhdfs=settings.webhdfs,
-        reader=settings.reader,
-    )
-    try:
-        per_file = landing.per_file or {}
-        read = sum(c["messages"] for c in per_file.values())
-        quarantined = sum(c["quarantined"] for c in per_file.values())
-        landed = _store_messages(storage, landing, read)
-        crash_point("ingest-messages-stored")
-        added = storage.merge_new("quarantine", landing.quarantine()) if quarantined else 0
-    finally:
+    """Land the files under ``paths`` that are new or changed since they were landed
+    (`ingest.inputs`: the ``files`` table; ``settings.reread`` reads all) and store them:
+    ``messages`` merged by ``message_key``, ``quarantine`` merged by (source_file,
+    source_offset, error_code), then the ``files`` rows of the files read whole, then
+    ``settings.clean_source``. Idempotent: ingesting the same files again adds nothing (and
+    reads nothing). ``settings`` are the ``[ingest]`` options; ``progress`` receives the
+    plan, read progress and per-file counts as lines."""
+    when = _timestamp(landed_at)
+    if settings.clean_source == "archive":
+        archive = fs.files_uri(settings.archive_dir, settings.webhdfs)
+        for given in paths:
+            if inside(archive, fs.files_uri(os.fspath(given), settings.webhdfs)):
+                raise UsageError(
+                    f"ingest.archive_dir {settings.archive_dir!r} is inside the input {given!r}: "
+                    "archived files would be listed again; choose a folder outside every input"
+                )
+    listed = list_inputs(paths, settings.webhdfs)
+    landed_before = landed_files(storage)
+    plan = plan_inputs(listed, landed_before, now=when, settle_seconds=settings.settle_seconds, reread=settings.reread)
+    if progress:
+        progress(_inputs_line(plan))
+    reading = list(plan.read)
+    landed, read, quarantined, added, per_file = 0, 0, 0, 0, {}
+    landing: _Landing | None = None
+    while reading:
+        landing = _land(
+            spark,
+            [f.name for f in reading],
+            run_id=run_id,
+            split_bytes=settings.split_bytes,
+            landed_at=when,
+            max_line_length=settings.max_line_length,
+            max_message_bytes=settings.max_message_bytes,
+            persist=True,
+            progress=progress,
+            webhdfs=settings.webhdfs,
+            reader=settings.reader,
+            unreadable=plan.unreadable,
+        )
+        moved = still_same(f for f in reading if f.name not in plan.unreadable)
+        if not moved:
+            break
+        # still being written: nothing of these lands now; the rest is read again without them
         landing.release()
-    files = sorted({i.path for i in landing.items})
+        landing = None
+        plan.deferred.update(moved)
+        reading = [f for f in reading if f.name not in moved]
+    reading = [f for f in reading if f.name not in plan.unreadable]
+    for name, why in sorted({**plan.deferred, **plan.unreadable}.items()):
+        kind = "deferred" if name in plan.deferred else "unreadable"
+        log.warning("ingest: %s %s: %s (a later run reads it)", name, kind, why)
+        if progress:
+            progress(f"ingest: {name}: {kind}, {why}; a later run reads it")
+    if landing is not None:
+        try:
+            per_file = landing.per_file or {}
+            read = sum(c["messages"] for c in per_file.values())
+            quarantined = sum(c["quarantined"] for c in per_file.values())
+            if read:
+                record_landing(storage, run_id, when)
+            landed = _store_messages(storage, landing, read)
+            crash_point("ingest-messages-stored")
+            added = storage.merge_new("quarantine", landing.quarantine()) if quarantined else 0
+            failed = _read_failures(landing) if quarantined else {}
+        finally:
+            landing.release()
+        for name, why in failed.items():  # what it gave is stored; the file is read again next time
+            plan.unreadable[name] = why
+            log.warning("ingest: %s: its read did not finish (%s): a later run reads it again", name, why)
+        whole = [f for f in reading if f.name not in failed]
+        if whole:
+            storage.append("files", files_rows(spark, whole, per_file, run_id=run_id, landed_at=when))
+        crash_point("ingest-files-recorded")
+    recorded = [f.name for f in reading]
+    # bad records of files landed before still need a look while the files are there
+    quarantined += sum(landed_before[f.name].quarantined for f in plan.skipped)
+    cleaned = _clean(storage, plan, settings) if settings.clean_source != "keep" else {}
+    counts = InputCounts.of(plan, [n for n in recorded if n not in plan.unreadable], cleaned)
+    files = sorted({i.path for i in landing.items}) if landing is not None else []
     return IngestResult(
         messages_landed=landed,
         duplicates_skipped=read - landed,
@@ -643,8 +821,151 @@ def ingest(
         files=len(files),
         quarantine_added=added,
         messages_read=read,
-        work_items=len(landing.items),
-        jvm_work_items=landing.in_jvm,
+        work_items=len(landing.items) if landing is not None else 0,
+        jvm_work_items=landing.in_jvm if landing is not None else 0,
+        inputs=counts,
         file_list=files,
         per_file=per_file,
     )
+
+
+def _inputs_line(plan: InputPlan) -> str:
+    def mb(files) -> str:
+        return f"{sum(plan.sizes.get(n, 0) for n in files) / 1e6:,.1f} MB"
+
+    skipped = [f.name for f in plan.skipped]
+    read = [f.name for f in plan.read]
+    return (
+        f"ingest: {len(read)} files to read ({mb(read)}), {len(skipped)} landed before and unchanged, "
+        f"skipped ({mb(skipped)}), {len(plan.deferred)} deferred ({mb(plan.deferred)})"
+    )
+
+
+def _read_failures(landing: _Landing) -> dict[str, str]:
+    """The files of a landing whose read failed part way (a quarantine row of `READ_FAILURES`)."""
+    rows = (
+        landing.positioned.where((F.col("rec") == "error") & F.col("error_code").isin(*READ_FAILURES))
+        .groupBy("source_file")
+        .agg(F.first("error_text").alias("why"))
+        .collect()
+    )
+    return {r["source_file"]: r["why"] for r in rows}
+
+
+def _clean(storage, plan: InputPlan, settings: IngestSettings) -> dict[str, str]:
+    """``ingest.clean_source`` over the files landed and unchanged, by the rows now committed."""
+    candidates = [*plan.skipped, *plan.read]
+    return clean_sources(
+        [f for f in candidates if f.name not in plan.deferred and f.name not in plan.unreadable],
+        landed_files(storage),
+        mode=settings.clean_source,
+        archive_dir=fs.files_uri(settings.archive_dir, settings.webhdfs) if settings.archive_dir else "",
+        quarantined_too=settings.clean_quarantined,
+    )
+
+
+# --- a stream's micro-batches (`spark.readStream.format("mqdump")`) --------------------------
+
+
+def land_rows(storage, rows: DataFrame, *, run_id: str, landed_at: dt.datetime | None = None) -> IngestResult:
+    """Store the rows of the ``mqdump`` source (``rows``, e.g. one micro-batch of a stream):
+    its messages merged into ``messages`` by key (a key repeated in ``rows`` lands once, the
+    first in file order), its bad records into ``quarantine``, and a ``files`` row for each
+    file the rows came from (as it is now; a file that vanished gets none). Idempotent: the
+    same rows again add nothing, so a micro-batch Spark runs again after a restart lands
+    nothing twice."""
+    when = _timestamp(landed_at)
+    rows = rows.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    try:
+        per_file = {
+            r["source_file"]: {"messages": int(r["messages"]), "quarantined": int(r["quarantined"])}
+            for r in rows.groupBy("source_file")
+            .agg(
+                F.count(F.when(F.col("error_code").isNull(), 1)).alias("messages"),
+                F.count(F.col("error_code")).alias("quarantined"),
+            )
+            .collect()
+        }
+        read = sum(c["messages"] for c in per_file.values())
+        quarantined = sum(c["quarantined"] for c in per_file.values())
+        landed = added = 0
+        if read:
+            record_landing(storage, run_id, when)
+            messages = (
+                rows.where(F.col("error_code").isNull())
+                .withColumn("_n", _occurrence())
+                .where(F.col("_n") == 1)
+                .withColumn("run_id", F.lit(run_id))
+                .withColumn("landed_at", F.lit(when).cast("timestamp"))
+            )
+            landed = storage.merge_new("messages", conform(messages, "messages"))
+        if quarantined:
+            bad = rows.where(F.col("error_code").isNotNull()).select(
+                F.lit(run_id).alias("run_id"),
+                "source_file",
+                "source_line",
+                "source_offset",
+                "source_index",
+                "error_code",
+                "error_text",
+                "snippet",
+                F.lit(when).cast("timestamp").alias("quarantined_at"),
+            )
+            added = storage.merge_new("quarantine", conform(bad, "quarantine"))
+    finally:
+        rows.unpersist()
+    stats = {name: fs.stat(name) for name in per_file}
+    whole = [InputFile(name, entry) for name, entry in stats.items() if entry is not None and not entry.is_dir]
+    if whole:
+        storage.append("files", files_rows(storage.spark, whole, per_file, run_id=run_id, landed_at=when))
+    return IngestResult(
+        messages_landed=landed,
+        duplicates_skipped=read - landed,
+        quarantined=quarantined,
+        files=len(per_file),
+        quarantine_added=added,
+        messages_read=read,
+        file_list=sorted(per_file),
+        per_file=per_file,
+    )
+
+
+def stream_landing(settings, *, command: str = "stream"):
+    """A ``foreachBatch`` function that lands each micro-batch of a ``mqdump`` stream in the
+    warehouse of the ``[storage]`` ``settings`` (`land_rows`), as one run of its own holding
+    the warehouse's writer lock and lease while it writes. It opens the tables in the batch's
+    own session, so it works where Spark runs the function (Spark Connect runs it on the
+    server)::
+
+        query = (
+            spark.readStream.format("mqdump").load("/Volumes/ops/mq/dumps")
+            .writeStream.foreachBatch(stream_landing(RunSettings.from_config(config).storage))
+            .option("checkpointLocation", "/Volumes/ops/mq/checkpoints/ingest")
+            .trigger(availableNow=True).start()
+        )
+        query.awaitTermination()   # then classify and replay: run_pipeline(..., inputs=[])
+    """
+    from dlq_pipeline.warehouse.identity import new_run_id
+    from dlq_pipeline.warehouse.lease import writer_lease
+    from dlq_pipeline.warehouse.locks import writer_lock
+    from dlq_pipeline.warehouse.storage import open_storage
+
+    def land(batch: DataFrame, batch_id: int) -> None:
+        run_id = new_run_id(utc_now())
+        spark = batch.sparkSession
+        with (
+            writer_lock(settings, command=command, run_id=run_id),
+            writer_lease(spark, settings, command=command, run_id=run_id),
+        ):
+            result = land_rows(open_storage(spark, settings), batch, run_id=run_id)
+        log.info(
+            "stream batch %d (run %s): landed %d messages from %d files (%d already landed, %d quarantined)",
+            batch_id,
+            run_id,
+            result.messages_landed,
+            result.files,
+            result.duplicates_skipped,
+            result.quarantined,
+        )
+
+    return land

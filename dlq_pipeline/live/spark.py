@@ -17,6 +17,7 @@ from dlq_pipeline.config.settings import RunSettings
 from dlq_pipeline.live.loops import DrainResult, LiveQueue, SettleResult, drain_queue, live_queue, settle_queue
 from dlq_pipeline.replay.targets import local_warehouse
 from dlq_pipeline.warehouse import ledger
+from dlq_pipeline.warehouse.landings import record_landing
 from dlq_pipeline.warehouse.schemas import local_rows
 from dlq_pipeline.warehouse.storage import Storage
 
@@ -27,7 +28,12 @@ def drain(spark: SparkSession, storage: Storage, live: LiveQueue, **options) -> 
     ``landed_at``, ``buffer_size``, ``on_batch``, ``progress``), storing each chunk with `Storage.merge_new`."""
 
     def store(rows: list[tuple]) -> int:
+        if rows and not recorded:
+            record_landing(storage, options["run_id"])
+            recorded.append(True)
         return storage.merge_new("messages", local_rows(spark, rows, "messages"))
+
+    recorded: list[bool] = []
 
     return drain_queue(live, store, **options)
 

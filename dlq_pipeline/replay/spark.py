@@ -52,11 +52,19 @@ from dlq_pipeline.runtime.clock import as_utc, from_epoch_micros, utc_now
 from dlq_pipeline.runtime.process_group import RunGroup, join_run_group
 from dlq_pipeline.runtime.progress import Progress, Report
 from dlq_pipeline.runtime.testhooks import crash_point
+from dlq_pipeline.warehouse.landings import open_messages, settle_landings
 from dlq_pipeline.warehouse.lease import LeaseFence, check_lease, fenced, held_lease
 from dlq_pipeline.warehouse.ledger import CHECKPOINTS_DIR, message_states, recover_checkpoints
 from dlq_pipeline.warehouse.schemas import arrow_schema, table_schema
 from dlq_pipeline.warehouse.storage import Storage
-from dlq_pipeline.warehouse.tables import CHAR_BYTES_COLUMN, LEDGER_COLUMNS, MD_COLUMNS, OUTCOMES, exact_md
+from dlq_pipeline.warehouse.tables import (
+    CHAR_BYTES_COLUMN,
+    ENDED_OUTCOMES,
+    LEDGER_COLUMNS,
+    MD_COLUMNS,
+    OUTCOMES,
+    exact_md,
+)
 
 log = logging.getLogger(__name__)
 
@@ -370,7 +378,7 @@ def largest_put(storage: Storage, decisions: DataFrame) -> int:
     skip every row group without a large message, and only when some are large, one over the
     decisions. More large messages than ``LARGE_PUTS_LISTED``: the largest of them."""
     large = (
-        storage.read("messages")
+        open_messages(storage)
         .where(F.col("data_length") >= LARGE_MESSAGE_BYTES)
         .select("message_key", "data_length")
         .limit(LARGE_PUTS_LISTED + 1)
@@ -420,8 +428,10 @@ def work_items(
     ``BROADCAST_DECISIONS``, every task that reads the messages gets all of them, and the
     bodies are shuffled once (into the partitions) instead of twice. ``bodies_in_place``
     (`Storage.plain_parquet_files`): no body is joined, shuffled or sorted; each item names the
-    data file holding its body (`bodies.BODY_FILE`), which the writer's task reads there."""
-    messages = storage.read("messages")
+    data file holding its body (`bodies.BODY_FILE`), which the writer's task reads there.
+    Only the messages of landings not settled are read (`warehouse.landings`): every pending
+    message is among them."""
+    messages = open_messages(storage)
     if bodies_in_place:
         messages = messages.drop("data").withColumn(BODY_FILE, F.col("_metadata.file_path"))
     in_pieces = large_tasks is not None
@@ -507,6 +517,9 @@ def replay(
     decisions there are, when the caller has counted them (`work_items`)."""
     check_run_id(run_id)
     now = as_utc(now)
+    if decisions_total == 0:  # nothing to put: only what a killed run left is finished
+        recover_checkpoints(spark, storage, files.join(storage.files_root, CHECKPOINTS_DIR))
+        return {}
     chosen = open_target(
         target,
         warehouse=storage.path,
@@ -555,6 +568,8 @@ def replay(
     counts = {o: int(observation.get.get(o) or 0) for o in OUTCOMES}
     crash_point("replay-ledger-appended")
     files.delete(files.join(root, run_id))
+    if any(counts.get(o) for o in ENDED_OUTCOMES):
+        settle_landings(storage, now)
     return {o: n for o, n in counts.items() if n}
 
 

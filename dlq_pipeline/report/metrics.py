@@ -25,6 +25,9 @@ STAGE_ITEMS = {
 }
 
 
+INPUT_STATES = ("read", "skipped", "deferred", "unreadable")
+
+
 def _seconds(stamp: str) -> float | None:
     if not stamp:
         return None
@@ -45,7 +48,10 @@ def run_metrics(summary: Mapping[str, Any]) -> dict[str, Any]:
         "pending": summary.get("pending", 0),
         "messages_without_dlh": summary.get("messages_without_dlh", 0),
         "attempts": sum((summary.get("outcomes") or {}).values()),
+        "backlog_files": (summary.get("input_files") or {}).get("backlog_files", 0),
+        "backlog_bytes": (summary.get("input_files") or {}).get("backlog_bytes", 0),
     }
+    inputs = summary.get("input_files") or {}
     durations = {k: float(v) for k, v in (summary.get("durations") or {}).items()}
     started, finished = _seconds(summary.get("started_at", "")), _seconds(summary.get("finished_at", ""))
     total = round(finished - started, 3) if started is not None and finished is not None else sum(durations.values())
@@ -59,6 +65,9 @@ def run_metrics(summary: Mapping[str, Any]) -> dict[str, Any]:
         "decisions": dict(summary.get("decisions") or {}),
         "ignore_reasons": dict(summary.get("ignore_reasons") or {}),
         "outcomes": dict(summary.get("outcomes") or {}),
+        # the input files by what ingest did with them (`ingest.inputs`), and their bytes
+        "input_files": {state: inputs.get(state, 0) for state in INPUT_STATES},
+        "input_bytes": {state: inputs.get(f"bytes_{state}", 0) for state in INPUT_STATES},
         "durations_s": {**durations, "total": total},
         "rates_per_s": rates,
         "exit_status": summary.get("exit_status", 0),
@@ -116,6 +125,14 @@ def prometheus_text(summary: Mapping[str, Any], *, labels: Mapping[str, str] | N
                 f"last_run_{name}",
                 f"{name.replace('_', ' ')} in the last run, by {key}",
                 [({key: k}, v) for k, v in sorted(m[name].items())],
+            )
+        )
+    for name, what in (("input_files", "input files"), ("input_bytes", "bytes of input files")):
+        families.append(
+            (
+                f"last_run_{name}",
+                f"{what} in the last run, by what ingest did (read, skipped as landed, deferred, unreadable)",
+                [({"state": k}, v) for k, v in m[name].items()],
             )
         )
     families.append(

@@ -11,6 +11,7 @@ else happens, ever: with the variable unset (always, outside those tests) a cras
 one environment lookup. docs/reliability.md describes the tests.
 
 Points: ``after-ingest``, ``ingest-messages-stored`` (messages written, quarantine not yet),
+``ingest-files-recorded`` (the ``files`` rows written, landed files not yet cleaned),
 ``ingest-record:N`` (a reader task after its N-th record), ``after-classify``,
 ``replay-batch:N`` (a replay task right after its N-th committed batch and checkpoint line),
 the ``dir:`` target's publish (`dlq_pipeline.replay.targets.DumpSink.finish`):

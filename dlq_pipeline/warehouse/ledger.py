@@ -48,8 +48,10 @@ def message_states(ledger: DataFrame) -> DataFrame:
 
 
 def pending_with_attempts(messages: DataFrame, ledger: DataFrame) -> DataFrame:
-    """Messages whose processing has not ended, each with its prior attempt count."""
-    states = message_states(ledger)
+    """Messages whose processing has not ended, each with its prior attempt count. Only the
+    ledger rows of ``messages`` are grouped (a semi-join first: a few pending messages do not
+    cost a grouping of the whole ledger)."""
+    states = message_states(ledger.join(messages.select("message_key"), "message_key", "left_semi"))
     joined = messages.join(states, "message_key", "left")
     return joined.where(~F.coalesce(F.col("ended"), F.lit(False))).select(
         *messages.columns,

@@ -142,3 +142,27 @@ def test_the_data_source_reads_dumps_on_hdfs_as_it_reads_them_locally(bed, dumps
     here = [[r[c] for c in columns] for r in spark.read.format("mqdump").load(str(dumps)).select(*columns).collect()]
     renamed = [[str(dumps) + row[0][len(hdfs_dumps) :], *row[1:]] for row in remote]
     assert sorted(renamed, key=json.dumps) == sorted(here, key=json.dumps) and len(here) > 210
+
+
+def test_landed_dumps_on_hdfs_are_archived_and_not_read_again(bed, dumps, spark, tmp_path):
+    """``ingest.clean_source = "archive"`` over an HDFS folder (WebHDFS RENAME): each landed
+    file moves under the archive folder with its path below the input, byte for byte; a
+    second run reads nothing and finds nothing left to move."""
+    bed.hdfs.upload(dumps, "/dlq/incoming")
+    incoming, landed = f"{bed.hdfs.uri}/dlq/incoming", f"{bed.hdfs.uri}/dlq/landed"
+    storage = open_storage(spark, StorageSettings(format="parquet", path=str(tmp_path / "wh")))
+    settings = IngestSettings(
+        reader="python", webhdfs=bed.hdfs.http, clean_source="archive", archive_dir=landed, clean_quarantined=True
+    )
+    first = ingest_here(spark, storage, [incoming], run_id="archive-1", settings=settings)
+    assert first.inputs.read == 5 and len(first.inputs.cleaned) == 5
+    assert [s["pathSuffix"] for s in bed.hdfs.list("/dlq/incoming/more")] == [] and {
+        s["pathSuffix"] for s in bed.hdfs.list("/dlq/incoming")
+    } == {"_ignored.dmp", "more"}
+    moved = {s["pathSuffix"] for s in bed.hdfs.list("/dlq/landed/more")}
+    assert moved == {p.name for p in (dumps / "more").iterdir()}
+    for name in moved:
+        assert bed.hdfs.read(f"/dlq/landed/more/{name}") == (dumps / "more" / name).read_bytes()
+
+    again = ingest_here(spark, storage, [incoming], run_id="archive-2", settings=settings)
+    assert (again.inputs.read, again.inputs.skipped, again.inputs.cleaned) == (0, 0, {})

@@ -116,6 +116,7 @@ LONG = os.environ.get("DLQ_SOAK") == "long"
 POINTS = [
     "ingest-record:25",
     "ingest-messages-stored",
+    "ingest-files-recorded",
     "after-ingest",
     "after-classify",
     "replay-batch",
@@ -238,6 +239,9 @@ def test_runs_killed_at_any_point_lose_nothing_and_send_nothing_twice(spark, tmp
         (r["source_file"], r["source_offset"], r["error_code"]) for r in storage.read("quarantine").collect()
     )
     assert quarantined == errors  # every bad record quarantined exactly once
+    recorded = storage.read("files").collect()
+    assert sorted(r["path"] for r in recorded) == sorted(str(Path(p).resolve()) for p in paths)  # each landed once
+    assert sum(r["messages"] for r in recorded) == len(messages) and sum(r["quarantined"] for r in recorded) == 2
 
     received = sorted((r.qmgr, r.queue, r.md.msg_id.hex(), r.data.hex()) for r in sim.put_log())
     assert received == sorted(p[:4] for p in puts)  # every FWD delivered exactly once, byte for byte

@@ -178,3 +178,29 @@ def test_the_data_source_reads_dumps_in_a_bucket(s3, spark, local_run, tmp_path)
     here = spark.read.format("mqdump").load(local).transform(dlq_pipeline.decide(STARTER))
     columns = ("source_file", "source_index", "source_line", "data_digest", "action")
     assert sorted(got) == sorted([list(r) for r in here.select(*columns).collect()]) and len(got) == 240
+
+
+def test_landed_dumps_in_a_bucket_are_archived_once_even_after_a_move_cut_short(s3, local_run, tmp_path):
+    """``ingest.clean_source = "archive"`` on S3, where a move is a copy and a delete: each
+    landed object moves under the archive prefix byte for byte, one whose copy a killed run had
+    already made is finished (its source deleted, the copy kept), and a second run reads and
+    moves nothing."""
+    client = s3.client()
+    s3.upload(local_run["dumps"], BUCKET, "incoming")
+    names = sorted(p.name for p in local_run["dumps"].iterdir())
+    client.copy_object(
+        Bucket=BUCKET, Key=f"landed/{names[0]}", CopySource={"Bucket": BUCKET, "Key": f"incoming/{names[0]}"}
+    )
+    args = ["ingest", f"s3a://{BUCKET}/incoming", "--warehouse", str(tmp_path / "wh"), "--json"]
+    archive = ["--set", 'ingest.clean_source="archive"', "--set", f'ingest.archive_dir="s3a://{BUCKET}/landed"']
+    first = cli([*args, *archive, "--set", "ingest.reader=python"], s3.env(), tmp_path)
+    assert first.returncode == exitcodes.OK, first.stderr[-4000:]
+    assert sorted(json.loads(first.stdout.splitlines()[-1])["inputs"]["cleaned"]) == [
+        f"s3a://{BUCKET}/incoming/{name}" for name in names
+    ]
+    assert s3.keys(BUCKET, "incoming") == [] and s3.keys(BUCKET, "landed") == [f"landed/{n}" for n in names]
+    for name in names:
+        body = client.get_object(Bucket=BUCKET, Key=f"landed/{name}")["Body"].read()
+        assert body == (local_run["dumps"] / name).read_bytes()
+    again = cli([*args, *archive], s3.env(), tmp_path)
+    assert json.loads(again.stdout.splitlines()[-1])["inputs"]["read"] == 0

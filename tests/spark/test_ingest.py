@@ -327,6 +327,7 @@ def test_ingest_is_idempotent_for_messages_and_quarantine(spark, tmp_path, corru
         progress=lines.append,
     )
     per_file = {inputs[0]: {"messages": 3, "quarantined": 3}, inputs[1]: {"messages": 1, "quarantined": 0}}
+    size = sum(Path(p).stat().st_size for p in inputs)
     assert first.as_dict() == {
         "messages_landed": 4,
         "duplicates_skipped": 0,
@@ -336,14 +337,23 @@ def test_ingest_is_idempotent_for_messages_and_quarantine(spark, tmp_path, corru
         "messages_read": 4,
         "work_items": first.work_items,
         "jvm_work_items": first.jvm_work_items,
+        "inputs": {
+            **{k: 0 for k in ("skipped", "deferred", "unreadable", "bytes_skipped", "bytes_deferred")},
+            **{"bytes_unreadable": 0, "backlog_files": 0, "backlog_bytes": 0},
+            **{"read": 2, "bytes_read": size, "deferred_files": {}, "unreadable_files": {}, "cleaned": {}},
+        },
         "per_file": per_file,
     }
     assert first.work_items > 2 and 0 < first.jvm_work_items < first.work_items  # the bad records' items: Python
-    # progress: the plan, the read (at least its final count), then one line per file
-    size = sum(Path(p).stat().st_size for p in inputs)
-    assert lines[0] == f"ingest: 2 files ({size / 1e6:,.1f} MB of dumps) in {first.work_items} work items"
+    # progress: the input files, the plan, the read (at least its final count), then one line per file
+    mb = f"{size / 1e6:,.1f} MB"
+    assert (
+        lines[0]
+        == f"ingest: 2 files to read ({mb}), 0 landed before and unchanged, skipped (0.0 MB), 0 deferred (0.0 MB)"
+    )
+    assert lines[1] == f"ingest: 2 files ({mb} of dumps) in {first.work_items} work items"
     assert lines[-3] == f"ingest: {first.work_items}/{first.work_items} work items done"
-    assert all(re.fullmatch(rf"ingest: \d+/{first.work_items} work items done", line) for line in lines[1:-2])
+    assert all(re.fullmatch(rf"ingest: \d+/{first.work_items} work items done", line) for line in lines[2:-2])
     assert lines[-2:] == [
         f"ingest: {p}: {c['messages']} messages, {c['quarantined']} quarantined" for p, c in sorted(per_file.items())
     ]
@@ -355,7 +365,23 @@ def test_ingest_is_idempotent_for_messages_and_quarantine(spark, tmp_path, corru
     assert_same_rows(stored_quarantine, ref_quarantine)
 
     again = ingest(spark, storage, inputs, run_id="second-run", landed_at=LANDED + dt.timedelta(days=1))
-    assert (again.messages_landed, again.duplicates_skipped, again.quarantined, again.quarantine_added) == (0, 4, 3, 0)
+    # nothing read; the bad records of a file still there still count (they need a look)
+    assert (again.messages_landed, again.duplicates_skipped, again.quarantined, again.quarantine_added) == (0, 0, 3, 0)
+    assert (again.inputs.skipped, again.inputs.read, again.work_items) == (2, 0, 0)
+    reread = ingest(
+        spark,
+        storage,
+        inputs,
+        run_id="third-run",
+        landed_at=LANDED + dt.timedelta(days=2),
+        settings=IngestSettings(reread=True),
+    )
+    assert (reread.messages_landed, reread.duplicates_skipped, reread.quarantined, reread.quarantine_added) == (
+        0,
+        4,
+        3,
+        0,
+    )
     assert_same_rows(storage.read("messages"), ref_messages)
     assert_same_rows(storage.read("quarantine"), ref_quarantine)
 

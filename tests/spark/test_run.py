@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -61,7 +62,8 @@ def test_run_summarises_and_a_rerun_adds_nothing(spark, dumps, tmp_path):
     assert (tmp_path / "wh" / "_runs" / f"{summary['run_id']}.json").exists()
 
     second = json.loads(invoke(*args).stdout.strip().splitlines()[-1])
-    assert second["messages_landed"] == 0 and second["duplicates_skipped"] == 300
+    assert second["messages_landed"] == 0 and second["duplicates_skipped"] == 0  # no file read again
+    assert (second["input_files"]["read"], second["input_files"]["skipped"]) == (0, summary["files"])
     assert second["decisions"] == summary["decisions"]  # dry runs consume no attempts
 
     report = invoke("report", "--warehouse", warehouse, "--json", "--html", str(tmp_path / "r.html"))
@@ -74,12 +76,19 @@ def test_run_summarises_and_a_rerun_adds_nothing(spark, dumps, tmp_path):
     page = (tmp_path / "r.html").read_text()
     assert page.count("Plotly.newPlot(") >= 4 and "chart-arrivals-reason" in page  # charts drawn by plotly.js
 
-    # landing again by hand: progress per file on stderr, the result on stdout
+    # landing again by hand: nothing read; --reread reads them, progress per file on stderr
     again = invoke("ingest", *dumps, "--warehouse", warehouse)
+    size = sum(Path(p).stat().st_size for p in dumps) / 1e6
+    assert (again.exit_code, again.stdout) == (
+        0,
+        "landed 0 messages from 0 files (0 already landed, 0 quarantined)\n"
+        f"  files: 0 read (0.0 MB), 2 landed before and skipped ({size:,.1f} MB), 0 deferred\n",
+    )
+    again = invoke("ingest", *dumps, "--warehouse", warehouse, "--reread")
     assert again.exit_code == 0
-    assert again.stdout == "landed 0 messages from 2 files (300 already landed, 0 quarantined)\n"
+    assert again.stdout.splitlines()[0] == "landed 0 messages from 2 files (300 already landed, 0 quarantined)"
     progress = again.stderr.splitlines()
-    assert progress[0].startswith("ingest: 2 files (") and progress[0].endswith(" work items")
+    assert progress[1].startswith("ingest: 2 files (") and progress[1].endswith(" work items")
     counts = {path: sum(1 for _ in read_dump(path)) for path in dumps}
     assert progress[-2:] == [f"ingest: {p}: {counts[p]} messages, 0 quarantined" for p in sorted(dumps)]
     assert sum(counts.values()) == 300

@@ -1,0 +1,83 @@
+"""Which landings still have messages pending: the part of ``messages`` classify and replay read.
+
+A *landing* is the messages one run stored (an ingest or a drain; ``messages.run_id``). The
+``landings`` table records each one (``landed``, before its messages are written) and the
+moment every message of it had ended (``settled``: each delivered or discarded, which is
+final). Classify and replay read only the messages of landings not settled (`open_messages`):
+Parquet's and Delta's statistics on ``run_id`` let Spark skip the files of settled landings,
+so a scheduled run's work follows what is pending, not all that was ever landed. A message
+left pending (an IGNORE, a dry run) keeps its landing open, and its landing is read by every
+run until it is settled.
+
+Errors only ever leave a landing open longer (a cost, never a lost message): ``landed`` is
+recorded before the messages are written, and ``settled`` only after a look at the ledger
+finds none of its messages pending. A warehouse without the table gets it, once, from the
+run ids ``messages`` holds.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from dlq_pipeline.runtime.clock import as_utc, utc_now
+from dlq_pipeline.warehouse.ledger import ended_keys
+from dlq_pipeline.warehouse.schemas import local_rows
+from dlq_pipeline.warehouse.storage import Storage
+
+log = logging.getLogger(__name__)
+
+LANDED, SETTLED = "landed", "settled"
+
+
+def _append(storage: Storage, run_ids, event: str, now: dt.datetime | None = None) -> None:
+    at = as_utc(now) or utc_now()
+    storage.append("landings", local_rows(storage.spark, [(r, event, at) for r in sorted(run_ids)], "landings"))
+
+
+def open_landings(storage: Storage) -> list[str]:
+    """The run ids of the landings not settled, sorted (one small collect). A warehouse with
+    ``messages`` but no ``landings`` table has it made first, every landing open."""
+    if not storage.exists("landings"):
+        if not storage.exists("messages"):
+            return []
+        runs = sorted(r["run_id"] for r in storage.read("messages").select("run_id").distinct().collect())
+        if runs:
+            log.info("recording the %d landings of messages in the landings table", len(runs))
+            _append(storage, runs, LANDED)
+        return runs
+    rows = storage.read("landings").select("run_id", "event").distinct().collect()
+    landed = {r["run_id"] for r in rows if r["event"] == LANDED}
+    return sorted(landed - {r["run_id"] for r in rows if r["event"] == SETTLED})
+
+
+def record_landing(storage: Storage, run_id: str, now: dt.datetime | None = None) -> None:
+    """Record that ``run_id`` stores messages (before it writes them), unless it is open already."""
+    if run_id not in open_landings(storage):
+        _append(storage, [run_id], LANDED, now)
+
+
+def open_messages(storage: Storage, runs: list[str] | None = None) -> DataFrame:
+    """The rows of ``messages`` of the landings not settled (``runs``: those, when known)."""
+    runs = open_landings(storage) if runs is None else runs
+    messages = storage.read("messages")
+    return messages.where(F.col("run_id").isin(*runs)) if runs else messages.where(F.lit(False))
+
+
+def settle_landings(storage: Storage, now: dt.datetime | None = None) -> list[str]:
+    """Record as settled the open landings none of whose messages is pending any more (their
+    messages and their ledger rows read, nothing else); return their run ids."""
+    runs = open_landings(storage)
+    if not runs:
+        return []
+    keys = open_messages(storage, runs).select("message_key", "run_id")
+    ledger = storage.read("ledger").join(keys.select("message_key"), "message_key", "left_semi")
+    pending = keys.join(ended_keys(ledger), "message_key", "left_anti").select("run_id").distinct()
+    settled = sorted(set(runs) - {r["run_id"] for r in pending.collect()})
+    if settled:
+        _append(storage, settled, SETTLED, now)
+        log.info("landings settled (every message delivered or discarded): %s", ", ".join(settled))
+    return settled
