@@ -43,6 +43,7 @@ _PUBLIC = {
     "decode_dlh": "dlq_pipeline.mq.spark",
     "reason_name": "dlq_pipeline.mq.spark",
     "decide": "dlq_pipeline.rules.spark",
+    "stream_landing": "dlq_pipeline.ingest.spark",
 }
 
 __all__ = [
@@ -64,12 +65,14 @@ __all__ = [
     "reason_name",
     "register",
     "run_pipeline",
+    "stream_landing",
 ]
 
 if TYPE_CHECKING:
     from dlq_pipeline.config import Config, ConfigError, load_config
     from dlq_pipeline.config.settings import RunSettings
     from dlq_pipeline.dumps.spark import register
+    from dlq_pipeline.ingest.spark import stream_landing
     from dlq_pipeline.mq.spark import decode_dlh, reason_name
     from dlq_pipeline.pipeline import RunSummary, run_pipeline
     from dlq_pipeline.rules.model import RulesError, RulesTable

@@ -25,11 +25,11 @@ def _examples() -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", (REPO / "docs" / "api.md").read_text(), re.MULTILINE | re.DOTALL)
 
 
-WHOLE_RUN, DATA_SOURCE, SQL, ERRORS = range(4)
+WHOLE_RUN, DATA_SOURCE, SQL, STREAM, ERRORS = range(5)
 
 
-def test_the_page_has_its_four_examples():
-    assert len(_examples()) == 4
+def test_the_page_has_its_five_examples():
+    assert len(_examples()) == 5
 
 
 def _prepared(tmp_path, monkeypatch):
@@ -90,6 +90,27 @@ def test_the_sql_example_runs(spark, tmp_path, monkeypatch):
     names, shown = _run(spark, SQL, {"dumps": str(tmp_path / "dumps")})  # as the example before it leaves it
     assert "|          dlh_dest_q|  n|" in shown and "|source_index|dlh_reason|" in shown
     assert names["headers"].count() == 200
+
+
+def test_the_stream_example_lands_what_a_batch_ingest_lands(spark, tmp_path, monkeypatch):
+    """The stream lands the dumps once (a restart lands nothing new), with the messages and
+    files rows a batch ingest of the same dumps gives, and the run after it decides them."""
+    _prepared(tmp_path, monkeypatch)
+    names, shown = _run(spark, STREAM)
+    assert "200 messages decided" in shown
+    _, again = _run(spark, STREAM)  # restarted: nothing new lands; a dry run left all 200 pending
+    assert "200 messages decided" in again
+    ran = CliRunner().invoke(cli, ["ingest", "dumps", "--warehouse", "batch"])
+    assert ran.exit_code in (exitcodes.OK, exitcodes.ATTENTION), ran.output
+    streamed = open_storage(spark, names["settings"].storage)
+    batch = open_storage(spark, StorageSettings(path=str(tmp_path / "batch")))
+    columns = ["message_key", "source_file", "source_index", "data"]
+    assert sorted(streamed.read("messages").select(columns).collect()) == sorted(
+        batch.read("messages").select(columns).collect()
+    )
+    files = ["path", "size", "messages", "quarantined"]
+    assert sorted(streamed.read("files").select(files).collect()) == sorted(batch.read("files").select(files).collect())
+    assert streamed.read("messages").count() == 200
 
 
 def test_the_errors_example_exits_as_the_command_would(tmp_path, monkeypatch, capsys):

@@ -296,3 +296,38 @@ def test_the_data_sources_and_functions_run_over_connect(spark, dumps, connect_u
     ).collect()
     assert got["rows"] == sorted((list(r) for r in rows), key=json.dumps)
     assert got["sql"] == len(rows) == 150
+
+
+STREAM_OVER_CONNECT = """
+import json, sys
+from pyspark.sql import SparkSession
+import dlq_pipeline
+from dlq_pipeline.config.settings import StorageSettings
+from dlq_pipeline.ingest.spark import stream_landing
+url, inbox, warehouse, checkpoint = sys.argv[1:5]
+spark = SparkSession.builder.remote(url).getOrCreate()
+dlq_pipeline.register(spark)
+query = (spark.readStream.format("mqdump").option("maxFilesPerTrigger", "1").load(inbox)
+         .writeStream.foreachBatch(stream_landing(StorageSettings(path=warehouse)))
+         .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+query.awaitTermination()
+files = spark.read.parquet(warehouse + "/files").select("path", "messages").collect()
+print(json.dumps({"messages": spark.read.parquet(warehouse + "/messages").count(),
+                  "files": sorted([r["path"].rsplit("/", 1)[-1], r["messages"]] for r in files)}))
+"""
+
+
+def test_a_stream_over_connect_lands_each_file_once_across_restarts(dumps, connect_url, tmp_path):
+    """A Databricks job's ingest task on serverless: an availableNow stream of a dumps folder
+    landed by `stream_landing`, which runs on the server; a restart lands only what is new."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    first, second = sorted(dumps.glob("*.dmp"))[:2]
+    (inbox / first.name).write_bytes(first.read_bytes())
+    args = (connect_url, str(inbox), str(tmp_path / "wh"), str(tmp_path / "checkpoint"))
+    got = client(STREAM_OVER_CONNECT, tmp_path, *args)
+    assert got["messages"] == 75 and got["files"] == [[first.name, 75]]
+    assert client(STREAM_OVER_CONNECT, tmp_path, *args)["files"] == [[first.name, 75]]  # nothing new
+    (inbox / second.name).write_bytes(second.read_bytes())
+    got = client(STREAM_OVER_CONNECT, tmp_path, *args)
+    assert got["messages"] == 150 and got["files"] == sorted([[first.name, 75], [second.name, 75]])
