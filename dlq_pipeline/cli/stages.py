@@ -49,17 +49,10 @@ def _ingest_settings(config: Config, reread: bool) -> IngestSettings:
 
 def _input_line(inputs: dict) -> str:
     """What ingest did with the input files, for the result line (empty when it listed none)."""
-    if not inputs or not any(inputs.get(k) for k in ("read", "skipped", "deferred", "unreadable")):
-        return ""
-    line = (
-        f"  files: {inputs['read']} read ({inputs['bytes_read'] / 1e6:,.1f} MB), {inputs['skipped']} landed "
-        f"before and skipped ({inputs['bytes_skipped'] / 1e6:,.1f} MB), {inputs['deferred']} deferred"
-    )
-    if inputs["unreadable"]:
-        line += f", {inputs['unreadable']} unreadable"
-    if inputs["backlog_files"]:
-        line += f"; backlog {inputs['backlog_files']} files ({inputs['backlog_bytes'] / 1e6:,.1f} MB)"
-    return line
+    from dlq_pipeline.report.render import input_files_line
+
+    line = input_files_line(inputs)
+    return f"  files: {line}" if line else ""
 
 
 @click.command("ingest")

@@ -9,7 +9,8 @@ Findings: a queue that was full for hours (a Q_FULL burst), other bursts (a chan
 application sending to queues that do not exist, ...), pending messages without an MQDLH
 (no rule can act on them: they stay on the DLQ), a rules table without a catch-all, a rule
 that never matched, a RETRY rule whose retries all fail, a queue whose circuit breaker
-opened, and messages that have been waiting for more than a week.
+opened, messages that have been waiting for more than a week, and input files the run could
+not read or left because they were still being written.
 """
 
 from __future__ import annotations
@@ -143,6 +144,36 @@ def _rules_advice(report: dict) -> list[dict]:
     return items
 
 
+def _inputs_advice(counts: dict) -> list[dict]:
+    """The run's input files that it left for a later run: unreadable ones (act) and ones
+    still being written (info), each named with why."""
+    items = []
+    unreadable, deferred = counts.get("unreadable_files") or {}, counts.get("deferred_files") or {}
+    if unreadable:
+        items.append(
+            _item(
+                "inputs_unreadable",
+                "act",
+                f"{len(unreadable)} input files could not be read; nothing of them landed",
+                "Fix what each line says (a permission, a file that vanished, a store that failed part way); "
+                "the next run reads them.",
+                {"files": unreadable},
+            )
+        )
+    if deferred:
+        items.append(
+            _item(
+                "inputs_deferred",
+                "info",
+                f"{len(deferred)} input files were still being written and wait for the next run",
+                "Nothing to do if dumps keep arriving; if a file stays here run after run, whatever writes it "
+                "has not finished (write dumps under a hidden name and rename them when complete).",
+                {"files": deferred},
+            )
+        )
+    return items
+
+
 def advise(report: dict) -> list[dict]:
     """The advice for a report, most urgent first (see the module docstring)."""
     items = []
@@ -163,6 +194,7 @@ def advise(report: dict) -> list[dict]:
                 {"messages": without, "by_problem": pending["without_dlh"]},
             )
         )
+    items += _inputs_advice((report.get("run_info") or {}).get("input_files") or {})
     items += _rules_advice(report)
     for breaker in (report.get("run") or {}).get("breakers", []):
         items.append(

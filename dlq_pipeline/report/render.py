@@ -99,7 +99,25 @@ def run_facts(report: dict) -> list[tuple[str, str]]:
             facts.append((label, _cell(info[key])))
     if info.get("inputs"):
         facts.append(("inputs", ", ".join(info["inputs"])))
+    if line := input_files_line(info.get("input_files") or {}):
+        facts.append(("input files", line))
     return facts
+
+
+def input_files_line(inputs: dict) -> str:
+    """What ingest did with a run's input files (`InputCounts` as a dict), in one line: the
+    run's result line and the report's fact (pure; empty when it listed none)."""
+    if not inputs or not any(inputs.get(k) for k in ("read", "skipped", "deferred", "unreadable")):
+        return ""
+    line = (
+        f"{inputs['read']} read ({inputs['bytes_read'] / 1e6:,.1f} MB), {inputs['skipped']} landed "
+        f"before and skipped ({inputs['bytes_skipped'] / 1e6:,.1f} MB), {inputs['deferred']} deferred"
+    )
+    if inputs["unreadable"]:
+        line += f", {inputs['unreadable']} unreadable"
+    if inputs["backlog_files"]:
+        line += f"; backlog {inputs['backlog_files']} files ({inputs['backlog_bytes'] / 1e6:,.1f} MB)"
+    return line
 
 
 def _arrivals_text(arrivals: dict) -> list[str]:

@@ -268,6 +268,7 @@ def _run_info(storage: Storage, run_id: str | None, rules_file: str | None) -> d
             {k: summary.get(k) for k in ("target", "started_at", "finished_at", "exit_status", "inputs", "source")}
         )
         info["rules_file"] = summary.get("rules_file") or None
+        info["input_files"] = summary.get("input_files") or None
         info["duration_s"] = round(sum((summary.get("durations") or {}).values()), 3)
     if rules_file:
         info["rules_file"] = rules_file

@@ -184,6 +184,8 @@ def test_the_run_summary_json_and_metrics_count_the_files(spark, landing, tmp_pa
     from dlq_pipeline.config.settings import RunSettings
     from dlq_pipeline.pipeline import run_pipeline
     from dlq_pipeline.report.metrics import prometheus_text
+    from dlq_pipeline.report.render import render_text
+    from dlq_pipeline.report.spark import build_report
     from dlq_pipeline.rules.parser import parse_rules
 
     inbox, _ = landing
@@ -202,6 +204,13 @@ def test_the_run_summary_json_and_metrics_count_the_files(spark, landing, tmp_pa
     assert 'dlq_pipeline_last_run_input_files{state="skipped"} 2' in text
     assert 'dlq_pipeline_last_run_input_files{state="deferred"} 1' in text
     assert f"dlq_pipeline_last_run_backlog_bytes {(inbox / 'late.dmp').stat().st_size}" in text
+
+    # the report says it in one line, and names the file left for the next run
+    report = build_report(make_storage(spark, "parquet", tmp_path / "wh-run"), now=dt.datetime.now(dt.UTC))
+    assert report["run_id"] == "RUN2"
+    assert "input files: 0 read (0.0 MB), 2 landed before and skipped (" in render_text(report)
+    [left] = [item for item in report["advice"] if item["code"] == "inputs_deferred"]
+    assert left["evidence"]["files"] == doc["input_files"]["deferred_files"] and str(inbox / "late.dmp") in str(left)
 
 
 # --- the streaming source ----------------------------------------------------------------------
