@@ -57,6 +57,9 @@ class Sizes:
     storm_messages: int = 0
     storm_payload_bytes: int = 2048  # ... of this many bytes on average (the target: 1,000,000 of 2 KB)
     storm_reference_messages: int = 5_000  # the sequential reference's evenly spread sample of them
+    # incremental runs (benchmarks/incremental.py): a warehouse of this many landed dumps ...
+    incremental_dumps: int = 1_000
+    incremental_dump_messages: int = 1_000  # ... of this many messages each, then one new dump of as many
 
     @property
     def decode_messages(self) -> int:
@@ -85,6 +88,8 @@ SIZES = {
         pipeline_memory_bytes=1024 * 1024,
         storm_messages=200,
         storm_reference_messages=100,
+        incremental_dumps=4,
+        incremental_dump_messages=50,
     ),
     "quick": Sizes(
         "quick",
@@ -107,6 +112,8 @@ SIZES = {
         pipeline_memory_bytes=100 * 1024 * 1024,
         storm_messages=20_000,
         storm_reference_messages=2_000,
+        incremental_dumps=100,
+        incremental_dump_messages=1_000,
     ),
     "full": Sizes(
         "full",

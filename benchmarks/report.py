@@ -466,6 +466,39 @@ def storm_lines(d: dict) -> list[str]:
     ]
 
 
+def incremental_lines(d: dict) -> list[str]:
+    """Incremental runs (benchmarks/incremental.py): the unchanged rerun against its floor and
+    the run after one new dump against the same run into an empty warehouse."""
+    runs, targets = d["runs"], d["targets"]
+
+    def stages(run: dict) -> str:
+        return " / ".join(f"{k} {v:.1f}" for k, v in run["durations"].items())
+
+    inc, empty, same, hist = runs["incremental"], runs["empty"], runs["unchanged"], runs["history"]
+    ratio_t, rerun_t = targets["incremental_over_empty"], targets["unchanged_rerun_s"]
+    return [
+        f"A warehouse of {d['history_messages']:,} messages from {d['dumps']:,} landed dumps (landed by one "
+        f"`run` in {_f(hist['run_s'])} s), then one new dump of {d['messages_per_dump']:,} messages in the same "
+        "directory; each run below in a fresh process, into a `dir:` target.",
+        "",
+        "| run | files read / skipped | run s | stages s |",
+        "|---|---|---|---|",
+        f"| unchanged directory | {same['input_files'].get('read', 0)} / {same['input_files'].get('skipped', 0)} "
+        f"| {_f(same['run_s'])} | {stages(same)} |",
+        f"| after one new dump | {inc['input_files'].get('read', 0)} / {inc['input_files'].get('skipped', 0)} "
+        f"| {_f(inc['run_s'])} | {stages(inc)} |",
+        f"| the new dump alone, empty warehouse | {empty['input_files'].get('read', 0)} / 0 | {_f(empty['run_s'])} "
+        f"| {stages(empty)} |",
+        "",
+        f"After one new dump: **{_f(ratio_t['value'])}x** the run into an empty warehouse (target "
+        f"≤ {ratio_t['limit']}x: {'holds' if ratio_t['holds'] else 'does not hold'}). The unchanged rerun: "
+        f"{_f(rerun_t['value'])} s from the process's start, against {_f(rerun_t['limit'])} s for Spark's start-up, "
+        f"a trivial first job and the listing of {runs['floor']['files_listed']:,} files in a process of its own "
+        f"({'holds' if rerun_t['holds'] else 'does not hold'}).",
+        "",
+    ]
+
+
 SECTIONS = (
     ("decode", "1. Decode", decode_lines),
     ("classify", "2. Classify", classify_lines),
@@ -474,6 +507,7 @@ SECTIONS = (
     ("end_to_end", "5. End to end", end_to_end_lines),
     ("memory", "6. Memory", memory_lines),
     ("storm", "7. Q_FULL retry storm", storm_lines),
+    ("incremental", "8. Incremental runs", incremental_lines),
 )
 
 

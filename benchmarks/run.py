@@ -6,7 +6,7 @@
     python -m benchmarks.run --latency put=0.2,commit=2,get=0.2,browse=0.2,stat=0.2   # ms per sim operation
 
 Writes benchmarks/results.json (one key per comparison: decode, classify, ingest, replay,
-end_to_end, memory, storm, plus the machine and the sizes) and benchmarks/results.md, and prints
+end_to_end, memory, storm, incremental, plus the machine and the sizes) and benchmarks/results.md, and prints
 the Markdown. Generated inputs are kept in --work and reused by the next run.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 from benchmarks.common import ROOT, SIZES, machine, run_child, sizes_dict, with_overrides, write_result
 from benchmarks.report import markdown, origin
 
-COMPARISONS = ("decode", "classify", "ingest", "replay", "end_to_end", "memory", "storm")
+COMPARISONS = ("decode", "classify", "ingest", "replay", "end_to_end", "memory", "storm", "incremental")
 DEFAULT_LATENCY = "put=0.2,commit=2,get=0.2,browse=0.2,stat=0.2"
 
 

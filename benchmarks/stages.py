@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks import data, storm
+from benchmarks import data, incremental, storm
 from benchmarks.common import PeakMemory, Sizes, StageJobs, bytes_under, interleaved, median, ratio, summary
 
 # --- shared helpers ---------------------------------------------------------------------------
@@ -1495,6 +1495,7 @@ BENCHES = {
     "end_to_end": bench_end_to_end,
     "memory": bench_memory,
     "storm": storm.bench_storm,
+    "incremental": incremental.bench_incremental,
 }
 CHILDREN = {
     "ingest": child_ingest,
@@ -1504,4 +1505,5 @@ CHILDREN = {
     "memory": child_memory,
     "memory_pipeline": child_memory_pipeline,
     "storm": storm.child_storm,
+    "incremental_run": incremental.child_incremental_run,
 }

@@ -83,5 +83,13 @@ def test_tiny_run_writes_every_comparison(spark, tmp_path):
     assert ref["extrapolated_s"] > 0 and storm["reference_over_run"] > 0
     assert not list((tmp_path / "work" / "tiny").glob("storm-run-*"))  # the run's warehouse and sim are removed
     text = out.with_suffix(".md").read_text()
-    assert all(f"## {n}." in text for n in range(1, 8))
+    assert all(f"## {n}." in text for n in range(1, 9))
+    # incremental runs: the rerun reads no dump, the run after one new dump reads it alone
+    runs = doc["incremental"]["runs"]
+    assert (
+        doc["incremental"]["passed"]
+        and runs["floor"]["files_listed"] == runs["unchanged"]["input_files"]["skipped"] > 0
+    )
+    assert (runs["unchanged"]["input_files"]["read"], runs["incremental"]["input_files"]["read"]) == (0, 1)
+    assert set(doc["incremental"]["targets"]) == {"incremental_over_empty", "unchanged_rerun_s"}
     assert "**extrapolated** linearly from 100 evenly spread messages" in text
