@@ -79,7 +79,7 @@ from dlq_pipeline.ingest.inputs import (
 )
 from dlq_pipeline.runtime.clock import as_utc, utc_now
 from dlq_pipeline.runtime.testhooks import crash_point
-from dlq_pipeline.warehouse.landings import record_landing
+from dlq_pipeline.warehouse.landings import record_landing, recording_files
 from dlq_pipeline.warehouse.schemas import collected_arrow, conform, local_rows
 
 log = logging.getLogger(__name__)
@@ -795,7 +795,7 @@ def ingest(
             quarantined = sum(c["quarantined"] for c in per_file.values())
             if read:
                 record_landing(storage, run_id, when)
-            landed = _store_messages(storage, landing, read)
+            landed = recording_files(storage, run_id, lambda: _store_messages(storage, landing, read))
             crash_point("ingest-messages-stored")
             added = storage.merge_new("quarantine", landing.quarantine()) if quarantined else 0
             failed = _read_failures(landing) if quarantined else {}
@@ -898,7 +898,9 @@ def land_rows(storage, rows: DataFrame, *, run_id: str, landed_at: dt.datetime |
                 .withColumn("run_id", F.lit(run_id))
                 .withColumn("landed_at", F.lit(when).cast("timestamp"))
             )
-            landed = storage.merge_new("messages", conform(messages, "messages"))
+            landed = recording_files(
+                storage, run_id, lambda: storage.merge_new("messages", conform(messages, "messages"))
+            )
         if quarantined:
             bad = rows.where(F.col("error_code").isNotNull()).select(
                 F.lit(run_id).alias("run_id"),

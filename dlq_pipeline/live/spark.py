@@ -17,7 +17,7 @@ from dlq_pipeline.config.settings import RunSettings
 from dlq_pipeline.live.loops import DrainResult, LiveQueue, SettleResult, drain_queue, live_queue, settle_queue
 from dlq_pipeline.replay.targets import local_warehouse
 from dlq_pipeline.warehouse import ledger
-from dlq_pipeline.warehouse.landings import record_landing
+from dlq_pipeline.warehouse.landings import record_landing, recording_files
 from dlq_pipeline.warehouse.schemas import local_rows
 from dlq_pipeline.warehouse.storage import Storage
 
@@ -31,7 +31,9 @@ def drain(spark: SparkSession, storage: Storage, live: LiveQueue, **options) -> 
         if rows and not recorded:
             record_landing(storage, options["run_id"])
             recorded.append(True)
-        return storage.merge_new("messages", local_rows(spark, rows, "messages"))
+        return recording_files(
+            storage, options["run_id"], lambda: storage.merge_new("messages", local_rows(spark, rows, "messages"))
+        )
 
     recorded: list[bool] = []
 

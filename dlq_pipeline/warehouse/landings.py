@@ -9,16 +9,25 @@ so a scheduled run's work follows what is pending, not all that was ever landed.
 left pending (an IGNORE, a dry run) keeps its landing open, and its landing is read by every
 run until it is settled.
 
-Errors only ever leave a landing open longer (a cost, never a lost message): ``landed`` is
-recorded before the messages are written, and ``settled`` only after a look at the ledger
-finds none of its messages pending. A warehouse without the table gets it, once, from the
-run ids ``messages`` holds.
+In a Parquet warehouse a scan still opens every data file of ``messages`` (its footer) to
+find those statistics, so each write of a landing's messages records the data files it added
+(``stored``, `recording_files`), and `open_messages` reads only the files of open landings
+and every file no landing names (a write cut short before its record, a warehouse from before
+the record, a file rewritten by hand): a scheduled run opens the files of what is pending,
+not all that were ever written. Delta keeps its files' statistics in its log and needs none
+of this.
+
+Errors only ever leave a landing open longer, or a file read that need not be (a cost,
+never a lost message): ``landed`` is recorded before the messages are written, ``stored``
+after, and ``settled`` only after a look at the ledger finds none of its messages pending.
+A warehouse without the table gets it, once, from the run ids ``messages`` holds.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable, Sequence
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -30,12 +39,15 @@ from dlq_pipeline.warehouse.storage import Storage
 
 log = logging.getLogger(__name__)
 
-LANDED, SETTLED = "landed", "settled"
+LANDED, STORED, SETTLED = "landed", "stored", "settled"
 
 
-def _append(storage: Storage, run_ids, event: str, now: dt.datetime | None = None) -> None:
+def _append(
+    storage: Storage, run_ids, event: str, now: dt.datetime | None = None, files: Sequence[str] | None = None
+) -> None:
     at = as_utc(now) or utc_now()
-    storage.append("landings", local_rows(storage.spark, [(r, event, at) for r in sorted(run_ids)], "landings"))
+    rows = [(r, event, at, list(files) if files is not None else None) for r in sorted(run_ids)]
+    storage.append("landings", local_rows(storage.spark, rows, "landings"))
 
 
 def open_landings(storage: Storage) -> list[str]:
@@ -49,7 +61,7 @@ def open_landings(storage: Storage) -> list[str]:
             log.info("recording the %d landings of messages in the landings table", len(runs))
             _append(storage, runs, LANDED)
         return runs
-    rows = storage.read("landings").select("run_id", "event").distinct().collect()
+    rows = storage.read("landings").where(F.col("event") != STORED).select("run_id", "event").distinct().collect()
     landed = {r["run_id"] for r in rows if r["event"] == LANDED}
     return sorted(landed - {r["run_id"] for r in rows if r["event"] == SETTLED})
 
@@ -60,11 +72,41 @@ def record_landing(storage: Storage, run_id: str, now: dt.datetime | None = None
         _append(storage, [run_id], LANDED, now)
 
 
+def recording_files(storage: Storage, run_id: str, write: Callable[[], int]) -> int:
+    """Run ``write`` (a write of run ``run_id``'s messages; it returns how many it stored) and
+    record the data files it added to ``messages`` (module doc); return what ``write`` did."""
+    before = storage.data_files("messages")
+    stored = write()
+    if before is not None:
+        added = sorted(set(storage.data_files("messages") or ()) - set(before))
+        if added:
+            _append(storage, [run_id], STORED, files=added)
+    return stored
+
+
+def files_to_read(present: Sequence[str], recorded: dict[str, str], runs: Sequence[str]) -> list[str]:
+    """Of the data files ``present``, those a read of the landings ``runs`` opens: the files
+    ``recorded`` (file -> its landing) for one of them, and every file no landing names (pure)."""
+    wanted = set(runs)
+    return [name for name in present if name not in recorded or recorded[name] in wanted]
+
+
 def open_messages(storage: Storage, runs: list[str] | None = None) -> DataFrame:
-    """The rows of ``messages`` of the landings not settled (``runs``: those, when known)."""
+    """The rows of ``messages`` of the landings not settled (``runs``: those, when known),
+    from only the data files that can hold them where the warehouse names its files."""
     runs = open_landings(storage) if runs is None else runs
-    messages = storage.read("messages")
-    return messages.where(F.col("run_id").isin(*runs)) if runs else messages.where(F.lit(False))
+    if not runs:
+        return storage.read("messages").where(F.lit(False))
+    present = storage.data_files("messages")
+    if present is None or not storage.exists("landings"):
+        return storage.read("messages").where(F.col("run_id").isin(*runs))
+    recorded = {
+        name: r["run_id"]
+        for r in storage.read("landings").where(F.col("event") == STORED).select("run_id", "files").collect()
+        for name in r["files"] or ()
+    }
+    chosen = files_to_read(present, recorded, runs)
+    return storage.read_files("messages", chosen).where(F.col("run_id").isin(*runs))
 
 
 def settle_landings(storage: Storage, now: dt.datetime | None = None) -> list[str]:

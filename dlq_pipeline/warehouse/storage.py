@@ -152,6 +152,16 @@ class _Files:
             for s in fs.listStatus(jpath)
         )
 
+    def data_files(self, path: str) -> list[str]:
+        """The Parquet data files directly in ``path`` (no hidden or ``_`` names), sorted."""
+        local = plain_path(path)
+        if local is not None:
+            names = os.listdir(local) if os.path.isdir(local) else []
+        else:
+            _, jpath, fs = self._hadoop(path)
+            names = [str(s.getPath().getName()) for s in fs.listStatus(jpath)] if fs.exists(jpath) else []
+        return sorted(n for n in names if n.endswith(".parquet") and not n.startswith((".", "_")))
+
     def makedirs(self, path: str) -> None:
         """Create ``path`` and missing parents owner-only; existing directories are left as they are."""
         local = plain_path(path)
@@ -409,6 +419,26 @@ class Storage:
         if self.format == "delta":
             df = self._with_added_columns(df, table)
         return conform(df, table)
+
+    def data_files(self, table: str) -> list[str] | None:
+        """The names of the data files of a Parquet ``table`` at a path, sorted (one listing);
+        None where the table's files are not ours to name (Delta's log names them, and skips
+        by its own statistics; a catalog's table; a view of the past)."""
+        if self.format != "parquet" or self.by_name or self.as_of_time is not None:
+            return None
+        try:
+            return self._files.data_files(self.location(table))
+        except StorageError:  # not listable from here (a remote path over Spark Connect): scan it whole
+            return None
+
+    def read_files(self, table: str, names: Sequence[str]) -> DataFrame:
+        """The rows of the data files ``names`` of a Parquet ``table`` (`data_files`), with
+        exactly its schema."""
+        if not names:
+            return self._empty(table_schema(table))
+        where = self.location(table)
+        paths = [f"{where}/{name}" for name in names]
+        return conform(self.spark.read.schema(table_schema(table)).parquet(*paths), table)
 
     def plain_parquet_files(self, table: str) -> bool:
         """Whether Python on an executor can read ``table``'s rows from the data files its scan

@@ -213,6 +213,35 @@ def test_the_run_summary_json_and_metrics_count_the_files(spark, landing, tmp_pa
     assert left["evidence"]["files"] == doc["input_files"]["deferred_files"] and str(inbox / "late.dmp") in str(left)
 
 
+def test_pending_messages_are_read_from_the_files_of_open_landings_and_unnamed_files(spark, landing, monkeypatch):
+    """A settled landing's data files are not opened; a file no landing names (its write's
+    record cut short) always is, so nothing pending is missed."""
+    from dlq_pipeline.warehouse import landings
+
+    inbox, storage = landing
+    run(spark, storage, [inbox / "a.dmp"], 1)
+    landings._append(storage, ["R1"], landings.SETTLED)  # every message of R1 ended
+    run(spark, storage, [inbox / "b.dmp"], 2)
+    dump(inbox / "c.dmp", 10, 3)
+    real = landings._append
+    monkeypatch.setattr(
+        landings,
+        "_append",
+        lambda st, runs, event, *a, **k: None if event == "stored" else real(st, runs, event, *a, **k),
+    )
+    run(spark, storage, [inbox / "c.dmp"], 3)  # killed between its write and the record of its files
+    monkeypatch.undo()
+
+    stored_rows = storage.read("landings").where(F.col("event") == "stored").collect()
+    named = {r["run_id"]: set(r["files"]) for r in stored_rows}
+    assert set(named) == {"R1", "R2"} and not named["R1"] & named["R2"]
+    pending = landings.open_messages(storage)
+    opened = {Path(r[0]).name for r in pending.select(F.input_file_name()).distinct().collect()}
+    unnamed = set(storage.data_files("messages")) - named["R1"] - named["R2"]
+    assert unnamed and opened == named["R2"] | unnamed
+    assert sorted(r["run_id"] for r in pending.select("run_id").collect()) == ["R2"] * 4 + ["R3"] * 3
+
+
 # --- the streaming source ----------------------------------------------------------------------
 
 

@@ -171,3 +171,20 @@ def test_webhdfs_gives_its_file_id_as_the_version(status):
     found = _entry("webhdfs://nn:9870/x", status)
     assert found.version == "16390" and found.size == 7
     assert found.modified == dt.datetime(2023, 11, 14, 22, 13, 20, 123000, tzinfo=dt.UTC)
+
+
+@given(
+    st.dictionaries(st.sampled_from([f"part-{i}.parquet" for i in range(12)]), st.sampled_from("ABCD")),
+    st.sets(st.sampled_from([f"part-{i}.parquet" for i in range(16)])),
+    st.sets(st.sampled_from("ABCD")),
+)
+def test_a_read_of_open_landings_opens_their_files_and_every_unnamed_one(recorded, present, runs):
+    """Whatever the record says, no present file that may hold a message of ``runs`` is left
+    out: a file named for another landing is the only one skipped."""
+    from dlq_pipeline.warehouse.landings import files_to_read
+
+    chosen = files_to_read(sorted(present), recorded, sorted(runs))
+    assert chosen == sorted(chosen) and set(chosen) <= present
+    assert {name for name in present if name not in chosen} == {
+        name for name in present if name in recorded and recorded[name] not in runs
+    }
