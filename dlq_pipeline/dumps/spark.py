@@ -430,7 +430,9 @@ try:  # Spark 4.2: read limits and Trigger.AvailableNow for Python streaming sou
         SupportsTriggerAvailableNow,
     )
 except ImportError:
-    SupportsTriggerAvailableNow = object  # type: ignore[assignment,misc]
+    # a class of its own: with Spark 3.5's `object` for the stream reader too, two `object`
+    # bases would be a duplicate
+    SupportsTriggerAvailableNow = type("NoTriggerAvailableNow", (), {})  # type: ignore[assignment,misc]
     ReadAllAvailable = ReadMaxBytes = ReadMaxFiles = type("NoReadLimit", (), {})  # type: ignore[assignment,misc]
 
 
@@ -506,7 +508,7 @@ def _whole_file(name: str, url: str) -> FileSplit:
     return planned[0] if planned else FileSplit(name, "unknown", 0, None, 0, 1, url=url if url != name else None)
 
 
-class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class _StreamReader(SupportsTriggerAvailableNow, DataSourceStreamReader):
     """The files under the path(s) as a stream: each file listed that is new (or grew, or was
     rewritten: a new size or modification time) is appended to the stream's file log, and an
     offset is how many entries of that log a query has read (``{"files": N}``). The log

@@ -36,7 +36,7 @@ from dlq_pipeline.rules.matcher import SUBSTITUTION_COLUMNS, resolve_name
 from dlq_pipeline.rules.model import ACTIONS, DECISION_COLUMNS, PATTERN_FIELDS, PUT_ACTIONS, Rule, RulesTable
 from dlq_pipeline.runtime.clock import as_utc
 from dlq_pipeline.runtime.progress import Progress, Report
-from dlq_pipeline.warehouse.landings import open_landings, open_messages
+from dlq_pipeline.warehouse.landings import landing_state, open_messages
 from dlq_pipeline.warehouse.ledger import pending_with_attempts, recover_interrupted
 from dlq_pipeline.warehouse.schemas import conform
 from dlq_pipeline.warehouse.storage import Storage
@@ -136,13 +136,13 @@ def decide_pending(
     from its checkpoints, so messages it delivered are not pending any more: a decision is
     never made for a message whose delivery is only recorded in a checkpoint."""
     recover_interrupted(spark, storage)
-    runs = open_landings(storage)
-    if not runs:  # every landing settled: nothing is pending, and no job needs to say so
+    landings = landing_state(storage)
+    if not landings.open:  # every landing settled: nothing is pending, and no job needs to say so
         return Decided(storage.read("decisions").where(F.lit(False)).persist(), DecisionCounts(0, {}, {}, {}))
     start_python_workers(spark)  # while the driver plans below, the task slots are idle
     # never `data`: a 100 MB message would be read whole for its 172-byte header; only the
     # landings not settled, where every pending message is (`warehouse.landings`)
-    pending = pending_with_attempts(without_data(open_messages(storage, runs)), storage.read("ledger"))
+    pending = pending_with_attempts(without_data(open_messages(storage, landings)), storage.read("ledger"))
     decisions = classify_pending(pending, table, run_id=run_id, now=now, retry_interval=retry_interval)
     decisions = decisions.persist(StorageLevel.MEMORY_AND_DISK_DESER)  # as built: no serialized copy
     observation = Observation(f"decisions_{run_id}_{secrets.token_hex(4)}")

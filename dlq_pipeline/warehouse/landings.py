@@ -28,6 +28,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -50,26 +51,48 @@ def _append(
     storage.append("landings", local_rows(storage.spark, rows, "landings"))
 
 
-def open_landings(storage: Storage) -> list[str]:
-    """The run ids of the landings not settled, sorted (one small collect). A warehouse with
-    ``messages`` but no ``landings`` table has it made first, every landing open."""
+@dataclass(frozen=True)
+class LandingState:
+    """What the ``landings`` table says now: the run ids of the landings not settled
+    (``open``, sorted) and the data files each write recorded (``files``: name -> run id)."""
+
+    open: list[str]
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def landing_state(storage: Storage) -> LandingState:
+    """The `LandingState` of ``storage``, in one small collect. A warehouse with ``messages``
+    but no ``landings`` table has it made first, every landing open."""
     if not storage.exists("landings"):
         if not storage.exists("messages"):
-            return []
+            return LandingState([])
         runs = sorted(r["run_id"] for r in storage.read("messages").select("run_id").distinct().collect())
         if runs:
             log.info("recording the %d landings of messages in the landings table", len(runs))
             _append(storage, runs, LANDED)
-        return runs
-    rows = storage.read("landings").where(F.col("event") != STORED).select("run_id", "event").distinct().collect()
-    landed = {r["run_id"] for r in rows if r["event"] == LANDED}
-    return sorted(landed - {r["run_id"] for r in rows if r["event"] == SETTLED})
+        return LandingState(runs)
+    landed: set[str] = set()
+    settled: set[str] = set()
+    files: dict[str, str] = {}
+    for r in storage.read("landings").select("run_id", "event", "files").collect():
+        if r["event"] == LANDED:
+            landed.add(r["run_id"])
+        elif r["event"] == SETTLED:
+            settled.add(r["run_id"])
+        else:
+            files.update(dict.fromkeys(r["files"] or (), r["run_id"]))
+    return LandingState(sorted(landed - settled), files)
+
+
+def open_landings(storage: Storage) -> list[str]:
+    """The run ids of the landings not settled, sorted (`landing_state`)."""
+    return landing_state(storage).open
 
 
 def record_landing(storage: Storage, run_id: str, now: dt.datetime | None = None) -> None:
-    """Record that ``run_id`` stores messages (before it writes them), unless it is open already."""
-    if run_id not in open_landings(storage):
-        _append(storage, [run_id], LANDED, now)
+    """Record that ``run_id`` stores messages (before it writes them). A run recorded twice
+    is one landing (a set of run ids): no look at the table first, which would be a job."""
+    _append(storage, [run_id], LANDED, now)
 
 
 def recording_files(storage: Storage, run_id: str, write: Callable[[], int]) -> int:
@@ -91,31 +114,27 @@ def files_to_read(present: Sequence[str], recorded: dict[str, str], runs: Sequen
     return [name for name in present if name not in recorded or recorded[name] in wanted]
 
 
-def open_messages(storage: Storage, runs: list[str] | None = None) -> DataFrame:
-    """The rows of ``messages`` of the landings not settled (``runs``: those, when known),
-    from only the data files that can hold them where the warehouse names its files."""
-    runs = open_landings(storage) if runs is None else runs
-    if not runs:
+def open_messages(storage: Storage, state: LandingState | None = None) -> DataFrame:
+    """The rows of ``messages`` of the landings not settled (``state``: `landing_state`, when
+    known), from only the data files that can hold them where the warehouse names its files."""
+    state = landing_state(storage) if state is None else state
+    if not state.open:
         return storage.read("messages").where(F.lit(False))
     present = storage.data_files("messages")
-    if present is None or not storage.exists("landings"):
-        return storage.read("messages").where(F.col("run_id").isin(*runs))
-    recorded = {
-        name: r["run_id"]
-        for r in storage.read("landings").where(F.col("event") == STORED).select("run_id", "files").collect()
-        for name in r["files"] or ()
-    }
-    chosen = files_to_read(present, recorded, runs)
-    return storage.read_files("messages", chosen).where(F.col("run_id").isin(*runs))
+    if present is None:
+        return storage.read("messages").where(F.col("run_id").isin(*state.open))
+    chosen = files_to_read(present, state.files, state.open)
+    return storage.read_files("messages", chosen).where(F.col("run_id").isin(*state.open))
 
 
 def settle_landings(storage: Storage, now: dt.datetime | None = None) -> list[str]:
     """Record as settled the open landings none of whose messages is pending any more (their
     messages and their ledger rows read, nothing else); return their run ids."""
-    runs = open_landings(storage)
+    state = landing_state(storage)
+    runs = state.open
     if not runs:
         return []
-    keys = open_messages(storage, runs).select("message_key", "run_id")
+    keys = open_messages(storage, state).select("message_key", "run_id")
     ledger = storage.read("ledger").join(keys.select("message_key"), "message_key", "left_semi")
     pending = keys.join(ended_keys(ledger), "message_key", "left_anti").select("run_id").distinct()
     settled = sorted(set(runs) - {r["run_id"] for r in pending.collect()})
