@@ -78,6 +78,8 @@ def local_rows(spark: SparkSession, rows: list[tuple], name: str) -> DataFrame:
     arrow = arrow_schema(name)
     columns = list(zip(*rows)) if rows else [()] * len(schema.fields)
     table = pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, arrow)], schema=arrow)
+    if not hasattr(DataFrame, "toArrow"):  # Spark 3.5 takes no Arrow table: its pandas frame, sent as Arrow
+        return spark.createDataFrame(table.to_pandas(), schema)
     return spark.createDataFrame(table, schema)
 
 
