@@ -340,9 +340,10 @@ def skipped_rows(raw: DataFrame, stored_keys: DataFrame | None = None) -> DataFr
     return skip.select("source_file", "source_offset").distinct()
 
 
-def quarantine_rows(positioned: DataFrame, *, run_id: str, landed_at: dt.datetime) -> DataFrame:
-    """The ``quarantine`` rows, conformed."""
-    rows = positioned.where(F.col("rec") == "error").select(
+def quarantine_rows(bad: DataFrame, *, run_id: str, landed_at: dt.datetime) -> DataFrame:
+    """The ``quarantine`` rows of the bad-record rows ``bad`` (ingest's positioned read, or
+    the ``mqdump`` source's), conformed."""
+    rows = bad.select(
         F.lit(run_id).alias("run_id"),
         "source_file",
         "source_line",
@@ -375,7 +376,8 @@ class _Landing:
     def quarantine(self) -> DataFrame:
         """Built when asked for: most landings have no bad records, and planning the rows costs
         the driver a second or so of analysis."""
-        return quarantine_rows(self.positioned, run_id=self.run_id, landed_at=self.landed_at)
+        bad = self.positioned.where(F.col("rec") == "error")
+        return quarantine_rows(bad, run_id=self.run_id, landed_at=self.landed_at)
 
     def release(self) -> None:
         if self.persisted:
@@ -902,18 +904,8 @@ def land_rows(storage, rows: DataFrame, *, run_id: str, landed_at: dt.datetime |
                 storage, run_id, lambda: storage.merge_new("messages", conform(messages, "messages"))
             )
         if quarantined:
-            bad = rows.where(F.col("error_code").isNotNull()).select(
-                F.lit(run_id).alias("run_id"),
-                "source_file",
-                "source_line",
-                "source_offset",
-                "source_index",
-                "error_code",
-                "error_text",
-                "snippet",
-                F.lit(when).cast("timestamp").alias("quarantined_at"),
-            )
-            added = storage.merge_new("quarantine", conform(bad, "quarantine"))
+            bad = quarantine_rows(rows.where(F.col("error_code").isNotNull()), run_id=run_id, landed_at=when)
+            added = storage.merge_new("quarantine", bad)
     finally:
         rows.unpersist()
     stats = {name: fs.stat(name) for name in per_file}
