@@ -26,6 +26,7 @@ bodies may hold personal data.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import logging
@@ -58,9 +59,19 @@ RUNS_DIR = "_runs"
 STAGING_DIR = "_temporary"  # Hadoop's FileOutputCommitter stages task output here
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _TABLE = re.compile(r"[a-z][a-z0-9_]*")
-# Delta table properties per table: audit rows are never changed; the lease's one row is
-# rewritten at every renewal, so its log and old files are kept a day, not Delta's 30 and 7.
+# Tables a run appends a few rows to, read whole by every run, where a row written twice means
+# what it means once (a set of keys, of landing events, the latest state of a path): their
+# small data files are merged into one once more than COMPACT_FILES of them are below
+# COMPACT_SMALL_BYTES, so their file counts follow their sizes, not the number of runs.
+COMPACTED_TABLES = ("files", "landings", "keys")
+COMPACT_FILES = 16
+COMPACT_SMALL_BYTES = 8 << 20
+_AUTO_COMPACT = {"delta.autoOptimize.autoCompact": "true"}
+# Delta table properties per table: those tables compact themselves; audit rows are never
+# changed; the lease's one row is rewritten at every renewal, so its log and old files are
+# kept a day, not Delta's 30 and 7.
 TABLE_PROPERTIES = {
+    **dict.fromkeys(COMPACTED_TABLES, _AUTO_COMPACT),
     "ledger": {"delta.appendOnly": "true"},
     "leases": {
         "delta.logRetentionDuration": "interval 1 days",
@@ -154,13 +165,36 @@ class _Files:
 
     def data_files(self, path: str) -> list[str]:
         """The Parquet data files directly in ``path`` (no hidden or ``_`` names), sorted."""
+        return sorted(self.data_file_sizes(path))
+
+    def data_file_sizes(self, path: str) -> dict[str, int]:
+        """The Parquet data files directly in ``path`` (`data_files`) and their sizes in bytes."""
         local = plain_path(path)
         if local is not None:
-            names = os.listdir(local) if os.path.isdir(local) else []
+            if not os.path.isdir(local):
+                return {}
+            with os.scandir(local) as entries:
+                found = {e.name: e.stat().st_size for e in entries}
         else:
             _, jpath, fs = self._hadoop(path)
-            names = [str(s.getPath().getName()) for s in fs.listStatus(jpath)] if fs.exists(jpath) else []
-        return sorted(n for n in names if n.endswith(".parquet") and not n.startswith((".", "_")))
+            statuses = fs.listStatus(jpath) if fs.exists(jpath) else ()
+            found = {str(s.getPath().getName()): int(s.getLen()) for s in statuses}
+        return {n: size for n, size in found.items() if n.endswith(".parquet") and not n.startswith((".", "_"))}
+
+    def delete_files(self, path: str, names: Sequence[str]) -> None:
+        """Delete the files ``names`` in the directory ``path`` (and a local file's ``.crc``
+        checksum beside it); a name already gone is no error."""
+        local = plain_path(path)
+        if local is not None:
+            for name in names:
+                for gone in (name, f".{name}.crc"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(os.path.join(local, gone))
+            return
+        jvm = self._hadoop(path)[0]
+        for name in names:
+            jpath = jvm.org.apache.hadoop.fs.Path(f"{path}/{name}")
+            jpath.getFileSystem(self.spark._jsc.hadoopConfiguration()).delete(jpath, False)
 
     def makedirs(self, path: str) -> None:
         """Create ``path`` and missing parents owner-only; existing directories are left as they are."""
@@ -585,12 +619,40 @@ class Storage:
         self._prepare()
         self._write(table, conform(df, table), parquet_options)
 
-    def merge_new(self, table: str, df: DataFrame, key: Sequence[str] | None = None) -> int:
+    def compact(self, table: str) -> int:
+        """Merge the small data files of a Parquet ``table`` at a path into one, once more than
+        `COMPACT_FILES` of them have piled up (a run appends one or a few); return how many
+        were merged. Only for `COMPACTED_TABLES`, where a row written twice means what it
+        means once: the merged file is committed before the small ones are deleted, so a kill
+        in between leaves rows twice, never none. Delta compacts these tables itself
+        (``delta.autoOptimize.autoCompact``, `TABLE_PROPERTIES`)."""
+        if table not in COMPACTED_TABLES:
+            raise StorageError(f"table {table!r} is not one that compacts (its rows count)")
+        if self.format != "parquet" or self.by_name or self.as_of_time is not None:
+            return 0
+        where = self.location(table)
+        try:
+            sizes = self._files.data_file_sizes(where)
+        except StorageError:  # not listable from here (a remote path over Spark Connect)
+            return 0
+        small = sorted(name for name, size in sizes.items() if size < COMPACT_SMALL_BYTES)
+        if len(small) <= COMPACT_FILES:
+            return 0
+        self._write(table, self.read_files(table, small).coalesce(1))
+        self._files.delete_files(where, small)
+        log.info("compacted %d small data files of %s into one", len(small), table)
+        return len(small)
+
+    def merge_new(
+        self, table: str, df: DataFrame, key: Sequence[str] | None = None, stored: DataFrame | None = None
+    ) -> int:
         """Insert the rows of ``df`` whose key is not in the table yet; return how many.
 
         Idempotent: merging the same rows again inserts nothing. Rows of ``df`` that repeat a
         key are inserted once (which one is unspecified: deduplicate first if it matters).
-        Keys compare null-safely (a null key part equals a null).
+        Keys compare null-safely (a null key part equals a null). ``stored``: the keys the
+        table holds, where something smaller than the table has them (``messages``' are in
+        ``keys``: `dlq_pipeline.warehouse.keys`); Delta's MERGE reads the table itself.
         """
         key = list(key) if key is not None else table_key(table)
         if not key:
@@ -598,7 +660,7 @@ class Storage:
         self._prepare()
         new = conform(df, table).dropDuplicates(key)
         if self.exists(table):
-            stored = self.read(table).select(*key)
+            stored = self.read(table).select(*key) if stored is None else stored.select(*key)
             unseen = new.alias("n").join(stored.alias("s"), _null_safe_match("n", "s", key), "left_anti")
             if unseen.isEmpty():  # nothing new: no empty file, no empty Delta commit
                 return 0

@@ -88,6 +88,23 @@ def test_the_ledger_refuses_update_and_delete(spark, tmp_path, kind):
     assert storage.read("quarantine").count() == 0
 
 
+def test_the_tables_every_run_appends_a_little_to_compact_themselves(spark, tmp_path):
+    """``files``, ``landings`` and ``keys`` carry Delta's auto compaction: their small files
+    are merged after a write once enough have piled up (fifty by default; three here)."""
+    storage = make_storage(spark, "delta", tmp_path / "wh")
+    row = [("r1", "landed", T0, None)]
+    spark.conf.set("spark.databricks.delta.autoCompact.minNumFiles", "3")
+    try:
+        for _ in range(4):
+            storage.append("landings", spark.createDataFrame(row, table_schema("landings")))
+    finally:
+        spark.conf.unset("spark.databricks.delta.autoCompact.minNumFiles")
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{storage.location('landings')}`").first()
+    assert detail["properties"]["delta.autoOptimize.autoCompact"] == "true"
+    assert detail["numFiles"] < 4
+    assert storage.read("landings").count() == 4
+
+
 @pytest.mark.parametrize("kind", DELTA_KINDS)
 def test_every_table_enforces_its_schema(spark, tmp_path, kind):
     storage = make_storage(spark, kind, tmp_path / "wh")
