@@ -79,8 +79,10 @@ from dlq_pipeline.ingest.inputs import (
 )
 from dlq_pipeline.runtime.clock import as_utc, utc_now
 from dlq_pipeline.runtime.testhooks import crash_point
-from dlq_pipeline.warehouse.landings import record_landing, recording_files
+from dlq_pipeline.warehouse.keys import stored_keys
+from dlq_pipeline.warehouse.landings import landing_state, record_landing, recording_files
 from dlq_pipeline.warehouse.schemas import collected_arrow, conform, local_rows
+from dlq_pipeline.warehouse.storage import COMPACTED_TABLES
 
 log = logging.getLogger(__name__)
 
@@ -688,23 +690,23 @@ def _store_messages(storage, landing: _Landing, read: int) -> int:
     the driver (none at all is the common case), so the messages go from the cache to the
     table without a shuffle. The keys of a landing of up to ``KEYS_WITH_SUMMARY_BYTES`` came
     with its read's summary: its repeats are found on the driver, and only a table already
-    stored costs jobs (`stored_among`, two); a larger one's are found by jobs over the cache
+    stored costs jobs (the landings' records, then `stored_among` over the stored keys,
+    `dlq_pipeline.warehouse.keys`: three); a larger one's are found by jobs over the cache
     (`skipped_rows`: two with adaptive execution, more with a stored table). A
     Delta table, an uncached read, or more than ``SKIP_BROADCAST_ROWS`` rows to leave out
     (re-landing a large dump) take ``merge_new``, which deduplicates the whole rows."""
     if not landing.persisted or storage.format == "delta":
         return storage.merge_new("messages", landing.messages())
-    exists = storage.exists("messages")
+    stored = stored_keys(storage, landing_state(storage).files) if storage.exists("messages") else None
     if landing.keys is not None:
-        skip = rows_to_leave_out(landing.keys, stored_among(storage, landing.raw) if exists else None)
+        skip = rows_to_leave_out(landing.keys, stored_among(stored, landing.raw) if stored is not None else None)
     else:
-        stored = storage.read("messages").select("message_key") if exists else None
         skip = [
             (r["source_file"], r["source_offset"])
             for r in skipped_rows(landing.raw, stored).limit(SKIP_BROADCAST_ROWS + 1).collect()
         ]
     if len(skip) > SKIP_BROADCAST_ROWS:
-        return storage.merge_new("messages", landing.messages())
+        return storage.merge_new("messages", landing.messages(), stored=stored)
     if len(skip) >= read:
         return 0  # nothing new: leave no empty file behind
     options = LARGE_MESSAGE_PARQUET if landing.largest >= large_messages.LARGE_MESSAGE_BYTES else None
@@ -718,13 +720,13 @@ def _store_messages(storage, landing: _Landing, read: int) -> int:
     return read - len(skip)
 
 
-def stored_among(storage, raw: DataFrame) -> pa.ChunkedArray:
-    """Which of a landing's message keys ``messages`` already holds: the stored keys scanned
-    against the landing's, broadcast from its cached read (two jobs: the broadcast, the
-    scan; no shuffle), collected as an Arrow column."""
+def stored_among(stored: DataFrame, raw: DataFrame) -> pa.Array:
+    """Which of a landing's message keys are ``stored`` (`dlq_pipeline.warehouse.keys.stored_keys`):
+    the stored keys scanned against the landing's, broadcast from its cached read (two jobs:
+    the broadcast, the scan; no shuffle), collected as an Arrow array of distinct keys."""
     wanted = raw.where(F.col("rec") == "message").select("message_key")
-    found = storage.read("messages").select("message_key").join(F.broadcast(wanted), "message_key", "left_semi")
-    return collected_arrow(found).column("message_key")  # stored keys are unique: no distinct (a shuffle)
+    found = stored.join(F.broadcast(wanted), "message_key", "left_semi")
+    return pc.unique(collected_arrow(found).column("message_key"))  # on the driver: no shuffle for a distinct
 
 
 def ingest(
@@ -810,6 +812,7 @@ def ingest(
         if whole:
             storage.append("files", files_rows(spark, whole, per_file, run_id=run_id, landed_at=when))
         crash_point("ingest-files-recorded")
+        compact_records(storage)
     recorded = [f.name for f in reading]
     # bad records of files landed before still need a look while the files are there
     quarantined += sum(landed_before[f.name].quarantined for f in plan.skipped)
@@ -829,6 +832,14 @@ def ingest(
         file_list=files,
         per_file=per_file,
     )
+
+
+def compact_records(storage) -> None:
+    """Merge the small files of the tables each landing appends a little to and every run
+    reads (`Storage.compact`), so that reading them costs what they hold, not how many runs
+    wrote them."""
+    for table in COMPACTED_TABLES:
+        storage.compact(table)
 
 
 def _inputs_line(plan: InputPlan) -> str:
@@ -900,8 +911,9 @@ def land_rows(storage, rows: DataFrame, *, run_id: str, landed_at: dt.datetime |
                 .withColumn("run_id", F.lit(run_id))
                 .withColumn("landed_at", F.lit(when).cast("timestamp"))
             )
+            stored = stored_keys(storage, landing_state(storage).files) if storage.exists("messages") else None
             landed = recording_files(
-                storage, run_id, lambda: storage.merge_new("messages", conform(messages, "messages"))
+                storage, run_id, lambda: storage.merge_new("messages", conform(messages, "messages"), stored=stored)
             )
         if quarantined:
             bad = quarantine_rows(rows.where(F.col("error_code").isNotNull()), run_id=run_id, landed_at=when)
@@ -912,6 +924,7 @@ def land_rows(storage, rows: DataFrame, *, run_id: str, landed_at: dt.datetime |
     whole = [InputFile(name, entry) for name, entry in stats.items() if entry is not None and not entry.is_dir]
     if whole:
         storage.append("files", files_rows(storage.spark, whole, per_file, run_id=run_id, landed_at=when))
+    compact_records(storage)
     return IngestResult(
         messages_landed=landed,
         duplicates_skipped=read - landed,

@@ -34,6 +34,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from dlq_pipeline.runtime.clock import as_utc, utc_now
+from dlq_pipeline.warehouse.keys import append_keys
 from dlq_pipeline.warehouse.ledger import ended_keys
 from dlq_pipeline.warehouse.schemas import local_rows
 from dlq_pipeline.warehouse.storage import Storage
@@ -96,13 +97,15 @@ def record_landing(storage: Storage, run_id: str, now: dt.datetime | None = None
 
 
 def recording_files(storage: Storage, run_id: str, write: Callable[[], int]) -> int:
-    """Run ``write`` (a write of run ``run_id``'s messages; it returns how many it stored) and
-    record the data files it added to ``messages`` (module doc); return what ``write`` did."""
+    """Run ``write`` (a write of run ``run_id``'s messages; it returns how many it stored),
+    append the keys of the data files it added to ``messages`` (`dlq_pipeline.warehouse.keys`)
+    and then record those files (module doc); return what ``write`` did."""
     before = storage.data_files("messages")
     stored = write()
     if before is not None:
         added = sorted(set(storage.data_files("messages") or ()) - set(before))
         if added:
+            append_keys(storage, added)
             _append(storage, [run_id], STORED, files=added)
     return stored
 
@@ -140,5 +143,6 @@ def settle_landings(storage: Storage, now: dt.datetime | None = None) -> list[st
     settled = sorted(set(runs) - {r["run_id"] for r in pending.collect()})
     if settled:
         _append(storage, settled, SETTLED, now)
+        storage.compact("landings")
         log.info("landings settled (every message delivered or discarded): %s", ", ".join(settled))
     return settled

@@ -23,8 +23,8 @@ from dlq_pipeline.mq.mqmd import MQMD, MQMD_CHAR_LENGTHS, MQMD_FIELDS, bytes_to_
 from dlq_pipeline.mq.structures import dlh_head
 from dlq_pipeline.warehouse.identity import data_digest, message_key
 
-TABLES = ("messages", "decisions", "ledger", "quarantine", "files", "landings", "decoded", "leases")
-STORED_TABLES = ("messages", "decisions", "ledger", "quarantine", "files", "landings", "leases")
+TABLES = ("messages", "decisions", "ledger", "quarantine", "files", "landings", "keys", "decoded", "leases")
+STORED_TABLES = ("messages", "decisions", "ledger", "quarantine", "files", "landings", "keys", "leases")
 # The writer lease of a Delta warehouse (`dlq_pipeline.warehouse.lease`): its table and the name it leases.
 LEASES_TABLE = "leases"
 WAREHOUSE_LEASE = "warehouse"

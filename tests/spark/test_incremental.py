@@ -242,6 +242,87 @@ def test_pending_messages_are_read_from_the_files_of_open_landings_and_unnamed_f
     assert sorted(r["run_id"] for r in pending.select("run_id").collect()) == ["R2"] * 4 + ["R3"] * 3
 
 
+def opened_files(frame) -> set[str]:
+    return {Path(r[0]).name for r in frame.select(F.input_file_name()).distinct().collect()}
+
+
+def test_the_key_lookup_reads_the_keys_table_and_unnamed_files_only(spark, landing, monkeypatch):
+    """A landing finds the messages already stored in ``keys`` (one file a write) and in the
+    data files no record names; a write cut short before its keys and its record still
+    has its messages found, so landing everything again stores nothing twice."""
+    from dlq_pipeline.warehouse import keys, landings
+
+    inbox, storage = landing
+    run(spark, storage, [inbox / "a.dmp"], 1)
+    run(spark, storage, [inbox / "b.dmp"], 2)
+    dump(inbox / "c.dmp", 10, 3)
+    real = landings._append
+    monkeypatch.setattr(landings, "append_keys", lambda *a: None)
+    monkeypatch.setattr(
+        landings,
+        "_append",
+        lambda st, runs, event, *a, **k: None if event == "stored" else real(st, runs, event, *a, **k),
+    )
+    run(spark, storage, [inbox / "c.dmp"], 3)  # killed after its write, before its keys and its record
+    monkeypatch.undo()
+
+    state = landings.landing_state(storage)
+    unnamed = set(storage.data_files("messages")) - set(state.files)
+    assert len(unnamed) == 1
+    lookup = keys.stored_keys(storage, state.files)
+    assert opened_files(lookup) == set(storage.data_files("keys")) | unnamed
+    assert sorted(r[0] for r in lookup.collect()) == sorted(r[0] for r in storage.read("messages").collect())
+    named = storage.read("messages").where(F.col("run_id") != "R3").select("message_key", "run_id")
+    assert sorted(tuple(r) for r in storage.read("keys").collect()) == sorted(tuple(r) for r in named.collect())
+
+    before = stored(storage)
+    again = run(spark, storage, [inbox], 4, reread=True)
+    assert (again.messages_read, again.messages_landed) == (13, 0)
+    assert stored(storage) == before
+
+
+def test_a_warehouse_without_the_keys_table_gets_it_at_its_next_landing(spark, landing):
+    inbox, storage = landing
+    run(spark, storage, [inbox / "a.dmp"], 1)
+    storage._files.remove_tree(storage.location("keys"))  # a warehouse landed without it
+    assert run(spark, storage, [inbox], 2).messages_landed == 4  # a.dmp's six found in messages itself
+    expected = sorted(tuple(r) for r in storage.read("messages").select("message_key", "run_id").collect())
+    assert sorted(tuple(r) for r in storage.read("keys").collect()) == expected
+
+
+def test_the_small_tables_compact_once_their_files_pile_up(spark, landing, monkeypatch):
+    """Each landing appends to ``files``, ``landings`` and ``keys``; once more than
+    COMPACT_FILES small files have piled up they are merged into one, which reads the same.
+    A compaction cut short between its write and its deletes leaves rows twice, which
+    read the same too; a table whose rows count is never compacted."""
+    from dlq_pipeline.warehouse import landings
+    from dlq_pipeline.warehouse import storage as storage_module
+    from dlq_pipeline.warehouse.storage import StorageError
+
+    inbox, storage = landing
+    monkeypatch.setattr(storage_module, "COMPACT_FILES", 3)
+    for n in range(5):
+        dump(inbox / f"n{n}.dmp", 10 + 2 * n, 2)
+        run(spark, storage, [inbox / f"n{n}.dmp"], n)
+    assert {t: len(storage.data_files(t)) for t in ("files", "landings", "keys")} == {
+        "files": 2,  # one a landing: merged at the fourth's end, then the fifth's
+        "landings": 3,  # two a landing: merged at the fourth's end, then the fifth's two
+        "keys": 2,
+    }
+    state, files = landings.landing_state(storage), ingest_spark.landed_files(storage)
+    keys = sorted(tuple(r) for r in storage.read("keys").collect())
+    assert keys == sorted(tuple(r) for r in storage.read("messages").select("message_key", "run_id").collect())
+
+    monkeypatch.setattr(storage._files, "delete_files", lambda *a: None)  # killed before its deletes
+    monkeypatch.setattr(storage_module, "COMPACT_FILES", 1)
+    for table in ("files", "landings", "keys"):
+        assert storage.compact(table) > 1
+    assert landings.landing_state(storage) == state and ingest_spark.landed_files(storage) == files
+    assert sorted(set(tuple(r) for r in storage.read("keys").collect())) == keys
+    with pytest.raises(StorageError, match="ledger"):
+        storage.compact("ledger")
+
+
 # --- the streaming source ----------------------------------------------------------------------
 
 

@@ -54,14 +54,15 @@ def test_a_small_run_and_its_rerun_schedule_these_jobs(spark, tmp_path):
     # ingest: the read into the cache with the per-file counts and, for a landing this small,
     # its messages' keys (1: each work item counts its own rows, no aggregation; the rows to
     # leave out are found on the driver, where a job over the cache cost 2), the write (1),
-    # and three rows of a few bytes each: the landing before the write, its data files after
-    # it, the input files (3); classify: the landings (1: one collect, `landing_state`), the
-    # write of the decisions, which caches and counts them (1: the counts are observed);
+    # the keys of the files it wrote, read back into `keys` (1), and three rows of a few bytes
+    # each: the landing before the write, its data files after it, the input files (3);
+    # classify: the landings (1: one collect, `landing_state`), the write of the decisions,
+    # which caches and counts them (1: the counts are observed);
     # replay: the landings (1), the join with the messages and the repartition by queue
     # manager (2), the ledger write (1).
     # (+1 where the session's heap cannot hold MQ's largest message in every task slot: the
     # lookup of the largest message to put, `replay.largest_put`; not on a 24 GB machine)
-    assert first.per_stage() == {"ingest": 5, "classify": 2, "replay": 4 + lookup_jobs(spark), "summary": 0}
+    assert first.per_stage() == {"ingest": 6, "classify": 2, "replay": 4 + lookup_jobs(spark), "summary": 0}
 
     unchanged = StageJobs(spark)
     same = run_pipeline(spark, settings, table, inputs=dumps, target="dry-run", run_id="JOBS2", progress=unchanged)
@@ -76,9 +77,10 @@ def test_a_small_run_and_its_rerun_schedule_these_jobs(spark, tmp_path):
     reread = dataclasses.replace(settings, ingest=IngestSettings(reread=True))
     rerun = run_pipeline(spark, reread, table, inputs=dumps, target="dry-run", run_id="JOBS3", progress=again)
     assert rerun.messages_landed == 0 and rerun.duplicates_skipped == 200
-    # read again (--reread), the landing's keys are also looked up in the stored ones (2:
-    # their broadcast, the scan), and nothing is written but the landing's and the input files' rows
-    assert again.per_stage() == {"ingest": 6, "classify": 6, "replay": 4 + lookup_jobs(spark), "summary": 0}
+    # read again (--reread), the landing's keys are also looked up in the stored ones (3: the
+    # landings' records naming the files `keys` covers, the keys' broadcast, the scan of
+    # `keys`), and nothing is written but the landing's and the input files' rows
+    assert again.per_stage() == {"ingest": 7, "classify": 6, "replay": 4 + lookup_jobs(spark), "summary": 0}
 
 
 def test_placing_queues_by_size_costs_one_aggregation(spark, tmp_path):
@@ -96,7 +98,7 @@ def test_placing_queues_by_size_costs_one_aggregation(spark, tmp_path):
         spark, settings, load_rules(STARTER), inputs=dumps, target="dry-run", run_id="PLACED", progress=jobs
     )
     assert summary.pending == 200
-    assert jobs.per_stage() == {"ingest": 5, "classify": 2, "replay": 6 + lookup_jobs(spark), "summary": 0}
+    assert jobs.per_stage() == {"ingest": 6, "classify": 2, "replay": 6 + lookup_jobs(spark), "summary": 0}
 
 
 def test_where_the_byte_ranges_of_a_split_dump_start_costs_no_job_of_its_own(spark, tmp_path):
@@ -119,7 +121,7 @@ def test_where_the_byte_ranges_of_a_split_dump_start_costs_no_job_of_its_own(spa
     assert summary.messages_landed == 200
     assert any(line.endswith(" in 5 work items") for line in lines), lines
     # as many jobs as a dump read whole
-    assert jobs.per_stage() == {"ingest": 5, "classify": 2, "replay": 4 + lookup_jobs(spark), "summary": 0}
+    assert jobs.per_stage() == {"ingest": 6, "classify": 2, "replay": 4 + lookup_jobs(spark), "summary": 0}
 
 
 def test_a_run_whose_decisions_are_broadcast_puts_and_records_the_same(spark, tmp_path, monkeypatch):
