@@ -550,23 +550,9 @@ def land(
 
 
 def landed_files(storage) -> dict[str, LandedFile]:
-    """The latest ``files`` row of every path landed so far (one small collect)."""
-    if not storage.exists("files"):
-        return {}
-    rows = collected_arrow(
-        storage.read("files").select(
-            "path",
-            "size",
-            F.unix_micros("modified_at").alias("modified_us"),
-            "version",
-            "run_id",
-            "landed_at",
-            "messages",
-            "quarantined",
-        )
-    ).to_pylist()
+    """The latest ``files`` row of every path landed so far (one small read, `Storage.small_table`)."""
     latest: dict[str, dict] = {}
-    for row in rows:
+    for row in storage.small_table("files").to_pylist():
         known = latest.get(row["path"])
         if known is None or (row["landed_at"], row["run_id"]) >= (known["landed_at"], known["run_id"]):
             latest[row["path"]] = row
@@ -574,7 +560,7 @@ def landed_files(storage) -> dict[str, LandedFile]:
         path: LandedFile(
             path,
             row["size"],
-            None if row["modified_us"] is None else dt.datetime.fromtimestamp(row["modified_us"] / 1e6, dt.UTC),
+            row["modified_at"],
             row["version"],
             row["run_id"],
             row["messages"],

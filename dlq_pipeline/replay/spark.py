@@ -52,7 +52,7 @@ from dlq_pipeline.runtime.clock import as_utc, from_epoch_micros, utc_now
 from dlq_pipeline.runtime.process_group import RunGroup, join_run_group
 from dlq_pipeline.runtime.progress import Progress, Report
 from dlq_pipeline.runtime.testhooks import crash_point
-from dlq_pipeline.warehouse.landings import open_messages, settle_landings
+from dlq_pipeline.warehouse.landings import open_messages, recording_ledger, settle_landings
 from dlq_pipeline.warehouse.lease import LeaseFence, check_lease, fenced, held_lease
 from dlq_pipeline.warehouse.ledger import CHECKPOINTS_DIR, message_states, recover_checkpoints
 from dlq_pipeline.warehouse.schemas import arrow_schema, table_schema
@@ -564,7 +564,7 @@ def replay(
     check_lease(storage)
     # the puts run in the write's last stage, one task per partition: that stage is counted
     with TaskTicker(spark, progress, "replay", "partitions", stage="last"):
-        storage.append("ledger", observed)
+        recording_ledger(storage, lambda: storage.append("ledger", observed))
     counts = {o: int(observation.get.get(o) or 0) for o in OUTCOMES}
     crash_point("replay-ledger-appended")
     files.delete(files.join(root, run_id))

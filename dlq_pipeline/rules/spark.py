@@ -36,7 +36,7 @@ from dlq_pipeline.rules.matcher import SUBSTITUTION_COLUMNS, resolve_name
 from dlq_pipeline.rules.model import ACTIONS, DECISION_COLUMNS, PATTERN_FIELDS, PUT_ACTIONS, Rule, RulesTable
 from dlq_pipeline.runtime.clock import as_utc
 from dlq_pipeline.runtime.progress import Progress, Report
-from dlq_pipeline.warehouse.landings import landing_state, open_messages
+from dlq_pipeline.warehouse.landings import landing_state, open_ledger, open_messages
 from dlq_pipeline.warehouse.ledger import pending_with_attempts, recover_interrupted
 from dlq_pipeline.warehouse.schemas import conform
 from dlq_pipeline.warehouse.storage import Storage
@@ -142,7 +142,8 @@ def decide_pending(
     start_python_workers(spark)  # while the driver plans below, the task slots are idle
     # never `data`: a 100 MB message would be read whole for its 172-byte header; only the
     # landings not settled, where every pending message is (`warehouse.landings`)
-    pending = pending_with_attempts(without_data(open_messages(storage, landings)), storage.read("ledger"))
+    messages = without_data(open_messages(storage, landings))
+    pending = pending_with_attempts(messages, open_ledger(storage, landings))
     decisions = classify_pending(pending, table, run_id=run_id, now=now, retry_interval=retry_interval)
     decisions = decisions.persist(StorageLevel.MEMORY_AND_DISK_DESER)  # as built: no serialized copy
     observation = Observation(f"decisions_{run_id}_{secrets.token_hex(4)}")

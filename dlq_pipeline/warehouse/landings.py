@@ -14,8 +14,12 @@ find those statistics, so each write of a landing's messages records the data fi
 (``stored``, `recording_files`), and `open_messages` reads only the files of open landings
 and every file no landing names (a write cut short before its record, a warehouse from before
 the record, a file rewritten by hand): a scheduled run opens the files of what is pending,
-not all that were ever written. Delta keeps its files' statistics in its log and needs none
-of this.
+not all that were ever written. The ledger is read the same way (`open_ledger`): each replay's
+ledger write records its data files under every landing open at that moment (``attempted``,
+`recording_ledger`). A message gets ledger rows only while it has not ended, when its landing
+is open, so a ledger file all of whose landings have settled holds no row of a pending
+message, and classify and the settling leave it closed. Delta keeps its files' statistics in
+its log and needs none of this.
 
 Errors only ever leave a landing open longer, or a file read that need not be (a cost,
 never a lost message): ``landed`` is recorded before the messages are written, ``stored``
@@ -41,7 +45,7 @@ from dlq_pipeline.warehouse.storage import Storage
 
 log = logging.getLogger(__name__)
 
-LANDED, STORED, SETTLED = "landed", "stored", "settled"
+LANDED, STORED, ATTEMPTED, SETTLED = "landed", "stored", "attempted", "settled"
 
 
 def _append(
@@ -55,15 +59,17 @@ def _append(
 @dataclass(frozen=True)
 class LandingState:
     """What the ``landings`` table says now: the run ids of the landings not settled
-    (``open``, sorted) and the data files each write recorded (``files``: name -> run id)."""
+    (``open``, sorted), the data files each write of messages recorded (``files``: name ->
+    run id) and those of the ledger writes (``ledger``: name -> the landings open then)."""
 
     open: list[str]
     files: dict[str, str] = field(default_factory=dict)
+    ledger: dict[str, set[str]] = field(default_factory=dict)
 
 
 def landing_state(storage: Storage) -> LandingState:
-    """The `LandingState` of ``storage``, in one small collect. A warehouse with ``messages``
-    but no ``landings`` table has it made first, every landing open."""
+    """The `LandingState` of ``storage``, from one small read (`Storage.small_table`). A
+    warehouse with ``messages`` but no ``landings`` table has it made first, every landing open."""
     if not storage.exists("landings"):
         if not storage.exists("messages"):
             return LandingState([])
@@ -75,14 +81,18 @@ def landing_state(storage: Storage) -> LandingState:
     landed: set[str] = set()
     settled: set[str] = set()
     files: dict[str, str] = {}
-    for r in storage.read("landings").select("run_id", "event", "files").collect():
+    ledger: dict[str, set[str]] = {}
+    for r in storage.small_table("landings").select(["run_id", "event", "files"]).to_pylist():
         if r["event"] == LANDED:
             landed.add(r["run_id"])
         elif r["event"] == SETTLED:
             settled.add(r["run_id"])
+        elif r["event"] == ATTEMPTED:
+            for name in r["files"] or ():
+                ledger.setdefault(name, set()).add(r["run_id"])
         else:
             files.update(dict.fromkeys(r["files"] or (), r["run_id"]))
-    return LandingState(sorted(landed - settled), files)
+    return LandingState(sorted(landed - settled), files, ledger)
 
 
 def open_landings(storage: Storage) -> list[str]:
@@ -108,6 +118,30 @@ def recording_files(storage: Storage, run_id: str, write: Callable[[], int]) -> 
             append_keys(storage, added)
             _append(storage, [run_id], STORED, files=added)
     return stored
+
+
+def recording_ledger(storage: Storage, write: Callable[[], None]) -> None:
+    """Run ``write`` (an append to the ledger) and record the data files it added under every
+    landing open now (module doc)."""
+    before = storage.data_files("ledger")
+    write()
+    if before is not None:
+        added = sorted(set(storage.data_files("ledger") or ()) - set(before))
+        runs = landing_state(storage).open if added else []
+        if runs:
+            _append(storage, runs, ATTEMPTED, files=added)
+
+
+def open_ledger(storage: Storage, state: LandingState) -> DataFrame:
+    """The ledger rows that can belong to messages of the landings open in ``state``: from the
+    data files recorded under one of them and every file no record names (a recovery's rows,
+    a write cut short before its record), where the warehouse names its files; else all."""
+    present = storage.data_files("ledger")
+    if present is None:
+        return storage.read("ledger")
+    wanted = set(state.open)
+    chosen = [name for name in present if name not in state.ledger or state.ledger[name] & wanted]
+    return storage.read_files("ledger", chosen)
 
 
 def files_to_read(present: Sequence[str], recorded: dict[str, str], runs: Sequence[str]) -> list[str]:
@@ -138,7 +172,7 @@ def settle_landings(storage: Storage, now: dt.datetime | None = None) -> list[st
     if not runs:
         return []
     keys = open_messages(storage, state).select("message_key", "run_id")
-    ledger = storage.read("ledger").join(keys.select("message_key"), "message_key", "left_semi")
+    ledger = open_ledger(storage, state).join(keys.select("message_key"), "message_key", "left_semi")
     pending = keys.join(ended_keys(ledger), "message_key", "left_anti").select("run_id").distinct()
     settled = sorted(set(runs) - {r["run_id"] for r in pending.collect()})
     if settled:

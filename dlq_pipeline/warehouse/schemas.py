@@ -95,6 +95,20 @@ def collected_arrow(frame: DataFrame):
     return pa.Table.from_batches(batches, schema=arrow_schema_of(frame.schema))
 
 
+def arrow_conformed(table, name: str):
+    """An Arrow ``table`` read from a data file of table ``name``, as `arrow_schema` gives it:
+    its columns in order and cast (Spark's INT96 timestamps, which pyarrow reads as naive
+    nanoseconds, are UTC instants), a column its file lacks (added to the schema later) null."""
+    import pyarrow as pa
+
+    schema = arrow_schema(name)
+    have = set(table.column_names)
+    columns = [
+        table.column(f.name).cast(f.type) if f.name in have else pa.nulls(table.num_rows, f.type) for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
 # --- JSON and DDL type parsing (pure Python: no JVM needed) ----------------------------------
 
 _ATOMIC: dict[str, DataType] = {

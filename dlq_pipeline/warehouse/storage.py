@@ -49,7 +49,7 @@ from dlq_pipeline.errors import DlqPipelineError, UsageError
 from dlq_pipeline.runtime.clock import as_utc, epoch_micros, iso_z
 from dlq_pipeline.runtime.paths import plain_path
 from dlq_pipeline.runtime.permissions import private_dirs
-from dlq_pipeline.warehouse.schemas import conform, table_schema
+from dlq_pipeline.warehouse.schemas import arrow_conformed, arrow_schema, collected_arrow, conform, table_schema
 from dlq_pipeline.warehouse.tables import table_key
 
 log = logging.getLogger(__name__)
@@ -180,6 +180,25 @@ class _Files:
             statuses = fs.listStatus(jpath) if fs.exists(jpath) else ()
             found = {str(s.getPath().getName()): int(s.getLen()) for s in statuses}
         return {n: size for n, size in found.items() if n.endswith(".parquet") and not n.startswith((".", "_"))}
+
+    def read_parquet(self, path: str):
+        """The rows of the Parquet file ``path`` as an Arrow table, read here (no Spark job):
+        locally, or its bytes through Hadoop's FileSystem."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        local = plain_path(path)
+        if local is not None:
+            return pq.read_table(local)
+        jvm, jpath, fs = self._hadoop(path)
+        if not fs.exists(jpath):
+            raise FileNotFoundError(path)
+        stream = fs.open(jpath)
+        try:
+            data = jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
+        finally:
+            stream.close()
+        return pq.read_table(pa.BufferReader(bytes(data)))
 
     def delete_files(self, path: str, names: Sequence[str]) -> None:
         """Delete the files ``names`` in the directory ``path`` (and a local file's ``.crc``
@@ -464,6 +483,30 @@ class Storage:
             return self._files.data_files(self.location(table))
         except StorageError:  # not listable from here (a remote path over Spark Connect): scan it whole
             return None
+
+    def small_table(self, table: str):
+        """A small table's rows on the driver, as one Arrow table of its schema
+        (`arrow_schema`). A Parquet table at a path is read here, file by file, with no Spark
+        job: a run reads its ``files`` and ``landings`` several times, and a job each would be
+        most of a scheduled run that finds little to do. Delta, a catalog's table or a view of
+        the past is collected by Spark."""
+        import pyarrow as pa
+
+        if not self.exists(table):
+            return arrow_schema(table).empty_table()
+        where = self.location(table)
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            names = self.data_files(table)
+            if names is None:
+                return collected_arrow(self.read(table))
+            try:
+                parts = [arrow_conformed(self._files.read_parquet(f"{where}/{n}"), table) for n in names]
+            except FileNotFoundError:  # merged away by a writer's compaction since the listing
+                if attempt == COMMIT_ATTEMPTS:
+                    raise
+            else:
+                return pa.concat_tables(parts) if parts else arrow_schema(table).empty_table()
+        raise AssertionError("every attempt returns or raises")
 
     def read_files(self, table: str, names: Sequence[str]) -> DataFrame:
         """The rows of the data files ``names`` of a Parquet ``table`` (`data_files`), with

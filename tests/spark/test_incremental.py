@@ -323,6 +323,34 @@ def test_the_small_tables_compact_once_their_files_pile_up(spark, landing, monke
         storage.compact("ledger")
 
 
+def test_classify_and_the_settling_open_the_ledger_files_of_open_landings_only(spark, landing, tmp_path):
+    """A replay's ledger files are recorded under the landings open then: once those have
+    settled the files stay closed; a ledger file no record names (a recovery's rows) is read."""
+    from dlq_pipeline.config.settings import RunSettings, StorageSettings
+    from dlq_pipeline.pipeline import run_pipeline
+    from dlq_pipeline.rules.parser import parse_rules
+    from dlq_pipeline.warehouse import landings
+
+    inbox, storage = landing
+    settings = RunSettings(storage=StorageSettings(path=storage.path))
+    table = parse_rules("ACTION(FWD) FWDQ(DLQ.HOLD) HEADER(YES)\n")
+    first = run_pipeline(
+        spark, settings, table, inputs=[str(inbox / "a.dmp")], target=f"dir:{tmp_path / 'out'}", run_id="R1"
+    )
+    assert first.outcomes == {"delivered": 6}
+    settled = set(storage.data_files("ledger"))
+    second = run_pipeline(spark, settings, table, inputs=[str(inbox / "b.dmp")], target="dry-run", run_id="R2")
+    assert second.pending == 4
+    state = landings.landing_state(storage)
+    assert state.open == ["R2"]
+    assert {frozenset(v) for v in state.ledger.values()} == {frozenset({"R1"}), frozenset({"R2"})}
+    recovered = storage.read("ledger").where(F.col("run_id") == "R2").limit(1)
+    storage.append("ledger", recovered.withColumn("run_id", F.lit("R2.recovered")).localCheckpoint())
+    unnamed = set(storage.data_files("ledger")) - set(state.ledger)
+    assert len(unnamed) == 1
+    assert opened_files(landings.open_ledger(storage, state)) == (set(storage.data_files("ledger")) - settled)
+
+
 # --- the streaming source ----------------------------------------------------------------------
 
 

@@ -56,31 +56,31 @@ def test_a_small_run_and_its_rerun_schedule_these_jobs(spark, tmp_path):
     # leave out are found on the driver, where a job over the cache cost 2), the write (1),
     # the keys of the files it wrote, read back into `keys` (1), and three rows of a few bytes
     # each: the landing before the write, its data files after it, the input files (3);
-    # classify: the landings (1: one collect, `landing_state`), the write of the decisions,
-    # which caches and counts them (1: the counts are observed);
-    # replay: the landings (1), the join with the messages and the repartition by queue
-    # manager (2), the ledger write (1).
+    # classify: the write of the decisions, which caches and counts them (1: the counts are
+    # observed; the landings are read on the driver, `Storage.small_table`, no job);
+    # replay: the join with the messages and the repartition by queue manager (2), the
+    # ledger write (1) and the record of its files under the open landings (1).
     # (+1 where the session's heap cannot hold MQ's largest message in every task slot: the
     # lookup of the largest message to put, `replay.largest_put`; not on a 24 GB machine)
-    assert first.per_stage() == {"ingest": 6, "classify": 2, "replay": 4 + lookup_jobs(spark), "summary": 0}
+    assert first.per_stage() == {"ingest": 6, "classify": 1, "replay": 4 + lookup_jobs(spark), "summary": 0}
 
     unchanged = StageJobs(spark)
     same = run_pipeline(spark, settings, table, inputs=dumps, target="dry-run", run_id="JOBS2", progress=unchanged)
     assert same.input_files["skipped"] == 2 and same.pending == 200
-    # an unchanged rerun reads no dump: ingest reads the files table alone (1); the dry run
-    # left every message pending, so classify decides them again, their ledger rows joined
-    # first (the ledger's semi-join and grouping with their adaptive stages, 4, beside the
-    # landings and the write, 2), and replay puts them as the first run did (4)
-    assert unchanged.per_stage() == {"ingest": 1, "classify": 6, "replay": 4 + lookup_jobs(spark), "summary": 0}
+    # an unchanged rerun reads no dump and runs no ingest job (the files table is read on
+    # the driver); the dry run left every message pending, so classify decides them again,
+    # their ledger rows joined first (the ledger's semi-join and grouping with their adaptive
+    # stages, 4, beside the write, 1), and replay puts them as the first run did (4)
+    assert unchanged.per_stage() == {"ingest": 0, "classify": 5, "replay": 4 + lookup_jobs(spark), "summary": 0}
 
     again = StageJobs(spark)
     reread = dataclasses.replace(settings, ingest=IngestSettings(reread=True))
     rerun = run_pipeline(spark, reread, table, inputs=dumps, target="dry-run", run_id="JOBS3", progress=again)
     assert rerun.messages_landed == 0 and rerun.duplicates_skipped == 200
-    # read again (--reread), the landing's keys are also looked up in the stored ones (3: the
-    # landings' records naming the files `keys` covers, the keys' broadcast, the scan of
-    # `keys`), and nothing is written but the landing's and the input files' rows
-    assert again.per_stage() == {"ingest": 7, "classify": 6, "replay": 4 + lookup_jobs(spark), "summary": 0}
+    # read again (--reread), the landing's keys are also looked up in the stored ones (2: the
+    # keys' broadcast, the scan of `keys`), and nothing is written but the landing's and the
+    # input files' rows
+    assert again.per_stage() == {"ingest": 5, "classify": 5, "replay": 4 + lookup_jobs(spark), "summary": 0}
 
 
 def test_placing_queues_by_size_costs_one_aggregation(spark, tmp_path):
@@ -98,7 +98,7 @@ def test_placing_queues_by_size_costs_one_aggregation(spark, tmp_path):
         spark, settings, load_rules(STARTER), inputs=dumps, target="dry-run", run_id="PLACED", progress=jobs
     )
     assert summary.pending == 200
-    assert jobs.per_stage() == {"ingest": 6, "classify": 2, "replay": 6 + lookup_jobs(spark), "summary": 0}
+    assert jobs.per_stage() == {"ingest": 6, "classify": 1, "replay": 6 + lookup_jobs(spark), "summary": 0}
 
 
 def test_where_the_byte_ranges_of_a_split_dump_start_costs_no_job_of_its_own(spark, tmp_path):
@@ -121,7 +121,7 @@ def test_where_the_byte_ranges_of_a_split_dump_start_costs_no_job_of_its_own(spa
     assert summary.messages_landed == 200
     assert any(line.endswith(" in 5 work items") for line in lines), lines
     # as many jobs as a dump read whole
-    assert jobs.per_stage() == {"ingest": 6, "classify": 2, "replay": 4 + lookup_jobs(spark), "summary": 0}
+    assert jobs.per_stage() == {"ingest": 6, "classify": 1, "replay": 4 + lookup_jobs(spark), "summary": 0}
 
 
 def test_a_run_whose_decisions_are_broadcast_puts_and_records_the_same(spark, tmp_path, monkeypatch):

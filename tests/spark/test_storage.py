@@ -314,6 +314,33 @@ def test_append_and_read_round_trip_every_stored_table(spark, warehouse, storage
     assert storage.read("ledger").count() == 4  # append is an append
 
 
+def test_a_small_table_reads_on_the_driver_as_spark_reads_it(spark, warehouse, storage_kind):
+    """`Storage.small_table` (pyarrow on a Parquet table's files, no Spark job; a collect
+    otherwise) gives what Spark reads: every column, nulls and instants to the microsecond,
+    and a column a file lacks (written before it joined the schema) as null."""
+    from dlq_pipeline.warehouse.schemas import collected_arrow, local_rows
+
+    storage = make_storage(spark, storage_kind, warehouse)
+    assert storage.small_table("landings").num_rows == 0
+    at = dt.datetime(2026, 12, 6, 22, 47, 50, 110569, tzinfo=dt.UTC)
+    for rows in ([("r1", "landed", at, None)], [("r1", "stored", at, ["part-1.parquet", None]), ("r2", "x", at, [])]):
+        storage.append("landings", local_rows(spark, rows, "landings"))
+    small = storage.small_table("landings")
+    assert small.schema == spark_schemas.arrow_schema("landings")
+    key = [("run_id", "ascending"), ("event", "ascending")]
+    assert small.sort_by(key).to_pylist() == collected_arrow(storage.read("landings")).sort_by(key).to_pylist()
+    assert small.sort_by(key).column("at").to_pylist() == [at] * 3
+
+    if storage_kind == "parquet":
+        older = warehouse / "landings" / "part-older.parquet"
+        spark.createDataFrame([("r3", "landed", at)], "run_id string, event string, at timestamp").coalesce(
+            1
+        ).write.parquet(str(warehouse / "older"))
+        next((warehouse / "older").glob("*.parquet")).rename(older)
+        rows = {r["run_id"]: r["files"] for r in storage.small_table("landings").to_pylist()}
+        assert "r3" in rows and rows["r3"] is None
+
+
 def test_merge_new_inserts_only_new_keys_and_is_idempotent(spark, warehouse, storage_kind):
     storage = make_storage(spark, storage_kind, warehouse)
     first = quarantine_df(
