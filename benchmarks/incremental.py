@@ -43,15 +43,14 @@ def child_incremental_run(params: dict) -> dict:
     run_pipeline over ``inputs`` into ``warehouse`` and the ``dir:`` target ``out``."""
     began = time.perf_counter()
     from dlq_pipeline.config.settings import RunSettings, StorageSettings
-    from dlq_pipeline.dumps.plan import input_bytes
     from dlq_pipeline.engine.session import get_spark
-    from dlq_pipeline.ingest.inputs import list_inputs
+    from dlq_pipeline.ingest.inputs import bytes_to_land, list_inputs
+    from dlq_pipeline.ingest.spark import landed_files_at
     from dlq_pipeline.pipeline import run_pipeline
     from dlq_pipeline.rules.parser import load_rules
 
-    spark = get_spark(
-        {"master": params["master"], "app_name": "bench-incremental", "work_bytes": input_bytes(params["inputs"])}
-    )
+    work = bytes_to_land(params["inputs"], landed_files_at(params["warehouse"]))  # as `dlq-pipeline run` sizes it
+    spark = get_spark({"master": params["master"], "app_name": "bench-incremental", "work_bytes": work})
     started = time.perf_counter()
     if params.get("floor"):
         spark.range(1).count()

@@ -311,14 +311,29 @@ def require_classic(config: Config, what: str, why: str = "") -> None:
 # --- Spark and the warehouse -------------------------------------------------------------------
 
 
-def start_spark(config: Config, classic_for: str = "", inputs: list[str] | None = None):
+def _landing_bytes(config: Config, inputs: list[str], reread: bool) -> int | None:
+    """The bytes a landing of ``inputs`` into the configured warehouse will read
+    (`dlq_pipeline.ingest.inputs.bytes_to_land`): the files it has not landed, as a Parquet
+    warehouse at a local path tells before Spark starts; all of them otherwise, and with
+    ``reread`` (--reread)."""
+    from dlq_pipeline.ingest.inputs import bytes_to_land
+    from dlq_pipeline.ingest.spark import landed_files_at
+
+    storage = StorageSettings.from_config(config)
+    at_path = storage.format == "parquet" and storage.catalog is None
+    reread = reread or bool(config.get("ingest", "reread"))
+    landed = landed_files_at(storage.path if at_path and not reread else None)
+    return bytes_to_land(inputs, landed, config.get("hdfs", "webhdfs"))
+
+
+def start_spark(config: Config, classic_for: str = "", inputs: list[str] | None = None, reread: bool = False):
     """The SparkSession for ``[spark]`` (an active one is reused: spark-submit, Databricks;
     ``spark.remote``/``$SPARK_REMOTE`` make it a Spark Connect session). storage.format =
     delta without Delta's jars is exit 2 (checked before a JVM starts when this process
     builds the session), and so is a Connect session for ``classic_for`` (`needs_classic`).
-    ``inputs``: the dumps the command reads and nothing else (no live DLQ): a small total
-    starts the JVM with C1 only (`dlq_pipeline.engine.session.quick_jit`)."""
-    from dlq_pipeline.dumps.plan import input_bytes
+    ``inputs``: the dumps the command lands and nothing else (no live DLQ): a small total of
+    what it will read of them (all with ``reread``) starts the JVM with C1 only
+    (`dlq_pipeline.engine.session.quick_jit`)."""
     from dlq_pipeline.engine import s3a
     from dlq_pipeline.engine.session import (
         DELTA_FIX,
@@ -337,7 +352,7 @@ def start_spark(config: Config, classic_for: str = "", inputs: list[str] | None 
         "app_name": s["app_name"],
         "spark_conf": s["conf"],
         "format": config.get("storage", "format"),
-        "work_bytes": None if inputs is None else input_bytes(inputs, config.get("hdfs", "webhdfs")),
+        "work_bytes": None if inputs is None else _landing_bytes(config, inputs, reread),
         "s3a": bool(on_s3),
     }
     if on_s3 and s3a_missing(settings):

@@ -74,7 +74,7 @@ def ingest_cmd(paths, as_json, reread, config: Config):
     run_id = run_id_for(config)
     progress = to_stderr()  # also under --json: stdout is the result
     with writing(config, "ingest", run_id, inputs=list(paths)):
-        spark = start_spark(config, inputs=list(paths))
+        spark = start_spark(config, inputs=list(paths), reread=reread)
         result = staged(
             progress,
             "ingest",
@@ -192,7 +192,7 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, reread, config:
     run_id = run_id_for(config, run_id, now)
     read = None if source else inputs
     with writing(config, "run", run_id, inputs=read):
-        spark = start_spark(config, needs_classic(target, source), inputs=read)
+        spark = start_spark(config, needs_classic(target, source), inputs=read, reread=reread)
         settings = RunSettings.from_config(config)
         if reread:
             settings = dataclasses.replace(settings, ingest=_ingest_settings(config, reread))

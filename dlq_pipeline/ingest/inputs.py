@@ -163,6 +163,31 @@ def list_inputs(paths: Sequence[str], webhdfs: str = "") -> list[InputFile]:
     return list(seen.values())
 
 
+def landed_files_of(rows: Iterable[Mapping]) -> dict[str, LandedFile]:
+    """The latest of the ``files`` rows (mappings of the table's columns) of every path (pure)."""
+    latest: dict[str, Mapping] = {}
+    for row in rows:
+        known = latest.get(row["path"])
+        if known is None or (row["landed_at"], row["run_id"]) >= (known["landed_at"], known["run_id"]):
+            latest[row["path"]] = row
+    return {
+        path: LandedFile(path, r["size"], r["modified_at"], r["version"], r["run_id"], r["messages"], r["quarantined"])
+        for path, r in latest.items()
+    }
+
+
+def bytes_to_land(paths: Sequence[str], landed: Mapping[str, LandedFile], webhdfs: str = "") -> int | None:
+    """The bytes a landing of ``paths`` will read: those of the files not among the ``landed``
+    ones whole and unchanged. A hint for sizing the session before it starts
+    (`dlq_pipeline.engine.session.quick_jit`): a scheduled run over a directory that holds its
+    history reads only what is new. None when the inputs cannot be listed."""
+    try:
+        listed = list_inputs(paths, webhdfs)
+    except Exception:  # noqa: BLE001 - only a hint: ingest reports what cannot be listed, later
+        return None
+    return sum(i.size for i in listed if i.name not in landed or not same_file(i.entry, landed[i.name]))
+
+
 # --- moving landed files away ------------------------------------------------------------------
 
 

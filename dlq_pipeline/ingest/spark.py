@@ -73,6 +73,7 @@ from dlq_pipeline.ingest.inputs import (
     LandedFile,
     clean_sources,
     inside,
+    landed_files_of,
     list_inputs,
     plan_inputs,
     still_same,
@@ -82,7 +83,7 @@ from dlq_pipeline.runtime.testhooks import crash_point
 from dlq_pipeline.warehouse.keys import stored_keys
 from dlq_pipeline.warehouse.landings import landing_state, record_landing, recording_files
 from dlq_pipeline.warehouse.schemas import collected_arrow, conform, local_rows
-from dlq_pipeline.warehouse.storage import COMPACTED_TABLES
+from dlq_pipeline.warehouse.storage import COMPACTED_TABLES, local_table
 
 log = logging.getLogger(__name__)
 
@@ -551,23 +552,15 @@ def land(
 
 def landed_files(storage) -> dict[str, LandedFile]:
     """The latest ``files`` row of every path landed so far (one small read, `Storage.small_table`)."""
-    latest: dict[str, dict] = {}
-    for row in storage.small_table("files").to_pylist():
-        known = latest.get(row["path"])
-        if known is None or (row["landed_at"], row["run_id"]) >= (known["landed_at"], known["run_id"]):
-            latest[row["path"]] = row
-    return {
-        path: LandedFile(
-            path,
-            row["size"],
-            row["modified_at"],
-            row["version"],
-            row["run_id"],
-            row["messages"],
-            row["quarantined"],
-        )
-        for path, row in latest.items()
-    }
+    return landed_files_of(storage.small_table("files").to_pylist())
+
+
+def landed_files_at(warehouse: str | None) -> dict[str, LandedFile]:
+    """`landed_files` of the Parquet warehouse at the local path ``warehouse``, read without
+    Spark, before a session starts (`dlq_pipeline.warehouse.storage.local_table`); none for
+    None (Delta, a catalog, a remote warehouse) or a table that cannot be read there."""
+    files = None if warehouse is None else local_table(warehouse, "files")
+    return landed_files_of(files.to_pylist()) if files is not None else {}
 
 
 def files_rows(

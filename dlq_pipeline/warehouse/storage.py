@@ -127,10 +127,27 @@ def default_fs(spark: SparkSession, path: str) -> tuple[str, str] | None:
     return str(conf.get("fs.defaultFS")), str(fs.makeQualified(jvm.org.apache.hadoop.fs.Path(path)).toString())
 
 
+def local_table(path: str, table: str):
+    """The rows of ``table`` of the Parquet warehouse at the local ``path``, as one Arrow
+    table of its schema, read without Spark (before a session starts); None where ``path``
+    is not local or holds no such table, or a file of it cannot be read."""
+    import pyarrow as pa
+
+    if plain_path(path) is None:
+        return None
+    files = _Files(None, path)  # no session: local paths only
+    where = f"{path.rstrip('/')}/{table}"
+    try:
+        parts = [arrow_conformed(files.read_parquet(f"{where}/{n}"), table) for n in files.data_files(where)]
+    except (OSError, pa.ArrowException):
+        return None
+    return pa.concat_tables(parts) if parts else None
+
+
 class _Files:
     """The few file-system operations Storage needs, locally or through Hadoop's FileSystem."""
 
-    def __init__(self, spark: SparkSession, root: str):
+    def __init__(self, spark: SparkSession | None, root: str):
         self.spark = spark
         self.local = plain_path(root)
 
@@ -139,7 +156,7 @@ class _Files:
         if jvm is None:
             raise StorageError(f"cannot reach {path!r} from this client (Spark Connect): use a local or /dbfs path")
         jpath = jvm.org.apache.hadoop.fs.Path(path)
-        return jvm, jpath, jpath.getFileSystem(self.spark._jsc.hadoopConfiguration())
+        return jvm, jpath, jpath.getFileSystem(cast(SparkSession, self.spark)._jsc.hadoopConfiguration())
 
     def exists(self, path: str) -> bool:
         local = plain_path(path)
@@ -210,10 +227,9 @@ class _Files:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(os.path.join(local, gone))
             return
-        jvm = self._hadoop(path)[0]
         for name in names:
-            jpath = jvm.org.apache.hadoop.fs.Path(f"{path}/{name}")
-            jpath.getFileSystem(self.spark._jsc.hadoopConfiguration()).delete(jpath, False)
+            _, jpath, fs = self._hadoop(f"{path}/{name}")
+            fs.delete(jpath, False)
 
     def makedirs(self, path: str) -> None:
         """Create ``path`` and missing parents owner-only; existing directories are left as they are."""

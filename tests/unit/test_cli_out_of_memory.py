@@ -48,7 +48,9 @@ def test_an_out_of_memory_run_is_one_error_line_naming_the_setting(tmp_path, mon
 
     started = []  # what the session was told the run reads (its JIT: dlq_pipeline.engine.session.quick_jit)
     monkeypatch.setattr(
-        pipeline_cli, "start_spark", lambda config, classic_for="", inputs=None: started.append(inputs) or object()
+        pipeline_cli,
+        "start_spark",
+        lambda config, classic_for="", inputs=None, reread=False: started.append(inputs) or object(),
     )
     monkeypatch.setattr(spark_run, "run_pipeline", run_pipeline)
     dump = tmp_path / "in.dmp"

@@ -16,6 +16,7 @@ from dlq_pipeline.ingest.inputs import (
     InputFile,
     LandedFile,
     archive_uri,
+    bytes_to_land,
     changed,
     clean_sources,
     inside,
@@ -162,6 +163,36 @@ def test_a_listing_gives_each_file_its_size_and_time(tmp_path):
     assert name == str(tmp_path / "a") and found.size == 5
     assert found.modified == dt.datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=dt.UTC)
     assert fs.stat(str(tmp_path / "a")) == found and fs.stat(str(tmp_path / "nothing")) is None
+
+
+def test_a_session_is_sized_by_the_bytes_a_landing_will_read(tmp_path):
+    """What `dlq-pipeline run` tells the session it will read: the inputs not landed whole and
+    unchanged in the Parquet warehouse at a local path, its ``files`` table read without Spark."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dlq_pipeline.ingest.spark import landed_files_at
+    from dlq_pipeline.warehouse.schemas import arrow_schema
+
+    inbox, warehouse = tmp_path / "in", tmp_path / "wh"
+    inbox.mkdir()
+    for name, size in (("a.dmp", 100), ("b.dmp", 200), ("c.dmp", 400)):
+        (inbox / name).write_bytes(b"x" * size)
+    listed = {name: e for name, e in fs.list_entries(str(inbox))}
+    a, b = listed[str(inbox / "a.dmp")], listed[str(inbox / "b.dmp")]
+    rows = [(a.uri, a.size, a.modified, None, "R1", NOW, 1, 0), (b.uri, 150, b.modified, None, "R1", NOW, 1, 0)]
+    (warehouse / "files").mkdir(parents=True)
+    columns = [list(c) for c in zip(*rows)]
+    pq.write_table(pa.Table.from_arrays(columns, schema=arrow_schema("files")), warehouse / "files" / "part-0.parquet")
+
+    landed = landed_files_at(str(warehouse))
+    assert set(landed) == {a.uri, b.uri} and landed[a.uri] == LandedFile(a.uri, 100, a.modified, None, "R1", 1, 0)
+    assert bytes_to_land([str(inbox)], landed) == 600  # b grew since it landed; c is new
+    assert bytes_to_land([str(inbox)], {}) == 700
+    assert landed_files_at(None) == {} and landed_files_at(str(tmp_path / "none")) == {}
+    (warehouse / "files" / "part-1.parquet").write_bytes(b"not parquet")
+    assert landed_files_at(str(warehouse)) == {}  # a hint: an unreadable table is none
+    assert bytes_to_land([str(tmp_path / "missing")], landed) is None
 
 
 @pytest.mark.parametrize("status", [{"type": "FILE", "length": 7, "modificationTime": 1700000000123, "fileId": 16390}])
