@@ -562,9 +562,13 @@ def replay(
         observation, *[F.sum(F.when(F.col("outcome") == o, 1).otherwise(0)).alias(o) for o in OUTCOMES]
     )
     check_lease(storage)
-    # the puts run in the write's last stage, one task per partition: that stage is counted
-    with TaskTicker(spark, progress, "replay", "partitions", stage="last"):
-        recording_ledger(storage, lambda: storage.append("ledger", observed))
+
+    def write() -> None:
+        # the puts run in the write's last stage, one task per partition: that stage is counted
+        with TaskTicker(spark, progress, "replay", "partitions", stage="last"):
+            storage.append("ledger", observed)
+
+    recording_ledger(storage, write)
     counts = {o: int(observation.get.get(o) or 0) for o in OUTCOMES}
     crash_point("replay-ledger-appended")
     files.delete(files.join(root, run_id))
