@@ -80,8 +80,7 @@ from dlq_pipeline.ingest.inputs import (
 )
 from dlq_pipeline.runtime.clock import as_utc, utc_now
 from dlq_pipeline.runtime.testhooks import crash_point
-from dlq_pipeline.warehouse.keys import stored_keys
-from dlq_pipeline.warehouse.landings import landing_state, record_landing, recording_files
+from dlq_pipeline.warehouse.landings import record_landing, recording_files, stored_message_keys
 from dlq_pipeline.warehouse.schemas import collected_arrow, conform, local_rows
 from dlq_pipeline.warehouse.storage import COMPACTED_TABLES, local_table
 
@@ -676,7 +675,7 @@ def _store_messages(storage, landing: _Landing, read: int) -> int:
     (re-landing a large dump) take ``merge_new``, which deduplicates the whole rows."""
     if not landing.persisted or storage.format == "delta":
         return storage.merge_new("messages", landing.messages())
-    stored = stored_keys(storage, landing_state(storage).files) if storage.exists("messages") else None
+    stored = stored_message_keys(storage)
     if landing.keys is not None:
         skip = rows_to_leave_out(landing.keys, stored_among(stored, landing.raw) if stored is not None else None)
     else:
@@ -890,7 +889,7 @@ def land_rows(storage, rows: DataFrame, *, run_id: str, landed_at: dt.datetime |
                 .withColumn("run_id", F.lit(run_id))
                 .withColumn("landed_at", F.lit(when).cast("timestamp"))
             )
-            stored = stored_keys(storage, landing_state(storage).files) if storage.exists("messages") else None
+            stored = stored_message_keys(storage)
             landed = recording_files(
                 storage, run_id, lambda: storage.merge_new("messages", conform(messages, "messages"), stored=stored)
             )

@@ -17,8 +17,7 @@ from dlq_pipeline.config.settings import RunSettings
 from dlq_pipeline.live.loops import DrainResult, LiveQueue, SettleResult, drain_queue, live_queue, settle_queue
 from dlq_pipeline.replay.targets import local_warehouse
 from dlq_pipeline.warehouse import ledger
-from dlq_pipeline.warehouse.keys import stored_keys
-from dlq_pipeline.warehouse.landings import landing_state, record_landing, recording_files
+from dlq_pipeline.warehouse.landings import record_landing, recording_files, stored_message_keys
 from dlq_pipeline.warehouse.schemas import local_rows
 from dlq_pipeline.warehouse.storage import Storage
 
@@ -32,7 +31,7 @@ def drain(spark: SparkSession, storage: Storage, live: LiveQueue, **options) -> 
         if rows and not recorded:
             record_landing(storage, options["run_id"])
             recorded.append(True)
-        stored = stored_keys(storage, landing_state(storage).files) if storage.exists("messages") else None
+        stored = stored_message_keys(storage)
         return recording_files(
             storage,
             options["run_id"],

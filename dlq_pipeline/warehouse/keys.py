@@ -13,9 +13,8 @@ files it added, read back from those files, and only then records the files (``s
 ``stored`` record names has its keys here. A file no record names (a write cut short before
 its record) is read for its keys by `stored_keys`, so a lost record costs a read, never a
 message stored twice. A warehouse without the table gets it at its next landing, from every
-data file of ``messages``. Delta's files are
-its log's to name: there, and for tables by name, the lookup reads the key column of
-``messages``.
+data file of ``messages``. Delta's files are its log's to name: there, and for tables by
+name, the lookup reads the key column of ``messages``.
 """
 
 from __future__ import annotations

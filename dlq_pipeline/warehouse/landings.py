@@ -33,12 +33,13 @@ import datetime as dt
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from dlq_pipeline.runtime.clock import as_utc, utc_now
-from dlq_pipeline.warehouse.keys import append_keys
+from dlq_pipeline.warehouse.keys import append_keys, stored_keys
 from dlq_pipeline.warehouse.ledger import ended_keys
 from dlq_pipeline.warehouse.schemas import local_rows
 from dlq_pipeline.warehouse.storage import Storage
@@ -46,6 +47,8 @@ from dlq_pipeline.warehouse.storage import Storage
 log = logging.getLogger(__name__)
 
 LANDED, STORED, ATTEMPTED, SETTLED = "landed", "stored", "attempted", "settled"
+
+T = TypeVar("T")
 
 
 def _append(
@@ -106,30 +109,43 @@ def record_landing(storage: Storage, run_id: str, now: dt.datetime | None = None
     _append(storage, [run_id], LANDED, now)
 
 
+def stored_message_keys(storage: Storage) -> DataFrame | None:
+    """The key of every stored message (`dlq_pipeline.warehouse.keys.stored_keys`, the files
+    the ``stored`` records name), or None when there are none: what a write of messages
+    looks its keys up in."""
+    if not storage.exists("messages"):
+        return None
+    return stored_keys(storage, landing_state(storage).files)
+
+
+def _added_files(storage: Storage, table: str, write: Callable[[], T]) -> tuple[T, list[str]]:
+    """Run ``write`` (a write to ``table``) and return what it returned and the data files it
+    added to the table (sorted; none where the storage does not name its files)."""
+    before = storage.data_files(table)
+    done = write()
+    if before is None:
+        return done, []
+    return done, sorted(set(storage.data_files(table) or ()) - set(before))
+
+
 def recording_files(storage: Storage, run_id: str, write: Callable[[], int]) -> int:
     """Run ``write`` (a write of run ``run_id``'s messages; it returns how many it stored),
     append the keys of the data files it added to ``messages`` (`dlq_pipeline.warehouse.keys`)
     and then record those files (module doc); return what ``write`` did."""
-    before = storage.data_files("messages")
-    stored = write()
-    if before is not None:
-        added = sorted(set(storage.data_files("messages") or ()) - set(before))
-        if added:
-            append_keys(storage, added)
-            _append(storage, [run_id], STORED, files=added)
+    stored, added = _added_files(storage, "messages", write)
+    if added:
+        append_keys(storage, added)
+        _append(storage, [run_id], STORED, files=added)
     return stored
 
 
 def recording_ledger(storage: Storage, write: Callable[[], None]) -> None:
     """Run ``write`` (an append to the ledger) and record the data files it added under every
     landing open now (module doc)."""
-    before = storage.data_files("ledger")
-    write()
-    if before is not None:
-        added = sorted(set(storage.data_files("ledger") or ()) - set(before))
-        runs = landing_state(storage).open if added else []
-        if runs:
-            _append(storage, runs, ATTEMPTED, files=added)
+    _, added = _added_files(storage, "ledger", write)
+    runs = landing_state(storage).open if added else []
+    if runs:
+        _append(storage, runs, ATTEMPTED, files=added)
 
 
 def open_ledger(storage: Storage, state: LandingState) -> DataFrame:

@@ -135,13 +135,16 @@ def local_table(path: str, table: str):
 
     if plain_path(path) is None:
         return None
-    files = _Files(None, path)  # no session: local paths only
-    where = f"{path.rstrip('/')}/{table}"
     try:
-        parts = [arrow_conformed(files.read_parquet(f"{where}/{n}"), table) for n in files.data_files(where)]
+        found = _Files(None, path).arrow_table(f"{path.rstrip('/')}/{table}", table)  # no session: local only
     except (OSError, pa.ArrowException):
         return None
-    return pa.concat_tables(parts) if parts else None
+    return found if found.num_rows else None
+
+
+def _is_data_file(name: str) -> bool:
+    """A Parquet data file of a table's directory (not hidden, not Spark's ``_SUCCESS`` & co.)."""
+    return name.endswith(".parquet") and not name.startswith((".", "_"))
 
 
 class _Files:
@@ -182,7 +185,13 @@ class _Files:
 
     def data_files(self, path: str) -> list[str]:
         """The Parquet data files directly in ``path`` (no hidden or ``_`` names), sorted."""
-        return sorted(self.data_file_sizes(path))
+        local = plain_path(path)
+        if local is not None:
+            names = os.listdir(local) if os.path.isdir(local) else []
+        else:
+            _, jpath, fs = self._hadoop(path)
+            names = [str(s.getPath().getName()) for s in fs.listStatus(jpath)] if fs.exists(jpath) else []
+        return sorted(n for n in names if _is_data_file(n))
 
     def data_file_sizes(self, path: str) -> dict[str, int]:
         """The Parquet data files directly in ``path`` (`data_files`) and their sizes in bytes."""
@@ -191,12 +200,20 @@ class _Files:
             if not os.path.isdir(local):
                 return {}
             with os.scandir(local) as entries:
-                found = {e.name: e.stat().st_size for e in entries}
-        else:
-            _, jpath, fs = self._hadoop(path)
-            statuses = fs.listStatus(jpath) if fs.exists(jpath) else ()
-            found = {str(s.getPath().getName()): int(s.getLen()) for s in statuses}
-        return {n: size for n, size in found.items() if n.endswith(".parquet") and not n.startswith((".", "_"))}
+                return {e.name: e.stat().st_size for e in entries if _is_data_file(e.name)}
+        _, jpath, fs = self._hadoop(path)
+        statuses = fs.listStatus(jpath) if fs.exists(jpath) else ()
+        return {
+            str(s.getPath().getName()): int(s.getLen()) for s in statuses if _is_data_file(str(s.getPath().getName()))
+        }
+
+    def arrow_table(self, where: str, table: str):
+        """The rows of every data file of ``table`` at ``where`` (`data_files`), read here, as
+        one Arrow table of its schema (`arrow_conformed`)."""
+        import pyarrow as pa
+
+        parts = [arrow_conformed(self.read_parquet(f"{where}/{n}"), table) for n in self.data_files(where)]
+        return pa.concat_tables(parts) if parts else arrow_schema(table).empty_table()
 
     def read_parquet(self, path: str):
         """The rows of the Parquet file ``path`` as an Arrow table, read here (no Spark job):
@@ -489,11 +506,17 @@ class Storage:
             df = self._with_added_columns(df, table)
         return conform(df, table)
 
+    @property
+    def names_files(self) -> bool:
+        """Whether this storage's tables are Parquet files at a path that it lists and reads
+        itself; not where Delta's log names them (and skips by its own statistics), for a
+        catalog's tables or a view of the past."""
+        return self.format == "parquet" and not self.by_name and self.as_of_time is None
+
     def data_files(self, table: str) -> list[str] | None:
         """The names of the data files of a Parquet ``table`` at a path, sorted (one listing);
-        None where the table's files are not ours to name (Delta's log names them, and skips
-        by its own statistics; a catalog's table; a view of the past)."""
-        if self.format != "parquet" or self.by_name or self.as_of_time is not None:
+        None where the table's files are not ours to name (`names_files`)."""
+        if not self.names_files:
             return None
         try:
             return self._files.data_files(self.location(table))
@@ -506,23 +529,18 @@ class Storage:
         job: a run reads its ``files`` and ``landings`` several times, and a job each would be
         most of a scheduled run that finds little to do. Delta, a catalog's table or a view of
         the past is collected by Spark."""
-        import pyarrow as pa
-
         if not self.exists(table):
             return arrow_schema(table).empty_table()
-        where = self.location(table)
-        for attempt in range(1, COMMIT_ATTEMPTS + 1):
-            names = self.data_files(table)
-            if names is None:
-                return collected_arrow(self.read(table))
-            try:
-                parts = [arrow_conformed(self._files.read_parquet(f"{where}/{n}"), table) for n in names]
-            except FileNotFoundError:  # merged away by a writer's compaction since the listing
-                if attempt == COMMIT_ATTEMPTS:
-                    raise
-            else:
-                return pa.concat_tables(parts) if parts else arrow_schema(table).empty_table()
-        raise AssertionError("every attempt returns or raises")
+        if self.names_files:
+            for attempt in range(1, COMMIT_ATTEMPTS + 1):
+                try:
+                    return self._files.arrow_table(self.location(table), table)
+                except StorageError:  # not reachable from here (a remote path over Spark Connect)
+                    break
+                except FileNotFoundError:  # merged away by a writer's compaction since the listing
+                    if attempt == COMMIT_ATTEMPTS:
+                        raise
+        return collected_arrow(self.read(table))
 
     def read_files(self, table: str, names: Sequence[str]) -> DataFrame:
         """The rows of the data files ``names`` of a Parquet ``table`` (`data_files`), with
@@ -687,7 +705,7 @@ class Storage:
         (``delta.autoOptimize.autoCompact``, `TABLE_PROPERTIES`)."""
         if table not in COMPACTED_TABLES:
             raise StorageError(f"table {table!r} is not one that compacts (its rows count)")
-        if self.format != "parquet" or self.by_name or self.as_of_time is not None:
+        if not self.names_files:
             return 0
         where = self.location(table)
         try:
