@@ -11,6 +11,7 @@ import sys
 import click
 
 from dlq_pipeline.cli.common import FILE, plural, summary_line
+from dlq_pipeline.cli.rules_suggest import rules_suggest_cmd
 from dlq_pipeline.cli.rules_test import rules_test_cmd
 from dlq_pipeline.rules.model import RulesTable
 from dlq_pipeline.rules.parser import diagnostic_as_dict, format_table, read_rules, table_as_dict
@@ -36,6 +37,7 @@ def rules_group() -> None:
       dlq-pipeline rules check --strict --json my.rules | jq .errors
       dlq-pipeline rules show my.rules
       dlq-pipeline rules test my.rules --input dlq.dmp --attempts 2
+      dlq-pipeline rules suggest --input dlq.dmp --explain > draft.rules
     """
 
 
@@ -158,4 +160,5 @@ def example_cmd(name: str | None) -> None:
     click.echo(path.read_text(encoding="utf-8"), nl=False)
 
 
-rules_group.add_command(rules_test_cmd)  # `rules test` lives in its own module
+rules_group.add_command(rules_test_cmd)  # `rules test` and `rules suggest` live in their own modules
+rules_group.add_command(rules_suggest_cmd)

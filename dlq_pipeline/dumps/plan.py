@@ -80,17 +80,26 @@ def _file_splits(path: str, url: str, split_bytes: int) -> list[FileSplit]:
     read_at = url if url != path else None
     kind = sniff(url)
     if kind == "dmpmqmsg":
-        info = read_dump_info(url)
+        qmgr, queue = source_queue(url, kind)
         ranges = plan_splits(url, split_bytes)
-        # as the tables store text: a byte of the header that is not UTF-8 becomes U+FFFD
-        qmgr, queue = stored_text(info.qmgr) or None, stored_text(info.queue) or None
         return [
             FileSplit(path, kind, start, end, k, len(ranges), qmgr, queue, read_at)
             for k, (start, end) in enumerate(ranges)
         ]
     if kind == "amqsbcg":
-        return [FileSplit(path, kind, 0, None, 0, 1, None, _listing_queue(url), read_at)]
+        return [FileSplit(path, kind, 0, None, 0, 1, *source_queue(url, kind), read_at)]
     return [FileSplit(path, "unknown", 0, None, 0, 1, url=read_at)]
+
+
+def source_queue(url: str, kind: str | None) -> tuple[str | None, str | None]:
+    """The queue manager and queue a dump's header or a listing names (None where it names
+    none), as the tables store text: a byte of the header that is not UTF-8 becomes U+FFFD."""
+    if kind == "dmpmqmsg":
+        info = read_dump_info(url)
+        return stored_text(info.qmgr) or None, stored_text(info.queue) or None
+    if kind == "amqsbcg":
+        return None, _listing_queue(url)
+    return None, None
 
 
 def input_bytes(paths: Iterable[str], webhdfs: str = "") -> int | None:

@@ -138,3 +138,6 @@ class Decision:
 
 # The decision columns of the `decisions` table and of the Spark classifier, in this order.
 DECISION_COLUMNS = tuple(f.name for f in fields(Decision))
+# What makes two decisions for the same message different (the rule line is not: adding a
+# rule at the top of a table renumbers every rule after it without changing what they do).
+COMPARED = ("action", "target_q", "target_qmgr", "header", "ignore_reason")

@@ -765,6 +765,12 @@ def _named(match: re.Match[str]) -> str:
         return match.group(0)
 
 
+def named_items(rule: Rule) -> list[str]:
+    """The rule's items in canonical order, REASON and FEEDBACK by name where the value has
+    one (``REASON(MQRC_Q_FULL)``): a table for people to read, reading back to the same rule."""
+    return [_NUMBERED.sub(_named, item) for item in _rule_items(rule)]
+
+
 def rules_listing(table: RulesTable) -> list[dict[str, int | str | bool]]:
     """The rules as a report shows them beside its counts (and a run summary keeps them):
     line, index, canonical text, action, target, RETRY count and whether the rule matches
