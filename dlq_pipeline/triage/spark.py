@@ -23,16 +23,13 @@ from dlq_pipeline.mq.spark import decode_headers
 from dlq_pipeline.mq.spark import reason_name as reason_column
 from dlq_pipeline.report.spark import AGE_BUCKETS, build_report, dead_lettered_at, origin_qmgr
 from dlq_pipeline.report.spark import arrivals as _arrivals
-from dlq_pipeline.rules.model import RulesTable
+from dlq_pipeline.rules.model import COMPARED, RulesTable
 from dlq_pipeline.rules.spark import decide
-from dlq_pipeline.runtime.clock import as_utc
+from dlq_pipeline.rules.suggest import Draft, Effect, Seen, SuggestOptions, order, suggest
+from dlq_pipeline.runtime.clock import as_utc, from_epoch
 from dlq_pipeline.triage.charts import body_preview
 from dlq_pipeline.warehouse.ledger import not_ended, pending_with_attempts
 from dlq_pipeline.warehouse.storage import Storage
-
-# What makes two decisions for the same message different (the rule line is not: adding a
-# rule at the top of a table renumbers every rule after it without changing what they do).
-COMPARED = ("action", "target_q", "target_qmgr", "header", "ignore_reason")
 
 
 @dataclass
@@ -296,3 +293,88 @@ def what_if(tables: Tables, draft: RulesTable, *, current: RulesTable | None = N
         changes=changes,
         comparison=comparison,
     )
+
+
+def _rtrim_blanks(col: str) -> Column:
+    return F.regexp_replace(F.col(col), " +$", "")
+
+
+def seen(tables: Tables) -> list[Seen]:
+    """The landed messages as `rules.suggest.Seen` groups, as `rules.suggest.seen_groups`
+    makes them from dumps (collected: one row per group, not per message)."""
+    at = F.unix_seconds(dead_lettered_at(tables.messages))  # epoch seconds: a timestamp collected is local time
+    dlh = F.col("has_dlh")
+    grouped = (
+        tables.messages.groupBy(
+            dlh.alias("has_dlh"),
+            F.col("truncated"),
+            F.when(dlh, F.col("dlh_reason")).alias("reason"),
+            F.when(dlh, _rtrim_blanks("dlh_dest_q")).otherwise("").alias("dest_q"),
+            F.when(dlh, _rtrim_blanks("dlh_dest_qmgr")).otherwise("").alias("dest_qmgr"),
+            origin_qmgr().alias("origin"),
+            F.coalesce(_strip("put_appl_name"), F.lit("")).alias("appl"),
+            (F.floor(at / 3600) * 3600).alias("hour"),
+        )
+        .agg(F.count("*").alias("count"), F.min(at).alias("first"), F.max(at).alias("last"))
+        .collect()
+    )
+
+    def when(seconds: int | None) -> dt.datetime | None:
+        return from_epoch(seconds) if seconds is not None else None
+
+    rows = [
+        Seen(
+            r["has_dlh"],
+            r["truncated"],
+            r["reason"],
+            r["dest_q"] or "",
+            r["dest_qmgr"] or "",
+            r["origin"],
+            r["appl"],
+            when(r["hour"]),
+            r["count"],
+            when(r["first"]),
+            when(r["last"]),
+        )
+        for r in grouped
+    ]
+    return sorted(rows, key=order)
+
+
+def _one(frame: DataFrame, column: str) -> str | None:
+    names = [r[0] for r in frame.where(F.col(column).isNotNull()).select(column).distinct().limit(2).collect()]
+    return names[0] if len(names) == 1 else None
+
+
+def suggest_rules(tables: Tables, options: SuggestOptions | None = None, *, source: str = "") -> Draft:
+    """A rules table drafted from the landed messages (`rules.suggest.suggest`): its
+    ``text`` to read and save, its ``table`` to try with `what_if` or `decide`. INPUTQ and
+    INPUTQM are the queue and queue manager the messages came from, when there is one of each."""
+    return suggest(
+        seen(tables),
+        options,
+        inputq=_one(tables.messages, "source_queue"),
+        inputqm=_one(tables.messages, "source_qmgr"),
+        source=source,
+    )
+
+
+def draft_effect(tables: Tables, draft: RulesTable, against: RulesTable | None = None) -> Effect:
+    """What ``draft`` decides for every landed message (no prior attempts, as `rules test`
+    takes them), and what changes against ``against`` decided the same way."""
+    from dlq_pipeline.rules.model import DECISION_COLUMNS, Decision
+    from dlq_pipeline.rules.whatif import display_path
+
+    frame = tables.messages.transform(decide(draft)).withColumnsRenamed({c: f"draft_{c}" for c in DECISION_COLUMNS})
+    compared = [f"draft_{c}" for c in DECISION_COLUMNS]
+    if against is not None:
+        frame = frame.transform(decide(against))
+        compared += list(DECISION_COLUMNS)
+    example = F.min(F.struct("source_file", "source_index")).alias("example")
+    effect = Effect(draft, against)
+    for r in frame.groupBy(*compared).agg(F.count("*").alias("count"), example).collect():
+        mine = Decision(**{c: r[f"draft_{c}"] for c in DECISION_COLUMNS})
+        theirs = Decision(**{c: r[c] for c in DECISION_COLUMNS}) if against is not None else None
+        file, index = r["example"]
+        effect.add(mine, theirs, r["count"], f"{display_path(file or 'drained')} message {index}")
+    return effect

@@ -71,6 +71,9 @@ def run_notebook(spark, tmp_path, monkeypatch, **env):
     changed = next(line for line in text.splitlines() if "pending messages would be decided differently" in line)
     assert changed.endswith(f" of {COUNT} pending messages would be decided differently")
     assert not changed.startswith("0 ")
+    drafted = text.split("* A rules table drafted by `dlq-pipeline rules suggest`", 1)[1]
+    assert "\nACTION(FWD) FWDQ(DLQ.UNMATCHED) HEADER(YES)\n" in drafted
+    assert drafted.splitlines()[-1].endswith(f" of {COUNT} pending messages would be decided differently")
 
     def cell_outputs(snippet: str) -> list:
         [cell] = [c for c in nb.cells if c.cell_type == "code" and snippet in c.source]

@@ -118,3 +118,43 @@ def test_what_if_finds_exactly_the_messages_a_draft_changes(tables, warehouse):
     assert set(result.changes["draft_target_q"]) == {"HOLD.QFULL"}
     against_table = triage.what_if(tables, draft, current=starter, limit=1000)
     assert set(against_table.changes["message_key"]) == expected
+
+
+def test_a_draft_from_the_warehouse_is_the_draft_from_its_dumps(tables, warehouse):
+    from dlq_pipeline.dumps.plan import source_queue
+    from dlq_pipeline.rules.suggest import Effect, seen_groups, suggest
+    from dlq_pipeline.warehouse.tables import stored_md
+
+    dump = warehouse[0].parent / "dumps" / "dlq-0000.dmp"
+    views = [match_view(stored_md(m.md), m.data, truncated=m.truncated) for m in warehouse[1]]
+    qmgr, queue = source_queue(str(dump), "dmpmqmsg")
+    expected = suggest(seen_groups(views), inputq=queue, inputqm=qmgr)
+    got = triage.suggest_rules(tables)
+    assert got.text == expected.text and got.table.diagnostics == []
+
+    starter = load_rules(str(STARTER))
+    effect = triage.draft_effect(tables, got.table, starter)
+    python = Effect(expected.table, starter)
+    for view in views:
+        python.add(decide(expected.table, view), decide(starter, view))
+    assert (effect.messages, effect.actions, effect.chosen, effect.implicit, effect.transitions, effect.unchanged) == (
+        python.messages,
+        python.actions,
+        python.chosen,
+        python.implicit,
+        python.transitions,
+        python.unchanged,
+    )
+    assert all(len(shown) >= 1 for shown in effect.examples.values())
+
+
+def test_rules_suggest_reads_a_warehouse_end_to_end(warehouse):
+    from click.testing import CliRunner
+
+    from dlq_pipeline.cli import cli
+
+    result = CliRunner().invoke(cli, ["rules", "suggest", "--warehouse", str(warehouse[0]), "--against", str(STARTER)])
+    assert result.exit_code == 0, result.output
+    comments = " ".join(line.removeprefix("*").strip() for line in result.stdout.splitlines())
+    assert f"from 120 messages in {warehouse[0]}/messages" in comments
+    assert "* Against " in result.stdout and parse_rules(result.stdout).diagnostics == []
