@@ -66,8 +66,8 @@ def rules_suggest_cmd(
     applications, when, and the report advice it follows.
 
     The draft is for a person to read and edit, not to deploy unread; `rules check`
-    accepts it as it is, and so does IBM's runmqdlq. The same messages give the same
-    table. The effect (--explain, --against) is printed as comment lines after the table,
+    accepts it as it is, and it keeps to runmqdlq's documented syntax. The same
+    messages give the same table. The effect (--explain, --against) is printed as comment lines after the table,
     so the output stays a rules table.
 
     \b
