@@ -276,8 +276,9 @@ def _rule(index: int, action: str, patterns: dict[str, str | int], **actions: An
     return Rule(line=0, index=index, patterns=patterns, action=action, **actions)
 
 
-def _storms(seen: list[Seen]) -> list[dict]:
-    """The report's ``queue_full`` advice items for these messages' arrivals."""
+def _burst_advice(seen: list[Seen]) -> list[dict]:
+    """The report's advice on these messages' arrivals (``queue_full``,
+    ``unknown_destination_burst``, ``burst`` items)."""
     rows = [
         {
             "at": s.hour,
@@ -288,7 +289,12 @@ def _storms(seen: list[Seen]) -> list[dict]:
         }
         for s in seen
     ]
-    return [item for item in advise({"arrivals": timeline(rows)}) if item["code"] == "queue_full"]
+    return advise({"arrivals": timeline(rows)})
+
+
+def _cited(item: dict | None) -> tuple[str, str] | None:
+    """An advice item as a rule's comment cites it: its code and what it found."""
+    return (item["code"], item["title"]) if item else None
 
 
 def _retryint(storms: list[dict]) -> int:
@@ -306,7 +312,11 @@ def draft_rules(seen: list[Seen], options: SuggestOptions) -> tuple[list[Suggest
     for s in dlh:
         by_reason[s.reason or 0] += s.count
     ranked = sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0]))
-    storms = _storms(dlh)
+    found = _burst_advice(dlh)
+    storms = [item for item in found if item["code"] == "queue_full"]
+    unknown = {
+        item["evidence"]["reasons"][0]["reason"]: item for item in found if item["code"] == "unknown_destination_burst"
+    }
     retryint = _retryint(storms)
     rules: list[Suggested] = []
 
@@ -348,6 +358,7 @@ def draft_rules(seen: list[Seen], options: SuggestOptions) -> tuple[list[Suggest
                 {"REASON": reason},
                 f"FWD to a holding queue: {reasons.name(reason)} cannot succeed as the message stands; "
                 f"{WHY_HELD[hold]}. HEADER(YES) keeps the reason with the message.",
+                _cited(unknown.get(reasons.name(reason))),
                 fwdq=f"{options.hold_prefix}.{hold}",
                 header=True,
             )
@@ -357,6 +368,7 @@ def draft_rules(seen: list[Seen], options: SuggestOptions) -> tuple[list[Suggest
         "The catch-all: whatever no rule above takes, or takes and fails, goes to a queue people "
         "read, dead-letter header kept, so that nothing stays on the DLQ (IBM: without it such "
         "messages stay there indefinitely).",
+        ("no_catch_all", "a table without a catch-all leaves what no rule matches on the DLQ, unseen"),
         fwdq=options.catch_all,
         header=True,
     )

@@ -79,6 +79,9 @@ def test_the_demo_draft_is_checked_clean_ends_with_a_catch_all_and_takes_every_d
     blocks = text.split("\n\n")[2:]
     assert len(blocks) == len(table.rules)
     assert all(" takes " in b and ("from " in b or "none of these" in b) for b in blocks)
+    # the report's findings on the demo's arrivals, each cited by the rule that follows it
+    cited = [line.split()[2].rstrip(":") for line in text.splitlines() if line.startswith("*") and " Advice " in line]
+    assert cited == ["queue_full", "unknown_destination_burst", "no_catch_all"]
 
 
 def test_the_evidence_counts_are_what_rules_test_counts(demo_dumps):
