@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlq_pipeline.dumps.describe import printable
 from dlq_pipeline.errors import UsageError
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.constants import MQFB, MQRC
@@ -389,16 +390,11 @@ def _comment(text: str, indent: str = "") -> list[str]:
     return textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False)
 
 
-def _top(counter: Counter, total: int) -> str:
+def _top(counter: Counter) -> str:
     ranked = sorted(counter.items(), key=lambda kv: (-kv[1], str(kv[0])))
-    shown = [f"{printable_name(k)} ({n:,})" for k, n in ranked[:TOP]]
+    shown = [f"{printable(str(k))} ({n:,})" for k, n in ranked[:TOP]]
     others = sum(n for _, n in ranked[TOP:])
     return ", ".join(shown) + (f" and {others:,} more from {len(ranked) - TOP} others" if others else "")
-
-
-def printable_name(value: object) -> str:
-    """A name from a message, safe in a comment line: control characters as '?'."""
-    return "".join(c if c.isprintable() else "?" for c in str(value))
 
 
 def _stamp(when: dt.datetime | None) -> str:
@@ -410,13 +406,13 @@ def _evidence(taken: _Taken, total: int, catch_all: bool) -> list[str]:
         return ["takes none of these messages: it is there for what arrives later."]
     share = f"{100 * taken.messages / total:.1f}%" if total else "-"
     lines = [
-        f"takes {taken.messages:,} messages ({share}) from {_top(taken.origins, taken.messages)};",
-        f"applications {_top(taken.appls, taken.messages)};",
+        f"takes {taken.messages:,} messages ({share}) from {_top(taken.origins)};",
+        f"applications {_top(taken.appls)};",
         f"arrived {_stamp(taken.first)} to {_stamp(taken.last)}.",
     ]
     if catch_all and taken.reasons:
         named = Counter({reasons.name(r): n for r, n in taken.reasons.items()})
-        lines.append(f"Reasons: {_top(named, taken.messages)}.")
+        lines.append(f"Reasons: {_top(named)}.")
     return lines
 
 
@@ -548,9 +544,9 @@ class Effect:
             )
             ranked = sorted(self.transitions.items(), key=lambda kv: (-kv[1], kv[0]))
             for key, n in ranked[:SHOWN_TRANSITIONS]:
-                out.append(f"*   {n:>9,}  {printable_name(key[0])} -> {printable_name(key[1])}")
+                out.append(f"*   {n:>9,}  {printable(key[0])} -> {printable(key[1])}")
                 for example in self.examples.get(key, []):
-                    out.append(f"*              e.g. {printable_name(example)}")
+                    out.append(f"*              e.g. {printable(example)}")
             if len(ranked) > SHOWN_TRANSITIONS:
                 rest = sum(n for _, n in ranked[SHOWN_TRANSITIONS:])
                 out.append(f"*   {rest:>9,}  in {len(ranked) - SHOWN_TRANSITIONS} more kinds of change")
