@@ -8,7 +8,7 @@ table. The drafting is in ``rules/suggest.py``.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -112,15 +112,16 @@ def _from_dumps(inputs: list[str], options, against, with_effect: bool, config: 
     except (FileNotFoundError, ValueError, InputUnreachable) as exc:
         err(f"error: {exc.args[0] if exc.args else exc}")
         sys.exit(exitcodes.USAGE)
-    bad = [0]
+    problems: list[str] = []
 
-    def views(report) -> Iterator[tuple[str, int, dict[str, Any]]]:
-        yield from _read_views(paths, limits, bad, report)
+    def told(line: str) -> None:
+        err(printable(line))
+        problems.append(line)
 
     queues = {source_queue(path, sniff(path)) for path in paths}
     qmgrs, names = {q for q, _ in queues}, {n for _, n in queues}
     draft = suggest(
-        seen_groups(view for _, _, view in views(lambda line: err(printable(line)))),
+        seen_groups(view for _, _, view in _read_views(paths, limits, told)),
         options,
         inputq=names.pop() if len(names) == 1 else None,
         inputqm=qmgrs.pop() if len(qmgrs) == 1 else None,
@@ -129,19 +130,19 @@ def _from_dumps(inputs: list[str], options, against, with_effect: bool, config: 
     effect = None
     if with_effect:
         effect = Effect(draft.table, against)
-        problems = bad[0]
-        for path, index, view in views(lambda line: None):  # the same bad records again: told once
+        for path, index, view in _read_views(paths, limits, lambda line: None):  # the same bad records: told once
             current = decide(against, view) if against is not None else None
             effect.add(decide(draft.table, view), current, example=f"{display_path(path)} message {index}")
-        bad[0] = problems
-    return draft, effect, bad[0]
+    return draft, effect, len(problems)
 
 
-def _read_views(paths: list[str], limits: IngestSettings, bad: list[int], report):
-    """(path, index, match view) of every message of the dumps, as ingest reads them; a bad
-    record or file is reported and counted in ``bad[0]``."""
+def _read_views(
+    paths: list[str], limits: IngestSettings, report: Callable[[str], None]
+) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    """(path, index, match view) of every message of the dumps, as ingest reads them; each
+    bad record or unreadable file is passed to ``report``."""
     from dlq_pipeline.dumps.records import RecordError
-    from dlq_pipeline.dumps.sources import read_source, too_large
+    from dlq_pipeline.dumps.sources import read_source
     from dlq_pipeline.rules.view import match_view
     from dlq_pipeline.warehouse.tables import stored_md
 
@@ -150,11 +151,8 @@ def _read_views(paths: list[str], limits: IngestSettings, bad: list[int], report
             for record in read_source(
                 path, name=path, max_line_length=limits.max_line_length, max_message_bytes=limits.max_message_bytes
             ):
-                if not isinstance(record, RecordError):
-                    record = too_large(record, path, limits.max_message_bytes) or record
-                if isinstance(record, RecordError):
+                if isinstance(record, RecordError):  # too large ones too: read_source checks the limit
                     report(str(record))
-                    bad[0] += 1
                     continue
                 yield (
                     path,
@@ -163,7 +161,6 @@ def _read_views(paths: list[str], limits: IngestSettings, bad: list[int], report
                 )
         except OSError as exc:
             report(f"{path}: cannot read: {exc.strerror or exc}")
-            bad[0] += 1
 
 
 def _from_warehouse(options, against, with_effect: bool, config: Config) -> tuple[Draft, Effect | None, int]:
