@@ -23,9 +23,10 @@ from dlq_pipeline.mq.spark import decode_headers
 from dlq_pipeline.mq.spark import reason_name as reason_column
 from dlq_pipeline.report.spark import AGE_BUCKETS, build_report, dead_lettered_at, origin_qmgr
 from dlq_pipeline.report.spark import arrivals as _arrivals
-from dlq_pipeline.rules.model import COMPARED, RulesTable
+from dlq_pipeline.rules.model import COMPARED, DECISION_COLUMNS, Decision, RulesTable
 from dlq_pipeline.rules.spark import decide
 from dlq_pipeline.rules.suggest import Draft, Effect, Seen, SuggestOptions, order, suggest
+from dlq_pipeline.rules.whatif import display_path
 from dlq_pipeline.runtime.clock import as_utc, from_epoch
 from dlq_pipeline.triage.charts import body_preview
 from dlq_pipeline.warehouse.ledger import not_ended, pending_with_attempts
@@ -341,30 +342,24 @@ def seen(tables: Tables) -> list[Seen]:
     return sorted(rows, key=order)
 
 
-def _one(frame: DataFrame, column: str) -> str | None:
-    names = [r[0] for r in frame.where(F.col(column).isNotNull()).select(column).distinct().limit(2).collect()]
-    return names[0] if len(names) == 1 else None
+def _source(tables: Tables) -> tuple[str | None, str | None]:
+    """The queue and queue manager the messages came from, each when there is one."""
+    found = tables.messages.agg(F.collect_set("source_queue"), F.collect_set("source_qmgr")).collect()[0]
+    queues, qmgrs = found[0], found[1]
+    return (queues[0] if len(queues) == 1 else None), (qmgrs[0] if len(qmgrs) == 1 else None)
 
 
 def suggest_rules(tables: Tables, options: SuggestOptions | None = None, *, source: str = "") -> Draft:
     """A rules table drafted from the landed messages (`rules.suggest.suggest`): its
     ``text`` to read and save, its ``table`` to try with `what_if` or `decide`. INPUTQ and
     INPUTQM are the queue and queue manager the messages came from, when there is one of each."""
-    return suggest(
-        seen(tables),
-        options,
-        inputq=_one(tables.messages, "source_queue"),
-        inputqm=_one(tables.messages, "source_qmgr"),
-        source=source,
-    )
+    inputq, inputqm = _source(tables)
+    return suggest(seen(tables), options, inputq=inputq, inputqm=inputqm, source=source)
 
 
 def draft_effect(tables: Tables, draft: RulesTable, against: RulesTable | None = None) -> Effect:
     """What ``draft`` decides for every landed message (no prior attempts, as `rules test`
     takes them), and what changes against ``against`` decided the same way."""
-    from dlq_pipeline.rules.model import DECISION_COLUMNS, Decision
-    from dlq_pipeline.rules.whatif import display_path
-
     frame = tables.messages.transform(decide(draft)).withColumnsRenamed({c: f"draft_{c}" for c in DECISION_COLUMNS})
     compared = [f"draft_{c}" for c in DECISION_COLUMNS]
     if against is not None:
