@@ -21,6 +21,10 @@ from tests import profiles  # noqa: F401 - loads the Hypothesis profile DLQ_TEST
 
 REPO = Path(__file__).resolve().parents[1]
 REAL_FIXTURES = REPO / "tests" / "fixtures" / "real"
+# The suite's commands start hundreds of short local JVMs, many with class paths of their
+# own (other Spark tiers, temporary jar caches, S3A): none builds a class archive for the
+# next run in the background (tests/spark/test_class_archive.py turns it on where it tests it).
+os.environ["DLQ_PIPELINE_CLASS_ARCHIVE"] = "off"
 CREATED = re.compile(rb"Created:[^\n]*")  # the line of a dmpmqmsg dump saying when it was written
 
 

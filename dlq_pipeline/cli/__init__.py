@@ -83,9 +83,10 @@ from dlq_pipeline.cli.generate import generate_cmd  # noqa: E402
 from dlq_pipeline.cli.inspect import inspect_cmd  # noqa: E402
 from dlq_pipeline.cli.live import LIVE_COMMANDS  # noqa: E402
 from dlq_pipeline.cli.rules import rules_group  # noqa: E402
+from dlq_pipeline.cli.setup import setup_cmd  # noqa: E402
 from dlq_pipeline.cli.stages import PIPELINE_COMMANDS  # noqa: E402
 
-for _command in (inspect_cmd, generate_cmd, rules_group, *PIPELINE_COMMANDS, *LIVE_COMMANDS):
+for _command in (inspect_cmd, generate_cmd, rules_group, *PIPELINE_COMMANDS, *LIVE_COMMANDS, setup_cmd):
     cli.add_command(_command)
 
 

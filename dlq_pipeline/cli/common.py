@@ -354,6 +354,8 @@ def start_spark(config: Config, classic_for: str = "", inputs: list[str] | None 
         "format": config.get("storage", "format"),
         "work_bytes": None if inputs is None else _landing_bytes(config, inputs, reread),
         "s3a": bool(on_s3),
+        # a first run without a class archive leaves one for the next (docs/deploy.md)
+        "archive_classes": True,
     }
     if on_s3 and s3a_missing(settings):
         _refuse_without_s3a(on_s3[0])

@@ -1,22 +1,25 @@
 """The run a class archive is made from (`dlq_pipeline.engine.class_archive.build` starts it
-in a child process, ``python -m dlq_pipeline.engine.class_archive_dump FORMAT [--force]``):
-a small pipeline on a generated DLQ, stored in FORMAT, loads the classes of ingest, decode,
+in a child process, ``python -m dlq_pipeline.engine.class_archive_dump FORMAT [--s3a]
+[--force]``, and so does a command that found none, detached, with ``--claim``): a small
+pipeline on a generated DLQ, stored in FORMAT, loads the classes of ingest, decode,
 classify, the table writes and replay; then the JVM exits and writes every class it loaded
-to the archive of a local session's class path in that format. Prints the archive's path
-(an archive already there is kept, unless ``--force``)."""
+to the archive of a local session's class path in that format (with Hadoop's S3A jars for
+``--s3a``). Prints the archive's path (an archive already there is kept, unless
+``--force``)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import shlex
 import sys
 import tempfile
 from pathlib import Path
 
-from dlq_pipeline.engine.class_archive import BUILD_TIMEOUT_S, QUIET, archive_path
+from dlq_pipeline.engine.class_archive import BUILD_TIMEOUT_S, QUIET, Claim, archive_path
 
 
-def dump(storage_format: str, force: bool) -> Path | None:
+def dump(storage_format: str, force: bool, s3a: bool = False) -> Path | None:
     from pyspark import SparkContext
 
     from dlq_pipeline.config.settings import RunSettings, StorageSettings
@@ -26,7 +29,7 @@ def dump(storage_format: str, force: bool) -> Path | None:
     from dlq_pipeline.rules.parser import load_rules
     from dlq_pipeline.rules.shipped import STARTER, shipped_path
 
-    settings = {"master": "local[2]", "app_name": "dlq-pipeline-class-archive", "format": storage_format}
+    settings = {"master": "local[2]", "app_name": "dlq-pipeline-class-archive", "format": storage_format, "s3a": s3a}
     path = archive_path(local_classpath(settings))
     if path is None or (path.is_file() and not force):
         return path
@@ -67,5 +70,31 @@ def dump(storage_format: str, force: bool) -> Path | None:
     return path
 
 
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dlq_pipeline.engine.class_archive_dump")
+    parser.add_argument("format", choices=["parquet", "delta"])
+    parser.add_argument("--s3a", action="store_true", help="with Hadoop's S3A jars on the class path")
+    parser.add_argument("--force", action="store_true")
+    parser.add_argument("--claim", help="the claim of a command that found no archive (class_archive.claim)")
+    args = parser.parse_args(argv)
+    if args.claim is None:
+        print(dump(args.format, args.force, args.s3a))
+        return 0
+    # for the next run, after a command's own work: behind whatever runs in the foreground
+    os.nice(10)
+    held = Path(args.claim)
+    claim = Claim(held.with_name(held.name.removesuffix(".claim")), held)
+    try:
+        made = dump(args.format, False, args.s3a)
+    except BaseException as exc:
+        claim.failed(f"{type(exc).__name__}: {exc}")
+        raise
+    if made != claim.archive:  # another class path than the command's: keep the claim, say why
+        claim.failed(f"built {made}, not the claimed {claim.archive}")
+        return 1
+    claim.done()
+    return 0
+
+
 if __name__ == "__main__":
-    print(dump(sys.argv[1], "--force" in sys.argv[2:]))
+    sys.exit(main())

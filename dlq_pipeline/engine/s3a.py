@@ -36,14 +36,14 @@ from pathlib import Path
 from dlq_pipeline.engine import jars
 
 S3_SCHEMES = ("s3a", "s3", "s3n")
-FETCH_COMMAND = "python -m dlq_pipeline.engine.s3a"
+FETCH_COMMAND = "dlq-pipeline setup --s3a"
 CONNECTOR_CLASS = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 CREDENTIALS_PROVIDER = "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider"
 ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 REGION_VARIABLES = ("AWS_REGION", "AWS_DEFAULT_REGION")
 FIX = (
     f"fetch Hadoop's S3A connector once with `{FETCH_COMMAND}` (from Maven Central into "
-    "~/.cache/dlq-pipeline/jars; `make s3a-jars` in a clone), or start Spark with --packages "
+    "~/.cache/dlq-pipeline/jars), or start Spark with --packages "
     "org.apache.hadoop:hadoop-aws:<the Hadoop version of your Spark>, or run where the cluster "
     "provides it (EMR, Databricks)"
 )
@@ -132,7 +132,7 @@ def available(spark) -> bool:
 def main(argv: list[str] | None = None) -> int:
     return jars.command(
         argv,
-        prog=FETCH_COMMAND,
+        prog="python -m dlq_pipeline.engine.s3a",
         what="Hadoop's S3A connector",
         package=lambda _version: package(),
         folder=lambda _version: jar_dir(),

@@ -29,8 +29,8 @@ log = logging.getLogger(__name__)
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 DELTA_FIX = (
-    "fetch Delta Lake's jars once with `python -m dlq_pipeline.warehouse.delta` (from Maven Central into "
-    "~/.cache/dlq-pipeline/jars; `make delta-jars` in a clone), or start Spark with "
+    "fetch Delta Lake's jars once with `dlq-pipeline setup --delta` (from Maven Central into "
+    "~/.cache/dlq-pipeline/jars), or start Spark with "
     "--packages io.delta:delta-spark_<spark>_2.13:<release>, or run on Databricks, "
     'or use storage.format = "parquet"'
 )
@@ -100,6 +100,7 @@ def _settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
         "work_bytes",
         "quick_jit_bytes",
         "class_archive",
+        "archive_classes",
         "s3a",
     }
     if unknown:
@@ -390,8 +391,11 @@ def get_spark(settings: Mapping[str, Any] | None = None) -> SparkSession:
     catalog when Delta is available), ``log_level`` (default WARN), ``work_bytes`` and
     ``quick_jit_bytes`` (a small command's JVM compiles with C1 only: `quick_jit`),
     ``class_archive`` (the JVM class archive a local JVM maps; default: the one
-    `dlq_pipeline.engine.class_archive` built for this Java and pyspark, if any), and ``s3a``
-    (a path is on S3: Hadoop's S3A connector and its settings, `dlq_pipeline.engine.s3a`).
+    `dlq_pipeline.engine.class_archive` built for this Java and pyspark, if any),
+    ``archive_classes`` (where there is no archive, one is built for the next local JVM
+    once this process exits: `dlq_pipeline.engine.class_archive.claim`; the CLI's commands
+    ask for it), and ``s3a`` (a path is on S3: Hadoop's S3A connector and its
+    settings, `dlq_pipeline.engine.s3a`).
 
     An existing session (Databricks, a notebook, spark-submit) is returned as it is, apart
     from ``spark_conf`` entries that can be changed at runtime: it belongs to the caller.
@@ -408,11 +412,29 @@ def get_spark(settings: Mapping[str, Any] | None = None) -> SparkSession:
                 log.debug("cannot set %s on the active session", key)
         return active
 
-    if not remote_url(s):
-        s.setdefault("class_archive", class_archive.existing(local_classpath(s)))
-    spark = _build(connect_conf(s) if remote_url(s) else session_conf(s, launcher_conf()))
+    if remote_url(s):
+        spark = _build(connect_conf(s))
+    else:
+        launcher = launcher_conf()
+        classpath = local_classpath(s)
+        s.setdefault("class_archive", class_archive.existing(classpath))
+        spark = _build(session_conf(s, launcher))
+        if s.get("archive_classes") and not s["class_archive"] and _started_its_jvm(s, launcher):
+            next_run = class_archive.claim(classpath)
+            if next_run is not None:
+                next_run.build_after_exit(str(s.get("format") or "parquet"), bool(s.get("s3a")))
     _quiet(spark, s.get("log_level") or LOG_LEVEL)
     return spark
+
+
+def _started_its_jvm(s: Mapping[str, Any], launcher: Mapping[str, str]) -> bool:
+    """Whether the session built with ``s`` runs in a JVM with this module's class path and
+    options: a local master, not spark-submit's JVM, no JVM options of the user's."""
+    return (
+        not launcher
+        and str(s.get("master") or "local[*]").startswith("local")
+        and "spark.driver.extraJavaOptions" not in (s.get("spark_conf") or {})
+    )
 
 
 def _managed_memory(spark: SparkSession) -> list[int] | None:

@@ -26,7 +26,7 @@ DELTA_PACKAGES = {
     "4.0": "io.delta:delta-spark_4.0_2.13:4.4.0",
     "3.5": "io.delta:delta-spark_2.12:3.3.2",
 }
-FETCH_COMMAND = "python -m dlq_pipeline.warehouse.delta"
+FETCH_COMMAND = "dlq-pipeline setup --delta"
 
 
 class DeltaJarsError(jars.JarsError):
@@ -62,7 +62,12 @@ def cached_jars(version: str | None = None) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     return jars.command(
-        argv, prog=FETCH_COMMAND, what="Delta Lake's jars", package=package_for, folder=jar_dir, by_spark_version=True
+        argv,
+        prog="python -m dlq_pipeline.warehouse.delta",
+        what="Delta Lake's jars",
+        package=package_for,
+        folder=jar_dir,
+        by_spark_version=True,
     )
 
 

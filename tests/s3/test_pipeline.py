@@ -131,7 +131,7 @@ def test_without_the_s3a_connector_a_run_on_s3_is_refused_naming_the_fix(s3, loc
     assert done.returncode == exitcodes.USAGE, done.stderr
     [line] = done.stderr.strip().splitlines()
     assert line.startswith(f"error: s3a://{BUCKET}/no-s3a is on S3, but Hadoop's S3A connector is not on the Spark")
-    assert "python -m dlq_pipeline.engine.s3a" in line
+    assert "dlq-pipeline setup --s3a" in line
     assert not s3.keys(BUCKET, "no-s3a")
 
 

@@ -116,3 +116,76 @@ def test_a_stale_archive_is_ignored_and_the_session_still_works(tmp_path):
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines()[-1] == "5"
     assert "shared archive" not in ran.stderr.lower()
+
+
+def test_a_run_without_an_archive_leaves_one_for_the_next(tmp_path):
+    """A `run` in a cache with no archive returns as soon as its own work is done, holding
+    the claim; the build it started as it exited (detached, about 40 s) writes the archive of
+    the run's class path and gives the claim back. Over a minute: the build is a pipeline run."""
+    import time
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "jars").symlink_to(cache_root(), target_is_directory=True)
+    env = {**os.environ, JARS_ENV: str(cache / "jars"), "PYTHONPATH": str(REPO), class_archive.FOR_NEXT_ENV: "auto"}
+    cli = [str(Path(sys.executable).with_name("dlq-pipeline"))]
+    subprocess.run(
+        [*cli, "generate", "--out", str(tmp_path / "dumps"), "--count", "40", "--seed", "5"], env=env, check=True
+    )
+    rules = tmp_path / "starter.rules"
+    rules.write_text(
+        subprocess.run([*cli, "rules", "example", "starter"], env=env, capture_output=True, text=True).stdout
+    )
+    run = [*cli, "run", "--input", str(tmp_path / "dumps"), "--rules", str(rules), "--warehouse", str(tmp_path / "wh")]
+    ran = subprocess.run([*run, "--target", "dry-run"], env=env, capture_output=True, text=True, timeout=300)
+    assert ran.returncode in (0, 3), ran.stderr
+    claims = list((cache / "cds").glob("*.jsa.claim"))
+    assert len(claims) == 1 and not list((cache / "cds").glob("*.jsa"))  # building, after the run returned
+    archive = claims[0].with_name(claims[0].name.removesuffix(".claim"))
+    probe = (
+        "from dlq_pipeline.engine import class_archive as a, session as s; print(a.archive_path(s.local_classpath({})))"
+    )
+    expected = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert expected.stdout.strip() == str(archive)  # the class path of the run's own sessions
+    deadline = time.monotonic() + 600
+    while claims[0].exists() and time.monotonic() < deadline:
+        time.sleep(1)
+    assert archive.is_file() and archive.stat().st_size > 50 * 2**20, (
+        claims[0].read_text() if claims[0].exists() else ""
+    )
+    assert sorted(p.name for p in (cache / "cds").iterdir()) == [archive.name]  # no claim, log or partial left
+    again = subprocess.run(
+        [*run, "--target", "dry-run", "--reread"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert again.returncode in (0, 3), again.stderr
+    assert sorted(p.name for p in (cache / "cds").iterdir()) == [archive.name]  # it had one: no second build
+
+
+def test_setup_is_idempotent_and_says_what_is_there(built, monkeypatch):
+    """`dlq-pipeline setup` where `make test` (or the fixture) built everything: one line per
+    step, nothing built or fetched again."""
+    cache, env, done = built
+    assert done.returncode == 0, done.stderr
+    paths = {p: p.stat().st_mtime_ns for p in (cache / "cds").glob("*.jsa")}
+    ran = subprocess.run(
+        [str(Path(sys.executable).with_name("dlq-pipeline")), "setup", "--delta"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode == 0, ran.stderr
+    lines = ran.stderr.splitlines()
+    from dlq_pipeline.warehouse import delta
+
+    monkeypatch.setenv(JARS_ENV, env[JARS_ENV])
+    assert lines[0].startswith("JVM reader: ") and lines[0].endswith(".jar")
+    assert lines[1] == f"Delta Lake's jars: {len(delta.cached_jars())} jars in {delta.jar_dir()}"
+    assert [line.split(": ")[0] for line in lines[2:]] == [
+        "class archive for Parquet",
+        "class archive for Delta",
+        "setup",
+    ]
+    assert lines[-1] == "setup: done" and all("building" not in line for line in lines)
+    assert {p: p.stat().st_mtime_ns for p in (cache / "cds").glob("*.jsa")} == paths

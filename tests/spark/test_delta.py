@@ -375,7 +375,7 @@ def test_without_the_jars_delta_is_a_configuration_error(tmp_path, dumps):
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "Delta Lake is not on the Spark classpath" in done.stderr
-    assert "python -m dlq_pipeline.warehouse.delta" in done.stderr
+    assert "dlq-pipeline setup --delta" in done.stderr
     assert not (tmp_path / "wh" / "messages").exists()
 
 

@@ -432,9 +432,7 @@ def test_bad_run_ids_cannot_escape_the_runs_directory(spark, warehouse):
 def test_configuration_errors(spark, warehouse, monkeypatch):
     monkeypatch.delenv("DATABRICKS_RUNTIME_VERSION", raising=False)
     monkeypatch.setattr("dlq_pipeline.warehouse.storage.delta_available", lambda s: False)  # a session without the jars
-    with pytest.raises(
-        StorageError, match="needs Delta Lake on the Spark classpath.*python -m dlq_pipeline.warehouse.delta"
-    ):
+    with pytest.raises(StorageError, match="needs Delta Lake on the Spark classpath.*dlq-pipeline setup --delta"):
         Storage(spark, format="delta", path=str(warehouse))
     with pytest.raises(StorageError, match="must be one of parquet, delta"):
         Storage(spark, format="orc", path=str(warehouse))
