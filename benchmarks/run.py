@@ -6,8 +6,9 @@
     python -m benchmarks.run --latency put=0.2,commit=2,get=0.2,browse=0.2,stat=0.2   # ms per sim operation
 
 Writes benchmarks/results.json (one key per comparison: decode, classify, ingest, replay,
-end_to_end, memory, storm, incremental, plus the machine and the sizes) and benchmarks/results.md, and prints
-the Markdown. Generated inputs are kept in --work and reused by the next run.
+end_to_end, memory, storm, incremental, first_run, plus the machine and the sizes; ``targets``
+gathers every section's targets, each with its limit, its value and whether it holds) and
+benchmarks/results.md, and prints the Markdown. Generated inputs are kept in --work and reused by the next run.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from benchmarks.common import ROOT, SIZES, machine, run_child, sizes_dict, with_overrides, write_result
 from benchmarks.report import markdown, origin
 
-COMPARISONS = ("decode", "classify", "ingest", "replay", "end_to_end", "memory", "storm", "incremental")
+COMPARISONS = ("decode", "classify", "ingest", "replay", "end_to_end", "memory", "storm", "incremental", "first_run")
 DEFAULT_LATENCY = "put=0.2,commit=2,get=0.2,browse=0.2,stat=0.2"
 
 
@@ -132,6 +133,7 @@ def run(argv=None, *, spark=None) -> dict:
             traceback.print_exc()
             doc[name] = {"error": f"{type(exc).__name__}: {exc}"}
         doc["elapsed_s"][name] = round(time.perf_counter() - start, 1)
+        doc["targets"] = targets(doc)
         print(f"[bench] {name}: {doc['elapsed_s'][name]} s", file=sys.stderr, flush=True)
         write_result(args.out, doc)  # partial results survive an interrupted run
     doc["elapsed_s"]["total"] = round(time.perf_counter() - began, 1)
@@ -140,6 +142,16 @@ def run(argv=None, *, spark=None) -> dict:
     Path(args.markdown or str(Path(args.out).with_suffix(".md"))).write_text(text)
     print(text)
     return doc
+
+
+def targets(doc: dict) -> dict:
+    """Every section's targets in one place, ``section.target`` (pure)."""
+    return {
+        f"{name}.{key}": target
+        for name in COMPARISONS
+        if isinstance(doc.get(name), dict)
+        for key, target in (doc[name].get("targets") or {}).items()
+    }
 
 
 def machine_kind(machine: dict) -> tuple[str, int]:

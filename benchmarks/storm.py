@@ -393,4 +393,16 @@ def bench_storm(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
         out["passed"] = run["landed"] == n and sum(outcomes.values()) == n
     if ctx.in_process:
         out["note"] = "in-process smoke run: peaks include the test session and are not comparable"
+    out["targets"] = {
+        # the whole storm through one run whose JVM and Python workers each have a 2 GB heap
+        "storm_million_messages_in_2g_heaps": {
+            "value": out["run"].get("landed") if isinstance(out.get("run"), dict) else None,
+            "limit": STORM_TARGET_MESSAGES,
+            "holds": None if n < STORM_TARGET_MESSAGES else bool(out["passed"] and PIPELINE_HEAP == "2g"),
+            "heap": PIPELINE_HEAP,
+        }
+    }
     return out
+
+
+STORM_TARGET_MESSAGES = 1_000_000
