@@ -219,7 +219,9 @@ _SUMMARY_LINE = re.compile(
     rb"(Message (Ages|Sizes)|Queue Size Summary|(Youngest|Oldest|Smallest|Biggest|Average)"
     rb" +Message +:)"
 )
-_X_LINE = re.compile(rb"X *([0-9A-Fa-f]*)")
+_X_LINE = re.compile(rb"X *([0-9A-Fa-f]*)(.*)", re.DOTALL)
+# what may follow an X line's digits: blanks, then the -da column "  <...>" (ignored)
+_X_REST = re.compile(rb"(?:[ \t]+<.*>)?[ \t\r]*", re.DOTALL)
 _HEX = re.compile(rb"[0-9A-Fa-f]*")
 _LONG_VALUE = re.compile(rb"[ \t]*([+-]?[0-9]+)[ \t]*")
 _QUOTED = re.compile(rb'((?:[^"~]|~["~])*)"')
@@ -769,7 +771,17 @@ class _Record:
                 "line_too_long", offset, f"line is longer than the {limit}-byte limit; the message was skipped", line
             )
         elif kind == K_HEX:
-            digits = cast(re.Match[bytes], _X_LINE.match(line)).group(1)  # an X line always matches
+            digits, rest = cast(re.Match[bytes], _X_LINE.match(line)).groups()  # an X line always matches
+            if not _X_REST.fullmatch(rest):
+                column = len(line) - len(rest.lstrip(b" \t")) + 1
+                self.fail(
+                    "bad_hex",
+                    offset,
+                    f"X line has a character that is not a hex digit at column {column} "
+                    "(after the digits only blanks and the -da column '  <...>' may follow)",
+                    line,
+                )
+                return
             if len(digits) & 1:
                 self.fail("odd_length_hex", offset, f"X line has an odd number of hex digits ({len(digits)})", line)
                 return

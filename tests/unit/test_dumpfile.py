@@ -222,11 +222,6 @@ def test_s_line_without_closing_quote_or_with_bad_escape():
     assert ok.data == b"a~b"
 
 
-def test_x_line_stops_at_the_first_non_hex_character():
-    [message] = read_bytes(b"A PRI 1\nX   4142x4344\nX 45 46\n")
-    assert message.data == b"ABE"
-
-
 # --- bad records: located, explained, and the rest of the file still lands ------------------
 
 BAD_FILE = b"""* DMPMQMSG Version:9.4.0.0 Created:x
@@ -285,6 +280,29 @@ def test_bad_records_yield_errors_in_place_and_reading_continues():
         (9, 9),
     ]
     assert records[-1].data == b"BC"
+
+
+def test_an_x_line_with_a_character_that_is_not_hex_is_bad_hex_and_the_next_message_is_read():
+    """Only blanks and the -da column may follow the digits: a stray character is never
+    dropped silently (the message goes to quarantine, the next one is read)."""
+    dump = (
+        b"A PRI 1\nX 41zz\n\n"  # a digit pair, then junk
+        b"A PRI 2\nX zz-not-hex\n\n"  # no digits at all
+        b"A PRI 3\nX 4142 43\n\n"  # digits after a blank
+        b"A PRI 4\nX   4142    <AB>\nX 43 \t\nX 44\r\n\n"  # blanks, the -da column, CRLF: data
+        b"A PRI 5\nX 45\n"
+    )
+    records = read_bytes(dump)
+    assert [r.code if isinstance(r, RecordError) else r.data for r in records] == [
+        "bad_hex",
+        "bad_hex",
+        "bad_hex",
+        b"ABCD",
+        b"E",
+    ]
+    first, _, third = records[:3]
+    assert first.snippet == "X 41zz" and "not a hex digit at column 5" in first.message
+    assert "at column 8" in third.message and first.line == 1
 
 
 def test_attributes_without_data_run_into_the_next_attribute_lines():
