@@ -15,11 +15,11 @@ import click
 
 from dlq_pipeline.cli.common import FILE, reading_config, summary_line
 from dlq_pipeline.config.settings import IngestSettings
-from dlq_pipeline.dumps.records import DumpedMessage, RecordError
+from dlq_pipeline.dumps.records import RecordError
 from dlq_pipeline.runtime import exitcodes
 
 if TYPE_CHECKING:
-    from dlq_pipeline.rules.whatif import Outcome
+    pass
 
 
 @click.command("test")
@@ -101,21 +101,19 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
     width = file_width(paths)
     if not as_json:
         click.echo(text_header(width))
-    record: DumpedMessage | Outcome | RecordError  # a message as read, then its decision
     for path in paths:
         try:
             for record in read_source(
                 path, name=path, max_line_length=limits.max_line_length, max_message_bytes=limits.max_message_bytes
             ):
-                if not isinstance(record, RecordError):
-                    record = decide_message(table, record, path, attempts, max_message_bytes=limits.max_message_bytes)
                 if isinstance(record, RecordError):
                     click.echo(printable(str(record)), err=True)
                     tally.bad_records += 1
                     continue
-                tally.add(record)
+                outcome = decide_message(table, record, path, attempts)
+                tally.add(outcome)
                 click.echo(
-                    json.dumps(record.as_dict(), ensure_ascii=True) if as_json else format_outcome(record, width)
+                    json.dumps(outcome.as_dict(), ensure_ascii=True) if as_json else format_outcome(outcome, width)
                 )
         except OSError as exc:
             click.echo(printable(f"{path}: cannot read: {exc.strerror or exc}"), err=True)

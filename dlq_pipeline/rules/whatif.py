@@ -14,8 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from dlq_pipeline.dumps.describe import printable
-from dlq_pipeline.dumps.records import DumpedMessage, RecordError
-from dlq_pipeline.dumps.sources import too_large
+from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.rules.matcher import decide, rule_matches
 from dlq_pipeline.rules.model import ACTIONS, DECISION_COLUMNS, PUT_ACTIONS, Decision, Rule, RulesTable
 from dlq_pipeline.rules.parser import format_rule
@@ -54,14 +53,9 @@ class Outcome:
         }
 
 
-def decide_message(
-    table: RulesTable, msg: DumpedMessage, file: str, attempts: int = 0, *, max_message_bytes: int | None = None
-) -> Outcome | RecordError:
-    """What ``table`` decides for ``msg`` after ``attempts`` prior attempts, as a run would."""
-    if max_message_bytes is not None:
-        error = too_large(msg, file, max_message_bytes)
-        if error is not None:
-            return error
+def decide_message(table: RulesTable, msg: DumpedMessage, file: str, attempts: int = 0) -> Outcome:
+    """What ``table`` decides for ``msg`` after ``attempts`` prior attempts, as a run would
+    (a message over the size limit is `dlq_pipeline.dumps.sources.read_source`'s error)."""
     view = match_view(stored_md(msg.md), bytes(msg.data), truncated=msg.truncated)
     decision = decide(table, view, attempts)
     eligible = view.get("has_dlh") and not view.get("truncated")
