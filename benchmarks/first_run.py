@@ -6,6 +6,9 @@ target:
 
 - ``plain``: Python starting a local Spark and running one trivial job, nothing else: what no
   command that starts Spark can go below;
+- ``spark_stages``: Python starting a local Spark as `run` starts it and running Spark's own
+  three plain stages of a run's shape over the same dumps (`benchmarks.stages.plain_stages`):
+  the least a fresh process doing a run's kind of work takes;
 - ``with_archive``: `run` where `dlq-pipeline setup` (or `make demo`) built the class archive,
   against ``plain`` (target ``FIRST_RUN_OVER_PLAIN_S``);
 - ``no_archive``: `run` with no archive and nothing built for the next (a cache of its own,
@@ -42,6 +45,16 @@ BUILD_WAIT_S = 900
 PLAIN = (
     "from dlq_pipeline.engine.session import get_spark\n"
     "get_spark({'master': 'local[2]', 'app_name': 'bench-plain'}).range(1).count()\n"
+)
+SPARK_STAGES = (
+    "import sys\n"
+    "from pathlib import Path\n"
+    "from benchmarks.stages import plain_stages\n"
+    "from dlq_pipeline.dumps.plan import input_bytes\n"
+    "from dlq_pipeline.engine.session import get_spark\n"
+    "inputs, work = sys.argv[2:], Path(sys.argv[1])\n"
+    "spark = get_spark({'master': 'local[2]', 'app_name': 'bench-stages', 'work_bytes': input_bytes(inputs)})\n"
+    "plain_stages(spark, inputs, work)\n"
 )
 
 
@@ -90,11 +103,15 @@ def bench_first_run(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
         return {**os.environ, JARS_ENV: str(cache / "jars")}
 
     usual = {**os.environ, class_archive.FOR_NEXT_ENV: "off"}
-    walls: dict[str, list[float]] = {"plain": [], "with_archive": []}
+    walls: dict[str, list[float]] = {"plain": [], "spark_stages": [], "with_archive": []}
+    root = {**usual, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     out: dict = {"messages": count, "master": "local[2]"}
     try:
         for _ in range(1 if ctx.in_process else sizes.repeats):
             walls["plain"].append(_wall([sys.executable, "-c", PLAIN], usual))
+            walls["spark_stages"].append(
+                _wall([sys.executable, "-c", SPARK_STAGES, str(scratch / "stages"), *dumps], root)
+            )
             walls["with_archive"].append(run(usual))
         if not ctx.in_process:
             walls["no_archive"] = [run({**empty_cache("none-1"), class_archive.FOR_NEXT_ENV: "off"})]
@@ -119,6 +136,8 @@ def bench_first_run(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
             "limit": FIRST_RUN_OVER_PLAIN_S,
             "limit_is": "a fresh Python starting local Spark and running one trivial job",
             "holds": over_plain <= FIRST_RUN_OVER_PLAIN_S,
+            # Spark's own stages of a run's shape, in a fresh process, over the same plain start
+            "spark_stages_over_plain_start_s": round(seconds["spark_stages"] - seconds["plain"], 2),
         }
     }
     if "no_archive" in seconds:

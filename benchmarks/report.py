@@ -506,6 +506,7 @@ def first_run_lines(d: dict) -> list[str]:
     walls = d["wall_s"]
     names = {
         "plain": "plain Spark start and one trivial job",
+        "spark_stages": "Spark started as `run` starts it, then its own three stages of a run's shape",
         "with_archive": "`run`, class archive built (`dlq-pipeline setup`)",
         "no_archive": "`run`, no archive, none built",
         "building_for_next": "`run`, no archive, building it for the next as it exits",

@@ -59,7 +59,7 @@ def test_tiny_run_writes_every_comparison(spark, tmp_path):
     assert isinstance(doc["end_to_end"]["targets"]["crossover_messages"]["start_up_and_cold_stages_floor"], int)
     assert "The crossover's floor in a fresh process" in out.with_suffix(".md").read_text()
     # the largest warm run against its bound: the busiest connection and Spark's own stages
-    bound = doc["end_to_end"]["targets"]["warm_run_over_its_bound_at_100000"]
+    bound = doc["targets"]["end_to_end.warm_run_over_its_bound_at_100000"]
     largest = doc["end_to_end"]["sizes"][max(doc["end_to_end"]["sizes"], key=int)]
     assert set(largest["warm_spark_stage_s"]) == {"ingest", "classify", "replay"}
     assert largest["warm_replay_s_per_connection"], largest
@@ -72,7 +72,7 @@ def test_tiny_run_writes_every_comparison(spark, tmp_path):
     assert {"storm.storm_million_messages_in_2g_heaps", "first_run.first_run_over_plain_start_s"} <= set(doc["targets"])
     assert all({"value", "limit", "holds"} <= set(t) for t in doc["targets"].values())
     first = doc["first_run"]["wall_s"]
-    assert set(first) == {"plain", "with_archive"} and first["with_archive"]["median"] > 0
+    assert set(first) == {"plain", "spark_stages", "with_archive"} and first["with_archive"]["median"] > 0
     assert set(doc["memory"]["cases"]) == {"small_payload", "large_payload", "large_payload_whole_data_udf"}
     pipeline = doc["memory"]["pipeline"]
     assert (pipeline["passed"], pipeline["landed"], pipeline["replayed_bytes"] >= 2 * 1024 * 1024) == (True, 2, True)
