@@ -24,6 +24,7 @@ from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import RunSettings
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.engine import jvm_reader
+from dlq_pipeline.engine.jars import JARS_ENV, cache_root
 from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.warehouse.storage import Storage
@@ -56,8 +57,9 @@ def decisions(spark, warehouse: Path) -> list[tuple]:
 
 def test_a_plain_pip_wheel_carries_the_jvm_reader_and_runs_installed(spark, tmp_path):
     """About two and a half minutes: a wheel build in pip's isolated build environment
-    (pyspark installed there for javac), the install, and a `run` and a `demo` in fresh
-    processes: the installed package is the subject."""
+    (pyspark installed there for javac), the install, `dlq-pipeline setup` (the class archive
+    built for the wheel's pyspark, about 40 s), and a `run` and a `demo` in fresh processes:
+    the installed package is the subject."""
     clone = tmp_path / "clone"  # the repository's files, without anything a build left in the checkout
     listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
     for name in filter(None, listed.decode().split("\0")):
@@ -85,13 +87,29 @@ def test_a_plain_pip_wheel_carries_the_jvm_reader_and_runs_installed(spark, tmp_
     work.mkdir()
     write_generated(work / "dumps", COUNT, seed=21, files=2, max_size=4096)
     shutil.copy2(STARTER, work / "my.rules")
-    env = {**clean_env(), "PYSPARK_PYTHON": str(root / "bin" / "python"), "PYSPARK_DRIVER_PYTHON": ""}
+    cache = tmp_path / "cache"  # the wheel user's cache: the jars as fetched, no class archive yet
+    cache.mkdir()
+    (cache / "jars").symlink_to(cache_root(), target_is_directory=True)
+    env = {
+        **clean_env(),
+        "PYSPARK_PYTHON": str(root / "bin" / "python"),
+        "PYSPARK_DRIVER_PYTHON": "",
+        JARS_ENV: str(cache / "jars"),
+    }
     with locked(root):
         pip(root, "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel))
         installed = site / "dlq_pipeline"
         jars = sorted(p.name for p in (installed / "engine" / "jvm").glob("*.jar"))
         assert jars == [jvm_reader.jar_path().name]  # built from these sources
         before = package_files(installed)
+        setup = subprocess.run(
+            [str(root / "bin" / "dlq-pipeline"), "setup"],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         done = subprocess.run(
             [str(root / "bin" / "dlq-pipeline"), "-v", "run", "--input", "dumps", "--rules", "my.rules"]
             + ["--warehouse", "wh", "--target", "dry-run", "--json"],
@@ -110,6 +128,14 @@ def test_a_plain_pip_wheel_carries_the_jvm_reader_and_runs_installed(spark, tmp_
             timeout=600,
         )
         after = package_files(installed)
+    assert setup.returncode == 0, setup.stderr[-3000:]
+    [archive] = (cache / "cds").glob("*.jsa")  # under the user's cache, nothing in the package (below)
+    assert setup.stderr.splitlines() == [
+        f"JVM reader: {installed / 'engine' / 'jvm' / jvm_reader.jar_path().name}",
+        "class archive for Parquet: building from a small pipeline run (about 40 s) ...",
+        f"class archive for Parquet: {archive} ({archive.stat().st_size // 2**20} MiB)",
+        "setup: done",
+    ]
     assert done.returncode in (0, 3), done.stderr[-3000:]
     assert "ingest: 2 of 2 work items read by the JVM reader" in done.stderr
     assert demo.returncode in (0, 3), demo.stderr[-3000:]
