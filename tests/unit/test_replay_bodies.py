@@ -4,6 +4,8 @@ hold it, over files of many row groups, more files than the reader keeps open, a
 
 from __future__ import annotations
 
+import random
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -66,3 +68,22 @@ def test_file_uris_are_the_fs_layers():
     assert file_uri("dbfs:/w/messages/p.parquet") == "/dbfs/w/messages/p.parquet"  # Databricks' mount
     assert file_uri("hdfs://nn:8020/w/m/p.parquet", "http://nn:9870") == "webhdfs://nn:9870/w/m/p.parquet"
     assert file_uri("s3a://bucket/w/m/p.parquet") == "s3a://bucket/w/m/p.parquet"
+
+
+def test_reading_a_file_of_large_messages_holds_a_batch_not_the_file(tmp_path):
+    """Bodies read in file order keep Arrow's memory to what a batch holds: a reader that
+    kept every row group it had read would hold the whole file (a Python worker of 21 GB
+    over 100 messages of 100 MB)."""
+    size, count = 4 * 1024 * 1024, 16
+    keys = [f"k{i:02d}" for i in range(count)]
+    datas = [random.Random(i).randbytes(size) for i in range(count)]  # as incompressible as payloads are
+    path = tmp_path / "large.parquet"
+    write_table(path, keys, datas, row_group_size=1)
+    reader, peak = Bodies(), 0
+    before = pa.total_allocated_bytes()
+    for key, data in zip(keys, datas):
+        [body] = reader.read([str(path)], [key])
+        assert body == data
+        del body
+        peak = max(peak, pa.total_allocated_bytes() - before)
+    assert peak < 6 * size, f"{peak / size:.1f} messages' worth held by Arrow"
