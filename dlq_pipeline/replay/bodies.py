@@ -73,8 +73,8 @@ class _DataFile:
 
         self.uri = uri
         # pre_buffer off: with it, a reader over a file's remaining row groups keeps every row
-        # group it has read until it ends, so a task's memory grew with the file (100 MB
-        # messages: a Python worker of 21 GB); without it, what a batch holds and no more
+        # group it has read until it ends, and a task's memory grows with the file (over 100
+        # messages of 100 MB, a Python worker of 21 GB); without it, a batch and no more
         self._file = pq.ParquetFile(uri if files.is_local(uri) else files.open_input(uri), pre_buffer=False)
         keys = self._file.read(columns=["message_key"]).column(0).to_pylist()
         self.row = {key: i for i, key in enumerate(keys)}
