@@ -82,7 +82,9 @@ class _DataFile:
         self._group_starts = list(
             itertools.accumulate((meta.row_group(g).num_rows for g in range(meta.num_row_groups)), initial=0)
         )
-        column = self._file.schema_arrow.get_field_index("data")
+        # the Parquet leaf column of ``data`` (not its Arrow field index: a struct before it,
+        # the MQMD's, counts one leaf per field)
+        column = [meta.schema.column(i).path for i in range(meta.num_columns)].index("data")
         widest = max(
             (
                 meta.row_group(g).column(column).total_uncompressed_size / max(1, meta.row_group(g).num_rows)

@@ -78,7 +78,10 @@ def test_reading_a_file_of_large_messages_holds_a_batch_not_the_file(tmp_path):
     keys = [f"k{i:02d}" for i in range(count)]
     datas = [random.Random(i).randbytes(size) for i in range(count)]  # as incompressible as payloads are
     path = tmp_path / "large.parquet"
-    write_table(path, keys, datas, row_group_size=1)
+    # as `messages` is: a struct column (the MQMD's fields) before `data`, a row group a message
+    md = pa.array([{"priority": i, "persistence": 1} for i in range(count)])
+    table = pa.table({"message_key": keys, "md": md, "data": pa.array(datas, pa.binary())})
+    pq.write_table(table, path, row_group_size=1)
     reader, peak = Bodies(), 0
     before = pa.total_allocated_bytes()
     for key, data in zip(keys, datas):
