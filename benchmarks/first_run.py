@@ -24,6 +24,7 @@ are compared. With ``--in-process`` (the test suite's smoke run) only ``plain`` 
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -77,7 +78,7 @@ def bench_first_run(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     scratch = work / "first-run"
     shutil.rmtree(scratch, ignore_errors=True)
     cli = str(Path(sys.executable).with_name("dlq-pipeline"))
-    runs = iter(range(1_000))
+    runs = itertools.count()
 
     def run(env: dict[str, str]) -> float:
         n = next(runs)

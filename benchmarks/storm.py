@@ -59,6 +59,7 @@ STORM_SHARE = 0.85  # of the DLQ's messages: the storm's; the rest is the genera
 STORM = dataclasses.replace(next(s for s in STORMS if s.name == "q_full"), share=STORM_SHARE)
 STORM_ROOM = 0.5  # the storm's queue has room for this share of the storm's messages
 STORM_SEED = 707
+STORM_TARGET_MESSAGES = 1_000_000  # the target: the whole storm through one run in 2 GB heaps
 SIM_QMGR = "QMHUB01"  # the sim: the hub whose DLQ it is; the storm's queue is in its view of ORDQM01
 
 # What the administrator runs: retry what a full queue refused, to the queue it was meant for
@@ -403,6 +404,3 @@ def bench_storm(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
         }
     }
     return out
-
-
-STORM_TARGET_MESSAGES = 1_000_000

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING
 
 import click
 
@@ -17,9 +16,6 @@ from dlq_pipeline.cli.common import FILE, reading_config, summary_line
 from dlq_pipeline.config.settings import IngestSettings
 from dlq_pipeline.dumps.records import RecordError
 from dlq_pipeline.runtime import exitcodes
-
-if TYPE_CHECKING:
-    pass
 
 
 @click.command("test")

@@ -51,6 +51,7 @@ QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # a mismatch or a dump says nothi
 BUILD_TIMEOUT_S = 900
 FOR_NEXT_ENV = "DLQ_PIPELINE_CLASS_ARCHIVE"  # "off": no command builds an archive for the next
 CLAIM_TTL_S = 24 * 3600  # a claim older than this is a build that died or failed: another may start
+CLAIM_SUFFIX = ".claim"  # the claim's file: the archive's name and this
 
 
 def _java() -> Path | None:
@@ -129,19 +130,16 @@ class Claim:
 
         atexit.register(self._start, storage_format, s3a)
 
+    @classmethod
+    def at(cls, path: Path) -> Claim:
+        """The claim held in the file ``path``."""
+        return cls(path.with_name(path.name.removesuffix(CLAIM_SUFFIX)), path)
+
     def _start(self, storage_format: str, s3a: bool) -> None:
-        command = [
-            sys.executable,
-            "-m",
-            "dlq_pipeline.engine.class_archive_dump",
-            storage_format,
-            "--claim",
-            str(self.path),
-        ]
         try:
             with open(self.path.with_suffix(".log"), "wb") as log:
                 subprocess.Popen(
-                    [*command, *(["--s3a"] if s3a else [])],
+                    dump_command(storage_format, s3a, "--claim", str(self.path)),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=log,
@@ -171,7 +169,7 @@ def claim(classpath: Sequence[str] = (), now: float | None = None) -> Claim | No
     archive = archive_path(classpath)
     if archive is None or archive.is_file():
         return None
-    held = archive.with_name(archive.name + ".claim")
+    held = archive.with_name(archive.name + CLAIM_SUFFIX)
     now = time.time() if now is None else now
     try:
         archive.parent.mkdir(parents=True, exist_ok=True)
@@ -186,6 +184,18 @@ def claim(classpath: Sequence[str] = (), now: float | None = None) -> Claim | No
     return Claim(archive, held)
 
 
+def dump_command(storage_format: str, s3a: bool, *options: str) -> list[str]:
+    """The child process that builds one archive (`dlq_pipeline.engine.class_archive_dump`)."""
+    return [
+        sys.executable,
+        "-m",
+        "dlq_pipeline.engine.class_archive_dump",
+        storage_format,
+        *options,
+        *(["--s3a"] if s3a else []),
+    ]
+
+
 def build(force: bool = False, targets: Sequence[tuple[str, bool]] | None = None) -> list[Path]:
     """Build the archive of each local class path, (storage format, S3A's jars) in
     ``targets`` (default: each of `storage_formats`, without S3A), for this Java and pyspark
@@ -198,14 +208,7 @@ def build(force: bool = False, targets: Sequence[tuple[str, bool]] | None = None
     built = []
     for storage_format, s3a in targets if targets is not None else [(f, False) for f in storage_formats()]:
         done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "dlq_pipeline.engine.class_archive_dump",
-                storage_format,
-                *(["--s3a"] if s3a else []),
-                *(["--force"] if force else []),
-            ],
+            dump_command(storage_format, s3a, *(["--force"] if force else [])),
             capture_output=True,
             text=True,
             timeout=BUILD_TIMEOUT_S,

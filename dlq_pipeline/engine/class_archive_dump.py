@@ -82,8 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     # for the next run, after a command's own work: behind whatever runs in the foreground
     os.nice(10)
-    held = Path(args.claim)
-    claim = Claim(held.with_name(held.name.removesuffix(".claim")), held)
+    claim = Claim.at(Path(args.claim))
     try:
         made = dump(args.format, False, args.s3a)
     except BaseException as exc:

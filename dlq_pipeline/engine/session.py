@@ -227,7 +227,7 @@ def session_conf(
     conf = dict(BASE_CONF)
     conf["spark.master"] = s.get("master") or "local[*]"
     conf["spark.app.name"] = s.get("app_name") or "dlq-pipeline"
-    local = not launcher and conf["spark.master"].startswith("local")
+    local = _local_jvm(s, launcher)
     if local:
         conf["spark.driver.memory"] = local_driver_memory()
     user = {str(k): str(v) for k, v in (s.get("spark_conf") or {}).items()}
@@ -257,13 +257,25 @@ def session_conf(
         if DELTA_EXTENSION not in extensions:
             conf["spark.sql.extensions"] = ",".join([*extensions, DELTA_EXTENSION])
         conf.setdefault("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
-    if local and "spark.driver.extraJavaOptions" not in user:  # the user's own options replace these
+    if _owns_java_options(s, launcher):
         options = [QUICK_JIT_OPTION] if quick_jit(s) else []
         if s.get("class_archive"):
             options.append(class_archive.java_options(str(s["class_archive"])))
         if options:
             conf["spark.driver.extraJavaOptions"] = " ".join(options)
     return conf
+
+
+def _local_jvm(s: Mapping[str, Any], launcher: Mapping[str, str] | None) -> bool:
+    """Whether a session built with ``s`` runs in a JVM this process starts itself, as its own
+    executor: a local master and no spark-submit JVM (``launcher``)."""
+    return not launcher and str(s.get("master") or "local[*]").startswith("local")
+
+
+def _owns_java_options(s: Mapping[str, Any], launcher: Mapping[str, str] | None) -> bool:
+    """Whether that JVM gets this module's options (C1 only, the class archive): the user's own
+    ``spark.driver.extraJavaOptions`` replace them."""
+    return _local_jvm(s, launcher) and "spark.driver.extraJavaOptions" not in (s.get("spark_conf") or {})
 
 
 def local_classpath(settings: Mapping[str, Any] | None = None) -> list[str]:
@@ -419,22 +431,12 @@ def get_spark(settings: Mapping[str, Any] | None = None) -> SparkSession:
         classpath = local_classpath(s)
         s.setdefault("class_archive", class_archive.existing(classpath))
         spark = _build(session_conf(s, launcher))
-        if s.get("archive_classes") and not s["class_archive"] and _started_its_jvm(s, launcher):
+        if s.get("archive_classes") and not s["class_archive"] and _owns_java_options(s, launcher):
             next_run = class_archive.claim(classpath)
             if next_run is not None:
                 next_run.build_after_exit(str(s.get("format") or "parquet"), bool(s.get("s3a")))
     _quiet(spark, s.get("log_level") or LOG_LEVEL)
     return spark
-
-
-def _started_its_jvm(s: Mapping[str, Any], launcher: Mapping[str, str]) -> bool:
-    """Whether the session built with ``s`` runs in a JVM with this module's class path and
-    options: a local master, not spark-submit's JVM, no JVM options of the user's."""
-    return (
-        not launcher
-        and str(s.get("master") or "local[*]").startswith("local")
-        and "spark.driver.extraJavaOptions" not in (s.get("spark_conf") or {})
-    )
 
 
 def _managed_memory(spark: SparkSession) -> list[int] | None:
