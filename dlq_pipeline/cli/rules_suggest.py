@@ -141,26 +141,13 @@ def _read_views(
 ) -> Iterator[tuple[str, int, dict[str, Any]]]:
     """(path, index, match view) of every message of the dumps, as ingest reads them; each
     bad record or unreadable file is passed to ``report``."""
-    from dlq_pipeline.dumps.records import RecordError
-    from dlq_pipeline.dumps.sources import read_source
-    from dlq_pipeline.rules.view import match_view
-    from dlq_pipeline.warehouse.tables import stored_md
+    from dlq_pipeline.dumps.sources import read_sources
+    from dlq_pipeline.rules.whatif import message_view
 
-    for path in paths:
-        try:
-            for record in read_source(
-                path, name=path, max_line_length=limits.max_line_length, max_message_bytes=limits.max_message_bytes
-            ):
-                if isinstance(record, RecordError):  # too large ones too: read_source checks the limit
-                    report(str(record))
-                    continue
-                yield (
-                    path,
-                    record.index,
-                    match_view(stored_md(record.md), bytes(record.data), truncated=record.truncated),
-                )
-        except OSError as exc:
-            report(f"{path}: cannot read: {exc.strerror or exc}")
+    for path, message in read_sources(
+        paths, max_line_length=limits.max_line_length, max_message_bytes=limits.max_message_bytes, report=report
+    ):
+        yield path, message.index, message_view(message)
 
 
 def _from_warehouse(options, against, with_effect: bool, config: Config) -> tuple[Draft, Effect | None, int]:

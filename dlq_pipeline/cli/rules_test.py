@@ -14,7 +14,6 @@ import click
 
 from dlq_pipeline.cli.common import FILE, reading_config, summary_line
 from dlq_pipeline.config.settings import IngestSettings
-from dlq_pipeline.dumps.records import RecordError
 from dlq_pipeline.runtime import exitcodes
 
 
@@ -75,7 +74,7 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
     the rest is still read (exit 3 at the end). Exit 0 when every record was read.
     """
     from dlq_pipeline.dumps.describe import printable
-    from dlq_pipeline.dumps.sources import expand_paths, read_source
+    from dlq_pipeline.dumps.sources import expand_paths, read_sources
     from dlq_pipeline.fs import InputUnreachable
     from dlq_pipeline.rules.parser import read_rules
     from dlq_pipeline.rules.whatif import Tally, decide_message, file_width, format_outcome, format_tally, text_header
@@ -97,23 +96,17 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
     width = file_width(paths)
     if not as_json:
         click.echo(text_header(width))
-    for path in paths:
-        try:
-            for record in read_source(
-                path, name=path, max_line_length=limits.max_line_length, max_message_bytes=limits.max_message_bytes
-            ):
-                if isinstance(record, RecordError):
-                    click.echo(printable(str(record)), err=True)
-                    tally.bad_records += 1
-                    continue
-                outcome = decide_message(table, record, path, attempts)
-                tally.add(outcome)
-                click.echo(
-                    json.dumps(outcome.as_dict(), ensure_ascii=True) if as_json else format_outcome(outcome, width)
-                )
-        except OSError as exc:
-            click.echo(printable(f"{path}: cannot read: {exc.strerror or exc}"), err=True)
-            tally.bad_records += 1
+
+    def bad(line: str) -> None:
+        click.echo(printable(line), err=True)
+        tally.bad_records += 1
+
+    for path, message in read_sources(
+        paths, max_line_length=limits.max_line_length, max_message_bytes=limits.max_message_bytes, report=bad
+    ):
+        outcome = decide_message(table, message, path, attempts)
+        tally.add(outcome)
+        click.echo(json.dumps(outcome.as_dict(), ensure_ascii=True) if as_json else format_outcome(outcome, width))
     if not as_json:
         click.echo("")
         click.echo(format_tally(tally, attempts))

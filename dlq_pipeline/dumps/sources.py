@@ -16,7 +16,7 @@ with NUL bytes near its start is binary and ``unknown_format``, as is text of an
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Literal
 
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
@@ -97,6 +97,25 @@ def read_source(
         if max_message_bytes is not None and isinstance(record, DumpedMessage):
             record = too_large(record, label, max_message_bytes) or record
         yield record
+
+
+def read_sources(
+    paths: Iterable[str], *, max_line_length: int, max_message_bytes: int | None, report: Callable[[str], None]
+) -> Iterator[tuple[str, DumpedMessage]]:
+    """(path, message) for every message of ``paths``, each read by `read_source`; each bad
+    record and each file that cannot be read is passed to ``report`` as its line, and the
+    reading goes on (what `rules test` and `rules suggest` read without Spark)."""
+    for path in paths:
+        try:
+            for record in read_source(
+                path, name=path, max_line_length=max_line_length, max_message_bytes=max_message_bytes
+            ):
+                if isinstance(record, RecordError):
+                    report(str(record))
+                    continue
+                yield path, record
+        except OSError as exc:
+            report(f"{path}: cannot read: {exc.strerror or exc}")
 
 
 def too_large(msg: DumpedMessage, file: str, max_message_bytes: int) -> RecordError | None:

@@ -12,6 +12,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from dlq_pipeline.dumps.describe import printable
 from dlq_pipeline.dumps.records import DumpedMessage
@@ -53,10 +54,15 @@ class Outcome:
         }
 
 
+def message_view(msg: DumpedMessage) -> dict[str, Any]:
+    """What the rules match ``msg`` on, from its MQMD as a run lands it and its data."""
+    return match_view(stored_md(msg.md), bytes(msg.data), truncated=msg.truncated)
+
+
 def decide_message(table: RulesTable, msg: DumpedMessage, file: str, attempts: int = 0) -> Outcome:
     """What ``table`` decides for ``msg`` after ``attempts`` prior attempts, as a run would
     (a message over the size limit is `dlq_pipeline.dumps.sources.read_source`'s error)."""
-    view = match_view(stored_md(msg.md), bytes(msg.data), truncated=msg.truncated)
+    view = message_view(msg)
     decision = decide(table, view, attempts)
     eligible = view.get("has_dlh") and not view.get("truncated")
     matched = tuple(r.index for r in table.rules if rule_matches(r, view)) if eligible else ()
