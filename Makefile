@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 # The tested environment: Spark 4.2 + Delta 4.4, every package pinned (constraints/README.md).
 CONSTRAINTS ?= constraints/spark-4.2.txt
 
-.PHONY: venv demo test check lint fmt package clean delta-jars s3a-jars hadoop-jars class-archive jvm-reader browser chromium test-envs
+.PHONY: venv demo test check lint fmt package clean delta-jars s3a-jars hadoop-jars class-archive jvm-reader browser chromium test-envs mq-layers
 
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
@@ -54,6 +54,13 @@ demo: $(STAMP) jvm-reader
 hadoop-jars: $(STAMP)
 	$(BIN)/python -m tests.cluster.bed fetch
 
+# pymqi's Python package, from its sdist at the `mq-legacy` extra's floor (its build needs IBM's
+# MQ headers, so it is not installed), fetched once with pip into ~/.cache/dlq-pipeline/mq-layers
+# for the MQ client contract test (a no-op when it is there); ibmmq comes with the venv.
+# tests/mq_layers.py
+mq-layers: $(STAMP)
+	$(BIN)/python -m tests.mq_layers
+
 # What the tests use besides the package, built once and reused while their inputs are unchanged
 # (all outside the repository, under ~/.cache/dlq-pipeline): the other Spark tiers' venvs and
 # the runtimes' (tests/venvs.py), and `make package`'s dist/ keyed by the sources' digest
@@ -76,14 +83,14 @@ fmt: $(STAMP)
 # The inner loop, in under two minutes: lint, then every pure test (no Java, no Spark, no
 # network; the `unit` tier tests/conftest.py gives them) with the quick Hypothesis profile
 # (tests/profiles.py).
-check: $(STAMP) lint
+check: $(STAMP) lint mq-layers
 	DLQ_TEST_PROFILE=quick $(BIN)/python -m pytest -q -m unit -p no:cacheprovider $(PYTEST_ARGS)
 
 # Everything: lint, set-up (jars, class archive, environments, chromium), then every tier, in
 # TEST_WORKERS pytest-xdist workers (a test file, and the whole cluster tier, on one worker:
 # tests/conftest.py's scheduler). TEST_WORKERS=0 runs in this process.
 TEST_WORKERS ?= 2
-test: $(STAMP) lint delta-jars s3a-jars hadoop-jars jvm-reader class-archive chromium test-envs
+test: $(STAMP) lint delta-jars s3a-jars hadoop-jars jvm-reader class-archive chromium test-envs mq-layers
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # Debian's chromium, for the browser tests (the HTML report rendered headless): installed once

@@ -280,6 +280,14 @@ class ClientConnection:
             sco = lib.SCO()
             sco.KeyRepository = s.key_repository.encode()
             if s.key_stash_password_env:
+                # An MQSCO before version 6 (pymqi's) has no KeyRepoPassword: setting it would
+                # be an attribute its pack() leaves out, and the password would never be sent.
+                if not hasattr(sco, "KeyRepoPassword"):
+                    raise UsageError(
+                        f"[mq.qmgrs.{qmgr}] key_stash_password_env needs an MQ client library whose MQSCO has "
+                        f"KeyRepoPassword ({lib.__name__}'s has not): install ibmmq with  "
+                        "pip install 'dlq-pipeline[mq]'"
+                    )
                 sco.KeyRepoPassword = secret(
                     s.key_stash_password_env, f"mq.qmgrs.{qmgr}.key_stash_password_env"
                 ).encode()
