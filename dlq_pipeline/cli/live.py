@@ -30,6 +30,7 @@ from dlq_pipeline.config import Config
 from dlq_pipeline.config.settings import DrainSettings, ReplaySettings, mq_qmgrs
 from dlq_pipeline.runtime import exitcodes
 from dlq_pipeline.runtime.progress import stage, to_stderr
+from dlq_pipeline.warehouse.tables import ATTENTION_OUTCOMES
 
 
 def _source_options(command):
@@ -125,7 +126,7 @@ def drain_cmd(source, queue, qmgr, rules_path, mode, limit, run_id, as_json, con
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @config_options
 def settle_cmd(source, queue, qmgr, rules_path, run_id, as_json, config: Config):
-    """Remove from a live DLQ the messages whose processing has ended (delivered or discarded).
+    """Remove from a live DLQ the messages whose processing has ended (delivered, discarded or expired).
 
     \b
     Each message is got by MsgId and CorrelId under syncpoint and removed only when it is
@@ -177,7 +178,7 @@ def replay_cmd(run_id, target, as_json, config: Config):
       dlq-pipeline classify --rules my.rules --warehouse ./warehouse
       dlq-pipeline replay --warehouse ./warehouse --target dir:./replay-out
       dlq-pipeline replay --run-id 20260301T120000Z-abc123 --target mq:QM1 --config prod.toml
-    Decisions overtaken since (the message was delivered or discarded, or tried again by
+    Decisions overtaken since (the message was delivered, discarded or expired, or tried again by
     another run) are skipped as stale: classify again. Exit 3 when some were stale or
     failed or deferred.
     """
@@ -213,7 +214,7 @@ def replay_cmd(run_id, target, as_json, config: Config):
             + (f"; {result['stale']} stale decisions skipped (classify again)" if result["stale"] else "")
         )
     outcomes = result["outcomes"]
-    attention = result["stale"] or outcomes.get("failed") or outcomes.get("deferred")
+    attention = result["stale"] or any(outcomes.get(o) for o in ATTENTION_OUTCOMES)
     sys.exit(exitcodes.ATTENTION if attention else exitcodes.OK)
 
 

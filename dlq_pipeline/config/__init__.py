@@ -24,8 +24,11 @@ from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH
 from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES
 from dlq_pipeline.errors import UsageError
 from dlq_pipeline.mq.constants import MQ_MAX_MESSAGE_BYTES
+from dlq_pipeline.runtime.clock import time_zone
 
 PROFILE_ENV = "DLQ_PIPELINE_PROFILE"
+UNIT_MODES = ("whole", "members")  # replay.units
+EXPIRY_MODES = ("remaining", "unaltered")  # replay.expiry
 
 # section -> key -> (type(s), default, description). The single list of every option;
 # docs/configuration.md is checked against it by the test suite.
@@ -82,6 +85,12 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
             "the reader's jar (dlq_pipeline/engine/jvm_reader.py), the rest in Python; "
             "python: always the Python reader",
         ),
+        "dump_time_zone": (
+            (str,),
+            "UTC",
+            "IANA time zone (e.g. Europe/Berlin) of the host that ran dmpmqmsg: a dump header's "
+            "Created stamp is its local time, naming no zone; messages.recorded_at reads it there",
+        ),
         "settle_seconds": (
             (int, float),
             0,
@@ -116,6 +125,20 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
             "ask MQSTAT before the commit; a batch with a failed put is backed out and put "
             "again synchronously. Needs MQSTAT in the client library (ibmmq); false = "
             "every put waits",
+        ),
+        "units": (
+            (str,),
+            "whole",
+            "whole: a message group or a message in segments is put as one unit, all its "
+            "messages present and decided alike, in order, in one syncpoint, or held; "
+            "members: each message on its own, as runmqdlq puts them",
+        ),
+        "expiry": (
+            (str,),
+            "remaining",
+            "remaining: a message is put with the Expiry it has left (less the time since "
+            "it was recorded) and one whose lifetime ran out is not put (expired); "
+            "unaltered: the MQMD's Expiry as landed",
         ),
         "rate_limit": ((int, float), 0, "puts per second per connection; 0 = unlimited"),
         "breaker_threshold": ((int,), 5, "transient failures on one queue before it is left alone for the run"),
@@ -287,6 +310,13 @@ def _check_values(where: str, values: dict[str, dict[str, Any]], problems: list[
         problems.append(f"{where}: 'ingest.clean_source' = archive needs 'ingest.archive_dir'")
     if ingest["settle_seconds"] < 0:
         problems.append(f"{where}: 'ingest.settle_seconds' must be at least 0")
+    try:
+        time_zone(ingest["dump_time_zone"])
+    except ValueError as exc:
+        problems.append(f"{where}: 'ingest.dump_time_zone': {exc}")
+    for key, allowed in (("units", UNIT_MODES), ("expiry", EXPIRY_MODES)):
+        if values["replay"][key] not in allowed:
+            problems.append(f"{where}: 'replay.{key}' must be {' or '.join(allowed)}, not '{values['replay'][key]}'")
     if values["drain"]["mode"] not in ("browse", "move"):
         problems.append(f"{where}: 'drain.mode' must be browse or move, not '{values['drain']['mode']}'")
     for section, key, low in [

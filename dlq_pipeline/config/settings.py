@@ -61,6 +61,8 @@ class IngestSettings:
     max_message_bytes: int = MQ_MAX_MESSAGE_BYTES
     webhdfs: str = ""  # hdfs.webhdfs: the NameNode's HTTP address for hdfs:// inputs; "" = http://NAMENODE:9870
     reader: str = "auto"  # auto: the JVM reader where the session has it (engine.jvm_reader); python
+    # the IANA zone a dump header's Created stamp (a wall-clock time naming no zone) is read in
+    dump_time_zone: str = "UTC"
     # which files a landing reads and what becomes of them (ingest.inputs)
     settle_seconds: float = 0.0  # a file modified less long ago waits for a later run
     reread: bool = False  # read files already landed and unchanged too
@@ -77,6 +79,7 @@ class IngestSettings:
             max_message_bytes=s["max_message_bytes"],
             webhdfs=config.get("hdfs", "webhdfs"),
             reader=s["reader"],
+            dump_time_zone=s["dump_time_zone"],
             settle_seconds=float(s["settle_seconds"]),
             reread=s["reread"],
             clean_source=s["clean_source"],
@@ -116,6 +119,8 @@ class ReplaySettings:
     max_connections: int = 4
     connections_per_qmgr: int = 1
     async_put: bool = True
+    units: str = "whole"  # or "members" (replay.units)
+    expiry: str = "remaining"  # or "unaltered" (replay.expiry)
     dir_mode: int = 0o600  # the dir: target's files (replay.dir_mode, checked by the configuration)
     sim_dir: str = ""  # the sim: targets' databases; "" = WAREHOUSE/_sim
 
@@ -133,6 +138,8 @@ class ReplaySettings:
             max_connections=r["max_connections"],
             connections_per_qmgr=r["connections_per_qmgr"],
             async_put=r["async_put"],
+            units=r["units"],
+            expiry=r["expiry"],
             dir_mode=int(r["dir_mode"], 8),
             sim_dir=r["sim_dir"],
         )

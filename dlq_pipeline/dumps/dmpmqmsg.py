@@ -20,6 +20,14 @@ line is that plus the newlines before ``s``, which the Spark ingest adds from th
 splits' counts without reading their bytes twice. Everything else is identical to a full
 read.
 
+**Headers.** Each message carries the header line above it (`DumpHeader`: its offset and
+``Created:`` stamp), the last one before its first line: files of several dmpmqmsg runs
+concatenated hold one header per run, and each message was recorded when its own run took
+it. A split knows the header lines of the prologue and those it reads; a record before the
+split's first header line gets the prologue's last, and the ``headers`` list `read_dump` fills
+tells a caller (ingest) which later header line an earlier split passed, the one such a record
+is really under. `created_time` reads a stamp, C's ``ctime()`` in a zone the caller names.
+
 **Errors.** A bad record yields one ``RecordError`` located at the record's first line
 (``line``/``offset``), whose ``message`` names the offending line by byte offset and whose
 ``snippet`` is the start of that line; reading resumes at the next record start.
@@ -45,7 +53,7 @@ from typing import BinaryIO, cast
 
 import numpy as np
 
-from dlq_pipeline.dumps.records import DumpedMessage, DumpInfo, RecordError
+from dlq_pipeline.dumps.records import DumpedMessage, DumpHeader, DumpInfo, RecordError
 from dlq_pipeline.fs import file_size, open_input
 from dlq_pipeline.mq.mqmd import MQMD, bytes_to_text, text_to_bytes
 
@@ -55,6 +63,7 @@ __all__ = [
     "DumpLayout",
     "read_dump",
     "read_dump_info",
+    "created_time",
     "plan_splits",
     "newlines_between",
     "write_dump",
@@ -210,6 +219,16 @@ _STATS_LINE = re.compile(
 )
 HEADER_TOOLS = ("DMPMQMSG", "QLOAD")  # a header line starts "* TOOL Version:"
 _HEADER_LINE = re.compile(rb"\* (%s) Version:(\S*)(?: Created:(.*))?" % "|".join(HEADER_TOOLS).encode())
+# The header's Created stamp is C's ctime() ("Tue Sep 22 02:34:33 2026", the day of the month
+# padded with a space: "Sep  2"), in the local time of the host that ran dmpmqmsg, a zone it
+# does not name. The JVM reader matches the same pattern (`engine.jvm_reader.layout`).
+CTIME_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+CTIME_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+CTIME_PATTERN = (
+    f"(?:{'|'.join(CTIME_WEEKDAYS)}) +({'|'.join(CTIME_MONTHS)})"
+    " +([0-9]{1,2}) +([0-9]{2}):([0-9]{2}):([0-9]{2}) +([0-9]{4})"
+)
+_CTIME = re.compile(CTIME_PATTERN)
 _QMGR_LINE = re.compile(rb"\* Qmgr +=(.*)")
 _QUEUE_LINE = re.compile(rb"\* Queue +=(.*)")
 # -dT writes "%5d. MsgId:<hex>" and an age line per message instead of the message.
@@ -244,6 +263,30 @@ def line_kind(line: bytes, too_long: bool = False) -> str:
 
 def _snippet(line: bytes) -> str:
     return bytes_to_text(line[:SNIPPET_LENGTH])
+
+
+def _header(match: re.Match[bytes], offset: int) -> DumpHeader:
+    """The `DumpHeader` of a header line matched by ``_HEADER_LINE`` at ``offset``."""
+    return DumpHeader(offset, bytes_to_text((match.group(3) or b"").strip()))
+
+
+def created_time(created: str, zone: _dt.tzinfo) -> _dt.datetime | None:
+    """The instant a header's ``Created:`` stamp names, as an aware UTC datetime: its
+    wall-clock time (C's ``ctime()``) read in ``zone``; a time that falls in a daylight-saving
+    gap or overlap is read with the offset in force before the change. None when the stamp is
+    not a ``ctime()`` stamp of a real time (blank, another format, 31 Feb, 24:00:00); the
+    weekday is not checked against the date."""
+    found = _CTIME.fullmatch(created)
+    if found is None:
+        return None
+    month, day, hour, minute, second, year = found.groups()
+    try:
+        local = _dt.datetime(
+            int(year), CTIME_MONTHS.index(month) + 1, int(day), int(hour), int(minute), int(second), tzinfo=zone
+        )
+        return local.astimezone(_dt.UTC)
+    except (ValueError, OverflowError):  # no such date or time; an instant outside datetime's years
+        return None
 
 
 # --- reading lines -------------------------------------------------------------------------
@@ -630,11 +673,16 @@ class _Prologue:
     body_start: int  # offset of the first line after the header (0 when headerless)
     first: _Line | None  # the first significant body line
     verdict: RecordError | None = None  # file-level: nothing in this file is a message
+    header: DumpHeader | None = None  # the last header line before the first body line
 
 
-def _scan_prologue(lines: Iterator[_Line], name: str, *, header_only: bool = False) -> _Prologue:
-    """Skip the banner, read the header, and find the first significant line after it."""
+def _scan_prologue(
+    lines: Iterator[_Line], name: str, *, header_only: bool = False, headers: list[DumpHeader] | None = None
+) -> _Prologue:
+    """Skip the banner, read the header, and find the first significant line after it; each
+    header line passed is appended to ``headers``."""
     info = DumpInfo()
+    last: DumpHeader | None = None
     body_start: int | None = None
     first_nonblank: _Line | None = None
     nonblank = 0
@@ -649,10 +697,13 @@ def _scan_prologue(lines: Iterator[_Line], name: str, *, header_only: bool = Fal
                     return _Prologue(info, offset, None if header_only else item)
             header = None if too_long else _HEADER_LINE.match(line)
             if header:
+                last = _header(header, offset)
+                if headers is not None:
+                    headers.append(last)
                 info = DumpInfo(
                     tool=header.group(1).decode("ascii"),
                     version=bytes_to_text(header.group(2)),
-                    created=bytes_to_text((header.group(3) or b"").strip()),
+                    created=last.created,
                 )
                 body_start = next_offset
                 continue
@@ -666,6 +717,12 @@ def _scan_prologue(lines: Iterator[_Line], name: str, *, header_only: bool = Fal
                 if header_only:
                     break
                 continue
+            again = None if too_long else _HEADER_LINE.match(line)
+            if again:  # another run's header before any message: the messages are under it
+                last = _header(again, offset)
+                if headers is not None:
+                    headers.append(last)
+                continue
             qmgr, queue = _QMGR_LINE.match(line), _QUEUE_LINE.match(line)
             if qmgr and not info.qmgr:
                 info = replace(info, qmgr=bytes_to_text(qmgr.group(1).strip()))
@@ -674,7 +731,7 @@ def _scan_prologue(lines: Iterator[_Line], name: str, *, header_only: bool = Fal
             continue
         if header_only:
             break
-        prologue = _Prologue(info, body_start, item)
+        prologue = _Prologue(info, body_start, item, header=last)
         listing = _non_dump_kind(line) if kind == K_OTHER and not too_long else None
         if listing:
             prologue.verdict = RecordError(
@@ -689,7 +746,7 @@ def _scan_prologue(lines: Iterator[_Line], name: str, *, header_only: bool = Fal
         return prologue
 
     if body_start is not None or header_only:
-        return _Prologue(info, body_start or 0, None)  # header and no messages: an empty queue
+        return _Prologue(info, body_start or 0, None, header=last)  # header and no messages: an empty queue
     if first_nonblank is None:
         return _Prologue(
             info,
@@ -729,10 +786,25 @@ def _non_dump_kind(line: bytes) -> str | None:
 class _Record:
     """A message being read: attributes and data so far, or the first thing wrong with it."""
 
-    __slots__ = ("offset", "lineno", "head", "fields", "chunks", "notes", "error", "has_data", "size", "limit")
+    __slots__ = (
+        "offset",
+        "lineno",
+        "head",
+        "fields",
+        "chunks",
+        "notes",
+        "error",
+        "has_data",
+        "size",
+        "limit",
+        "header",
+    )
 
-    def __init__(self, offset: int, lineno: int, head: bytes, limit: int | None = None):
+    def __init__(
+        self, offset: int, lineno: int, head: bytes, limit: int | None = None, header: DumpHeader | None = None
+    ):
         self.offset = offset
+        self.header = header
         self.size = 0
         self.limit = limit
         self.lineno = lineno
@@ -827,6 +899,7 @@ class _Record:
             self.lineno,
             self.offset,
             notes=tuple(dict.fromkeys(self.notes)),
+            header=self.header,
         )
 
 
@@ -923,8 +996,12 @@ def _records(
     prev_kind: str | None,
     limit: int,
     max_message: int | None = None,
+    header: DumpHeader | None = None,
+    headers: list[DumpHeader] | None = None,
 ) -> Iterator[DumpedMessage | RecordError]:
-    """Group lines into records and yield each as it completes."""
+    """Group lines into records and yield each as it completes. ``header`` is the header line
+    above the first record; each header line read after it is appended to ``headers`` and is
+    the header of the records after it."""
     record: _Record | None = None
     index = 0 if numbered else -1
     first_offset = first[0] if first is not None else -1
@@ -946,7 +1023,7 @@ def _records(
                         index += 1
                 if end is not None and offset >= end:
                     return
-                record = _Record(offset, lineno, first_line, max_message)
+                record = _Record(offset, lineno, first_line, max_message, header)
                 record.fields = fields
                 prev_kind = K_ATTR
                 continue
@@ -956,6 +1033,11 @@ def _records(
         offset, lineno, line, _, too_long = item
         kind = line_kind(line, too_long)
         if kind == K_IGNORED:
+            found = _HEADER_LINE.match(line) if line[:1] == b"*" and not too_long else None
+            if found:  # the next run's header, in a file of several concatenated
+                header = _header(found, offset)
+                if headers is not None:
+                    headers.append(header)
             continue
         starts = kind == K_NOMD or (kind == K_ATTR and prev_kind not in MD_KINDS)
         prev_kind = kind
@@ -969,7 +1051,7 @@ def _records(
                 index += 1
         if end is not None and offset >= end:
             return
-        record = _Record(offset, lineno, line, max_message)
+        record = _Record(offset, lineno, line, max_message, header)
         if kind == K_ATTR:
             record.add(kind, line, offset, too_long, limit)
         elif kind != K_NOMD:  # the first body line is not a message start
@@ -1003,6 +1085,7 @@ def read_dump(
     end: int | None = None,
     max_line_length: int = MAX_LINE_LENGTH,
     max_message_bytes: int | None = None,
+    headers: list[DumpHeader] | None = None,
 ) -> Iterator[DumpedMessage | RecordError]:
     """Messages (and bad records) of a dmpmqmsg/qload dump, streamed in file order.
 
@@ -1012,25 +1095,38 @@ def read_dump(
     message whose data grows past ``max_message_bytes`` is a ``message_too_large`` record
     (its data is dropped as soon as it passes the limit, so memory stays bounded); a file
     that ends inside a data line gives its last message ``truncated`` (note
-    ``file_ends_mid_line``).
+    ``file_ends_mid_line``). Each header line the read passes (the prologue's, then those
+    among its records, reading past ``end`` included) is appended to ``headers``, in file
+    order, as it is read; each message's own is its ``header``.
     """
     if max_line_length < 1:
         raise ValueError("max_line_length must be positive")
     with open_source(source, name) as (f, label):
         if start <= 0:
             lines = LineReader(f, 0, 1, max_line_length)
-            prologue = _scan_prologue(lines, label)
+            prologue = _scan_prologue(lines, label, headers=headers)
             if prologue.verdict is not None:
                 yield prologue.verdict
                 return
             if prologue.first is None:
                 return
             lines.push_back(prologue.first)
-            yield from _records(lines, label, prologue.first, end, True, None, max_line_length, max_message_bytes)
+            yield from _records(
+                lines,
+                label,
+                prologue.first,
+                end,
+                True,
+                None,
+                max_line_length,
+                max_message_bytes,
+                prologue.header,
+                headers,
+            )
             return
 
         f.seek(0)
-        prologue = _scan_prologue(LineReader(f, 0, -1, max_line_length), label)
+        prologue = _scan_prologue(LineReader(f, 0, -1, max_line_length), label, headers=headers)
         if prologue.verdict is not None or prologue.first is None:
             return  # reported by the split that starts at 0
         first_offset = prologue.first[0]
@@ -1052,6 +1148,8 @@ def read_dump(
             prev_kind,
             max_line_length,
             max_message_bytes,
+            prologue.header,
+            headers,
         )
 
 

@@ -9,8 +9,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dlq_pipeline.dumps.dmpmqmsg import plan_splits, read_dump_info
-from dlq_pipeline.dumps.sources import expand_inputs, sniff
+from dlq_pipeline.dumps.sources import expand_entries, expand_inputs, sniff
 from dlq_pipeline.fs import file_size, open_input
+from dlq_pipeline.fs.base import Entry
+from dlq_pipeline.runtime.clock import epoch_micros
 from dlq_pipeline.warehouse.tables import stored_text
 
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
@@ -32,6 +34,9 @@ class FileSplit:
     qmgr: str | None = None
     queue: str | None = None
     url: str | None = None  # where executors read it when not at ``path`` (hdfs:// through WebHDFS)
+    # the file's modification time as listed (epoch microseconds; None where the store gives
+    # none): when a message without a dump header's Created stamp was recorded
+    modified: int | None = None
 
     @property
     def location(self) -> str:
@@ -65,30 +70,32 @@ def plan_work(
     if split_bytes < 1:
         raise ValueError("split_bytes must be positive")
     if unreadable is None:
-        return [i for path, url in expand_inputs(paths, webhdfs).items() for i in _file_splits(path, url, split_bytes)]
+        return [i for path, e in expand_entries(paths, webhdfs).items() for i in _file_splits(path, e, split_bytes)]
     items: list[FileSplit] = []
     for given in paths:
         try:
-            for path, url in expand_inputs([given], webhdfs).items():
-                items += _file_splits(path, url, split_bytes)
+            for path, entry in expand_entries([given], webhdfs).items():
+                items += _file_splits(path, entry, split_bytes)
         except OSError as exc:
             unreadable[given] = f"{type(exc).__name__}: {exc}"
     return items
 
 
-def _file_splits(path: str, url: str, split_bytes: int) -> list[FileSplit]:
+def _file_splits(path: str, entry: Entry, split_bytes: int) -> list[FileSplit]:
+    url = entry.uri
     read_at = url if url != path else None
+    modified = epoch_micros(entry.modified) if entry.modified is not None else None
     kind = sniff(url)
     if kind == "dmpmqmsg":
         qmgr, queue = source_queue(url, kind)
         ranges = plan_splits(url, split_bytes)
         return [
-            FileSplit(path, kind, start, end, k, len(ranges), qmgr, queue, read_at)
+            FileSplit(path, kind, start, end, k, len(ranges), qmgr, queue, read_at, modified)
             for k, (start, end) in enumerate(ranges)
         ]
     if kind == "amqsbcg":
-        return [FileSplit(path, kind, 0, None, 0, 1, *source_queue(url, kind), read_at)]
-    return [FileSplit(path, "unknown", 0, None, 0, 1, url=read_at)]
+        return [FileSplit(path, kind, 0, None, 0, 1, *source_queue(url, kind), read_at, modified)]
+    return [FileSplit(path, "unknown", 0, None, 0, 1, url=read_at, modified=modified)]
 
 
 def source_queue(url: str, kind: str | None) -> tuple[str | None, str | None]:

@@ -8,6 +8,16 @@ from dlq_pipeline.mq.mqmd import MQMD
 
 
 @dataclass(frozen=True, slots=True)
+class DumpHeader:
+    """A dmpmqmsg header line (``* DMPMQMSG Version:... Created:...``): the byte offset of
+    the line and its ``Created:`` stamp as written, "" when the line has none. The stamp is
+    when that dump was taken, in the local time of the host that took it."""
+
+    offset: int
+    created: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class DumpedMessage:
     """One message read from a dump or listing, with where it came from.
 
@@ -15,7 +25,9 @@ class DumpedMessage:
     position in its file, ``line`` the 1-based line of its first record, ``offset`` the
     byte offset of that line). ``truncated`` is set when the source held only part of the
     data (amqsbcg); ``total_length`` is then the real length. ``notes`` records lossy
-    representations, e.g. ``"text_lines_newline_appended"`` for ``T`` lines.
+    representations, e.g. ``"text_lines_newline_appended"`` for ``T`` lines. ``header`` is
+    the dump header above the message (the last one before its first line: a file of several
+    dumps concatenated has several), None where there is none (a ``-dH`` dump, a listing).
     """
 
     md: MQMD
@@ -26,6 +38,7 @@ class DumpedMessage:
     truncated: bool = False
     total_length: int | None = None
     notes: tuple[str, ...] = ()
+    header: DumpHeader | None = None
 
     def same_message(self, other: DumpedMessage) -> bool:
         """Equal as MQ messages (descriptor and data), wherever they were read from."""

@@ -28,11 +28,12 @@ from dlq_pipeline.dumps.dmpmqmsg import (
     line_kind,
     read_dump,
 )
-from dlq_pipeline.dumps.records import DumpedMessage, RecordError
-from dlq_pipeline.fs import list_files, open_input
+from dlq_pipeline.dumps.records import DumpedMessage, DumpHeader, RecordError
+from dlq_pipeline.fs import list_entries, open_input
+from dlq_pipeline.fs.base import Entry
 from dlq_pipeline.mq.mqmd import bytes_to_text
 
-__all__ = ["SNIFF_BYTES", "sniff", "read_source", "expand_paths", "expand_inputs"]
+__all__ = ["SNIFF_BYTES", "sniff", "read_source", "expand_paths", "expand_inputs", "expand_entries"]
 
 SNIFF_BYTES = 8192
 _LISTING_MARKS = (b"AMQSBCG0", b"MQGET of message number", b"****Message descriptor****")
@@ -73,10 +74,12 @@ def read_source(
     end: int | None = None,
     max_line_length: int = MAX_LINE_LENGTH,
     max_message_bytes: int | None = None,
+    headers: list[DumpHeader] | None = None,
 ) -> Iterator[DumpedMessage | RecordError]:
     """Read ``path`` with the reader its content needs (see the module docstring).
 
-    ``start``/``end`` split a dump as ``read_dump`` does. A listing cannot be split: the
+    ``start``/``end`` split a dump as ``read_dump`` does, and ``headers`` gets the dump
+    header lines the read passes (a listing has none). A listing cannot be split: the
     split that starts at 0 reads all of it and the others yield nothing; likewise the
     error for a file of unknown kind comes only from the split that starts at 0.
     """
@@ -84,7 +87,13 @@ def read_source(
     kind = sniff(path)
     if kind == "dmpmqmsg":
         records = read_dump(
-            path, name=label, start=start, end=end, max_line_length=max_line_length, max_message_bytes=max_message_bytes
+            path,
+            name=label,
+            start=start,
+            end=end,
+            max_line_length=max_line_length,
+            max_message_bytes=max_message_bytes,
+            headers=headers,
         )
     elif start > 0:
         return
@@ -210,8 +219,14 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
 
 def expand_inputs(paths: Iterable[str], webhdfs: str = "") -> dict[str, str]:
     """`expand_paths` as {name: the URL executors read it at} (see `files.reading_url`)."""
-    out: dict[str, str] = {}
+    return {name: entry.uri for name, entry in expand_entries(paths, webhdfs).items()}
+
+
+def expand_entries(paths: Iterable[str], webhdfs: str = "") -> dict[str, Entry]:
+    """`expand_paths` as {name: its `Entry` as the listing saw it}: the URL executors read it
+    at (``uri``), its size and modification time."""
+    out: dict[str, Entry] = {}
     for given in paths:
-        for name, url in list_files(os.fspath(given), webhdfs):
-            out.setdefault(name, url)
+        for name, entry in list_entries(os.fspath(given), webhdfs):
+            out.setdefault(name, entry)
     return out

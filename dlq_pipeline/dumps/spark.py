@@ -22,7 +22,13 @@ Options: ``mode`` (``PERMISSIVE``: bad records as rows; ``DROPMALFORMED``: left 
 ``FAILFAST``: the first fails the query, naming it), ``decode`` (``true``: the MQDLH decoded
 into the ``decisions`` table's ``dlh_*`` columns), ``maxMessageBytes``, ``maxLineLength``,
 ``pathGlobFilter`` (file names to read, e.g. ``*.dmp``), ``webhdfs`` (the NameNode's HTTP
-address for ``hdfs://`` paths, ``hdfs.webhdfs``).
+address for ``hdfs://`` paths, ``hdfs.webhdfs``), ``dumpTimeZone`` (the zone a dump header's
+``Created:`` stamp is read in, ``ingest.dump_time_zone``).
+
+**When recorded.** Each message's ``recorded_at`` is when its MQMD was recorded, which its
+Expiry counts from: the ``Created:`` stamp of the dump header above it, read in the
+``dumpTimeZone``, else (a listing, a ``-dH`` dump, a stamp that is not ``ctime()``'s) the
+file's modification time as listed.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import posixpath
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict
+from datetime import tzinfo
 from typing import Any
 
 import pyarrow as pa
@@ -42,17 +49,19 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from dlq_pipeline import fs as files
-from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH, newlines_between
+from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH, created_time, newlines_between
 from dlq_pipeline.dumps.plan import FileSplit, plan_work
-from dlq_pipeline.dumps.records import DumpedMessage, RecordError
+from dlq_pipeline.dumps.records import DumpedMessage, DumpHeader, RecordError
 from dlq_pipeline.errors import DlqPipelineError, UsageError
 from dlq_pipeline.fs import open_input
 from dlq_pipeline.mq.constants import MQ_MAX_MESSAGE_BYTES
+from dlq_pipeline.runtime.clock import epoch_micros, time_zone
 from dlq_pipeline.runtime.testhooks import crash_point
 from dlq_pipeline.warehouse.schemas import arrow_schema_of, table_schema
 from dlq_pipeline.warehouse.tables import CHAR_BYTES_COLUMN, HEAD_COLUMN, MD_COLUMNS, message_row
 
 DEFAULT_MAX_MESSAGE_BYTES = MQ_MAX_MESSAGE_BYTES
+DEFAULT_TIME_ZONE = "UTC"  # what a dump header's Created stamp is read in (ingest.dump_time_zone)
 ARROW_BATCH_ROWS = 2048
 ARROW_BATCH_BYTES = 32 * 1024 * 1024  # keeps every batch's binary column well under 2 GB
 # A dump is read whole by one partition of a data source: its records' numbers need no pass
@@ -86,6 +95,12 @@ RAW_SCHEMA = T.StructType(
         T.StructField("messages", T.LongType(), True),  # a work item's row: its messages,
         T.StructField("errors", T.LongType(), True),  # its bad records,
         T.StructField("largest", T.LongType(), True),  # and its largest message's stored data
+        # When the message's MQMD was recorded (`recorded_micros`), and the offset of the dump
+        # header line that says so; a work item's row: those of the last header line it knows
+        # (with them `ingest.spark.header_bases` puts a split's records under the header an
+        # earlier split read).
+        T.StructField("recorded_at", T.TimestampType(), True),
+        T.StructField("header_offset", T.LongType(), True),
         *[T.StructField(column, _MD_TYPES[column], True) for column in MD_COLUMNS.values()],
         T.StructField(CHAR_BYTES_COLUMN, _MESSAGES[CHAR_BYTES_COLUMN].dataType, True),
         T.StructField("data", T.BinaryType(), True),
@@ -171,15 +186,34 @@ def _error_row(err: RecordError) -> dict[str, Any]:
     }
 
 
+def recorded_micros(header: DumpHeader | None, zone: tzinfo, modified: int | None) -> int | None:
+    """When a message under the dump header ``header`` was recorded, in epoch microseconds:
+    the header's ``Created:`` stamp read in ``zone``; ``modified`` (the file's modification
+    time, None when unknown) where there is no header or its stamp is not a ``ctime()`` one."""
+    when = created_time(header.created, zone) if header is not None else None
+    return epoch_micros(when) if when is not None else modified
+
+
 def read_item(
     item: FileSplit,
     *,
     number: int = 0,
     max_line_length: int = MAX_LINE_LENGTH,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    dump_time_zone: str = DEFAULT_TIME_ZONE,
 ) -> Iterator[dict[str, Any]]:
-    """The raw rows of one work item, ``number`` in the plan (plain dicts; runs on an executor)."""
+    """The raw rows of one work item, ``number`` in the plan (plain dicts; runs on an executor).
+    ``dump_time_zone``: the IANA zone a dump header's ``Created:`` stamp is read in."""
     from dlq_pipeline.dumps.sources import read_source
+
+    zone = time_zone(dump_time_zone)
+    headers: list[DumpHeader] = []
+    recorded: dict[DumpHeader | None, int | None] = {}  # a dump has a header or a few: each read once
+
+    def when(header: DumpHeader | None) -> int | None:
+        if header not in recorded:
+            recorded[header] = recorded_micros(header, zone, item.modified)
+        return recorded[header]
 
     split_file = item.splits > 1
     ordinal = messages = errors = largest = 0
@@ -204,10 +238,13 @@ def read_item(
             end=item.end,
             max_line_length=max_line_length,
             max_message_bytes=max_message_bytes,
+            headers=headers,
         )
         for record in records:
             if isinstance(record, DumpedMessage):
                 row = message_row(record)
+                row["recorded_at"] = when(record.header)
+                row["header_offset"] = record.header.offset if record.header is not None else None
                 messages += 1
                 largest = max(largest, len(row["data"]))
             else:
@@ -236,6 +273,7 @@ def read_item(
     total = None
     if split_file:  # the last record's bytes up to the split's end (only they are read again)
         total = last_newlines + _newlines_between(item.location, last_offset, item.end)
+    last = headers[-1] if headers else None
     yield {
         **common,
         "rec": "split",
@@ -245,6 +283,8 @@ def read_item(
         "messages": messages,
         "errors": errors,
         "largest": largest,
+        "recorded_at": when(last) if last is not None else None,
+        "header_offset": last.offset if last is not None else None,
     }
 
 
@@ -253,12 +293,19 @@ def read_items(
     *,
     max_line_length: int = MAX_LINE_LENGTH,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    dump_time_zone: str = DEFAULT_TIME_ZONE,
 ) -> Iterator[pa.RecordBatch]:
     """The raw rows of work items ((number in the plan, item) pairs) as Arrow batches of
     ``ARROW_SCHEMA``, each at most ``ARROW_BATCH_ROWS`` rows and about ``ARROW_BATCH_BYTES``."""
     batcher = _Batcher()
     for number, item in numbered:
-        for row in read_item(item, number=number, max_line_length=max_line_length, max_message_bytes=max_message_bytes):
+        for row in read_item(
+            item,
+            number=number,
+            max_line_length=max_line_length,
+            max_message_bytes=max_message_bytes,
+            dump_time_zone=dump_time_zone,
+        ):
             full = batcher.add(row)
             if full is not None:
                 yield full
@@ -385,6 +432,17 @@ def _number(options: Mapping[str, str], name: str, default: int) -> int:
     return number
 
 
+def _zone(options: Mapping[str, str]) -> str:
+    """The ``dumpTimeZone`` option, checked here, on the driver: a name no reader can use is
+    the query's error, before any task runs."""
+    name = options.get("dumpTimeZone", DEFAULT_TIME_ZONE)
+    try:
+        time_zone(name)
+    except ValueError as exc:
+        raise UsageError(f"option dumpTimeZone: {exc}") from None
+    return name
+
+
 def _mode(options: Mapping[str, str]) -> str:
     mode = options.get("mode", "PERMISSIVE").upper()
     if mode not in MODES:
@@ -451,9 +509,10 @@ class _Reader(DataSourceReader):
         self.kind = kind
         self.mode = _mode(options)
         self.decode = _flag(options, "decode")
-        self.limits = {
+        self.limits: dict[str, Any] = {
             "max_line_length": _number(options, "maxLineLength", MAX_LINE_LENGTH),
             "max_message_bytes": _number(options, "maxMessageBytes", DEFAULT_MAX_MESSAGE_BYTES),
+            "dump_time_zone": _zone(options),
         }
         self.items = _items_from(options["workItems"]) if _planned(options) else None
         self.paths = None if self.items is not None else _paths(options)
@@ -478,7 +537,7 @@ class _Reader(DataSourceReader):
 
 
 def _source_batches(
-    kind: str, numbered: Sequence[tuple[int, FileSplit]], limits: Mapping[str, int], decode: bool, mode: str
+    kind: str, numbered: Sequence[tuple[int, FileSplit]], limits: Mapping[str, Any], decode: bool, mode: str
 ) -> Iterator[pa.RecordBatch]:
     """The rows of a data source's partition: each whole file's records in file order."""
     schema = arrow_schema_of(source_schema(decode))
@@ -521,9 +580,10 @@ class _StreamReader(SupportsTriggerAvailableNow, DataSourceStreamReader):
         self.kind, self.options = kind, options
         self.mode = _mode(options)
         self.decode = _flag(options, "decode")
-        self.limits = {
+        self.limits: dict[str, Any] = {
             "max_line_length": _number(options, "maxLineLength", MAX_LINE_LENGTH),
             "max_message_bytes": _number(options, "maxMessageBytes", DEFAULT_MAX_MESSAGE_BYTES),
+            "dump_time_zone": _zone(options),
         }
         self.paths = _paths(options)
         self.glob = options.get("pathGlobFilter")

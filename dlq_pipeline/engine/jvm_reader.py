@@ -142,8 +142,9 @@ def build(force: bool = False) -> Path:
 # --- what the Java code is told ----------------------------------------------------------------
 
 
-def layout(max_line_length: int, max_message_bytes: int | None) -> dict[str, Any]:
-    """The ``layout`` option: the format and the rows as this package states them (pure)."""
+def layout(max_line_length: int, max_message_bytes: int | None, dump_time_zone: str = "UTC") -> dict[str, Any]:
+    """The ``layout`` option: the format and the rows as this package states them (pure);
+    ``dump_time_zone`` is the IANA zone dump headers' ``Created:`` stamps are read in."""
     from dlq_pipeline.dumps import dmpmqmsg
     from dlq_pipeline.dumps.sources import SNIFF_BYTES
     from dlq_pipeline.mq import structures
@@ -176,6 +177,8 @@ def layout(max_line_length: int, max_message_bytes: int | None) -> dict[str, Any
         "sniff_bytes": SNIFF_BYTES,
         "header_prefixes": [f"* {tool} Version:" for tool in dmpmqmsg.HEADER_TOOLS],
         "header_search_lines": dmpmqmsg.HEADER_SEARCH_LINES,
+        "created": {"pattern": dmpmqmsg.CTIME_PATTERN, "months": list(dmpmqmsg.CTIME_MONTHS)},
+        "dump_time_zone": dump_time_zone,
         "head": {
             "dlh_length": structures.DLH_LENGTH,
             "chain_scan_limit": structures.CHAIN_SCAN_LIMIT,
@@ -215,19 +218,27 @@ def items_option(numbered: Sequence[tuple[int, Any]]) -> str:
                 "end": i.end,
                 "split": i.split,
                 "splits": i.splits,
+                "modified": i.modified,
             }
             for n, i in numbered
         ]
     )
 
 
-def reader(spark, schema, numbered: Sequence[tuple[int, Any]], max_line_length: int, max_message_bytes: int | None):
+def reader(
+    spark,
+    schema,
+    numbered: Sequence[tuple[int, Any]],
+    max_line_length: int,
+    max_message_bytes: int | None,
+    dump_time_zone: str = "UTC",
+):
     """The DataFrame of the JVM reader over ``numbered`` work items (one partition each)."""
     return (
         spark.read.format(SOURCE_CLASS)
         .schema(schema)
         .option("items", items_option(numbered))
-        .option("layout", json.dumps(layout(max_line_length, max_message_bytes)))
+        .option("layout", json.dumps(layout(max_line_length, max_message_bytes, dump_time_zone)))
         .load()
     )
 

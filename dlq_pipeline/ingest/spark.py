@@ -16,6 +16,10 @@ start, so only the last record's bytes up to the range's end are read again to c
 them); the driver turns those per-split counts into per-split bases (a running sum in file
 order), and every row gets ``index = base + ordinal`` and ``line = 1 + base + newlines
 before it``: the same numbers a single full read gives, without moving any message data.
+Likewise for when a message was recorded (``recorded_at``, the ``Created:`` stamp of the dump
+header above it): a task knows the header lines of the file's prologue and of its own range,
+and reports the last; in a file of several dumps concatenated, a record before its range's
+first header line is under the last header an earlier range passed (`header_bases`).
 
 **Rows.** Messages get every MQMD field typed, data as bytes, ``data_digest`` and
 ``message_key`` (``identity.py``); a key that repeats within one landing lands once (the
@@ -56,6 +60,7 @@ from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH
 from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES, FileSplit, plan_work
 from dlq_pipeline.dumps.spark import (
     DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_TIME_ZONE,
     RAW_SCHEMA,
     has_data_sources,
     items_option,
@@ -111,7 +116,11 @@ LARGE_MESSAGE_PARQUET = {
 
 
 def _python_scan(
-    spark: SparkSession, numbered: Sequence[tuple[int, FileSplit]], max_line_length: int, max_message_bytes: int
+    spark: SparkSession,
+    numbered: Sequence[tuple[int, FileSplit]],
+    max_line_length: int,
+    max_message_bytes: int,
+    dump_time_zone: str = DEFAULT_TIME_ZONE,
 ) -> DataFrame:
     """The raw rows of work items read by the Python readers: through the ``mqdump`` data
     source where Spark has Python data sources (4.0+), else by `mapInArrow` of the same reader.
@@ -123,16 +132,20 @@ def _python_scan(
     `mapInArrow`, whose Python runs on the executors only."""
     if has_data_sources(spark):
         try:
-            return source_scan(spark, numbered, max_line_length, max_message_bytes)
+            return source_scan(spark, numbered, max_line_length, max_message_bytes, dump_time_zone)
         except Exception as exc:  # noqa: BLE001 - planning runs Python on the driver (see above)
             said = [line.strip(" :") for line in str(exc).splitlines() if line.strip(" :")]
             reason = "; ".join(said[:2]) or type(exc).__name__  # py4j's first line names only the call
             log.info("ingest: the mqdump data source cannot be planned on this driver (%s): read by mapInArrow", reason)
-    return arrow_scan(spark, numbered, max_line_length, max_message_bytes)
+    return arrow_scan(spark, numbered, max_line_length, max_message_bytes, dump_time_zone)
 
 
 def source_scan(
-    spark: SparkSession, numbered: Sequence[tuple[int, FileSplit]], max_line_length: int, max_message_bytes: int
+    spark: SparkSession,
+    numbered: Sequence[tuple[int, FileSplit]],
+    max_line_length: int,
+    max_message_bytes: int,
+    dump_time_zone: str = DEFAULT_TIME_ZONE,
 ) -> DataFrame:
     """The raw rows of work items ((number in the plan, item) pairs), one partition each,
     read by the ``mqdump`` data source (`dumps.spark`), given the plan."""
@@ -142,12 +155,17 @@ def source_scan(
         .option("workItems", items_option(numbered))
         .option("maxLineLength", str(max_line_length))
         .option("maxMessageBytes", str(max_message_bytes))
+        .option("dumpTimeZone", dump_time_zone)
         .load()
     )
 
 
 def arrow_scan(
-    spark: SparkSession, numbered: Sequence[tuple[int, FileSplit]], max_line_length: int, max_message_bytes: int
+    spark: SparkSession,
+    numbered: Sequence[tuple[int, FileSplit]],
+    max_line_length: int,
+    max_message_bytes: int,
+    dump_time_zone: str = DEFAULT_TIME_ZONE,
 ) -> DataFrame:
     """`source_scan`'s rows by `mapInArrow` of the same reader over one row per work item:
     for Spark before 4.0, which has no Python data sources."""
@@ -155,7 +173,12 @@ def arrow_scan(
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             chosen = [numbered[position] for position in batch.column(0).to_pylist()]
-            yield from read_items(chosen, max_line_length=max_line_length, max_message_bytes=max_message_bytes)
+            yield from read_items(
+                chosen,
+                max_line_length=max_line_length,
+                max_message_bytes=max_message_bytes,
+                dump_time_zone=dump_time_zone,
+            )
 
     positions = spark.range(0, len(numbered), 1, numPartitions=len(numbered))
     return positions.mapInArrow(run, RAW_SCHEMA)
@@ -176,9 +199,11 @@ def scan(
     jvm: Collection[int] = (),
     max_line_length: int = MAX_LINE_LENGTH,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    dump_time_zone: str = DEFAULT_TIME_ZONE,
 ) -> DataFrame:
     """The raw rows of ``items``, one work item per partition (``RAW_SCHEMA``): the items
-    numbered in ``jvm`` read by the JVM reader (`jvm_items`), the rest by the Python readers."""
+    numbered in ``jvm`` read by the JVM reader (`jvm_items`), the rest by the Python readers.
+    ``dump_time_zone``: the IANA zone dump headers' ``Created:`` stamps are read in."""
     if not items:
         return spark.createDataFrame([], RAW_SCHEMA)
     numbered = list(enumerate(items))
@@ -186,9 +211,9 @@ def scan(
     in_python = [(n, i) for n, i in numbered if n not in jvm]
     parts = []
     if in_jvm:
-        parts.append(jvm_reader.reader(spark, RAW_SCHEMA, in_jvm, max_line_length, max_message_bytes))
+        parts.append(jvm_reader.reader(spark, RAW_SCHEMA, in_jvm, max_line_length, max_message_bytes, dump_time_zone))
     if in_python:
-        parts.append(_python_scan(spark, in_python, max_line_length, max_message_bytes))
+        parts.append(_python_scan(spark, in_python, max_line_length, max_message_bytes, dump_time_zone))
     return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
 
 
@@ -201,7 +226,8 @@ KEY_COLUMNS = ["message_key", "source_file", "source_offset"]  # a landing's key
 @dataclass(frozen=True)
 class ReadSummary:
     """What the driver learns of a read: each work item's row (``items``: its records,
-    newlines, messages, bad records and largest message's data, or the JVM reader's row
+    newlines, messages, bad records, largest message's data and last dump header line, its
+    offset and when its messages were recorded, epoch microseconds; or the JVM reader's row
     that leaves the item to Python, ``rec`` fallback with the reason in ``error_text``),
     and, when asked for, every message's key and position (``keys``, `KEY_COLUMNS`)."""
 
@@ -209,7 +235,24 @@ class ReadSummary:
     keys: pa.Table | None = None
 
 
-ITEM_FIGURES = ("split", "splits", "item", "ordinal", "newlines", "messages", "errors", "largest")
+ITEM_FIGURES = (
+    "split",
+    "splits",
+    "item",
+    "ordinal",
+    "newlines",
+    "messages",
+    "errors",
+    "largest",
+    "header_offset",
+    "recorded",
+)
+
+
+def _figure(name: str):
+    """A work item's figure as a long: its column, or (``recorded``) its last header line's
+    ``recorded_at`` in epoch microseconds."""
+    return F.unix_micros(F.col("recorded_at")) if name == "recorded" else F.col(name).cast("long")
 
 
 def read_summary(raw: DataFrame, keys: bool = False) -> ReadSummary:
@@ -217,7 +260,7 @@ def read_summary(raw: DataFrame, keys: bool = False) -> ReadSummary:
     columns. A work item's figures travel as one list, null on a message's row, so each
     message costs the driver its key, file and offset (some 100 bytes), not a Python row."""
     kinds = ("split", "fallback", "message") if keys else ("split", "fallback")
-    figures = F.array(*[F.col(name).cast("long") for name in ITEM_FIGURES])
+    figures = F.array(*[_figure(name) for name in ITEM_FIGURES])
     table = collected_arrow(
         raw.where(F.col("rec").isin(*kinds)).select(
             "rec",
@@ -273,17 +316,55 @@ def split_bases(summary: Sequence[Mapping[str, Any]]) -> dict[int, tuple[int, in
     return bases
 
 
-def _positioned(raw: DataFrame, bases: Mapping[int, tuple[int, int]] | None, items: int) -> DataFrame:
-    """``raw`` with ``source_index`` and ``source_line`` as a full read of each file gives them.
-    The bases are array literals indexed by the work item's number (``items`` of them; 0 for
-    an item of a file read whole): a broadcast join with them cost a job, and a row finds
-    its base in constant time however many items there are."""
+def header_bases(summary: Sequence[Mapping[str, Any]]) -> dict[int, tuple[int, int | None]]:
+    """Per work item of a split file whose ranges know different last dump header lines (a
+    file of several dumps concatenated): the last header line the file's ranges before it
+    know, as (its offset, when the messages under it were recorded: epoch microseconds, None
+    when unknown), from `read_summary` (pure). A record of the item whose own header line
+    comes before that one (its task knew no later one) is under that one. A file whose
+    ranges all know the same last header line (one dump: its header) needs none."""
+    reports: dict[str, list[tuple[int, int, int | None, int | None]]] = {}
+    for r in summary:
+        if r["splits"] > 1 and r["rec"] == "split":
+            reports.setdefault(r["source_file"], []).append((r["split"], r["item"], r["header_offset"], r["recorded"]))
+    bases: dict[int, tuple[int, int | None]] = {}
+    for ranges in reports.values():
+        if len({offset for _, _, offset, _ in ranges}) < 2:
+            continue
+        latest: tuple[int, int | None] | None = None  # of the ranges so far, in file order
+        for _split, item, offset, recorded in sorted(ranges, key=lambda r: r[0]):
+            if latest is not None:
+                bases[item] = latest
+            if offset is not None and (latest is None or offset > latest[0]):
+                latest = (offset, recorded)
+    return bases
+
+
+def _positioned(
+    raw: DataFrame,
+    bases: Mapping[int, tuple[int, int]] | None,
+    items: int,
+    headers: Mapping[int, tuple[int, int | None]] | None = None,
+) -> DataFrame:
+    """``raw`` with ``source_index`` and ``source_line`` as a full read of each file gives them,
+    and, with ``headers`` (`header_bases`), ``recorded_at`` too. The bases are array literals
+    indexed by the work item's number (``items`` of them; 0 for an item of a file read whole):
+    a broadcast join with them cost a job, and a row finds its base in constant time however
+    many items there are."""
+    at = F.col("item") + 1
+    if headers:
+        offsets = [headers[item][0] if item in headers else -1 for item in range(items)]
+        recorded = [headers[item][1] if item in headers else None for item in range(items)]
+        later = F.element_at(F.array(*[F.lit(v).cast("long") for v in offsets]), at)
+        under = (F.col("rec") == "message") & (later > F.coalesce(F.col("header_offset"), F.lit(-1)))
+        when = F.timestamp_micros(F.element_at(F.array(*[F.lit(v).cast("long") for v in recorded]), at))
+        raw = raw.withColumn("recorded_at", F.when(under, when).otherwise(F.col("recorded_at")))
     if not bases:
         return raw.withColumn("source_index", F.col("reader_index")).withColumn("source_line", F.col("reader_line"))
 
     def base(part: int):
         values = [bases.get(item, (0, 0))[part] for item in range(items)]
-        return F.element_at(F.array(*[F.lit(v).cast("long") for v in values]), F.col("item") + 1)
+        return F.element_at(F.array(*[F.lit(v).cast("long") for v in values]), at)
 
     split_file = F.col("splits") > 1
     return raw.withColumn(
@@ -442,13 +523,18 @@ def _land(
     webhdfs: str = "",
     reader: str = "auto",
     unreadable: dict[str, str] | None = None,
+    dump_time_zone: str = DEFAULT_TIME_ZONE,
 ) -> _Landing:
     items = plan_work(paths, split_bytes, webhdfs, unreadable)
     if progress:
         progress(_plan_line(items))
     jvm = jvm_items(spark, items, reader)
     log.info("ingest: %d of %d work items read by the JVM reader", len(jvm), len(items))
-    limits = {"max_line_length": max_line_length, "max_message_bytes": max_message_bytes}
+    limits = {
+        "max_line_length": max_line_length,
+        "max_message_bytes": max_message_bytes,
+        "dump_time_zone": dump_time_zone,
+    }
     level = read_cache_level(_split_bytes(items), storage_memory_bytes(spark)) if persist else None
     # the keys of a landing of files whose sizes are known, up to a size (with a cached read only)
     with_keys = all(i.end is not None for i in items) and _split_bytes(items) <= KEYS_WITH_SUMMARY_BYTES
@@ -498,12 +584,14 @@ def _land(
             raw.unpersist(blocking=True)
             raw = scan(spark, items, jvm=jvm, **limits).persist(StorageLevel.DISK_ONLY)
     # the summary is read where there are split files, and always when persisted
-    bases = split_bases(cast(ReadSummary, summary).items) if any(i.splits > 1 for i in items) else None
+    split = any(i.splits > 1 for i in items)
+    bases = split_bases(cast(ReadSummary, summary).items) if split else None
+    headers = header_bases(cast(ReadSummary, summary).items) if split else None
     keys = cast(ReadSummary, summary).keys if persisted else None
     return _Landing(
         items,
         raw,
-        _positioned(raw, bases, len(items)),
+        _positioned(raw, bases, len(items), headers),
         run_id,
         _timestamp(landed_at),
         persisted,
@@ -524,6 +612,7 @@ def land(
     max_line_length: int = MAX_LINE_LENGTH,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     reader: str = "auto",
+    dump_time_zone: str = DEFAULT_TIME_ZONE,
 ) -> tuple[DataFrame, DataFrame]:
     """``(messages, quarantine)`` DataFrames for the files under ``paths``; writes nothing.
 
@@ -531,6 +620,8 @@ def land(
     for the split counts and the items the JVM reader leaves to Python); the DataFrames read
     the files each time an action runs on them. ``landed_at``
     (default: now) stamps ``landed_at`` and ``quarantined_at``; naive means UTC.
+    ``dump_time_zone`` (an IANA name) is the zone dump headers' ``Created:`` stamps are read
+    in (``ingest.dump_time_zone``).
     """
     landing = _land(
         spark,
@@ -542,6 +633,7 @@ def land(
         max_message_bytes=max_message_bytes,
         persist=False,
         reader=reader,
+        dump_time_zone=dump_time_zone,
     )
     return landing.messages(), landing.quarantine()
 
@@ -755,6 +847,7 @@ def ingest(
             webhdfs=settings.webhdfs,
             reader=settings.reader,
             unreadable=plan.unreadable,
+            dump_time_zone=settings.dump_time_zone,
         )
         moved = still_same(f for f in reading if f.name not in plan.unreadable)
         if not moved:

@@ -35,11 +35,12 @@ nothing new (the key ignores BackoutCount) and commits.
 
 Rows are the ones ingest writes (`dlq_pipeline.warehouse.tables.message_row`: same columns,
 ``data_digest``, ``message_key``), with ``source_kind`` ``drain``, ``source_qmgr``/
-``source_queue`` the live queue, ``source_index`` the position in this drain and no file.
-A message repeated on the queue (same key) lands once.
+``source_queue`` the live queue, ``source_index`` the position in this drain and no file,
+and ``recorded_at`` the moment of the browse or get that read it: its Expiry is what was left
+then. A message repeated on the queue (same key) lands once.
 
 **settle**: browse the queue, compute each message's key, ask which keys' processing has
-ended (ledger ``delivered``/``discarded``), and get exactly those by MsgId+CorrelId under
+ended (ledger ``delivered``/``discarded``/``expired``), and get exactly those by MsgId+CorrelId under
 syncpoint, in batches. Each got message's key (MsgId, CorrelId, put date/time, application
 and data digest) must equal the one browsed; a message that does not (MsgIds are not unique)
 makes the batch back out and is left on the queue and reported. Messages that are no longer
@@ -76,8 +77,10 @@ _KEY = MESSAGE_COLUMNS.index("message_key")
 
 # Stores `messages` rows (tuples in schema order) keeping only new keys; returns how many it added.
 StoreRows = Callable[[list[tuple]], int]
-# Which of these message keys have ended (a delivered or discarded ledger row).
+# Which of these message keys have ended (a delivered, discarded or expired ledger row).
 EndedKeys = Callable[[set[str]], set[str]]
+# A message read from the queue: its position in the drain, the message, when it was read.
+Read = tuple[int, Message, dt.datetime]
 
 
 class LiveError(DlqPipelineError, RuntimeError):
@@ -196,13 +199,11 @@ class DrainResult:
         return asdict(self)
 
 
-def message_rows(
-    messages: list[tuple[int, Message]], live: LiveQueue, *, run_id: str, landed_at: dt.datetime
-) -> list[tuple]:
-    """`messages` table rows (tuples in schema order) for ``(position, message)`` pairs, built
-    by the same function ingest uses."""
+def message_rows(messages: list[Read], live: LiveQueue, *, run_id: str, landed_at: dt.datetime) -> list[tuple]:
+    """`messages` table rows (tuples in schema order) for ``(position, message, read at)``
+    triples, built by the same function ingest uses."""
     out = []
-    for index, m in messages:
+    for index, m, read_at in messages:
         row = message_row(DumpedMessage(m.md, m.data, index))  # no size limit: MQ gave it
         row.update(
             source_kind="drain",
@@ -212,6 +213,7 @@ def message_rows(
             source_index=index,
             source_line=None,
             source_offset=None,
+            recorded_at=read_at,
             landed_at=landed_at,
             run_id=run_id,
         )
@@ -227,7 +229,7 @@ class _Lander:
         self.run_id, self.landed_at = run_id, landed_at
         self.seen: set[str] = set()
 
-    def land(self, messages: list[tuple[int, Message]]) -> None:
+    def land(self, messages: list[Read]) -> None:
         rows = []
         for row in message_rows(messages, self.live, run_id=self.run_id, landed_at=self.landed_at):
             key = row[_KEY]
@@ -269,10 +271,12 @@ def drain_queue(
     buffer_size: int = DEFAULT_BUFFER,
     on_batch: Callable[[str, int], None] | None = None,
     progress: Progress | Report | None = None,
+    clock: Callable[[], dt.datetime] = utc_now,
 ) -> DrainResult:
     """Land the messages of ``live`` through ``store`` (see the module doc). ``limit``: at
     most this many messages (a queue that keeps filling would otherwise never end).
-    ``landed_at`` (default now; naive means UTC) stamps the rows. ``on_batch(stage, batch)``
+    ``landed_at`` (default now; naive means UTC) stamps the rows; ``clock`` gives the moment
+    each message is read (its ``recorded_at``; naive means UTC). ``on_batch(stage, batch)``
     is called in move mode with ``"landed"`` after a batch is durable and before MQCMIT, and
     ``"committed"`` after it (tests inject failures there). ``progress`` gets the count of
     messages read (browse) or moved and committed (`dlq_pipeline.runtime.progress`)."""
@@ -295,9 +299,9 @@ def drain_queue(
                 lander = _Lander(store, live, result, run_id, landed_at)
                 tell = _counter(progress, "drain", limit, "messages")
                 if mode == "browse":
-                    _browse(conn, live, lander, result, limit, buffer_size, tell)
+                    _browse(conn, live, lander, result, limit, buffer_size, tell, clock)
                 else:
-                    _move(conn, live, lander, result, batch_size, limit, buffer_size, on_batch, tell)
+                    _move(conn, live, lander, result, batch_size, limit, buffer_size, on_batch, tell, clock)
                 tell(result.read if mode == "browse" else result.removed, final=True)
             ok = True
         finally:
@@ -317,11 +321,11 @@ def _counter(progress: Progress | Report | None, label: str, total: int | None, 
     return tell
 
 
-def _browse(conn, live, lander: _Lander, result: DrainResult, limit, buffer_size, tell) -> None:
-    chunk: list[tuple[int, Message]] = []
+def _browse(conn, live, lander: _Lander, result: DrainResult, limit, buffer_size, tell, clock) -> None:
+    chunk: list[Read] = []
     size = 0
     for message in conn.browse(live.queue, buffer_size=buffer_size):
-        chunk.append((result.read, message))
+        chunk.append((result.read, message, as_utc(clock())))
         result.read += 1
         tell(result.read)
         size += len(message.data)
@@ -336,9 +340,11 @@ def _browse(conn, live, lander: _Lander, result: DrainResult, limit, buffer_size
         result.batches += 1
 
 
-def _move(conn, live, lander: _Lander, result: DrainResult, batch_size, limit, buffer_size, on_batch, tell) -> None:
+def _move(
+    conn, live, lander: _Lander, result: DrainResult, batch_size, limit, buffer_size, on_batch, tell, clock
+) -> None:
     while limit is None or result.read < limit:
-        batch: list[tuple[int, Message]] = []
+        batch: list[Read] = []
         want = batch_size if limit is None else min(batch_size, limit - result.read)
         while len(batch) < want:
             try:
@@ -350,7 +356,7 @@ def _move(conn, live, lander: _Lander, result: DrainResult, batch_size, limit, b
                     f"getting from {live.label} failed: {exc}; the unit of work is backed out, "
                     f"{len(batch)} got messages stay on the queue"
                 ) from exc
-            batch.append((result.read + len(batch), message))
+            batch.append((result.read + len(batch), message, as_utc(clock())))
         if not batch:
             return
         try:

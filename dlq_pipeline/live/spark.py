@@ -25,7 +25,8 @@ from dlq_pipeline.warehouse.storage import Storage
 def drain(spark: SparkSession, storage: Storage, live: LiveQueue, **options) -> DrainResult:
     """Land the messages of ``live`` in ``storage``'s ``messages``: `dlq_pipeline.live.loops.drain_queue`
     with its options (``warehouse``, ``run_id``, ``mode``, ``batch_size``, ``limit``,
-    ``landed_at``, ``buffer_size``, ``on_batch``, ``progress``), storing each chunk with `Storage.merge_new`."""
+    ``landed_at``, ``buffer_size``, ``on_batch``, ``progress``, ``clock``), storing each chunk with
+    `Storage.merge_new`."""
 
     def store(rows: list[tuple]) -> int:
         if rows and not recorded:

@@ -63,8 +63,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from dlq_pipeline.mq import reasons
+from dlq_pipeline.mq.groups import Part, in_unit, order_problem, unit_name, unit_problem
 from dlq_pipeline.mq.interface import DEFAULT_BUFFER, AsyncPutStatus, Message, MQError, PutHandle, read_whole
 from dlq_pipeline.mq.mqmd import MQMD, MQMD_BYTE_LENGTHS
+from dlq_pipeline.mq.structures import DLH_LENGTH
 from dlq_pipeline.runtime.permissions import private_file
 
 DEFAULT_MAXDEPTH = 5000
@@ -437,6 +439,27 @@ class SimQueueManager:
                 (qmgr or self.name, queue),
             ).fetchall()
         return [Message(_as_got(md_from_json(r[0]), r[2]), bytes(r[1])) for r in rows]
+
+    def group_report(self, queue: str, qmgr: str | None = None) -> list[str]:
+        """What a getter of ``queue`` would find wrong with the groups and segmented messages
+        on it (`dlq_pipeline.mq.groups`): a unit put out of ``MsgSeqNumber``/``Offset`` order,
+        or there only in part. Empty when every unit on the queue is whole and in order. MQ
+        takes a unit's messages in any order from a putter that names their positions, so a
+        queue manager reports none of this; a getter with ``MQGMO_ALL_MSGS_AVAILABLE`` waits
+        on a part forever, one without it processes a part: what replay must never leave."""
+        units: dict[bytes, list[Part]] = collections.defaultdict(list)
+        for n, m in enumerate(self.messages(queue, qmgr), start=1):
+            md = m.md
+            if in_unit(md.msg_flags):
+                header = DLH_LENGTH if md.format.rstrip(" ") == "MQDEAD" else 0
+                part = Part(f"#{n}", md.group_id, md.msg_seq_number, md.offset, md.msg_flags, len(m.data) - header)
+                units[md.group_id].append(part)
+        found = []
+        for group_id, parts in sorted(units.items()):
+            for why in (order_problem(parts), unit_problem(parts)):
+                if why:
+                    found.append(f"group {unit_name(group_id)} on {queue}: {why}")
+        return found
 
     def define(self, queue: str, qmgr: str | None = None, **settings) -> None:
         """Define (or redefine) one queue now, keeping the rest of the configuration."""

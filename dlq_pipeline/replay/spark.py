@@ -39,12 +39,15 @@ from dlq_pipeline.engine.large_messages import LARGE_MESSAGE_BYTES, large_messag
 from dlq_pipeline.engine.tasks import TaskTicker
 from dlq_pipeline.errors import UsageError
 from dlq_pipeline.mq.constants import MQ_MAX_MESSAGE_BYTES
+from dlq_pipeline.mq.groups import MQMF_SEGMENTATION_ALLOWED, UNIT_FLAGS, Part
 from dlq_pipeline.mq.mqmd import MQMD
+from dlq_pipeline.mq.structures import DLH_LENGTH
 from dlq_pipeline.replay.bodies import BODY_FILE, Bodies, windows
 from dlq_pipeline.replay.checkpoints import Checkpoint
 from dlq_pipeline.replay.placement import place_queues, slot_values
 from dlq_pipeline.replay.rebuild import exact_target
 from dlq_pipeline.replay.targets import Target, check_run_id, open_target
+from dlq_pipeline.replay.units import Member, plan_units
 from dlq_pipeline.replay.writer import WorkItem, replay_partition
 from dlq_pipeline.rules.model import PUT_ACTIONS
 from dlq_pipeline.rules.spark import decision_counts, target_key
@@ -52,7 +55,13 @@ from dlq_pipeline.runtime.clock import as_utc, from_epoch_micros, utc_now
 from dlq_pipeline.runtime.process_group import RunGroup, join_run_group
 from dlq_pipeline.runtime.progress import Progress, Report
 from dlq_pipeline.runtime.testhooks import crash_point
-from dlq_pipeline.warehouse.landings import open_messages, recording_ledger, settle_landings
+from dlq_pipeline.warehouse.landings import (
+    landing_state,
+    open_message_files,
+    open_messages,
+    recording_ledger,
+    settle_landings,
+)
 from dlq_pipeline.warehouse.lease import LeaseFence, check_lease, fenced, held_lease
 from dlq_pipeline.warehouse.ledger import CHECKPOINTS_DIR, message_states, recover_checkpoints
 from dlq_pipeline.warehouse.schemas import arrow_schema, table_schema
@@ -156,6 +165,9 @@ _ITEM_COLUMNS = (
     "not_before_us",
     "data",
     "truncated",
+    "unit",
+    "unit_hold",
+    "recorded_at_us",
 )
 
 
@@ -174,6 +186,9 @@ def _work_item(
     not_before_us,
     data,
     truncated,
+    unit,
+    unit_hold,
+    recorded_at_us,
 ) -> WorkItem:
     """The work item of one joined row: the MQMD as got (``md_char_bytes`` put back, MQMD
     defaults for nulls in ``md_values``, MQMD field order), targets taken from its fields
@@ -198,6 +213,9 @@ def _work_item(
         header=header,
         putaut=putaut,
         not_before=from_epoch_micros(not_before_us),
+        unit=unit,
+        held=unit_hold,
+        recorded_at=from_epoch_micros(recorded_at_us),
     )
 
 
@@ -417,6 +435,7 @@ def work_items(
     large_tasks: int | None = None,
     decisions_total: int | None = None,
     bodies_in_place: bool = False,
+    placements: DataFrame | None = None,
 ) -> DataFrame:
     """Decisions joined with their messages, one partition per target queue manager (hashed
     into ``partitions``; with ``per_qmgr`` > 1 its queues placed by size over up to that
@@ -430,7 +449,8 @@ def work_items(
     (`Storage.plain_parquet_files`): no body is joined, shuffled or sorted; each item names the
     data file holding its body (`bodies.BODY_FILE`), which the writer's task reads there.
     Only the messages of landings not settled are read (`warehouse.landings`): every pending
-    message is among them."""
+    message is among them. ``placements`` (`unit_placements`): the members of units, which
+    sort where their unit's first member is, next to each other in put order."""
     messages = open_messages(storage)
     if bodies_in_place:
         messages = messages.drop("data").withColumn(BODY_FILE, F.col("_metadata.file_path"))
@@ -457,14 +477,99 @@ def work_items(
     if skip:
         ended = storage.spark.createDataFrame([(k,) for k in sorted(skip)], "message_key string")
         joined = joined.join(ended, "message_key", "left_anti")
+    order: list[str | Column] = ["source_file", "source_index"]
+    if placements is None:
+        joined = joined.select("*", *[F.lit(None).cast("string").alias(c) for c in ("unit", "unit_hold")])
+    else:
+        joined = joined.join(F.broadcast(placements), "message_key", "left")
+        member = F.col("unit").isNotNull()
+        order = [
+            F.when(member, F.col("unit_file")).otherwise(F.col("source_file")),
+            F.when(member, F.col("unit_index")).otherwise(F.col("source_index")),
+            F.coalesce(F.col("unit"), F.lit("")),
+            F.coalesce(F.col("unit_position"), F.lit(0)),
+        ]
     placed = None
     if per_qmgr > 1:
         if puts_per_queue is None:  # decision_counts always counts the puts
             puts_per_queue = cast(Mapping[tuple[str, str], int], decision_counts(decisions).puts_per_queue)
         placed = place_queues(puts_per_queue, partitions, per_qmgr)
     return joined.repartition(partitions, *partition_key(per_qmgr, placed, partitions)).sortWithinPartitions(
-        "source_file", "source_index", "message_key", *([PIECE_COLUMN] if in_pieces else [])
+        *order, "message_key", *([PIECE_COLUMN] if in_pieces else [])
     )
+
+
+UNIT_PLACEMENTS_SCHEMA = (
+    "message_key string, unit string, unit_file string, unit_index long, unit_position int, unit_hold string"
+)
+
+
+def unit_placements(storage: Storage, decisions: DataFrame) -> DataFrame | None:
+    """Where the members of groups and segmented messages among ``decisions`` go
+    (`dlq_pipeline.replay.units.plan_units`), as rows to join to the work items, or None
+    when there are none. One job over the messages' MsgFlags, in which Parquet's statistics
+    skip every row group of messages that are no unit's (``MsgFlags`` 0 or 1); only when some
+    are, one over the decisions of their keys. A Parquet warehouse on a local file system
+    answers "none" from its files' footers, with no job."""
+    state = landing_state(storage)
+    if not state.open:
+        return None
+    names = open_message_files(storage, state)
+    if names is not None:
+        top = storage.column_max("messages", names, "msg_flags")
+        if top is not None and top <= MQMF_SEGMENTATION_ALLOWED:
+            return None
+    flags = F.col("msg_flags")
+    dead = F.rtrim(F.col("format")) == "MQDEAD"
+    found = (
+        open_messages(storage, state)
+        .where((flags > MQMF_SEGMENTATION_ALLOWED) & (flags.bitwiseAND(F.lit(UNIT_FLAGS)) != 0))
+        .select(
+            "message_key",
+            "group_id",
+            "msg_seq_number",
+            "offset",
+            "msg_flags",
+            (F.col("data_length") - F.when(dead, F.lit(DLH_LENGTH)).otherwise(F.lit(0))).alias("length"),
+        )
+        .collect()
+    )
+    if not found:
+        return None
+    spark = storage.spark
+    stored = {r["message_key"]: r for r in found}
+    keys = spark.createDataFrame([(k,) for k in sorted(stored)], "message_key string")
+    decided = (
+        decisions.join(F.broadcast(keys), "message_key")
+        .select("message_key", "action", "target_q", "target_qmgr", "rule_line", "source_file", "source_index")
+        .collect()
+    )
+    members = []
+    for d in decided:
+        m = stored[d["message_key"]]
+        members.append(
+            Member(
+                Part(
+                    d["message_key"],
+                    bytes(m["group_id"] or b""),
+                    int(m["msg_seq_number"] if m["msg_seq_number"] is not None else 1),
+                    int(m["offset"] or 0),
+                    int(m["msg_flags"]),
+                    int(m["length"]),
+                ),
+                action=d["action"],
+                target_q=d["target_q"],
+                target_qmgr=d["target_qmgr"],
+                rule_line=d["rule_line"],
+                source_file=d["source_file"],
+                source_index=d["source_index"],
+            )
+        )
+    plan = plan_units(members)
+    if not plan:
+        return None
+    rows = [(k, p.unit, p.first_file, p.first_index, p.position, p.hold) for k, p in sorted(plan.items())]
+    return spark.createDataFrame(rows, UNIT_PLACEMENTS_SCHEMA)
 
 
 def item_columns(
@@ -486,6 +591,7 @@ def item_columns(
         *[message(c).alias(c) for c in (*MD_COLUMNS.values(), CHAR_BYTES_COLUMN)],
         *body,
         F.coalesce(message("truncated"), F.lit(False)).alias("truncated"),
+        F.unix_micros(message("recorded_at")).alias("recorded_at_us"),
         message("message_key").isNotNull().alias("has_message"),
         *([message(PIECE_COLUMN).alias(PIECE_COLUMN)] if in_pieces else []),
     ]
@@ -534,6 +640,7 @@ def replay(
     checkpoint_root = root if chosen.resumable else None
 
     in_place = storage.plain_parquet_files("messages")
+    placements = unit_placements(storage, decisions) if settings.units == "whole" else None
     items = work_items(
         storage,
         decisions,
@@ -544,6 +651,7 @@ def replay(
         None if in_place else put_tasks(spark, storage, decisions),
         decisions_total,
         in_place,
+        placements,
     )
     lease = held_lease(storage)
     run = partition_function(

@@ -11,6 +11,9 @@ ledger row per work item (data/schemas/ledger.json). What it decides, in order, 
   settle's job);
 - a truncated message -> ``ignored`` with a note: it is never put, and as no put was tried it
   does not count against the rule's RETRY;
+- its Expiry run out since it was recorded (``replay.expiry = remaining``,
+  `dlq_pipeline.replay.expiry`) -> ``expired`` (ends it, as MQ would have discarded it); one
+  still alive is put with what is left of its Expiry;
 - ``not_before`` later than the run's time (RETRYINT) -> ``deferred``;
 - dry-run target -> ``dry_run`` (with "would fail: ..." when it would);
 - no message data, a blank resolved target queue, or no MQDLH to strip -> ``failed``, no MQ call;
@@ -18,6 +21,13 @@ ledger row per work item (data/schemas/ledger.json). What it decides, in order, 
   its depth headroom -> ``deferred``;
 - otherwise put: committed -> ``delivered`` (reason 0); refused by MQ -> ``failed`` with the
   reason code.
+
+**Units** (groups and segmented messages, `dlq_pipeline.replay.units`): consecutive items of
+one unit are one entry, put in one syncpoint (the open batch committed first when the unit
+would take it past ``batch_size`` or ``BATCH_BYTES``), all or none. A unit held (not whole, or
+decided differently) gets ``held`` rows and no MQ call; a member not put (expired, deferred,
+failed before a put) keeps its whole unit back with its outcome; a member MQ refuses backs the
+unit out, every member ``failed``.
 
 **A failed put backs out its own batch only.** The message whose put failed is recorded
 ``failed``; the other messages of the batch were never committed, so they are put again
@@ -68,6 +78,7 @@ from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import AsyncPuts, Connection, MQError, PutHandle, puts_asynchronously
 from dlq_pipeline.mq.mqmd import MQMD
 from dlq_pipeline.replay.checkpoints import CheckpointState, PartitionProgress
+from dlq_pipeline.replay.expiry import remaining_expiry
 from dlq_pipeline.replay.rebuild import RebuildError, rebuild
 from dlq_pipeline.rules.model import PUT_ACTIONS
 from dlq_pipeline.runtime.clock import as_utc, from_epoch, iso_z
@@ -104,6 +115,12 @@ class WorkItem:
     header: bool | None = None
     putaut: str | None = None
     not_before: dt.datetime | None = None
+    # the unit (group or segments, `dlq_pipeline.replay.units`) it is put with, and why that
+    # unit is held instead (None: put whole); consecutive items of one unit are put together
+    unit: str | None = None
+    held: str | None = None
+    # when its MQMD was recorded (a dump's Created stamp, a drain's browse): Expiry counts from it
+    recorded_at: dt.datetime | None = None
 
 
 def queue_key(qmgr: str | None, queue: str | None) -> tuple[str, str]:
@@ -188,7 +205,9 @@ class _Writer:
         self.handles: dict[tuple, PutHandle] = {}
         self.breakers: dict[tuple[str, str], _Breaker] = {}
         self.depths: dict[tuple[str, str], list[int] | None] = {}
-        self.batch: list[_Pending] = []
+        # the open batch's entries: a message, or the members of a unit, which commit together
+        self.batch: list[list[_Pending]] = []
+        self.batch_count = 0  # messages in the open batch
         self.batch_bytes = 0  # the open batch's message data, kept with it by `take_batch`
         self.batch_async = False  # the open batch was put asynchronously (`async_put`)
         self.resending = False  # an asynchronous batch failed: it is being put again synchronously
@@ -290,8 +309,9 @@ class _Writer:
     def queue_key(item: WorkItem) -> tuple[str, str]:
         return queue_key(item.target_qmgr, item.target_q)
 
-    def hold(self, p: _Pending) -> str | None:
-        """Why ``p`` must not be sent now, or None."""
+    def hold(self, p: _Pending, count: int = 1) -> str | None:
+        """Why ``p`` (and the ``count`` - 1 messages of its unit after it, to the same queue)
+        must not be sent now, or None."""
         if self.gave_up is not None:
             return f"no connection to the queue manager ({self.gave_up}); not attempted"
         key = self.queue_key(p.item)
@@ -312,7 +332,7 @@ class _Writer:
                         raise
                     self.depths[key] = None  # cannot inquire (remote queue, no inq authority): unknown
             depth = self.depths[key]
-            if depth is not None and depth[1] > 0 and depth[0] + 1 > self.settings.depth_headroom * depth[1]:
+            if depth is not None and depth[1] > 0 and depth[0] + count > self.settings.depth_headroom * depth[1]:
                 return (
                     f"{key[1]} holds {depth[0]} of MAXDEPTH {depth[1]}, above the "
                     f"{self.settings.depth_headroom:.0%} headroom; not attempted"
@@ -349,21 +369,27 @@ class _Writer:
 
     # putting
 
-    def put_one(self, p: _Pending) -> None:
-        """Open (once per queue and user) and put under syncpoint; MQOPEN failures come out
-        wrapped in `_AtOpen` because they need no backout."""
+    def handle_for(self, p: _Pending) -> PutHandle:
+        """The handle ``p`` is put with, opened once per queue and user; MQOPEN failures come
+        out wrapped in `_AtOpen` because they need no backout."""
         item = p.item
-        conn = cast(Connection, self.conn)  # `hold` let ``p`` through: connected
         alternate = p.md.user_id.rstrip(" ") if (item.putaut or "DEF").upper() == "CTX" else None
         key = (item.target_q, item.target_qmgr or "", alternate)
         handle = self.handles.get(key)
         if handle is None:
             try:
                 qmgr, queue = queue_key(item.target_qmgr, item.target_q)
+                conn = cast(Connection, self.conn)  # `hold` let ``p`` through: connected
                 handle = conn.open_for_put(queue, qmgr, set_all_context=True, alternate_user=alternate)
             except MQError as exc:
                 raise _AtOpen(exc) from None
             self.handles[key] = handle
+        return handle
+
+    def put_one(self, p: _Pending) -> None:
+        """Put under syncpoint (the handle is open: `handle_for`)."""
+        conn = cast(Connection, self.conn)
+        handle = self.handle_for(p)
         self.bucket.take()
         p.started_at = utc_from_epoch(self.clock())
         if self.settings.async_put and not self.resending and puts_asynchronously(conn):
@@ -372,56 +398,93 @@ class _Writer:
         else:
             conn.put(handle, p.md, p.data, syncpoint=True)
 
-    def send(self, pendings: Iterable[_Pending]) -> list[dict]:
-        """Put ``pendings`` (and whatever a backout sends back), committing full batches."""
+    def send(self, entries: Iterable[list[_Pending]]) -> list[dict]:
+        """Put ``entries`` (a message, or the members of a unit in put order) and whatever a
+        backout sends back, committing full batches. A unit is put in one syncpoint: the open
+        batch is committed first when the unit would take it past ``batch_size`` or
+        ``BATCH_BYTES`` (a unit larger than that is a batch of its own), and a member that
+        fails backs the whole unit out, every member recorded ``failed``."""
         rows: list[dict] = []
-        todo = deque(pendings)
+        todo: deque[list[_Pending]] = deque(entries)
         while todo:
-            p = todo.popleft()
+            entry = todo.popleft()
+            if len(entry) > 1 and self.batch and not self.fits(entry):
+                todo.appendleft(entry)
+                rows += self.commit(todo)  # empties the batch, or hands it back to ``todo`` before the unit
+                continue
             at_open = False
+            putting = entry[0]
             try:
                 self.ensure_connected()
-                why = self.hold(p)
+                why = self.hold(entry[0], len(entry))
                 if why is not None:
-                    rows.append(self.row(p.item, "deferred", text=why))
+                    rows += [self.row(p.item, "deferred", text=why) for p in entry]
                     continue
                 try:
-                    self.put_one(p)
+                    for p in entry:  # every open before any put: a unit fails at MQOPEN whole, nothing of it put
+                        self.handle_for(p)
                 except _AtOpen as wrapped:
                     at_open = True
                     raise wrapped.error from None
+                for p in entry:
+                    putting = p
+                    self.put_one(p)
             except MQError as exc:
                 if exc.connection_failure:  # the queue manager backed the batch out
-                    todo.extendleft(reversed(self.take_batch() + [p]))
+                    todo.extendleft(reversed(self.take_batch() + [entry]))
                     self.recover(exc)
                     continue
-                rows.append(self.failed(p, exc))
-                self.note(p, exc)
+                rows += self.failed_entry(entry, putting, exc)
+                self.note(putting, exc)
                 if not at_open:
                     self.backout_batch(todo, accepted=not self.batch_async)
                 continue
             # its breaker is reset when its batch commits: a put backed out with its batch (after
             # another put failed, or asynchronously) has not succeeded, and a queue that fills
             # within a batch would otherwise take every put again and never open its breaker
-            self.count_put(p)
-            self.batch.append(p)
-            self.batch_bytes += len(p.data)
-            if len(self.batch) >= self.settings.batch_size or self.batch_bytes >= BATCH_BYTES:
+            for p in entry:
+                self.count_put(p)
+            self.batch.append(entry)
+            self.batch_count += len(entry)
+            self.batch_bytes += sum(len(p.data) for p in entry)
+            if self.batch_count >= self.settings.batch_size or self.batch_bytes >= BATCH_BYTES:
                 rows += self.commit(todo)
         return rows
 
-    def take_batch(self) -> list[_Pending]:
-        """The open batch, which is emptied (the only way it is: its byte count goes with it)."""
-        batch, self.batch, self.batch_bytes, self.batch_async = self.batch, [], 0, False
+    def fits(self, entry: list[_Pending]) -> bool:
+        """Whether the open batch can take the unit ``entry`` whole."""
+        return (
+            self.batch_count + len(entry) <= self.settings.batch_size
+            and self.batch_bytes + sum(len(p.data) for p in entry) <= BATCH_BYTES
+        )
+
+    def failed_entry(self, entry: list[_Pending], putting: _Pending, exc: MQError) -> list[dict]:
+        """The rows of an entry whose member ``putting`` MQ refused: that member's failure, and
+        for the other members of a unit, that they were backed out with it."""
+        rows = []
+        for p in entry:
+            if p is putting:
+                rows.append(self.failed(p, exc))
+                continue
+            text = f"backed out with its group {p.item.unit}: message {putting.item.message_key} failed: {exc}"
+            rows.append(
+                self.row(p.item, "failed", reason=exc.reason, text=text, started=p.started_at, batch_id=self.batch_id)
+            )
+        return rows
+
+    def take_batch(self) -> list[list[_Pending]]:
+        """The open batch's entries, which is emptied (the only way it is: its counts go with it)."""
+        batch, self.batch, self.batch_count, self.batch_bytes, self.batch_async = self.batch, [], 0, 0, False
         return batch
 
     def backout_batch(self, todo: deque, accepted: bool = False) -> None:
-        """Back out the open batch after a failed put; its other messages go back to the front
+        """Back out the open batch after a failed put; its other entries go back to the front
         of ``todo`` to be put again in a fresh batch (``accepted``: each was put synchronously,
         and its queue took it)."""
         others = self.take_batch()
-        for p in others:
-            p.accepted = p.accepted or accepted
+        for entry in others:
+            for p in entry:
+                p.accepted = p.accepted or accepted
         todo.extendleft(reversed(others))
         self.depths.clear()  # the backed-out puts no longer count: inquire again
         try:
@@ -447,14 +510,19 @@ class _Writer:
                 return []
             self.resending = False
             batch = self.take_batch()
-            rows = [self.failed(p, exc) for p in batch]
+            rows = [self.failed(p, exc) for entry in batch for p in entry]
             self.batch_id += 1
             return rows
-        for p in self.batch:
-            self.note(p, None)
+        for entry in self.batch:
+            for p in entry:
+                self.note(p, None)
         self.resending = False
         batch = self.take_batch()
-        rows = [self.row(p.item, "delivered", reason=0, started=p.started_at, batch_id=self.batch_id) for p in batch]
+        rows = [
+            self.row(p.item, "delivered", reason=0, started=p.started_at, batch_id=self.batch_id)
+            for entry in batch
+            for p in entry
+        ]
         self.batch_id += 1
         self.losses = 0
         self.depths.clear()
@@ -494,16 +562,24 @@ class _Writer:
 
     def prepare(self, item: WorkItem) -> dict | _Pending:
         """The row an item gets without being put, or what to put."""
+        verdict = self.verdict(item)
+        return verdict if isinstance(verdict, _Pending) else self.row(item, verdict[0], text=verdict[1])
+
+    def verdict(self, item: WorkItem) -> _Pending | tuple[str, str | None]:
+        """What to put for ``item``, or the (outcome, error text) it gets without a put."""
         if item.action == "DISCARD":  # a dry run ends nothing: settle must not remove the message
-            return self.row(item, "dry_run", text="would discard") if self.dry_run else self.row(item, "discarded")
+            return ("dry_run", "would discard") if self.dry_run else ("discarded", None)
         if item.action == "IGNORE":
-            return self.row(item, "ignored")
+            return "ignored", None
         if item.action not in PUT_ACTIONS:
-            return self.row(item, "failed", text=f"unknown action {item.action!r}")
+            return "failed", f"unknown action {item.action!r}"
         if item.truncated:
-            return self.row(item, "ignored", text="truncated message: never replayed")
+            return "ignored", "truncated message: never replayed"
+        expired = self.expired(item)
+        if expired is not None:
+            return ("dry_run", f"would expire: {expired}") if self.dry_run else ("expired", expired)
         if item.not_before is not None and as_utc(item.not_before) > self.now:
-            return self.row(item, "deferred", text=f"RETRYINT: not before {iso_z(item.not_before)}")
+            return "deferred", f"RETRYINT: not before {iso_z(item.not_before)}"
         problem, built = None, None
         if item.md is None or item.data is None:
             problem = "the message is not in the messages table"
@@ -516,11 +592,53 @@ class _Writer:
                 problem = str(exc)
         conn = self.ensure_connected()
         if conn is not None and conn.dry_run:
-            return self.row(item, "dry_run", text=f"would fail: {problem}" if problem else None)
+            return "dry_run", f"would fail: {problem}" if problem else None
         if problem:
-            return self.row(item, "failed", text=problem)
+            return "failed", problem
         md, data = cast(tuple[MQMD, bytes], built)  # no problem: rebuilt
-        return _Pending(item, md, data)
+        return _Pending(item, self.with_remaining_expiry(md, item), data)
+
+    def expired(self, item: WorkItem) -> str | None:
+        """Why ``item``'s message has outlived its Expiry, or None (`dlq_pipeline.replay.expiry`)."""
+        md = item.md
+        if self.settings.expiry != "remaining" or md is None or item.recorded_at is None:
+            return None
+        if remaining_expiry(md.expiry, item.recorded_at, self.put_time()) is not None:
+            return None
+        return (
+            f"its Expiry of {md.expiry / 10:g}s when recorded at {iso_z(item.recorded_at)} has run out; "
+            "MQ would have discarded it"
+        )
+
+    def with_remaining_expiry(self, md: MQMD, item: WorkItem) -> MQMD:
+        """``md`` with the lifetime its message has left (``replay.expiry = remaining``)."""
+        if self.settings.expiry != "remaining" or item.recorded_at is None:
+            return md
+        left = remaining_expiry(md.expiry, item.recorded_at, self.put_time())
+        return md if left is None or left == md.expiry else md.replace(expiry=left)
+
+    def put_time(self) -> dt.datetime:
+        return utc_from_epoch(self.clock())
+
+    def unit(self, members: list[WorkItem]) -> list[_Pending] | list[dict]:
+        """The members of one unit (in put order) as one entry to put, or each one's row: a
+        held unit's reason; and when a member is not put (expired, deferred, failed before a
+        put), none is, each member given that member's outcome."""
+        if members[0].held is not None:
+            return [self.row(m, "held", text=members[0].held) for m in members]
+        verdicts = [self.verdict(m) for m in members]
+        entry = [v for v in verdicts if isinstance(v, _Pending)]
+        if len(entry) == len(members):
+            return entry
+        index, (outcome, text) = next((i, v) for i, v in enumerate(verdicts) if not isinstance(v, _Pending))
+        rows: list[dict] = []
+        for m, v in zip(members, verdicts):
+            if isinstance(v, tuple) and v[0] == outcome:
+                rows.append(self.row(m, outcome, text=v[1]))
+            else:
+                why = f"not put without its group {m.unit}: message {members[index].message_key} is {outcome}"
+                rows.append(self.row(m, outcome, text=f"{why} ({text})" if text else why))
+        return rows
 
     def flush(self) -> list[dict]:
         """Commit the last, partial batch; one lost at its commit is sent again."""
@@ -545,6 +663,19 @@ class _Writer:
             conn.disconnect()
         except MQError:
             pass
+
+
+def _entries(items: Iterable[WorkItem]) -> Iterator[list[WorkItem]]:
+    """``items`` as entries: each message on its own, consecutive members of one unit together
+    (replay sorts a unit's members next to each other, in put order)."""
+    entry: list[WorkItem] = []
+    for item in items:
+        if entry and (item.unit is None or item.unit != entry[0].unit):
+            yield entry
+            entry = []
+        entry.append(item)
+    if entry:
+        yield entry
 
 
 def replay_partition(
@@ -574,21 +705,33 @@ def replay_partition(
     seen: set[str] = set()
     ok = False
     try:
-        for item in items:
-            if item.message_key in seen:
-                log.warning(
-                    "partition %s: message %s appears twice; the second is skipped", partition_id, item.message_key
-                )
+        for entry in _entries(items):
+            fresh = []
+            for item in entry:
+                if item.message_key in seen:
+                    log.warning(
+                        "partition %s: message %s appears twice; the second is skipped", partition_id, item.message_key
+                    )
+                    continue
+                seen.add(item.message_key)
+                if item.message_key in done.rows:  # a unit commits whole: all of it, or none, is done
+                    yield from done.rows[item.message_key]
+                    continue
+                fresh.append(item)
+            if not fresh:
                 continue
-            seen.add(item.message_key)
-            if item.message_key in done.rows:
-                yield from done.rows[item.message_key]
+            if fresh[0].unit is None:
+                prepared = writer.prepare(fresh[0])
+                if isinstance(prepared, dict):
+                    yield prepared
+                else:
+                    yield from writer.send([[prepared]])
                 continue
-            prepared = writer.prepare(item)
-            if isinstance(prepared, dict):
-                yield prepared
+            unit = writer.unit(fresh)
+            if unit and isinstance(unit[0], _Pending):
+                yield from writer.send([unit])
             else:
-                yield from writer.send([prepared])
+                yield from cast(list[dict], unit)
         yield from writer.flush()
         writer.save()
         ok = True

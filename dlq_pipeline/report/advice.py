@@ -9,8 +9,10 @@ Findings: a queue that was full for hours (a Q_FULL burst), other bursts (a chan
 application sending to queues that do not exist, ...), pending messages without an MQDLH
 (no rule can act on them: they stay on the DLQ), a rules table without a catch-all, a rule
 that never matched, a RETRY rule whose retries all fail, a queue whose circuit breaker
-opened, messages that have been waiting for more than a week, and input files the run could
-not read or left because they were still being written.
+opened, message groups replay held back because they are not whole, pending messages whose
+lifetime cannot be counted down (landed without the time they were recorded), messages that
+have been waiting for more than a week, and input files the run could not read or left
+because they were still being written.
 """
 
 from __future__ import annotations
@@ -206,6 +208,33 @@ def advise(report: dict) -> list[dict]:
                 f"{breaker['target_q']} refused puts again and again; check it (DISPLAY QSTATUS CURDEPTH, "
                 "PUT(ENABLED), MAXDEPTH) before the next run retries the deferred messages.",
                 {**breaker},
+            )
+        )
+    held = (report.get("run") or {}).get("held_units", [])
+    if held:
+        items.append(
+            _item(
+                "units_held",
+                "check",
+                f"{len(held)} message group(s) or segmented message(s) held: none of each was put",
+                "A group is put only whole, every message present and decided alike. Land the missing "
+                "messages (a later dump), or change the rules so its messages agree; each reason names the "
+                "group and what is missing or which rules disagree. replay.units = members puts each message "
+                "on its own, as runmqdlq does.",
+                {"units": held},
+            )
+        )
+    unknown = pending.get("expiry_unknown") or 0
+    if unknown:
+        items.append(
+            _item(
+                "expiry_unknown",
+                "info",
+                f"{unknown} pending messages with an Expiry were landed without the time they were recorded",
+                "They are replayed with the Expiry they were landed with, not what is left of it: they were "
+                "landed before the messages table had recorded_at. Landing them again from their dumps "
+                "records it.",
+                {"messages": unknown},
             )
         )
     old = next((r["count"] for r in pending.get("age", []) if r["age"] == "> 7 days"), 0)

@@ -35,6 +35,13 @@ SECTIONS = [
         None,
     ),
     (
+        "Groups and segmented messages held (none of each is put until it is whole)",
+        "run",
+        ("run", "held_units"),
+        ["reason", "messages"],
+        None,
+    ),
+    (
         "Circuit breakers opened",
         "run",
         ("run", "breakers"),

@@ -255,6 +255,17 @@ def _run_section(run_id: str, decisions: DataFrame, ledger: DataFrame, rules: li
         ),
         "retry_rules": _retry_rules(ledger),
         "breakers": [r.asDict() for r in breakers],
+        # a held unit's rows share one reason, which names the unit and what is missing or
+        # which rules disagree (`dlq_pipeline.replay.units`)
+        "held_units": [
+            {"reason": r["error_text"], "messages": r["messages"]}
+            for r in ledger.where(F.col("outcome") == "held")
+            .groupBy("error_text")
+            .agg(F.count("*").alias("messages"))
+            .orderBy("error_text")
+            .limit(top)
+            .collect()
+        ],
     }
 
 
@@ -341,6 +352,8 @@ def build_report(
                 ),
                 "without_dlh": _rows(pending.where(~F.col("has_dlh")), ["dlh_problem"]),
                 "age": _age_buckets(pending, now),
+                # landed without the moment their MQMD was recorded: replayed with the Expiry as landed
+                "expiry_unknown": pending.where((F.col("expiry") > 0) & F.col("recorded_at").isNull()).count(),
             },
             "arrivals": {"scope": SCOPES["all_time"], **arrivals(messages)},
             "trend": [

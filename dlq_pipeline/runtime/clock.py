@@ -13,6 +13,7 @@ Naive datetimes given to the library (``now=``, ``landed_at=``) are taken as UTC
 from __future__ import annotations
 
 import datetime as dt
+import zoneinfo
 from typing import overload
 
 UTC = dt.UTC
@@ -52,6 +53,15 @@ def epoch_micros(value: dt.datetime) -> int:
 
 
 _MICROSECOND = dt.timedelta(microseconds=1)
+
+
+def time_zone(name: str) -> dt.tzinfo:
+    """The IANA time zone ``name`` (``"Europe/Berlin"``, ``"UTC"``), for wall-clock times that
+    name no zone of their own; ValueError naming ``name`` when there is no such zone."""
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (KeyError, ValueError, OSError):  # not found, not a zone key, a directory of zones
+        raise ValueError(f"{name!r} is not an IANA time zone name such as 'Europe/Berlin' or 'UTC'") from None
 
 
 def iso_z(value: dt.datetime) -> str:

@@ -2,7 +2,7 @@
 
 A *landing* is the messages one run stored (an ingest or a drain; ``messages.run_id``). The
 ``landings`` table records each one (``landed``, before its messages are written) and the
-moment every message of it had ended (``settled``: each delivered or discarded, which is
+moment every message of it had ended (``settled``: each delivered, discarded or expired, which is
 final). Classify and replay read only the messages of landings not settled (`open_messages`):
 Parquet's and Delta's statistics on ``run_id`` let Spark skip the files of settled landings,
 so a scheduled run's work follows what is pending, not all that was ever landed. A message
@@ -167,16 +167,23 @@ def files_to_read(present: Sequence[str], recorded: dict[str, str], runs: Sequen
     return [name for name in present if name not in recorded or recorded[name] in wanted]
 
 
+def open_message_files(storage: Storage, state: LandingState | None = None) -> list[str] | None:
+    """The data files of ``messages`` that can hold messages of the landings not settled
+    (`files_to_read`), or None where the warehouse does not name its files."""
+    state = landing_state(storage) if state is None else state
+    present = storage.data_files("messages")
+    return None if present is None else files_to_read(present, state.files, state.open)
+
+
 def open_messages(storage: Storage, state: LandingState | None = None) -> DataFrame:
     """The rows of ``messages`` of the landings not settled (``state``: `landing_state`, when
     known), from only the data files that can hold them where the warehouse names its files."""
     state = landing_state(storage) if state is None else state
     if not state.open:
         return storage.read("messages").where(F.lit(False))
-    present = storage.data_files("messages")
-    if present is None:
+    chosen = open_message_files(storage, state)
+    if chosen is None:
         return storage.read("messages").where(F.col("run_id").isin(*state.open))
-    chosen = files_to_read(present, state.files, state.open)
     return storage.read_files("messages", chosen).where(F.col("run_id").isin(*state.open))
 
 
@@ -194,5 +201,5 @@ def settle_landings(storage: Storage, now: dt.datetime | None = None) -> list[st
     if settled:
         _append(storage, settled, SETTLED, now)
         storage.compact("landings")
-        log.info("landings settled (every message delivered or discarded): %s", ", ".join(settled))
+        log.info("landings settled (every message delivered, discarded or expired): %s", ", ".join(settled))
     return settled

@@ -302,7 +302,9 @@ def render_tables_md() -> str:
         "(`dlq_pipeline.runtime.clock`: the pipeline hands Spark only time-zone-aware UTC datetimes and",
         "reads timestamps back as `unix_micros`). Spark *displays* them in",
         "`spark.sql.session.timeZone`, which sessions built by `get_spark` set to UTC. MQ's own",
-        "`put_date`/`put_time` are the GMT strings MQ wrote.",
+        "`put_date`/`put_time` are the GMT strings MQ wrote. A dmpmqmsg header's `Created:` stamp",
+        "names no zone: `messages.recorded_at` reads it as wall-clock time in `ingest.dump_time_zone`",
+        "(docs/message-formats.md, §4).",
         "",
         "Warehouses written by an earlier version: a column added to a schema since is",
         "nullable, and older rows read null there. Parquet needs nothing (its files are read",
@@ -312,7 +314,8 @@ def render_tables_md() -> str:
         'reads only the MQDLH bytes") is such a column: rows landed before it are',
         "decoded from `data` as before, correctly, but with `data` read for them (a 100 MB",
         "message of those still costs its copies); every row landed since is decoded from",
-        "`data_head` alone. Nothing needs rewriting.",
+        "`data_head` alone. `messages.recorded_at` is another: replay puts a row landed before it",
+        'with the Expiry it was landed with (docs/replay.md, "Expiry"). Nothing needs rewriting.',
         "",
     ]
     for name in TABLES:

@@ -542,6 +542,33 @@ class Storage:
                         raise
         return collected_arrow(self.read(table))
 
+    def column_max(self, table: str, names: Sequence[str], column: str) -> int | None:
+        """The largest value of the integer ``column`` in the data files ``names`` of a Parquet
+        ``table`` (`data_files`), from their footers' statistics, read here with no Spark
+        job; None where that is not known here: a table not on a local file system, or a row
+        group without statistics (then a scan must look)."""
+        import pyarrow.parquet as pq
+
+        local = plain_path(self.location(table)) if self.names_files else None
+        if local is None:
+            return None
+        top: int | None = None
+        for name in names:
+            meta = pq.ParquetFile(os.path.join(local, name)).metadata
+            where = [i for i in range(meta.num_columns) if meta.schema.column(i).path == column]
+            if not where:
+                return None
+            for g in range(meta.num_row_groups):
+                stats = meta.row_group(g).column(where[0]).statistics
+                if meta.row_group(g).num_rows == 0:
+                    continue
+                if stats is None or not stats.has_min_max:
+                    if stats is not None and stats.null_count == meta.row_group(g).num_rows:
+                        continue  # all null
+                    return None
+                top = stats.max if top is None else max(top, stats.max)
+        return top
+
     def read_files(self, table: str, names: Sequence[str]) -> DataFrame:
         """The rows of the data files ``names`` of a Parquet ``table`` (`data_files`), with
         exactly its schema."""

@@ -90,13 +90,14 @@ MD_COLUMNS = {name: ("md_version" if name == "version" else name) for name in MQ
 # Every `decisions.ignore_reason` of an implicit IGNORE (an IGNORE rule leaves it null).
 IGNORE_REASONS = ("no_dlh", "truncated", "no_match", "retries_exhausted")
 # Every `ledger.outcome`.
-OUTCOMES = ("delivered", "discarded", "ignored", "failed", "deferred", "dry_run")
+OUTCOMES = ("delivered", "discarded", "expired", "ignored", "failed", "deferred", "held", "dry_run")
 # A put that reached MQ, or was refused by it: an attempt that counts against RETRY(n).
 ATTEMPT_OUTCOMES = ("delivered", "failed")
-# The message's processing is over: it is never decided again.
-ENDED_OUTCOMES = ("delivered", "discarded")
+# The message's processing is over: it is never decided again (an expired message is one MQ
+# itself would have discarded).
+ENDED_OUTCOMES = ("delivered", "discarded", "expired")
 # Outcomes that make a run exit 3 (done, but something needs attention).
-ATTENTION_OUTCOMES = ("failed", "deferred")
+ATTENTION_OUTCOMES = ("failed", "deferred", "held")
 
 LEDGER_COLUMNS = table_columns("ledger")
 

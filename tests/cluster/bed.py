@@ -171,14 +171,21 @@ class Hdfs:
             location = redirect.headers["Location"]
         urllib.request.urlopen(urllib.request.Request(location, data=data, method="PUT"), timeout=60).read()
 
+    def touch(self, path: str, mtime: float) -> None:
+        """Set a file's modification time (WebHDFS SETTIMES, in milliseconds)."""
+        request = urllib.request.Request(self.url(path, "SETTIMES", modificationtime=int(mtime * 1000)), method="PUT")
+        urllib.request.urlopen(request, timeout=60).read()
+
     def upload(self, local: Path, path: str) -> list[str]:
-        """Copy a local file or directory tree to ``path`` on HDFS; the hdfs:// URIs written."""
+        """Copy a local file or directory tree to ``path`` on HDFS, modification times kept;
+        the hdfs:// URIs written."""
         local = Path(local)
         files = [local] if local.is_file() else sorted(p for p in local.rglob("*") if p.is_file())
         written = []
         for f in files:
             target = path if local.is_file() else f"{path}/{f.relative_to(local).as_posix()}"
             self.put(target, f.read_bytes())
+            self.touch(target, f.stat().st_mtime)
             written.append(self.uri + target)
         return written
 

@@ -5,6 +5,7 @@ this folder carries the ``cluster`` marker (tests/conftest.py)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -37,6 +38,11 @@ def dumps(tmp_path_factory) -> Path:
     shutil.copy(FIXTURES / "amqsbcg-field-mq91-rfh2.txt", root / "more" / "listing.txt")
     (root / "more" / "notes.txt").write_text("not a dump\n")  # one quarantine record
     (root / "_ignored.dmp").write_text("skipped: starts with _\n")
+    # whole seconds, which HDFS keeps too (`Hdfs.upload`): a file without a Created stamp is
+    # recorded at its modification time, the same here and there
+    for f in root.rglob("*"):
+        if f.is_file():
+            os.utime(f, (int(f.stat().st_mtime),) * 2)
     return root
 
 

@@ -58,6 +58,9 @@ def work(count: int, seed: int) -> list[list[dict]]:
             truncated=False,
             has_message=True,
             md_char_bytes=None,
+            unit=None,
+            unit_hold=None,
+            recorded_at_us=None,
         )
         partitions[1 if qmgr else 0].append(row)
     return partitions

@@ -12,6 +12,7 @@ also kills a separate run at every point, and one run after another at every poi
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import os
@@ -23,12 +24,13 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import RunSettings, StorageSettings
-from dlq_pipeline.dumps.dmpmqmsg import write_dump
+from dlq_pipeline.dumps.dmpmqmsg import created_time, write_dump
 from dlq_pipeline.dumps.generator import generate_messages, write_generated
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import read_source
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.pipeline import run_pipeline
+from dlq_pipeline.replay.expiry import remaining_expiry
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.view import match_view
@@ -66,8 +68,17 @@ def inputs(tmp_path_factory):
     return paths, rules
 
 
+def alive(record: DumpedMessage, now: dt.datetime) -> bool:
+    """Whether a dumped message's Expiry has time left at ``now``, counted from its dump's
+    Created stamp (UTC, `ingest.dump_time_zone`'s default): replay puts no expired message."""
+    created = created_time(record.header.created, dt.UTC) if record.header is not None else None
+    return created is None or remaining_expiry(record.md.expiry, created, now) is not None
+
+
 def expectation(paths, table):
-    """What a complete run must produce, from the pure readers and the reference matcher."""
+    """What a complete run must produce, from the pure readers and the reference matcher
+    (a message that has outlived its Expiry is not put: generated dumps hold some)."""
+    now = dt.datetime.now(dt.UTC)
     messages, errors, puts = {}, [], []
     for path in paths:
         for record in read_source(path):
@@ -78,7 +89,7 @@ def expectation(paths, table):
             key = message_key(record.md, data_digest(record.data))
             messages[key] = record
             d = decide(table, match_view(record.md, record.data))
-            if d.action == "FWD":  # HEADER(YES): put exactly as it is on the DLQ
+            if d.action == "FWD" and alive(record, now):  # HEADER(YES): put as it is on the DLQ
                 qmgr = d.target_qmgr.strip() or "SIM"
                 puts.append((qmgr, d.target_q.strip(), record.md.msg_id.hex(), record.data.hex(), key))
     return messages, sorted(errors), sorted(puts)

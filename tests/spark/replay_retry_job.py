@@ -21,8 +21,11 @@ import sys
 NOW = dt.datetime(2026, 3, 1, 12, 0, 0)
 
 
-def message_row(key: str, md, data: bytes, *, index: int, truncated: bool = False) -> dict:
-    """A `messages` table row for (md, data)."""
+def message_row(
+    key: str, md, data: bytes, *, index: int, truncated: bool = False, recorded_at: dt.datetime | None = None
+) -> dict:
+    """A `messages` table row for (md, data); ``recorded_at`` None, as a row landed before the
+    column existed has it, unless given."""
     from dlq_pipeline.mq.structures import dlh_head
     from dlq_pipeline.warehouse.identity import data_digest
 
@@ -35,6 +38,7 @@ def message_row(key: str, md, data: bytes, *, index: int, truncated: bool = Fals
         "source_index": index,
         "source_line": 1 + index * 30,
         "source_offset": index * 900,
+        "recorded_at": recorded_at,
         "landed_at": NOW,
         "run_id": "land",
         "data": data,

@@ -22,12 +22,14 @@ from pyspark.sql import functions as F
 import dlq_pipeline
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.dumps.spark import ERROR_COLUMNS, RUN_COLUMNS, MalformedRecord, source_schema
+from dlq_pipeline.fs import stat
 from dlq_pipeline.ingest.spark import land
 from dlq_pipeline.mq.constants import reason_name as python_reason_name
 from dlq_pipeline.mq.constants import reason_names
 from dlq_pipeline.mq.spark import decode_headers, decoded_struct
 from dlq_pipeline.rules.model import DECISION_COLUMNS
 from dlq_pipeline.rules.parser import load_rules
+from dlq_pipeline.runtime.clock import epoch_micros
 from dlq_pipeline.warehouse.tables import table_columns
 from tests.unit.test_fuzz import mutate
 
@@ -176,6 +178,7 @@ def test_path_glob_filter_and_sql(sources, tmp_path):
         ("mode", "LENIENT", "option mode must be one of PERMISSIVE, DROPMALFORMED, FAILFAST, not 'LENIENT'"),
         ("decode", "yes", "option decode must be true or false, not 'yes'"),
         ("maxMessageBytes", "-5", "option maxMessageBytes must be a positive whole number, not '-5'"),
+        ("dumpTimeZone", "CEST", "option dumpTimeZone: 'CEST' is not an IANA time zone name"),
     ],
 )
 def test_a_bad_option_is_named(sources, option, value, says):
@@ -191,6 +194,26 @@ def test_a_missing_path_is_named(sources, tmp_path):
 def test_no_files_is_no_rows(sources, tmp_path):
     (tmp_path / "empty-dir").mkdir()
     assert sources.read.format("mqdump").load(str(tmp_path / "empty-dir")).collect() == []
+
+
+def test_a_dump_header_stamp_is_read_in_the_zone_the_option_names(sources):
+    """The real dump's header says ``Created:Tue Sep 22 02:34:33 2026``; a listing says
+    nowhere when it was taken, so its file's modification time does."""
+    dump, listing = FIXTURES / "real" / "mq10-dmpmqmsg-stdout.dmp", FIXTURES / "amqsbcg-old.txt"
+
+    def recorded(zone: str | None) -> dict[str, int]:
+        reader = sources.read.format("mqdump")
+        if zone is not None:
+            reader = reader.option("dumpTimeZone", zone)
+        rows = reader.load([str(dump), str(listing)]).where("error_code IS NULL")
+        return {
+            r.source_kind: r.at for r in rows.select("source_kind", F.unix_micros("recorded_at").alias("at")).collect()
+        }
+
+    stamp = 1_790_044_473_000_000  # 2026-09-22T02:34:33Z
+    modified = epoch_micros(stat(str(listing)).modified)  # as the listing of its folder gives it
+    assert recorded(None) == {"dmpmqmsg": stamp, "amqsbcg": modified}  # UTC unless told
+    assert recorded("Australia/Sydney") == {"dmpmqmsg": stamp - 10 * 3600 * 1_000_000, "amqsbcg": modified}
 
 
 def test_the_size_limit_is_ingests(sources):

@@ -401,3 +401,24 @@ def test_a_messages_table_from_before_data_head_gets_the_column_and_decodes_alik
     assert stored.where(F.col("data_head").isNull()).count() == older.count()
     heads = {r.message_key: bytes(r.data_head) for r in without_data(storage.read("messages")).collect()}
     assert heads == {r.message_key: dlh_head(r.data) for r in landed.select("message_key", "data").collect()}
+
+
+def test_a_messages_table_from_before_recorded_at_gets_the_column_and_reads_null_there(spark, tmp_path, dumps):
+    """A Delta `messages` table created before `recorded_at` existed: reads show it null, the
+    next landing adds the column, and only the rows landed since have it."""
+    from dlq_pipeline.ingest.spark import ingest
+
+    storage = make_storage(spark, "delta", tmp_path / "wh")
+    parquet = make_storage(spark, "parquet", tmp_path / "parquet")
+    ingest(spark, parquet, dumps[:1], run_id="old")
+    older = parquet.read("messages")
+    older.drop("recorded_at").write.format("delta").save(storage.location("messages"))  # as an older version made it
+    assert storage.read("messages").where(F.col("recorded_at").isNotNull()).isEmpty()
+    result = ingest(spark, storage, dumps, run_id="new")
+    assert result.messages_landed == 200 - older.count()
+    assert "recorded_at" in spark.read.format("delta").load(storage.location("messages")).columns
+    stored = (
+        storage.read("messages").groupBy("run_id").agg(F.count("recorded_at").alias("n"), F.count("*").alias("all"))
+    )
+    counts = {r.run_id: (r.n, r.all) for r in stored.collect()}
+    assert counts == {"old": (0, older.count()), "new": (200 - older.count(), 200 - older.count())}

@@ -7,9 +7,11 @@ the readers, turned into rows by hand. Split landing must equal it row for row.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import shutil
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 import pytest
@@ -19,7 +21,7 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.config.settings import IngestSettings
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
-from dlq_pipeline.dumps.dmpmqmsg import read_dump, read_dump_info, write_dump
+from dlq_pipeline.dumps.dmpmqmsg import created_time, read_dump, read_dump_info, write_dump
 from dlq_pipeline.dumps.generator import generate_messages
 from dlq_pipeline.dumps.plan import plan_work
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
@@ -27,6 +29,7 @@ from dlq_pipeline.dumps.sources import expand_paths
 from dlq_pipeline.ingest.spark import KEY_COLUMNS, ingest, land, rows_to_leave_out, scan, skipped_rows
 from dlq_pipeline.mq.mqmd import MQMD, bytes_to_text
 from dlq_pipeline.mq.structures import dlh_head
+from dlq_pipeline.runtime.clock import epoch_micros
 from dlq_pipeline.runtime.paths import local_path as _local
 from dlq_pipeline.warehouse.identity import data_digest, message_key
 from dlq_pipeline.warehouse.schemas import table_schema
@@ -69,11 +72,12 @@ def corrupt_text() -> tuple[str, list[tuple[str, int, int]]]:
     return text, where
 
 
-def reference(spark, paths, *, kinds=None, run_id=RUN, landed_at=LANDED):
+def reference(spark, paths, *, kinds=None, run_id=RUN, landed_at=LANDED, zone="UTC"):
     """(messages, quarantine) from a plain full read of each file, in order, built by hand."""
     messages, bad, seen = [], [], set()
     for path in paths:
         path = str(path)
+        modified = dt.datetime.fromtimestamp(round(Path(path).stat().st_mtime_ns / 1e9, 6), dt.UTC)
         kind = (kinds or {}).get(path, "dmpmqmsg")
         if kind == "amqsbcg":
             records, qmgr, queue = read_amqsbcg(path, name=path), None, "SYSTEM.DEAD.LETTER.QUEUE"
@@ -104,6 +108,7 @@ def reference(spark, paths, *, kinds=None, run_id=RUN, landed_at=LANDED):
             md = record.md.as_dict()
             md["md_version"] = md.pop("version")
             length = record.total_length if record.truncated else len(record.data)
+            created = created_time(record.header.created, ZoneInfo(zone)) if record.header else None
             messages.append(
                 {
                     "message_key": key,
@@ -114,6 +119,7 @@ def reference(spark, paths, *, kinds=None, run_id=RUN, landed_at=LANDED):
                     "source_index": record.index,
                     "source_line": record.line,
                     "source_offset": record.offset,
+                    "recorded_at": created or modified,
                     "landed_at": landed_at,
                     "run_id": run_id,
                     **md,
@@ -308,6 +314,128 @@ def test_a_landing_of_split_and_whole_files_positions_every_row_as_whole_reads_d
     assert ref_messages.count() == 303 + 5 + 200  # no key in two files
     assert_same_rows(messages, ref_messages)
     assert_same_rows(quarantine, ref_quarantine)
+
+
+# Created stamps of every kind a header may carry: ctime()'s (a one-digit day, a daylight
+# saving gap and overlap in Europe/Berlin), and ones that name no time (the file's
+# modification time stands in): another format, no such day, year 0, nothing at all.
+STAMPS = (
+    "Tue Sep 22 02:34:33 2026",
+    "Wed Sep  2 09:05:07 2026",
+    "Sun Mar 29 02:30:00 2026",
+    "Sun Oct 25 02:30:00 2026",
+    "Mon Jan  1 00:30:00 0001",
+    "2026-01-01 00:00:00",
+    "Mon Feb 30 00:00:00 2026",
+    "Sat Jan  1 00:00:00 0000",
+    "",
+)
+
+
+def concatenated_runs(folder: Path) -> Path:
+    """One file of several dmpmqmsg runs, each with its own header (stamped as ``STAMPS``
+    has it; a header without ``Created:``; two headers back to back), as ``cat`` makes it."""
+    folder.mkdir()
+    runs = []
+    for n, stamp in enumerate(STAMPS):
+        part = folder / f"run{n}.dmp"
+        write_dump(generate_messages(4, seed=500 + n, max_size=2_048), part, qmgr="QM1", queue="DLQ", created=stamp)
+        text = part.read_bytes()
+        if not stamp:
+            text = text.replace(b" Created:", b"", 1)
+        if n == 3:
+            text = b"* DMPMQMSG Version:9.4.0.0 Created:Thu Jan  1 00:00:00 2026\n" + text
+        runs.append(text)
+        part.unlink()
+    path = folder / "runs.dmp"
+    path.write_bytes(b"".join(runs))
+    return path
+
+
+def recorded(messages) -> dict[int, int | None]:
+    """Each message's ``recorded_at`` in epoch microseconds, by its offset in its file."""
+    rows = messages.select("source_offset", F.unix_micros("recorded_at").alias("at")).collect()
+    return {r.source_offset: r.at for r in rows}
+
+
+def at(when: dt.datetime) -> int:
+    return epoch_micros(when)
+
+
+MODIFIED_NS = 1_790_000_000_123_456_000  # a file's modification time, set by the tests that need one
+
+
+def test_a_dump_is_recorded_when_its_header_says_in_the_zone_ingest_names(spark, tmp_path):
+    path = tmp_path / "berlin.dmp"
+    write_dump(generate_messages(5, seed=3, max_size=2048), path, created="Tue Sep 22 02:34:33 2026")
+    for reader in ("auto", "python"):
+        for zone, utc_hour in (("UTC", 2), ("Europe/Berlin", 0), ("America/New_York", 6)):
+            messages, _ = land(spark, [str(path)], run_id=RUN, landed_at=LANDED, reader=reader, dump_time_zone=zone)
+            assert set(recorded(messages).values()) == {at(dt.datetime(2026, 9, 22, utc_hour, 34, 33, tzinfo=dt.UTC))}
+
+
+def test_the_runs_of_one_file_split_anywhere_are_each_recorded_when_their_own_run_was(spark, tmp_path):
+    """Several dmpmqmsg runs in one file: each message under its own run's header, whichever
+    range of the file read it and whichever reader; a stamp that names no time is the
+    file's modification time. A whole read is the oracle (`reference`)."""
+    path = concatenated_runs(tmp_path / "runs")
+    os.utime(path, ns=(MODIFIED_NS, MODIFIED_NS))
+    oracle = recorded(reference(spark, [path], zone="Europe/Berlin")[0])
+    assert len(set(oracle.values())) == 5  # four stamps and the modification time
+    for split_bytes in (1 << 30, 5_000, 997):
+        for reader in ("auto", "python"):
+            messages, _ = land(
+                spark,
+                [str(path)],
+                run_id=RUN,
+                landed_at=LANDED,
+                split_bytes=split_bytes,
+                reader=reader,
+                dump_time_zone="Europe/Berlin",
+            )
+            assert recorded(messages) == oracle, (split_bytes, reader)
+
+
+def test_files_without_a_stamp_are_recorded_when_they_were_modified(spark, tmp_path):
+    """An amqsbcg listing and a dump written without its header (dmpmqmsg -dH) say nowhere
+    when they were taken: their file's modification time, as listed, does."""
+    listing = tmp_path / "amqsbcg-old.txt"
+    shutil.copy(REPO / "tests" / "fixtures" / "amqsbcg-old.txt", listing)
+    headerless = tmp_path / "headerless.dmp"
+    write_dump(generate_messages(3, seed=8, max_size=2048), headerless)
+    headerless.write_bytes(headerless.read_bytes().split(b"\n\n", 1)[1])
+    for path in (listing, headerless):
+        os.utime(path, ns=(MODIFIED_NS, MODIFIED_NS))
+    messages, quarantine = land(spark, [str(listing), str(headerless)], run_id=RUN, landed_at=LANDED)
+    assert quarantine.isEmpty()
+    kinds = {r.source_kind for r in messages.collect()}
+    assert kinds == {"amqsbcg", "dmpmqmsg"}
+    assert set(recorded(messages).values()) == {MODIFIED_NS // 1000}
+
+
+def test_ingest_stores_when_each_message_was_recorded_and_older_rows_read_null(spark, tmp_path):
+    """``ingest.dump_time_zone`` reaches the stored column; rows of a table written before the
+    column existed read null there (Parquet reads the declared schema), next to new ones."""
+    first, second = tmp_path / "first.dmp", tmp_path / "second.dmp"
+    write_dump(generate_messages(4, seed=21, max_size=2048), first, created="Tue Sep 22 02:34:33 2026")
+    write_dump(generate_messages(3, seed=22, max_size=2048), second, created="Wed Sep 23 11:00:00 2026")
+    settings = IngestSettings(dump_time_zone="Asia/Kolkata")
+    landed = make_storage(spark, "parquet", tmp_path / "landed")
+    ingest(spark, landed, [str(first)], run_id=RUN, landed_at=LANDED, settings=settings)
+    older = landed.read("messages")
+    assert set(recorded(older).values()) == {at(dt.datetime(2026, 9, 21, 21, 4, 33, tzinfo=dt.UTC))}
+
+    storage = make_storage(spark, "parquet", tmp_path / "wh")
+    older.drop("recorded_at").coalesce(1).write.parquet(storage.location("messages"))  # as an older version wrote it
+    assert storage.read("messages").where(F.col("recorded_at").isNotNull()).isEmpty()
+    result = ingest(spark, storage, [str(second)], run_id="R2", landed_at=LANDED, settings=settings)
+    assert result.messages_landed == 3
+    stored = storage.read("messages")
+    by_file = {
+        r.source_file: r.at
+        for r in stored.select("source_file", F.unix_micros("recorded_at").alias("at")).distinct().collect()
+    }
+    assert by_file == {str(first): None, str(second): at(dt.datetime(2026, 9, 23, 5, 30, tzinfo=dt.UTC))}
 
 
 # --- ingest into storage: idempotent ---------------------------------------------------------

@@ -19,6 +19,7 @@ import random
 from pathlib import Path
 
 import pytest
+from pyspark.sql import functions as F
 
 from dlq_pipeline.config.settings import MQ_MAX_MESSAGE_BYTES, IngestSettings
 from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, write_dump
@@ -28,7 +29,7 @@ from dlq_pipeline.dumps.spark import RAW_SCHEMA, read_item
 from dlq_pipeline.engine import jvm_reader
 from dlq_pipeline.ingest.spark import ingest, jvm_items, land, scan
 from tests.conftest import make_storage
-from tests.spark.test_ingest import corrupt_text
+from tests.spark.test_ingest import STAMPS, concatenated_runs, corrupt_text
 from tests.spark.test_storage import assert_same_rows
 from tests.unit.test_fuzz import mutate
 
@@ -91,7 +92,10 @@ def compare(spark, paths, split_bytes, *, limits=None, dumps_only=True) -> tuple
             [(n, items[n]) for n in sorted(numbers)],
             limits.get("max_line_length", MAX_LINE_LENGTH),
             limits.get("max_message_bytes", MQ_MAX_MESSAGE_BYTES),
-        ).collect()
+            limits.get("dump_time_zone", "UTC"),
+        )
+        .withColumn("recorded_at", F.unix_micros("recorded_at"))  # as the Python reader's rows hold it
+        .collect()
     ]
     ours, python = by_item(jvm_read), by_item(python_rows(items, limits))
     left = {}
@@ -140,6 +144,27 @@ def test_generated_dlqs_are_read_by_the_jvm_alone(jvm, tmp_path, split_bytes):
     paths = write_generated(tmp_path, 600, seed=404, files=3, max_size=40_000)
     read, left = compare(jvm, paths, split_bytes)
     assert not left and read >= 3
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Berlin", "Asia/Kolkata", "Pacific/Chatham"])
+def test_dumps_of_several_runs_are_recorded_as_python_records_them(jvm, tmp_path, zone):
+    """Each message under its own run's header, its Created stamp read in the zone ingest
+    names, or the file's modification time: the JVM reads such a file itself, in any ranges."""
+    path = concatenated_runs(tmp_path / "runs")
+    os.utime(path, ns=(1_790_000_000_123_456_000,) * 2)
+    for split_bytes in (64 << 20, 5_000, 997):
+        assert compare(jvm, [path], split_bytes, limits={"dump_time_zone": zone})[1] == {}
+    rows = [r for r in python_rows(plan_work([str(path)]), {"dump_time_zone": zone}) if r["rec"] == "message"]
+    assert len(rows) == 4 * len(STAMPS)
+    stamped = {r["recorded_at"] for r in rows} - {1_790_000_000_123_456}
+    # the ctime() stamps that name an instant: year 1 at 00:30 is one only where it is still year 1 in UTC
+    assert len(stamped) == (5 if zone == "UTC" else 4)
+
+
+def test_a_zone_the_jvm_does_not_know_leaves_the_item_to_python(jvm, tmp_path):
+    [path] = write_generated(tmp_path, 3, seed=5, files=1)
+    read, left = compare(jvm, [path], 64 << 20, limits={"dump_time_zone": "posixrules"})
+    assert (read, list(left.values())) == (0, ["the time zone posixrules is not one this JVM knows"])
 
 
 def test_limits_are_the_python_readers(jvm, tmp_path):

@@ -4,9 +4,12 @@ settle confirmed by the message key (data digest included)."""
 
 from __future__ import annotations
 
+import datetime as dt
+import itertools
 import json
 
 import pytest
+from pyspark.sql import functions as F
 
 from dlq_pipeline.dumps.dmpmqmsg import write_dump
 from dlq_pipeline.dumps.generator import generate_messages
@@ -29,6 +32,7 @@ WHERE_AND_WHEN = {
     "source_index",
     "source_line",
     "source_offset",
+    "recorded_at",
     "landed_at",
     "run_id",
     "md_version",
@@ -82,6 +86,33 @@ def test_browse_drain_lands_exactly_what_ingest_lands_and_twice_lands_nothing(sp
     assert {k: r["data"] for k, r in drained.items()} == {
         message_key(m.md, data_digest(m.data)): m.data for m in messages
     }
+
+
+def test_a_drained_message_is_recorded_when_it_was_browsed_or_got(spark, tmp_path):
+    """Its Expiry is what was left at the browse or get that read it: the drain's clock then."""
+    wh = tmp_path / "wh"
+    qm = sim(wh)
+    seed_queue(qm, [dead_letter(n) for n in range(5)])
+    live = live_queue("sim:QM1", warehouse=wh, queue=DLQ)
+    start = dt.datetime(2026, 9, 22, 3, 0, tzinfo=dt.UTC)
+    ticks = itertools.count()
+
+    def clock() -> dt.datetime:  # one tick per message read
+        return start + dt.timedelta(seconds=next(ticks))
+
+    def stamps(storage: Storage) -> list[int]:
+        rows = storage.read("messages").orderBy("source_index").select(F.unix_micros("recorded_at").alias("at"))
+        return [r.at for r in rows.collect()]
+
+    def micros(seconds: int) -> int:
+        return round(start.timestamp() + seconds) * 1_000_000
+
+    browsed, moved = Storage(spark, path=str(wh)), Storage(spark, path=str(tmp_path / "moved"))
+    drain(spark, browsed, live, warehouse=wh, run_id="B1", clock=clock)
+    assert stamps(browsed) == [micros(s) for s in range(5)]
+    drain(spark, moved, live, warehouse=wh, run_id="M1", mode="move", batch_size=2, clock=clock)
+    assert stamps(moved) == [micros(s) for s in range(5, 10)]
+    assert qm.messages(DLQ) == []
 
 
 class FailingStorage(Storage):

@@ -74,9 +74,12 @@ def test_timestamps_and_retryint_are_utc_whatever_the_time_zone(spark, job, mode
     run1, run2, run3 = done["runs"]
     storage = Storage(spark, path=done["warehouse"])
 
-    messages = _micros(storage.read("messages"), "landed_at")
+    messages = _micros(storage.read("messages"), "landed_at", "recorded_at")
     assert len(messages) == COUNT
     assert {(m["run_id"], _within(m["landed_at"], run1)) for m in messages} == {(run1["run_id"], True)}
+    # the dump's Created stamp (whole seconds of New York's wall clock) read in ingest.dump_time_zone
+    dumped = {"start": int(done["dumped"]), "end": run1["start"]}
+    assert {_within(m["recorded_at"], dumped) for m in messages} == {True}
     keys = sorted(m["message_key"] for m in messages)
 
     ledger = {(r["run_id"], r["message_key"]): r for r in _micros(storage.read("ledger"), "started_at", "finished_at")}

@@ -11,6 +11,9 @@ too, as a caller's session could be), three runs of ingest + classify + replay t
 2. straight after: same rule, last attempt younger than RETRYINT(3600): deferred;
 3. ``now`` two hours later, given *naive* (the library takes naive as UTC): tried again.
 
+The dump's ``Created:`` stamp is New York's wall clock (dmpmqmsg's local time), and
+``ingest.dump_time_zone`` names New York.
+
 The result file holds the wall-clock bounds (epoch seconds) of each run, the run ids and the
 time zones the process and the JVM really had; the test reads the warehouses itself.
 """
@@ -43,12 +46,19 @@ def pipeline(spark, root: Path) -> dict:
     (wh / "_sim").mkdir(parents=True)
     SimQueueManager(wh / "_sim" / "QM1.sqlite", "QM1", {"queues": {"APP.IN": {"put_inhibited": True}}})
     dump = root / "dlq.dmp"
-    write_dump([dead_letter(n) for n in range(COUNT)], dump)
+    dumped = time.time()
+    write_dump([dead_letter(n) for n in range(COUNT)], dump)  # Created: the local (New York) time
     rules = root / "tz.rules"
     rules.write_text(RULES)
     table = load_rules(rules)
     assert table.ok, table.diagnostics
-    config = load_config(overrides={"storage": {"path": str(wh)}, "replay": {"max_connections": 1}})
+    config = load_config(
+        overrides={
+            "storage": {"path": str(wh)},
+            "replay": {"max_connections": 1},
+            "ingest": {"dump_time_zone": "America/New_York"},
+        }
+    )
 
     runs = []
     for now in (None, None, "later"):
@@ -68,7 +78,7 @@ def pipeline(spark, root: Path) -> dict:
                 "now": None if now is None else now.replace(tzinfo=dt.UTC).timestamp(),
             }
         )
-    return {"warehouse": str(wh), "runs": runs}
+    return {"warehouse": str(wh), "runs": runs, "dumped": dumped}
 
 
 def main(workdir: str, result_path: str) -> None:

@@ -128,3 +128,12 @@ def test_a_quiet_warehouse_needs_nothing_and_a_catch_all_table_is_not_flagged():
         "by_rule": [{"rule_line": n, "action": "X", "count": 1} for n in (3, 5, 9)],
     }
     assert advise({"rules": catch_all, "run": run}) == []
+
+
+def test_held_groups_and_lifetimes_not_counted_down_are_named():
+    reason = "group 414D51 (2 messages here) incomplete: MsgSeqNumber 3 of 1-3 not landed; none of it is put"
+    items = advise({"run": {"held_units": [{"reason": reason, "messages": 2}]}, "pending": {"expiry_unknown": 7}})
+    assert [(i["code"], i["severity"]) for i in items] == [("units_held", "check"), ("expiry_unknown", "info")]
+    assert items[0]["evidence"] == {"units": [{"reason": reason, "messages": 2}]}
+    assert items[0]["title"] == "1 message group(s) or segmented message(s) held: none of each was put"
+    assert items[1]["title"].startswith("7 pending messages with an Expiry were landed without")

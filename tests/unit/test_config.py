@@ -191,3 +191,22 @@ def test_the_configuration_knows_which_options_were_given(tmp_path):
     assert config.given == {"replay.batch_size", "report.top", "storage.path"}  # default values, but given
     assert config.is_given("storage", "path") and not config.is_given("storage", "format")
     assert load_config().given == frozenset()
+
+
+def test_the_dump_time_zone_is_an_iana_name_and_reaches_the_ingest_settings(tmp_path):
+    from click.testing import CliRunner
+
+    from dlq_pipeline.cli import cli
+    from dlq_pipeline.config.settings import IngestSettings
+
+    assert IngestSettings.from_config(load_config()).dump_time_zone == "UTC"
+    zoned = load_config(overrides={"ingest": {"dump_time_zone": "Europe/Berlin"}})
+    assert IngestSettings.from_config(zoned).dump_time_zone == "Europe/Berlin"
+    conf = write(tmp_path, '[ingest]\ndump_time_zone = "CEST"\n')
+    with pytest.raises(ConfigError) as bad:
+        load_config(conf)
+    assert bad.value.problems == [
+        f"{conf}: 'ingest.dump_time_zone': 'CEST' is not an IANA time zone name such as 'Europe/Berlin' or 'UTC'"
+    ]
+    result = CliRunner().invoke(cli, ["ingest", "--config", str(conf), str(tmp_path)])
+    assert result.exit_code == 2 and "'ingest.dump_time_zone': 'CEST' is not an IANA time zone name" in result.output

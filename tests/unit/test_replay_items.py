@@ -41,6 +41,9 @@ SCHEMA = pa.schema(
         pa.field("data", pa.binary()),
         pa.field("truncated", pa.bool_()),
         pa.field("has_message", pa.bool_()),
+        pa.field("unit", pa.string()),
+        pa.field("unit_hold", pa.string()),
+        pa.field("recorded_at_us", pa.int64()),
     ]
 )
 
@@ -75,6 +78,9 @@ def joined_rows(draw, index: int) -> dict:
         "truncated": draw(st.sampled_from([None, False, True])) if has else None,
         "has_message": has,
         CHAR_BYTES_COLUMN: None,
+        "unit": draw(st.sampled_from([None, "414D5120"])),
+        "unit_hold": draw(st.sampled_from([None, "group 414D5120 (2 messages here) incomplete"])),
+        "recorded_at_us": draw(st.one_of(st.none(), st.integers(0, 2**52))) if has else None,
     }
     for _, column, default in _MD_PLAN:
         row[column] = draw(md_value(column, default)) if has else None

@@ -165,9 +165,9 @@ def test_html_is_one_self_contained_page_with_a_chart_per_view():
         "chart-4",
         "chart-6",
         "chart-2",
-        "chart-10",
         "chart-11",
-        "chart-13",
+        "chart-12",
+        "chart-14",
     ]
     assert "A&lt;B&gt;" in page and "<td>A<B></td>" not in page
     assert "Pending now" in page and "pending now: not ended" in page and "this run: decisions" in page

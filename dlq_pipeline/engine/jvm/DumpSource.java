@@ -110,6 +110,7 @@ public final class DumpSource implements TableProvider {
     final long end; // -1: to the end of the file
     final int split;
     final int splits;
+    final Long modified; // the file's modification time as listed, epoch microseconds; null: unknown
 
     Item(JsonNode node) {
       number = node.get("number").asInt();
@@ -121,6 +122,7 @@ public final class DumpSource implements TableProvider {
       end = node.hasNonNull("end") ? node.get("end").asLong() : -1;
       split = node.get("split").asInt();
       splits = node.get("splits").asInt();
+      modified = node.hasNonNull("modified") ? Long.valueOf(node.get("modified").asLong()) : null;
     }
 
     private static String text(JsonNode node, String name) {

@@ -5,7 +5,12 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.time.DateTimeException;
+import java.time.Instant;
+import java.time.LocalDateTime;
+import java.time.ZoneId;
 import java.util.Arrays;
+import java.util.regex.Matcher;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.PartitionReader;
 
@@ -13,13 +18,19 @@ import org.apache.spark.sql.connector.read.PartitionReader;
  * The rows of one work item: dmpmqmsg.read_dump's records as ingest.read_item turns them
  * into rows, for the dumps dmpmqmsg writes. The record rules are read_dump's (see its module
  * docstring): a record starts at an A line whose previous significant line is not an A or N
- * line; a split reads the records whose first line starts in [start, end). Anything the
- * Python reader would read differently from the plain case, or report as a bad record, is a
- * {@link Fallback}: then the item's only row is {@code rec = "fallback"}.
+ * line; a split reads the records whose first line starts in [start, end). Each message is
+ * under the last dump header line before it, whose Created stamp says when it was recorded
+ * (read_item's recorded_at, dmpmqmsg.created_time), else the file's modification time.
+ * Anything the Python reader would read differently from the plain case, or report as a bad
+ * record, is a {@link Fallback}: then the item's only row is {@code rec = "fallback"}.
  */
 final class ItemReader implements PartitionReader<InternalRow> {
   private static final int NONE = 0, IGNORED = '#', OTHER = '?';
   private static final VarHandle PAIRS = MethodHandles.byteArrayViewVarHandle(char[].class, ByteOrder.LITTLE_ENDIAN);
+  private static final byte[] CREATED = " Created:".getBytes(StandardCharsets.US_ASCII);
+  // the instants a Python datetime holds: a stamp outside them is not a time (created_time)
+  private static final Instant FIRST = Instant.parse("0001-01-01T00:00:00Z");
+  private static final Instant LAST = Instant.parse("9999-12-31T23:59:59.999999Z");
 
   private final DumpSource.Item item;
   private final Layout layout;
@@ -36,6 +47,10 @@ final class ItemReader implements PartitionReader<InternalRow> {
   private long index;
   private long bodyStart; // the offset of the first line after the header
   private long records, biggest;
+  private ZoneId zone; // what a Created stamp is read in
+  private Long header; // the offset of the last header line passed; null: none yet
+  private Long recorded; // when the messages under it were recorded (epoch µs); null: unknown
+  private Long recordHeader, recordRecorded; // those of the record being read
 
   private Object[] fields; // the record being read: its MQMD values, null when none
   private long recordOffset, recordLine;
@@ -74,7 +89,14 @@ final class ItemReader implements PartitionReader<InternalRow> {
         lastWasMessage = true;
         return true;
       }
-      current = rows.split(records, item.splits > 1 ? Long.valueOf(rangeNewlines()) : null, records, biggest);
+      current =
+          rows.split(
+              records,
+              item.splits > 1 ? Long.valueOf(rangeNewlines()) : null,
+              records,
+              biggest,
+              header,
+              header == null ? null : recorded);
     } catch (Fallback why) {
       current = rows.fallback(why.getMessage());
     } catch (IOException | RuntimeException | LinkageError e) { // LinkageError: a Spark it was not built for
@@ -102,6 +124,12 @@ final class ItemReader implements PartitionReader<InternalRow> {
 
   /** Position the lines at the item's first record; false when it has none. */
   private boolean open() throws IOException, Fallback {
+    try {
+      zone = ZoneId.of(layout.dumpTimeZone);
+    } catch (DateTimeException e) {
+      throw new Fallback("the time zone " + layout.dumpTimeZone + " is not one this JVM knows");
+    }
+    recorded = item.modified;
     file = Source.open(item.location, hadoop);
     Lines fromZero = new Lines(file, 0, item.start <= 0 ? item.end : -1, layout.maxLineLength, 1);
     if (hasNul(fromZero)) {
@@ -168,7 +196,8 @@ final class ItemReader implements PartitionReader<InternalRow> {
       if (blank(in)) {
         continue;
       }
-      if (startsWithAny(in, layout.headerPrefixes)) {
+      if (prefixOf(in, layout.headerPrefixes) > 0) {
+        passHeader(in);
         break;
       }
       int kind = kind(in);
@@ -183,6 +212,9 @@ final class ItemReader implements PartitionReader<InternalRow> {
     while (in.next()) {
       int kind = kind(in);
       if (kind == IGNORED) {
+        if (prefixOf(in, layout.headerPrefixes) > 0) {
+          passHeader(in); // another run's header before any message: the messages are under it
+        }
         continue;
       }
       if (kind != 'A') {
@@ -191,6 +223,62 @@ final class ItemReader implements PartitionReader<InternalRow> {
       return true;
     }
     return false; // the dump of an empty queue
+  }
+
+  /** The current line is a header line: the messages after it are under it. */
+  private void passHeader(Lines in) {
+    header = in.offset;
+    Long stamp = createdMicros(in.buf, in.start + prefixOf(in, layout.headerPrefixes), in.end);
+    recorded = stamp != null ? stamp : item.modified;
+  }
+
+  /** The instant a header line's Created stamp names, in epoch microseconds, as
+   *  dmpmqmsg.created_time reads it: the line's bytes from {@code from} (after its
+   *  "* TOOL Version:") are the version, up to a blank, then " Created:" and the stamp, a
+   *  ctime() one once stripped, read in the zone; null when it names no instant. */
+  private Long createdMicros(byte[] b, int from, int to) {
+    int i = from;
+    while (i < to && !space(b[i])) { // the version
+      i++;
+    }
+    if (to - i < CREATED.length || !Arrays.equals(b, i, i + CREATED.length, CREATED, 0, CREATED.length)) {
+      return null;
+    }
+    int start = i + CREATED.length, end = to;
+    while (start < end && space(b[start])) {
+      start++;
+    }
+    while (end > start && space(b[end - 1])) {
+      end--;
+    }
+    Matcher m = layout.created.matcher(new String(b, start, end - start, StandardCharsets.ISO_8859_1));
+    if (!m.matches()) {
+      return null;
+    }
+    int year = Integer.parseInt(m.group(6));
+    if (year < 1) {
+      return null;
+    }
+    try {
+      Instant at =
+          LocalDateTime.of(
+                  year,
+                  layout.months.indexOf(m.group(1)) + 1,
+                  Integer.parseInt(m.group(2)),
+                  Integer.parseInt(m.group(3)),
+                  Integer.parseInt(m.group(4)),
+                  Integer.parseInt(m.group(5)))
+              .atZone(zone)
+              .toInstant();
+      return at.isBefore(FIRST) || at.isAfter(LAST) ? null : Long.valueOf(at.getEpochSecond() * 1_000_000L);
+    } catch (DateTimeException e) { // no such date or time
+      return null;
+    }
+  }
+
+  /** Python's bytes.isspace(): the blanks a regex's \s and strip() take. */
+  private static boolean space(byte c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == 0x0b || c == 0x0c;
   }
 
   /** The kind of the last significant line before {@code pos}, looking no further back than
@@ -290,6 +378,9 @@ final class ItemReader implements PartitionReader<InternalRow> {
         }
         int kind = kind(lines);
         if (kind == IGNORED) {
+          if (prefixOf(lines, layout.headerPrefixes) > 0) {
+            passHeader(lines); // the next run's header, in a file of several concatenated
+          }
           continue;
         }
         if (kind == OTHER || kind == 'N') {
@@ -324,6 +415,8 @@ final class ItemReader implements PartitionReader<InternalRow> {
   private void block() throws IOException, Fallback {
     recordOffset = lines.offset;
     recordLine = lines.number;
+    recordHeader = header;
+    recordRecorded = recorded;
     fields = new Object[layout.mdColumns.length];
     for (int i = 0; i < fields.length; i++) {
       fields[i] = layout.defaults.get(layout.mdColumns[i]);
@@ -486,7 +579,9 @@ final class ItemReader implements PartitionReader<InternalRow> {
       throw new Fallback("message at byte " + recordOffset + " has no data line");
     }
     byte[] data = Arrays.copyOf(body, size);
-    InternalRow row = rows.message(fields, data, numbered ? index++ : -1, recordLine, recordOffset, records++);
+    InternalRow row =
+        rows.message(
+            fields, data, numbered ? index++ : -1, recordLine, recordOffset, records++, recordHeader, recordRecorded);
     biggest = Math.max(biggest, data.length);
     fields = null;
     return row;
@@ -542,12 +637,13 @@ final class ItemReader implements PartitionReader<InternalRow> {
     return true;
   }
 
-  private static boolean startsWithAny(Lines in, byte[][] prefixes) {
+  /** The length of the one of {@code prefixes} the current line starts with; -1 for none. */
+  private static int prefixOf(Lines in, byte[][] prefixes) {
     for (byte[] prefix : prefixes) {
       if (startsWith(in, prefix)) {
-        return true;
+        return prefix.length;
       }
     }
-    return false;
+    return -1;
   }
 }

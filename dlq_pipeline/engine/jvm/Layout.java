@@ -9,12 +9,14 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.regex.Pattern;
 
 /**
  * What the reader needs to know of the format and of the rows, as the Python package states
  * it ({@code jvm_reader.layout()}): the two orders of the 28 MQMD attribute lines dmpmqmsg
- * writes, each field's default, the reader limits, and what of a message's data
- * {@code data_head} keeps ({@code structures.dlh_head}).
+ * writes, each field's default, the reader limits, what of a message's data
+ * {@code data_head} keeps ({@code structures.dlh_head}), and how a header's {@code Created:}
+ * stamp is read ({@code dmpmqmsg.created_time}: the ctime() pattern, in the zone ingest names).
  */
 final class Layout implements Serializable {
   static final int LONG = 0, CHAR = 1, BYTE = 2, HEXTEXT = 3;
@@ -44,6 +46,9 @@ final class Layout implements Serializable {
   final int sniffBytes;
   final int headerSearchLines;
   final byte[][] headerPrefixes;
+  final Pattern created; // dmpmqmsg.CTIME_PATTERN: groups month, day, hour, minute, second, year
+  final List<String> months; // dmpmqmsg.CTIME_MONTHS: a month's number is its place + 1
+  final String dumpTimeZone; // the IANA zone a Created stamp is read in
   final int dlhLength;
   final int chainScanLimit;
   final int formatOffset;
@@ -97,6 +102,10 @@ final class Layout implements Serializable {
     for (int i = 0; i < headers.length; i++) {
       headerPrefixes[i] = headers[i].getBytes(StandardCharsets.US_ASCII);
     }
+    JsonNode stamp = node.get("created");
+    created = Pattern.compile(stamp.get("pattern").asText());
+    months = java.util.Arrays.asList(strings(stamp.get("months")));
+    dumpTimeZone = node.get("dump_time_zone").asText();
     JsonNode head = node.get("head");
     dlhLength = head.get("dlh_length").asInt();
     chainScanLimit = head.get("chain_scan_limit").asInt();

@@ -19,6 +19,7 @@ final class Rows {
   private final int rec, split, splits, item, sourceFile, sourceKind, sourceQmgr, sourceQueue;
   private final int readerIndex, readerLine, sourceOffset, ordinal, newlines, messages, errors, largest;
   private final int data, dataHead, dataLength, dataDigest, messageKey, truncated, notes, errorText;
+  private final int recordedAt, headerOffset;
   private final int[] md;
   private final int[] keyFields; // positions in Layout.mdColumns
   private final Layout layout;
@@ -58,6 +59,8 @@ final class Rows {
     truncated = schema.fieldIndex("truncated");
     notes = schema.fieldIndex("notes");
     errorText = schema.fieldIndex("error_text");
+    recordedAt = schema.fieldIndex("recorded_at");
+    headerOffset = schema.fieldIndex("header_offset");
     md = new int[layout.mdColumns.length];
     for (int i = 0; i < md.length; i++) {
       md[i] = schema.fieldIndex(layout.mdColumns[i]);
@@ -86,8 +89,11 @@ final class Rows {
     return values;
   }
 
-  /** A message: ``fields`` are its MQMD values in Layout.mdColumns' order (Integer, String, byte[]). */
-  InternalRow message(Object[] fields, byte[] body, long index, long line, long offset, long position) {
+  /** A message: ``fields`` are its MQMD values in Layout.mdColumns' order (Integer, String, byte[]);
+   *  ``header`` the dump header line above it (offset), ``recorded`` when it was recorded
+   *  (epoch microseconds; null when unknown). */
+  InternalRow message(
+      Object[] fields, byte[] body, long index, long line, long offset, long position, Long header, Long recorded) {
     Object[] values = common(MESSAGE);
     for (int i = 0; i < md.length; i++) {
       Object value = fields[i];
@@ -106,6 +112,8 @@ final class Rows {
     values[messageKey] = UTF8String.fromString(key(fields, digest));
     values[truncated] = false;
     values[notes] = new GenericArrayData(new Object[0]);
+    values[headerOffset] = header;
+    values[recordedAt] = recorded;
     return new GenericInternalRow(values);
   }
 
@@ -135,9 +143,10 @@ final class Rows {
     return text.substring(0, end);
   }
 
-  /** The item's own row: its records, the newlines of its range (split files), its messages
-   *  and the length of the largest one's data. */
-  InternalRow split(long records, Long rangeNewlines, long count, long biggest) {
+  /** The item's own row: its records, the newlines of its range (split files), its messages,
+   *  the length of the largest one's data, and the last dump header line it knows (offset,
+   *  when its messages were recorded; nulls when it knows none). */
+  InternalRow split(long records, Long rangeNewlines, long count, long biggest, Long header, Long recorded) {
     Object[] values = common(SPLIT);
     values[sourceOffset] = at.start;
     values[ordinal] = records;
@@ -145,6 +154,8 @@ final class Rows {
     values[messages] = count;
     values[errors] = 0L;
     values[largest] = biggest;
+    values[headerOffset] = header;
+    values[recordedAt] = recorded;
     return new GenericInternalRow(values);
   }
 
