@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import RunSettings, StorageSettings
 from dlq_pipeline.dumps.dmpmqmsg import created_time, write_dump
-from dlq_pipeline.dumps.generator import generate_messages, write_generated
+from dlq_pipeline.dumps.generator import DEFAULT_END, generate_messages, write_generated
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import read_source
 from dlq_pipeline.mq.sim import SimQueueManager
@@ -55,7 +55,8 @@ def inputs(tmp_path_factory):
     root = tmp_path_factory.mktemp("crash-inputs")
     paths = [str(p) for p in write_generated(root, 200, seed=7, files=2, max_size=4096)]
     bad = root / "damaged.dmp"
-    write_dump([(m.md, m.data) for m in generate_messages(4, seed=99, max_size=2048)], bad)
+    # dumped when the generated ones were: no lifetime runs out while the tests run
+    write_dump([(m.md, m.data) for m in generate_messages(4, seed=99, max_size=2048)], bad, created=DEFAULT_END)
     lines = bad.read_bytes().split(b"\n")
     x_lines = [i for i, line in enumerate(lines) if line.startswith(b"X ")]
     lines[x_lines[0]] = lines[x_lines[0]] + b"A"  # odd number of hex digits
@@ -96,9 +97,15 @@ def expectation(paths, table):
 
 
 def partition_sizes(spark, puts, messages) -> dict[int, tuple[int, int]]:
-    """Rows and puts per replay partition, partitioned exactly as replay does."""
-    target = {key: (qmgr if qmgr != "SIM" else None) for qmgr, _q, _m, _d, key in puts}
-    rows = [(key, target.get(key)) for key in messages]
+    """Rows and puts per replay partition, partitioned exactly as replay does: by the target
+    each message is decided to, also one that expired and is not put."""
+    table = parse_rules(RULES)
+    target = {}
+    for key, record in messages.items():
+        d = decide(table, match_view(record.md, record.data))
+        target[key] = (d.target_qmgr.strip() or None) if d.action == "FWD" else None
+    put = {key for *_rest, key in puts}
+    rows = [(key, target[key]) for key in messages]
     df = spark.createDataFrame(rows, "message_key string, target_qmgr string")
     parts = df.repartition(PARTITIONS, F.coalesce(F.col("target_qmgr"), F.lit(""))).withColumn(
         "p", F.spark_partition_id()
@@ -106,7 +113,7 @@ def partition_sizes(spark, puts, messages) -> dict[int, tuple[int, int]]:
     out = {}
     for r in (
         parts.groupBy("p")
-        .agg(F.count("*").alias("rows"), F.sum(F.col("message_key").isin(list(target)).cast("int")).alias("puts"))
+        .agg(F.count("*").alias("rows"), F.sum(F.col("message_key").isin(sorted(put)).cast("int")).alias("puts"))
         .collect()
     ):
         out[r["p"]] = (r["rows"], r["puts"])
@@ -263,10 +270,11 @@ def test_runs_killed_at_any_point_lose_nothing_and_send_nothing_twice(spark, tmp
     rerun_rows = Counter(r["message_key"] for r in ledger if r["run_id"] == "RERUN")
     decided = Counter(r["message_key"] for r in storage.read("decisions").where(F.col("run_id") == "RERUN").collect())
     assert rerun_rows == decided and set(rerun_rows.values()) <= {1}  # each decision recorded once
-    earlier = {r["message_key"] for r in ledger if r["run_id"] != "RERUN" and r["outcome"] == "delivered"}
+    ended = ("delivered", "expired")  # an expired message is ended like a delivered one
+    earlier = {r["message_key"] for r in ledger if r["run_id"] != "RERUN" and r["outcome"] in ended}
     assert set(decided) == set(messages) - earlier  # the rerun decides exactly what was not done
     never_put = set(messages) - set(delivered)
-    assert {r["outcome"] for r in ledger if r["message_key"] in never_put} <= {"ignored"}
+    assert {r["outcome"] for r in ledger if r["message_key"] in never_put} <= {"ignored", "expired"}
     assert summary.exit_status == 3 and summary.quarantined == 2  # no_dlh messages and bad records need a look
     assert not any((warehouse / "_checkpoints").glob("*/*"))
 
