@@ -575,8 +575,13 @@ class _Writer:
             return "failed", f"unknown action {item.action!r}"
         if item.truncated:
             return "ignored", "truncated message: never replayed"
-        expired = self.expired(item)
-        if expired is not None:
+        expiry = self.expiry_left(item)
+        if expiry is None:
+            md = cast(MQMD, item.md)  # only a message's lifetime runs out
+            expired = (
+                f"its Expiry of {md.expiry / 10:g}s when recorded at {iso_z(cast(dt.datetime, item.recorded_at))} "
+                "has run out; MQ would have discarded it"
+            )
             return ("dry_run", f"would expire: {expired}") if self.dry_run else ("expired", expired)
         if item.not_before is not None and as_utc(item.not_before) > self.now:
             return "deferred", f"RETRYINT: not before {iso_z(item.not_before)}"
@@ -596,29 +601,18 @@ class _Writer:
         if problem:
             return "failed", problem
         md, data = cast(tuple[MQMD, bytes], built)  # no problem: rebuilt
-        return _Pending(item, self.with_remaining_expiry(md, item), data)
+        return _Pending(item, md if expiry == md.expiry else md.replace(expiry=expiry), data)
 
-    def expired(self, item: WorkItem) -> str | None:
-        """Why ``item``'s message has outlived its Expiry, or None (`dlq_pipeline.replay.expiry`)."""
-        md = item.md
-        if self.settings.expiry != "remaining" or md is None or item.recorded_at is None:
-            return None
-        if remaining_expiry(md.expiry, item.recorded_at, self.put_time()) is not None:
-            return None
-        return (
-            f"its Expiry of {md.expiry / 10:g}s when recorded at {iso_z(item.recorded_at)} has run out; "
-            "MQ would have discarded it"
-        )
-
-    def with_remaining_expiry(self, md: MQMD, item: WorkItem) -> MQMD:
-        """``md`` with the lifetime its message has left (``replay.expiry = remaining``)."""
+    def expiry_left(self, item: WorkItem) -> int | None:
+        """The Expiry to put ``item``'s message with: with ``replay.expiry = remaining``, what
+        is left of it now (`dlq_pipeline.replay.expiry`), None when it has run out; else, or
+        when it is not known when the message was recorded, its Expiry as landed. An item
+        without a message has nothing to run out (MQMD_DEFAULT's unlimited)."""
+        if item.md is None:
+            return MQMD().expiry
         if self.settings.expiry != "remaining" or item.recorded_at is None:
-            return md
-        left = remaining_expiry(md.expiry, item.recorded_at, self.put_time())
-        return md if left is None or left == md.expiry else md.replace(expiry=left)
-
-    def put_time(self) -> dt.datetime:
-        return utc_from_epoch(self.clock())
+            return item.md.expiry
+        return remaining_expiry(item.md.expiry, item.recorded_at, utc_from_epoch(self.clock()))
 
     def unit(self, members: list[WorkItem]) -> list[_Pending] | list[dict]:
         """The members of one unit (in put order) as one entry to put, or each one's row: a

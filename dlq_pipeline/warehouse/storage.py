@@ -559,12 +559,11 @@ class Storage:
             if not where:
                 return None
             for g in range(meta.num_row_groups):
-                stats = meta.row_group(g).column(where[0]).statistics
-                if meta.row_group(g).num_rows == 0:
-                    continue
+                group = meta.row_group(g)
+                stats = group.column(where[0]).statistics
+                if group.num_rows == 0 or (stats is not None and stats.null_count == group.num_rows):
+                    continue  # no value in it
                 if stats is None or not stats.has_min_max:
-                    if stats is not None and stats.null_count == meta.row_group(g).num_rows:
-                        continue  # all null
                     return None
                 top = stats.max if top is None else max(top, stats.max)
         return top
