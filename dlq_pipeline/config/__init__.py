@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH
+from dlq_pipeline.dumps.dmpmqmsg import DEFAULT_TIME_ZONE, MAX_LINE_LENGTH
 from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES
 from dlq_pipeline.errors import UsageError
 from dlq_pipeline.mq.constants import MQ_MAX_MESSAGE_BYTES
@@ -87,7 +87,7 @@ OPTIONS: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
         ),
         "dump_time_zone": (
             (str,),
-            "UTC",
+            DEFAULT_TIME_ZONE,
             "IANA time zone (e.g. Europe/Berlin) of the host that ran dmpmqmsg: a dump header's "
             "Created stamp is its local time, naming no zone; messages.recorded_at reads it there",
         ),

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH
+from dlq_pipeline.dumps.dmpmqmsg import DEFAULT_TIME_ZONE, MAX_LINE_LENGTH
 from dlq_pipeline.dumps.plan import DEFAULT_SPLIT_BYTES
 from dlq_pipeline.mq.constants import MQ_MAX_MESSAGE_BYTES
 
@@ -62,7 +62,7 @@ class IngestSettings:
     webhdfs: str = ""  # hdfs.webhdfs: the NameNode's HTTP address for hdfs:// inputs; "" = http://NAMENODE:9870
     reader: str = "auto"  # auto: the JVM reader where the session has it (engine.jvm_reader); python
     # the IANA zone a dump header's Created stamp (a wall-clock time naming no zone) is read in
-    dump_time_zone: str = "UTC"
+    dump_time_zone: str = DEFAULT_TIME_ZONE
     # which files a landing reads and what becomes of them (ingest.inputs)
     settle_seconds: float = 0.0  # a file modified less long ago waits for a later run
     reread: bool = False  # read files already landed and unchanged too

@@ -270,6 +270,10 @@ def _header(match: re.Match[bytes], offset: int) -> DumpHeader:
     return DumpHeader(offset, bytes_to_text((match.group(3) or b"").strip()))
 
 
+# The zone a Created stamp is read in unless one is configured (ingest.dump_time_zone)
+DEFAULT_TIME_ZONE = "UTC"
+
+
 def created_time(created: str, zone: _dt.tzinfo) -> _dt.datetime | None:
     """The instant a header's ``Created:`` stamp names, as an aware UTC datetime: its
     wall-clock time (C's ``ctime()``) read in ``zone``; a time that falls in a daylight-saving

@@ -49,7 +49,13 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from dlq_pipeline import fs as files
-from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH, created_time, newlines_between
+from dlq_pipeline.dumps.dmpmqmsg import (
+    DEFAULT_TIME_ZONE,
+    MAX_LINE_LENGTH,
+    SNIPPET_LENGTH,
+    created_time,
+    newlines_between,
+)
 from dlq_pipeline.dumps.plan import FileSplit, plan_work
 from dlq_pipeline.dumps.records import DumpedMessage, DumpHeader, RecordError
 from dlq_pipeline.errors import DlqPipelineError, UsageError
@@ -61,7 +67,6 @@ from dlq_pipeline.warehouse.schemas import arrow_schema_of, table_schema
 from dlq_pipeline.warehouse.tables import CHAR_BYTES_COLUMN, HEAD_COLUMN, MD_COLUMNS, message_row
 
 DEFAULT_MAX_MESSAGE_BYTES = MQ_MAX_MESSAGE_BYTES
-DEFAULT_TIME_ZONE = "UTC"  # what a dump header's Created stamp is read in (ingest.dump_time_zone)
 ARROW_BATCH_ROWS = 2048
 ARROW_BATCH_BYTES = 32 * 1024 * 1024  # keeps every batch's binary column well under 2 GB
 # A dump is read whole by one partition of a data source: its records' numbers need no pass
