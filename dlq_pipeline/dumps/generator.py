@@ -263,7 +263,7 @@ _JMS_BACKOUT_THRESHOLD = 5
 class Storm:
     """A burst on top of the steady trickle: for ``hours`` from ``at`` (a fraction of the
     span), ``share`` of all messages are ``reason`` for ``dest_q`` on ``home``, sent over
-    channels from ``origins`` and dead-lettered by ``home``'s channel program (seed 004: a
+    channels from ``origins`` and dead-lettered by ``home``'s channel program (the storm IBM's DLQ guidance warns of: a
     consumer stops, its queue fills, every sender's channel dead-letters what it brings)."""
 
     name: str

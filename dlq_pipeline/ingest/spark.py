@@ -474,7 +474,7 @@ def read_cache_level(input_bytes: int, storage_bytes: int | None) -> StorageLeve
     for memory Spark accounts for, and building a cached batch of a large message is not
     (its column buffers): 100 messages of 100 MB cached in a 2 GB heap left no room to build
     the next batch (docs/performance.md, "Ingest's one cached read"). Inputs that large would spill to disk
-    anyway. Unknown storage memory (Spark Connect): in memory, as before.
+    anyway. Unknown storage memory (Spark Connect): in memory, the storage level of a small input.
 
     In memory the cached batches are kept as they are built (``_DESER``): PySpark's
     ``MEMORY_AND_DISK`` is the serialized level, which copied every batch through Java

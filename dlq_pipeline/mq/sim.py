@@ -260,11 +260,11 @@ def _readable(text: str) -> str:
 # A descriptor is stored as a JSON array of its fields in the order of their sorted names:
 # md_to_json runs once or twice per simulated put, and its text is a put-log row's largest
 # column after the body. The array is about 480 characters where a dict of the same values
-# was 895 (the names repeated in every row), and is filled into a template when every field
+# is 895 (the names repeated in every row), and is filled into a template when every field
 # has its declared type (ints, str, bytes: all descriptors the pipeline builds): strings
 # escaped by json's own C function, ints by %d, bytes as hex; any other value (a bool, an
-# enum) takes the encoder over the list. md_from_json reads both, so a file made by an
-# earlier simulator (dicts) reads as before.
+# enum) takes the encoder over the list. md_from_json reads both forms, so a put log
+# holding descriptors as dicts still reads.
 _MD_NAMES = tuple(sorted(f.name for f in fields(MQMD)))
 _MD_VALUES = operator.attrgetter(*_MD_NAMES)
 _MD_TYPES = tuple(type(value) for value in _MD_VALUES(MQMD()))

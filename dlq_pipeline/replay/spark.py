@@ -373,8 +373,8 @@ def partition_key(
     over up to that many connections while every target queue (and every ``dir:`` file)
     stays in one partition, in DLQ order: each queue goes to the partition ``placed`` gives
     it (`dlq_pipeline.replay.placement`: by size), named by a value that hashes there; a
-    queue missing from ``placed`` to one of ``per_qmgr`` buckets of its name. 1 is the key
-    of before, exactly (the same partitions, the same ledger)."""
+    queue missing from ``placed`` to one of ``per_qmgr`` buckets of its name. With 1 the key
+    is the queue manager alone: one partition (one connection) per queue manager."""
     qmgr, queue = target_key()
     if per_qmgr <= 1:
         return [qmgr]

@@ -38,7 +38,7 @@ failure (e.g. 2003 backed out) records the batch ``failed``.
 **Asynchronous puts** (``async_put``, on by default, where the connection can: IBM MQ's
 ``MQPMO_ASYNC_RESPONSE``): a batch's puts do not wait for the queue manager's answer, one
 round trip each on a client connection, and MQSTAT is asked before the commit how many
-failed. None: the batch commits, each message ``delivered`` as before. Any: the batch is
+failed. None: the batch commits, each message ``delivered``. Any: the batch is
 backed out and put again synchronously, so each message gets the outcome, and each queue's
 breaker the failures, that putting it synchronously gives; the next batch is asynchronous
 again. A failed asynchronous put changes nothing until then: MQ does not put that message.
@@ -52,7 +52,7 @@ in between, and puts the whole batch again. When it gives up, the rest is ``defe
 queue (e.g. 2053 Q_FULL) open it for the rest of the run; its remaining messages are
 ``deferred``, so a full queue gets at most ``breaker_threshold`` failed puts per run, also
 when it fills within a batch: only a committed put closes the count again (a storm of
-retries into a full queue is what a DLQ handler must not make, seed 004).
+retries into a full queue is what a DLQ handler must not make).
 Permanent failures record ``failed`` and leave breakers and other queues alone.
 
 **No double sends**: after each commit the partition's checkpoint

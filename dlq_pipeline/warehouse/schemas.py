@@ -312,7 +312,7 @@ def render_tables_md() -> str:
         "COLUMNS`, logged) before the first write that needs it, since Delta refuses writes",
         'with a column the table lacks. `messages.data_head` (docs/performance.md, "Decode',
         'reads only the MQDLH bytes") is such a column: rows landed before it are',
-        "decoded from `data` as before, correctly, but with `data` read for them (a 100 MB",
+        "decoded from `data`, correctly, but with `data` read for them (a 100 MB",
         "message of those still costs its copies); every row landed since is decoded from",
         "`data_head` alone. `messages.recorded_at` is another: replay puts a row landed before it",
         'with the Expiry it was landed with (docs/replay.md, "Expiry"). Nothing needs rewriting.',
