@@ -34,9 +34,9 @@ s3a-jars: $(STAMP)
 # The JVM reader of ingest (dmpmqmsg dumps parsed in the executors' JVM) in this checkout: its
 # Java sources, in the package, compiled with the JDK's javac against pyspark's jars into a jar
 # next to them, named by the sources' digest (~5 s; a no-op when it is there). A wheel's build
-# compiles it too (tools/build_backend.py). dlq_pipeline/engine/jvm_reader.py
+# compiles it too (tools/build_backend.py). dlq_pipeline/ingest/jvm_reader.py
 jvm-reader: $(STAMP)
-	$(BIN)/python -m dlq_pipeline.engine.jvm_reader
+	$(BIN)/python -m dlq_pipeline.ingest.jvm_reader
 
 # The JVM class archive local Spark sessions start with (about half of a cold start-up is
 # loading classes): built once per Java and pyspark into ~/.cache/dlq-pipeline/cds, from a

@@ -13,16 +13,10 @@ import sys
 import time
 from dataclasses import replace
 
+from dlq_pipeline.mq.dlh_arrow_decoder import decode_dlh_batch
+from dlq_pipeline.mq.dlh_decoder import decode_dlh, to_columns
 from dlq_pipeline.mq.mqmd import MQMD
-from dlq_pipeline.mq.structures import (
-    DeadLetterHeader,
-    TransmissionQueueHeader,
-    decode_dlh,
-    decode_dlh_batch,
-    encode_dlh,
-    encode_xqh,
-    to_columns,
-)
+from dlq_pipeline.mq.structures import DeadLetterHeader, TransmissionQueueHeader, encode_dlh, encode_xqh
 
 
 def sample(count: int, seed: int = 7):

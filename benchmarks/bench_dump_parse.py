@@ -23,7 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from dlq_pipeline.dumps.dmpmqmsg import plan_splits, read_dump, write_dump
+from dlq_pipeline.dumps.dmpmqmsg_reader import plan_splits, read_dump
+from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
 from dlq_pipeline.mq.mqmd import MQMD
 
 

@@ -3,7 +3,7 @@ classifier with (`dlq_pipeline.rules.spark.classify_columns`, the rule chosen pe
 combination of tested values), and a form that must agree with the reference matcher row for
 row (tests/spark/test_chained_rules.py).
 
-Three things shape it (docs/rules-semantics.md, "The Spark compiler and the codegen cliff"):
+Three things shape it (docs/rules-semantics.md, "Why not the table compiled into SQL: the codegen cliff"):
 
 * String patterns keep §5's blank-padded semantics exactly. The value's trailing blanks
   (0x20 only) are cut with ``rtrim``; the pattern becomes an equality, a length test,

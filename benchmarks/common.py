@@ -1,4 +1,4 @@
-"""What every comparison shares: sizes, the machine, timing, child processes, peak memory.
+"""What every comparison shares: sizes, the machine, timing, targets, child processes, peak memory.
 
 Every comparison is a ratio of medians measured in one run, with the variants interleaved
 (variant A, B, C, then A, B, C again ...), so load from other processes on a shared machine
@@ -287,7 +287,20 @@ def ratio(a: float, b: float) -> float | None:
     return round(a / b, 3) if b else None
 
 
+def holds(value, limit, below=True):
+    """Whether ``value`` keeps to ``limit`` (None when either was not measured)."""
+    if value is None or limit is None:
+        return None
+    return value <= limit if below else value >= limit
+
+
 # --- Spark jobs ----------------------------------------------------------------------------------
+
+
+def noop(df) -> None:
+    """Run ``df``'s whole plan for every row and write nothing (Spark's ``noop`` sink): every
+    Spark variant ends here, so its time is the work itself."""
+    df.write.format("noop").mode("overwrite").save()
 
 
 def jobs_submitted(spark) -> int | None:
@@ -320,6 +333,16 @@ class StageJobs:
 
 
 # --- child processes ---------------------------------------------------------------------------
+
+
+@dataclass
+class Context:
+    """How a comparison runs children: in fresh processes (normal) or in this process (the
+    ``--in-process`` smoke test, which checks the code paths and the keys, not the figures)."""
+
+    child: Callable[[str, dict], dict]
+    in_process: bool = False
+    latency_ms: dict | None = None
 
 
 def child_env() -> dict[str, str]:

@@ -7,9 +7,13 @@ the same work per copy, which is all a throughput measurement needs.
 
 from __future__ import annotations
 
+import json
 import random
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.common import Sizes
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.mq.constants import reason_name
 
@@ -132,10 +136,33 @@ def copied(spark, pool: str, copies: int, out: Path) -> str:
     return str(out)
 
 
+def cached(path: Path, params: dict, make: Callable[[], object]) -> None:
+    """Run ``make`` unless ``path`` already holds what these ``params`` made."""
+    stamp = path.parent / f".{path.name}.json"
+    if path.exists() and stamp.exists() and json.loads(stamp.read_text()) == params:
+        return
+    shutil.rmtree(path, ignore_errors=True)
+    make()
+    stamp.write_text(json.dumps(params))
+
+
+def decode_input(spark, sizes: Sizes, work: Path) -> tuple[str, str]:
+    """(pool, copies): the generated pool landed as Parquet, and its copies (decode input)."""
+    pool_dumps = dumps(work / "pool-dumps", sizes.decode_pool, seed=101, max_size=sizes.max_size)
+    pool, copies = work / "pool", work / "decode-input"
+    cached(pool, {"n": sizes.decode_pool, "max": sizes.max_size}, lambda: landed_pool(spark, pool_dumps, pool))
+    cached(
+        copies,
+        {"n": sizes.decode_pool, "max": sizes.max_size, "copies": sizes.decode_copies},
+        lambda: copied(spark, str(pool), sizes.decode_copies, copies),
+    )
+    return str(pool), str(copies)
+
+
 def large_messages_dump(path: Path, count: int, payload: int, seed: int = 505) -> str:
     """A dmpmqmsg dump of ``count`` generated messages with an MQDLH, each padded to ``payload``
     bytes with random bytes (written one message at a time)."""
-    from dlq_pipeline.dumps.dmpmqmsg import write_dump
+    from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
     from dlq_pipeline.dumps.generator import generate_messages
 
     rng = random.Random(seed)

@@ -7,7 +7,7 @@ target:
 - ``plain``: Python starting a local Spark and running one trivial job, nothing else: what no
   command that starts Spark can go below;
 - ``spark_stages``: Python starting a local Spark as `run` starts it and running Spark's own
-  three plain stages of a run's shape over the same dumps (`benchmarks.stages.plain_stages`):
+  three plain stages of a run's shape over the same dumps (`benchmarks.end_to_end.plain_stages`):
   the least a fresh process doing a run's kind of work takes;
 - ``with_archive``: `run` where `dlq-pipeline setup` (or `make demo`) built the class archive,
   against ``plain`` (target ``FIRST_RUN_OVER_PLAIN_S``);
@@ -31,13 +31,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from benchmarks import data
-from benchmarks.common import Sizes, median
-
-if TYPE_CHECKING:
-    from benchmarks.stages import Context
+from benchmarks.common import Context, Sizes, median
 
 FIRST_RUN_OVER_PLAIN_S = 2.0  # a cold 1,000-message `run` within 2 s of a plain start and trivial job
 BUILDING_SLOWDOWN_S = 1.0  # building the archive for the next run costs that run at most 1 s
@@ -50,7 +46,7 @@ PLAIN = (
 SPARK_STAGES = (
     "import sys\n"
     "from pathlib import Path\n"
-    "from benchmarks.stages import plain_stages\n"
+    "from benchmarks.end_to_end import plain_stages\n"
     "from dlq_pipeline.dumps.plan import input_bytes\n"
     "from dlq_pipeline.engine.session import get_spark\n"
     "inputs, work = sys.argv[2:], Path(sys.argv[1])\n"

@@ -24,12 +24,8 @@ import json
 import shutil
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from benchmarks.common import Sizes, ratio
-
-if TYPE_CHECKING:
-    from benchmarks.stages import Context
+from benchmarks.common import Context, Sizes, ratio
 
 INCREMENTAL_RATIO = 1.3  # the run after one new dump over the same run into an empty warehouse
 RULES = "ACTION(FWD) FWDQ(DLQ.HOLD) HEADER(YES)\n"

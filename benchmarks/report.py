@@ -562,3 +562,352 @@ def markdown(doc: dict) -> str:
         lines += _measured_apart(doc, key)
         lines += _error(doc, key) or render(doc[key])
     return "\n".join(lines)
+
+
+# --- the figures docs/performance.md shows (benchmarks/figures.py writes them there) -----------
+
+SECTION_ORDER = {key: n for n, (key, _, _) in enumerate(SECTIONS)}
+
+
+def _g(value) -> str:
+    """A limit or a setting as written: 1.6, 50, 2,626 ("–" when not measured)."""
+    if value is None:
+        return "–"
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
+
+def _heap(heap: str) -> str:
+    """``"2g"`` -> "2 GB" (a JVM's heap setting, for people)."""
+    return f"{heap[:-1]} {heap[-1].upper()}B" if heap[-1:].lower() in ("g", "m") else heap
+
+
+def _latency(latency_ms: dict) -> str:
+    return ", ".join(f"{op} {_g(ms)}" for op, ms in latency_ms.items()) or "none"
+
+
+def _each(values) -> str:
+    """``[1.0, 2.5]`` -> "1.00 / 2.50": one figure per size, in the sizes' order."""
+    return " / ".join(_f(v) for v in values)
+
+
+def _target_title(key: str, t: dict, doc: dict) -> tuple[str, str, str]:
+    """(what the target compares, its measured value with what it is made of, its limit)."""
+    value, limit = t.get("value"), t.get("limit")
+    if key == "end_to_end.cold_run_over_spark_cold_stages_at_1000":
+        return (
+            "cold `run` of 1,000 messages after start-up, over Spark's own cold stages of its shape",
+            f"{_f(value)} ({_f(t.get('run_s'))} s, {_f(t.get('jobs'))} jobs, "
+            f"against {_f(t.get('spark_cold_stages_s'))} s)",
+            f"≤ {_g(limit)}",
+        )
+    if key == "end_to_end.crossover_messages":
+        fitted = ((doc.get("end_to_end") or {}).get("crossover") or {}).get("fitted_crossover_messages")
+        return (
+            "crossover with the sequential reference in a fresh process, messages",
+            f"{_f(value)} (fitted {_f(fitted)})",
+            f"≤ {_g(limit)} (the start-up and cold stages floor {_f(t.get('start_up_and_cold_stages_floor'))} + 500)",
+        )
+    if key == "end_to_end.warm_run_over_its_bound_at_100000":
+        parts = " + ".join(_f(t.get(k)) for k in ("busiest_connection_s", "spark_ingest_s", "decode_limit_s"))
+        return (
+            "warm `run` of 100,000 messages over its bound: the busiest connection's puts + Spark's "
+            "ingest-shaped stage + decode's limit",
+            f"{_f(value)} ({_f(t.get('run_s'))} s against {parts} s)",
+            f"≤ {_g(limit)}",
+        )
+    if key == "end_to_end.sim_cpu_us_per_put":
+        return "the simulated queue manager's own CPU per put, µs", _g(value), f"≤ {_g(limit)}"
+    if key == "ingest.ingest_speedup_over_store_limit_speedup":
+        large = ((doc.get("ingest") or {}).get("large") or {}).get("dump_mb")
+        return (
+            f"ingest's 1 → 2 core speed-up over the store limit's own (a {_f(large, 1)} MB dump)",
+            f"{_f(value)} ({_f(t.get('ingest_speedup'))} against {_f(t.get('store_limit_speedup'))})",
+            f"≥ {_g(limit)}",
+        )
+    if key == "storm.storm_million_messages_in_2g_heaps":
+        run = (doc.get("storm") or {}).get("run") or {}
+        return (
+            f"the Q_FULL storm through one `run` with {_heap(t.get('heap', ''))} heaps, messages landed",
+            f"{_f(value)} in {_f(run.get('wall_s'))} s" if run.get("wall_s") is not None else _f(value),
+            _g(limit),
+        )
+    if key == "incremental.incremental_over_empty":
+        return "the run after one new dump, over the same run into an empty warehouse", _f(value), f"≤ {_g(limit)}"
+    if key == "incremental.unchanged_rerun_s":
+        return (
+            "the rerun over an unchanged directory, s",
+            _f(value),
+            f"≤ {_g(limit)} ({t.get('limit_is', 'its floor')})",
+        )
+    walls = (doc.get("first_run") or {}).get("wall_s") or {}
+
+    def median_of(name: str) -> str:
+        return _f((walls.get(name) or {}).get("median"))
+
+    if key == "first_run.first_run_over_plain_start_s":
+        return (
+            "a cold 1,000-message `run` with the class archive, over a plain Spark start and trivial job, s",
+            f"+{_f(value)} ({median_of('with_archive')} against {median_of('plain')})",
+            f"≤ +{_g(limit)}",
+        )
+    if key == "first_run.building_for_next_slowdown_s":
+        return (
+            "the run that builds the class archive for the next, over one that does not, s",
+            f"+{_f(value)} ({median_of('building_for_next')} against {median_of('no_archive')})",
+            f"≤ +{_g(limit)}",
+        )
+    return f"`{key}`", _f(value), _g(limit)
+
+
+def figures_targets_lines(doc: dict) -> list[str]:
+    """Every target of the document, by section, each with what it compares and its limit."""
+    found = doc.get("targets") or {}
+    ordered = sorted(found, key=lambda k: SECTION_ORDER.get(k.split(".", 1)[0], len(SECTION_ORDER)))
+    rows = []
+    for key in ordered:
+        t = found[key]
+        title, measured, limit = _target_title(key, t, doc)
+        rows.append([title, measured, limit, {True: "yes", False: "no"}.get(t.get("holds"), "not measured")])
+    return _table(["target", "measured", "limit", "holds"], rows) if rows else []
+
+
+def _section_rows(doc: dict) -> list[list]:
+    """One row per headline figure of each section measured: ours, the obvious way, the limit."""
+    rows: list[list] = []
+
+    def measured(key: str) -> dict | None:
+        d = doc.get(key)
+        return d if isinstance(d, dict) and "error" not in d else None
+
+    if d := measured("decode"):
+        v = d["variants"]
+
+        def us(name: str) -> str:
+            return f"{_f(v[name]['us_per_message'])} ({_f(v[name].get('cpu_us_per_message'))})"
+
+        rows.append(
+            [
+                "1 decode",
+                f"µs (CPU µs) a message, {d['messages']:,} messages",
+                us("ours"),
+                f"row UDF {us('row_udf')}",
+                f"JVM expressions {us('jvm_expressions')}; a scan of `data` {us('scan_only')}",
+            ]
+        )
+    if d := measured("classify"):
+        tables = d["tables"]
+        counts = list(tables)
+
+        def per_table(variant: str, field: str) -> str:
+            return _each(tables[c]["variants"][variant][field] for c in counts)
+
+        rules = " / ".join(counts)
+        rows.append(
+            [
+                "2 classify",
+                f"marginal µs a message at {rules} rules",
+                per_table("compiled", "marginal_us_per_message"),
+                f"reference UDF {per_table('reference_udf', 'marginal_us_per_message')}; "
+                f"SQL chain {per_table('sql_chain', 'marginal_us_per_message')}",
+                "–",
+            ]
+        )
+        rows.append(
+            [
+                "2 classify",
+                f"build + plan s at {rules} rules",
+                per_table("compiled", "build_and_plan_s"),
+                f"SQL chain {per_table('sql_chain', 'build_and_plan_s')}",
+                "–",
+            ]
+        )
+    if d := measured("ingest"):
+        one, two = d["spark"]["local[1]"], d["spark"]["local[2]"]
+
+        def rate(name: str) -> str:
+            return f"{_f(one[name]['mb_per_s'], 0)} / {_f(two[name]['mb_per_s'], 0)}"
+
+        rows.append(
+            [
+                "3 ingest",
+                f"MB/s over a {_f(d['dump_mb'], 1)} MB dump, 1 / 2 cores",
+                f"`ingest` {rate('ingest_store')}; the JVM reader's parse {rate('parse')}",
+                f"the Python reader {rate('parse_python_reader')}",
+                f"text lines {rate('text_lines')}; the parse stored in one pass {rate('parse_and_store')}",
+            ]
+        )
+    if d := measured("replay"):
+        partitions = d["partitions"]
+        parts = list(partitions)
+
+        def seconds(variant: str) -> str:
+            return _each(partitions[p]["variants"][variant]["seconds"] for p in parts)
+
+        rows.append(
+            [
+                "4 replay",
+                f"s for {d['messages']:,} decisions ({d['puts']:,} puts) at {' / '.join(parts)} partitions",
+                f"the writer into the sim {seconds('writer_to_sim')}",
+                "–",
+                f"the dry-run writer {seconds('writer_dry_run')}; iterated only {seconds('iterate_only')}",
+            ]
+        )
+        read = d.get("read_path")
+        if read:
+            v = read["variants"]
+            rows.append(
+                [
+                    "4 replay",
+                    f"read path s, {read['messages']:,} decisions in {read['partitions']} partitions",
+                    f"bodies read where they lie {_f(v['bodies_in_place']['seconds'])}",
+                    f"bodies carried through the join {_f(v['bodies_joined']['seconds'])}",
+                    f"no bodies, plus a scan of them {_f(v['scan_and_iterate']['seconds'])}",
+                ]
+            )
+    if d := measured("memory"):
+        cases = d["cases"]
+
+        def peaks(case: str) -> str:
+            one = cases[case]["peak_hwm_one_process_mb"]
+            return f"{_f(one.get('jvm'), 0)} / {_f(one.get('python_workers'), 0)}"
+
+        rows.append(
+            [
+                "6 memory",
+                f"peak RSS MB of one process, JVM / largest Python worker, {d['messages']:,} messages of "
+                f"{d['large_payload_bytes'] / 2**20:g} MiB",
+                f"the header slice {peaks('large_payload')}",
+                f"the whole data to the UDF {peaks('large_payload_whole_data_udf')}",
+                f"messages of {d['small_payload_bytes'] / 2**10:g} KiB {peaks('small_payload')}",
+            ]
+        )
+        p = d.get("pipeline")
+        if p and not p.get("error"):
+            one = p["peak_hwm_one_process_mb"]
+            rows.append(
+                [
+                    "6 memory",
+                    f"`run` over {p['messages']:,} messages of {p['payload_bytes'] / 2**20:g} MiB, "
+                    f"a {_heap(p['heap'])} heap",
+                    f"{'passes' if p['passed'] else 'fails'} in {_f(p['seconds'], 0)} s; peak RSS JVM "
+                    f"{_f(one.get('jvm'), 0)} MB, largest Python worker {_f(one.get('python_workers'), 0)} MB",
+                    "–",
+                    "–",
+                ]
+            )
+    if (d := measured("storm")) and "error" not in d.get("run", {"error": None}):
+        ref = d["reference"]
+        rows.append(
+            [
+                "7 storm",
+                f"s for {d['messages']:,} messages, {_heap(d['heap'])} heaps",
+                f"`run` {_f(d['run']['wall_s'])}",
+                f"the sequential reference {_f(ref['extrapolated_s'], 1)}, extrapolated from "
+                f"{ref['extrapolated_from']:,} messages",
+                "–",
+            ]
+        )
+    if d := measured("incremental"):
+        runs = d["runs"]
+        floor = runs["floor"]
+        rows.append(
+            [
+                "8 incremental",
+                f"s in a fresh process over {d['dumps']:,} landed dumps",
+                f"unchanged: start-up {_f(runs['unchanged']['spark_start_s'])} + run "
+                f"{_f(runs['unchanged']['run_s'])}; after one new dump {_f(runs['incremental']['run_s'])}",
+                "–",
+                f"start-up {_f(floor['spark_start_s'])} + a trivial job {_f(floor['trivial_job_s'])} + the "
+                f"listing {_f(floor['listing_s'])}; the new dump into an empty warehouse {_f(runs['empty']['run_s'])}",
+            ]
+        )
+    if d := measured("first_run"):
+        walls = d["wall_s"]
+
+        def median_of(name: str) -> str:
+            return _f((walls.get(name) or {}).get("median"))
+
+        rows.append(
+            [
+                "9 first run",
+                f"s, a fresh process, {d['messages']:,} messages (median)",
+                f"`run` with the class archive {median_of('with_archive')}, without it {median_of('no_archive')}",
+                "–",
+                f"a plain Spark start and trivial job {median_of('plain')}; Spark's own three stages of a "
+                f"run's shape {median_of('spark_stages')}",
+            ]
+        )
+    return rows
+
+
+def _end_to_end_size_lines(d: dict) -> list[str]:
+    """`run` against the sequential reference at each size."""
+    rows = []
+    for n, s in d["sizes"].items():
+        rows.append(
+            [
+                int(n),
+                s["pipeline_wall_s"]["seconds"],
+                round(s["pipeline_spark_start_s"] + s.get("pipeline_trivial_job_s", 0), 2),
+                s.get("pipeline_run_s"),
+                s.get("warm_run_s"),
+                s.get("pipeline_jobs"),
+                s["reference_wall_s"]["seconds"],
+                s["reference_over_pipeline"],
+                s.get("reference_over_warm_run"),
+            ]
+        )
+    return _table(
+        [
+            "messages",
+            "fresh process s",
+            "start-up + trivial job s",
+            "pipeline s, cold",
+            "pipeline s, warm",
+            "jobs",
+            "reference s",
+            "reference / fresh run",
+            "reference / warm run",
+        ],
+        rows,
+    )
+
+
+def figures(doc: dict) -> str:
+    """The figures docs/performance.md shows, from one results document: where they were
+    measured, every target against its limit, each section's headline figures against the
+    obvious way and the limit, and `run` against the sequential reference at each size."""
+    m = doc["machine"]
+    apart = sorted(doc.get("measured_apart") or {})
+    lines = [
+        f"Mode `{doc['mode']}` on {m['cores']} cores ({m['cpu']}), {m['memory_gb']} GB; Python {m['python']}, "
+        f"{m['java']}, Spark {m['spark']}, pyarrow {m['pyarrow']}."
+        + (
+            " Measured in a run of their own (`measured_apart`): "
+            + ", ".join(
+                f"`{name}` (Spark {origin(doc, name)['machine']['spark']}, "
+                f"{origin(doc, name)['machine']['cores']} cores, {origin(doc, name)['machine']['cpu']})"
+                for name in apart
+            )
+            + "."
+            if apart
+            else ""
+        ),
+        "",
+    ]
+    lines += figures_targets_lines(doc)
+    lines += _table(["section", "figure", "ours", "the obvious way", "the limit"], _section_rows(doc))
+    e2e = doc.get("end_to_end")
+    if isinstance(e2e, dict) and "sizes" in e2e:
+        c, warm = e2e["crossover"], e2e.get("crossover_warm_session")
+        lines += [
+            f"5 end to end, `run` against the sequential reference: `{e2e['master']}`, sim latency (ms) "
+            f"{_latency(e2e['latency_ms'])}; fitted lines: a fresh run {_g(c['pipeline_fixed_s'])} s + "
+            f"{_g(c['pipeline_ms_per_message'])} ms a message, the reference {_g(c['reference_fixed_s'])} s + "
+            f"{_g(c['reference_ms_per_message'])} ms a message"
+            + (f"; the warm session's crossover {_f(warm['crossover_messages'])} messages" if warm else "")
+            + ".",
+            "",
+        ]
+        lines += _end_to_end_size_lines(e2e)
+    return "\n".join(lines).rstrip("\n") + "\n"

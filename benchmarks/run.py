@@ -21,10 +21,12 @@ import time
 import traceback
 from pathlib import Path
 
-from benchmarks.common import ROOT, SIZES, machine, run_child, sizes_dict, with_overrides, write_result
+from benchmarks.common import ROOT, SIZES, Context, machine, run_child, sizes_dict, with_overrides, write_result
+from benchmarks.end_to_end import warm_large_target
 from benchmarks.report import markdown, origin
+from benchmarks.sections import BENCHES, CHILDREN
 
-COMPARISONS = ("decode", "classify", "ingest", "replay", "end_to_end", "memory", "storm", "incremental", "first_run")
+COMPARISONS = tuple(BENCHES)
 DEFAULT_LATENCY = "put=0.2,commit=2,get=0.2,browse=0.2,stat=0.2"
 
 
@@ -85,8 +87,6 @@ def _arguments(argv):
 
 def run(argv=None, *, spark=None) -> dict:
     """Run the comparisons and write the results; returns the results document."""
-    from benchmarks import stages
-
     args = _arguments(argv)
     sizes = with_overrides(SIZES["tiny" if args.tiny else "quick" if args.quick else "full"], args.size)
     only = [c.strip() for c in args.only.split(",") if c.strip()] or list(COMPARISONS)
@@ -98,11 +98,9 @@ def run(argv=None, *, spark=None) -> dict:
     latency = parse_latency(args.latency)
 
     if args.in_process:
-        ctx = stages.Context(
-            child=lambda task, params: stages.CHILDREN[task](params), in_process=True, latency_ms=latency
-        )
+        ctx = Context(child=lambda task, params: CHILDREN[task](params), in_process=True, latency_ms=latency)
     else:
-        ctx = stages.Context(child=lambda task, params: run_child(task, params, work / "children"), latency_ms=latency)
+        ctx = Context(child=lambda task, params: run_child(task, params, work / "children"), latency_ms=latency)
     if spark is None:
         from dlq_pipeline.engine.session import get_spark
 
@@ -128,7 +126,7 @@ def run(argv=None, *, spark=None) -> dict:
         print(f"[bench] {name} ...", file=sys.stderr, flush=True)
         start = time.perf_counter()
         try:
-            doc[name] = stages.BENCHES[name](spark, sizes, work, ctx)
+            doc[name] = BENCHES[name](spark, sizes, work, ctx)
         except Exception as exc:  # noqa: BLE001 - one failed comparison must not lose the others
             traceback.print_exc()
             doc[name] = {"error": f"{type(exc).__name__}: {exc}"}
@@ -146,9 +144,7 @@ def run(argv=None, *, spark=None) -> dict:
 
 def targets(doc: dict) -> dict:
     """Every section's targets in one place, ``section.target``, and the one that takes its
-    limits from several sections (`benchmarks.stages.warm_large_target`) (pure)."""
-    from benchmarks.stages import warm_large_target
-
+    limits from several sections (`benchmarks.end_to_end.warm_large_target`) (pure)."""
     found = {
         f"{name}.{key}": target
         for name in COMPARISONS
@@ -200,9 +196,7 @@ def _merged(before: dict, now: dict, only: list[str]) -> dict:
 
 
 def child(args) -> None:
-    from benchmarks import stages
-
-    result = stages.CHILDREN[args.child](json.loads(args.params))
+    result = CHILDREN[args.child](json.loads(args.params))
     write_result(args.result, result)
     if "pyspark" in sys.modules:
         from pyspark.sql import SparkSession

@@ -43,15 +43,13 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from benchmarks.common import Sizes, bytes_under, ratio
+from benchmarks.common import Context, Sizes, bytes_under, ratio
 from benchmarks.data import CATCH_ALL
+from benchmarks.memory import PIPELINE_HEAP, child_memory_pipeline, failure_summary
+from benchmarks.sim import SIM_CONFIG, fresh_sim, latency_faults
 from dlq_pipeline.dumps.generator import DEFAULT_END, HUB_QMGR, HUB_QUEUE, MIN_MAX_SIZE, STORMS, generate
 from dlq_pipeline.mq.structures import DLH_LENGTH
-
-if TYPE_CHECKING:
-    from benchmarks.stages import Context
 
 # --- the storm ---------------------------------------------------------------------------------
 
@@ -164,7 +162,7 @@ def storm_dump(out: Path, messages: int, payload: int, sample: int, seed: int = 
                 pick = next(picks, -1)
             yield md, data
 
-    from dlq_pipeline.dumps.dmpmqmsg import write_dump
+    from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
 
     created = DEFAULT_END + dt.timedelta(minutes=5)
     began = time.perf_counter()
@@ -251,7 +249,6 @@ def child_storm(params: dict) -> dict:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from benchmarks.stages import SIM_CONFIG, _fresh_sim, child_memory_pipeline, latency_faults
     from dlq_pipeline.config.settings import StorageSettings
     from dlq_pipeline.warehouse.storage import open_storage
 
@@ -259,7 +256,7 @@ def child_storm(params: dict) -> dict:
     sim = warehouse / "_sim" / f"{SIM_QMGR}.sqlite"
     sim.parent.mkdir(parents=True, exist_ok=True)
     latency = params.get("latency_ms")
-    qm = _fresh_sim(sim, SIM_QMGR, latency)
+    qm = fresh_sim(sim, SIM_QMGR, latency)
     qm.configure({**SIM_CONFIG, "queues": params["queues"], "faults": latency_faults(latency)})
     qm.close()
     got = child_memory_pipeline({**params, "target": f"sim:{SIM_QMGR}"})
@@ -302,7 +299,6 @@ def child_storm(params: dict) -> dict:
 def bench_storm(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     """The Q_FULL retry storm end to end (the module's docstring): `run` against the
     sequential reference's time extrapolated from a sample, with its peak memory."""
-    from benchmarks.stages import PIPELINE_HEAP, failure_summary
     from dlq_pipeline.config.settings import ReplaySettings
 
     n, payload = sizes.storm_messages, sizes.storm_payload_bytes

@@ -14,7 +14,8 @@ The names a notebook or a job uses (docs/api.md)::
 
 Importing the package starts nothing, registers nothing and imports no pyspark: each name is
 loaded when first used. Every error the product raises on purpose is a `DlqPipelineError` carrying the exit
-status the command line would give it (`UsageError`: exit 2, nothing was touched).
+status the command line would give it (`UsageError`: exit 2, nothing was touched); every error class is
+importable from here and from `dlq_pipeline.errors`.
 """
 
 from __future__ import annotations
@@ -22,17 +23,16 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from dlq_pipeline.errors import DlqPipelineError, UsageError
+from dlq_pipeline import errors
 
 __version__ = "0.1.0"
 
-# name -> the module that defines it
+# name -> the module it is loaded from: the one that defines it, or for an error class
+# dlq_pipeline.errors, which names every one
 _PUBLIC = {
     "Config": "dlq_pipeline.config",
-    "ConfigError": "dlq_pipeline.config",
     "load_config": "dlq_pipeline.config",
     "RunSettings": "dlq_pipeline.config.settings",
-    "RulesError": "dlq_pipeline.rules.model",
     "RulesTable": "dlq_pipeline.rules.model",
     "load_rules": "dlq_pipeline.rules.parser",
     "RunSummary": "dlq_pipeline.pipeline",
@@ -44,18 +44,15 @@ _PUBLIC = {
     "reason_name": "dlq_pipeline.mq.spark",
     "decide": "dlq_pipeline.rules.spark",
     "stream_landing": "dlq_pipeline.ingest.spark",
+    **dict.fromkeys(errors.__all__, "dlq_pipeline.errors"),
 }
 
 __all__ = [
     "Config",
-    "ConfigError",
-    "DlqPipelineError",
-    "RulesError",
     "RulesTable",
     "RunSettings",
     "RunSummary",
     "Storage",
-    "UsageError",
     "__version__",
     "decide",
     "decode_dlh",
@@ -67,15 +64,17 @@ __all__ = [
     "run_pipeline",
     "stream_landing",
 ]
+__all__ += errors.__all__  # every error class (dlq_pipeline.errors)
 
 if TYPE_CHECKING:
-    from dlq_pipeline.config import Config, ConfigError, load_config
+    from dlq_pipeline.config import Config, load_config
     from dlq_pipeline.config.settings import RunSettings
     from dlq_pipeline.dumps.spark import register
+    from dlq_pipeline.errors import *  # noqa: F403 - every name of errors.__all__
     from dlq_pipeline.ingest.spark import stream_landing
     from dlq_pipeline.mq.spark import decode_dlh, reason_name
     from dlq_pipeline.pipeline import RunSummary, run_pipeline
-    from dlq_pipeline.rules.model import RulesError, RulesTable
+    from dlq_pipeline.rules.model import RulesTable
     from dlq_pipeline.rules.parser import load_rules
     from dlq_pipeline.rules.spark import decide
     from dlq_pipeline.warehouse.storage import Storage, open_warehouse

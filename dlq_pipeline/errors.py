@@ -3,15 +3,20 @@
 A notebook or job catches `DlqPipelineError` for every failure the product reports on
 purpose; the command line prints ``error:`` and the exception's text (one line each) and
 exits with its `DlqPipelineError.exit_code`. `UsageError`'s are found before anything is
-touched: a bad setting, rules table, target or warehouse (exit 2). Each concept keeps its own
-subclass beside the code that raises it (`dlq_pipeline.config.ConfigError`,
-`dlq_pipeline.rules.model.RulesError`, `dlq_pipeline.replay.targets.TargetError`, ...);
-docs/api.md lists them.
+touched: a bad setting, rules table, target or warehouse (exit 2).
+
+Each concept keeps its own subclass beside the code that raises it; this module names them
+all: ``from dlq_pipeline.errors import LockHeld`` gives the class its module defines
+(`DEFINED_IN`), loading that module when first asked (the Spark ones import pyspark).
+Importing this module imports nothing else of the package. docs/api.md draws the tree.
 """
 
 from __future__ import annotations
 
-from dlq_pipeline.runtime import exitcodes
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from dlq_pipeline import exitcodes
 
 
 class DlqPipelineError(Exception):
@@ -29,3 +34,99 @@ class UsageError(DlqPipelineError):
     touched (exit 2)."""
 
     exit_code = exitcodes.USAGE
+
+
+# Every other error class a caller can catch -> the module that defines it.
+DEFINED_IN = {
+    "ConfigError": "dlq_pipeline.config",
+    "RulesError": "dlq_pipeline.rules.model",
+    "TargetError": "dlq_pipeline.replay.targets",
+    "ReplayError": "dlq_pipeline.replay.spark",
+    "PathError": "dlq_pipeline.runtime.paths",
+    "LockUnavailable": "dlq_pipeline.warehouse.locks",
+    "SparkVersionError": "dlq_pipeline.dumps.spark",
+    "JarsError": "dlq_pipeline.engine.jars",
+    "DeltaJarsError": "dlq_pipeline.warehouse.delta",
+    "MQClientMissing": "dlq_pipeline.mq.client",
+    "StorageError": "dlq_pipeline.warehouse.storage",
+    "WarehouseMismatch": "dlq_pipeline.warehouse.storage",
+    "SchemaError": "dlq_pipeline.warehouse.tables",
+    "LockHeld": "dlq_pipeline.warehouse.locks",
+    "WarehouseLocked": "dlq_pipeline.warehouse.locks",
+    "LeaseHeld": "dlq_pipeline.warehouse.lease",
+    "LeaseLost": "dlq_pipeline.warehouse.lease",
+    "MalformedRecord": "dlq_pipeline.dumps.spark",
+    "BodyNotFound": "dlq_pipeline.replay.bodies",
+    "InputNotFound": "dlq_pipeline.fs.base",
+    "InputUnreachable": "dlq_pipeline.fs.base",
+    "MQError": "dlq_pipeline.mq.interface",
+    "LiveError": "dlq_pipeline.live.loops",
+    "QueueLocked": "dlq_pipeline.live.loops",
+    "StructureError": "dlq_pipeline.mq.structures",
+    "RebuildError": "dlq_pipeline.replay.rebuild",
+}
+
+__all__ = [
+    "DlqPipelineError",
+    "UsageError",
+    "ConfigError",
+    "RulesError",
+    "TargetError",
+    "ReplayError",
+    "PathError",
+    "LockUnavailable",
+    "SparkVersionError",
+    "JarsError",
+    "DeltaJarsError",
+    "MQClientMissing",
+    "StorageError",
+    "WarehouseMismatch",
+    "SchemaError",
+    "LockHeld",
+    "WarehouseLocked",
+    "LeaseHeld",
+    "LeaseLost",
+    "MalformedRecord",
+    "BodyNotFound",
+    "InputNotFound",
+    "InputUnreachable",
+    "MQError",
+    "LiveError",
+    "QueueLocked",
+    "StructureError",
+    "RebuildError",
+]
+
+if TYPE_CHECKING:
+    from dlq_pipeline.config import ConfigError
+    from dlq_pipeline.dumps.spark import MalformedRecord, SparkVersionError
+    from dlq_pipeline.engine.jars import JarsError
+    from dlq_pipeline.fs.base import InputNotFound, InputUnreachable
+    from dlq_pipeline.live.loops import LiveError, QueueLocked
+    from dlq_pipeline.mq.client import MQClientMissing
+    from dlq_pipeline.mq.interface import MQError
+    from dlq_pipeline.mq.structures import StructureError
+    from dlq_pipeline.replay.bodies import BodyNotFound
+    from dlq_pipeline.replay.rebuild import RebuildError
+    from dlq_pipeline.replay.spark import ReplayError
+    from dlq_pipeline.replay.targets import TargetError
+    from dlq_pipeline.rules.model import RulesError
+    from dlq_pipeline.runtime.paths import PathError
+    from dlq_pipeline.warehouse.delta import DeltaJarsError
+    from dlq_pipeline.warehouse.lease import LeaseHeld, LeaseLost
+    from dlq_pipeline.warehouse.locks import LockHeld, LockUnavailable, WarehouseLocked
+    from dlq_pipeline.warehouse.storage import StorageError, WarehouseMismatch
+    from dlq_pipeline.warehouse.tables import SchemaError
+
+
+def __getattr__(name: str) -> Any:
+    module = DEFINED_IN.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dlq_pipeline.errors' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(DEFINED_IN))

@@ -8,7 +8,9 @@ Both run the ``dlq-pipeline <stage>`` CLI command of the same name with the same
 (``--config``, ``--profile``, ``--set``, ...): configuration loading, validation, exit
 statuses and the library calls live in the CLI commands, once. A stage whose command is
 not in this version (``drain``, ``settle``, ``replay`` arrive with ``dlq_pipeline.cli.live``)
-exits 2 with a message saying so, before anything is touched.
+is a `UsageError` (exit 2) saying so, before anything is touched. `main` ends every start the
+way the command line does: with the status the command ends with (click's main exits with it),
+or with `dlq_pipeline.cli.common.exit_status`'s for what fails before the command runs.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 from urllib.parse import urlparse
+
+from dlq_pipeline.errors import UsageError
 
 # Every stage a job can run, in pipeline order; `run` is all of them in one job.
 STAGES = ("drain", "ingest", "classify", "replay", "settle", "report", "run")
@@ -84,27 +88,26 @@ def available_stages() -> list[str]:
 
 def main(stage: str, argv: Sequence[str] | None = None) -> NoReturn:
     """Run ``dlq-pipeline <stage> ARGS`` and exit with its status (spark-submit scripts, wheel tasks)."""
-    from dlq_pipeline.runtime import exitcodes, logs
+    from dlq_pipeline.cli.common import exit_status
+    from dlq_pipeline.runtime import logs
 
     logs.setup_from_env()
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+    sys.exit(exit_status(lambda: _run(stage, argv)))
+
+
+def _run(stage: str, argv: Sequence[str] | None) -> None:
+    """The stage's command run on ``argv`` (default: this process's arguments); click's main
+    exits with its status. A `UsageError` when this version has no such command."""
     command = command_for(stage)
     if command is None:
-        print(
-            f"error: this dlq-pipeline has no '{stage}' stage (available: {', '.join(available_stages())})",
-            file=sys.stderr,
-        )
-        sys.exit(exitcodes.USAGE)
-    from dlq_pipeline.cli import command_errors
-
+        raise UsageError(f"this dlq-pipeline has no '{stage}' stage (available: {', '.join(available_stages())})")
     args = list(sys.argv[1:] if argv is None else argv)
     shipped = shipped_files(_spark_files())
     if shipped:
         args = with_shipped_files(args, shipped)
-    with command_errors():
-        command.main(args=args, prog_name=f"dlq-pipeline-{stage}", standalone_mode=True)
-    sys.exit(exitcodes.OK)  # pragma: no cover - standalone_mode always exits
+    command.main(args=args, prog_name=f"dlq-pipeline-{stage}", standalone_mode=True)
 
 
 def drain() -> NoReturn:

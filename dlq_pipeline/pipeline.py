@@ -16,12 +16,12 @@ from dataclasses import asdict, dataclass, field
 
 from pyspark.sql import SparkSession
 
+from dlq_pipeline import exitcodes
+from dlq_pipeline.classify.spark import decide_pending
 from dlq_pipeline.config.settings import RunSettings
 from dlq_pipeline.report.metrics import prometheus_text, run_metrics, write_textfile
 from dlq_pipeline.rules.model import RulesError, RulesTable
-from dlq_pipeline.rules.parser import rules_listing
-from dlq_pipeline.rules.spark import decide_pending
-from dlq_pipeline.runtime import exitcodes
+from dlq_pipeline.rules.printer import rules_listing
 from dlq_pipeline.runtime.clock import as_utc, iso_z, utc_now
 from dlq_pipeline.runtime.progress import Progress, Report, as_progress
 from dlq_pipeline.runtime.progress import stage as stage_events

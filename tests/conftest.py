@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests import profiles  # noqa: F401 - loads the Hypothesis profile DLQ_TEST_PROFILE names
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 REAL_FIXTURES = REPO / "tests" / "fixtures" / "real"
 # The suite's commands start hundreds of short local JVMs, many with class paths of their
 # own (other Spark tiers, temporary jar caches, S3A): none builds a class archive for the

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.support import repo_env
+
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 START_TIMEOUT = 180.0
 
@@ -66,13 +68,13 @@ def connect_server(workdir: Path) -> Iterator[str]:
     the path, so they import the dlq_pipeline under test."""
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    repo = str(Path(__file__).resolve().parents[1])
-    env = {
-        **os.environ,
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-        "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p),
-    }
+    # the repository ahead of this process's PYTHONPATH when it has one: no empty entry, which
+    # would put the server's working directory on its workers' path
+    env = repo_env(
+        keep_path=bool(os.environ.get("PYTHONPATH")),
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+    )
     env.pop("SPARK_REMOTE", None)
     env.pop("PYSPARK_GATEWAY_PORT", None)
     log = open(workdir / "server.log", "wb")

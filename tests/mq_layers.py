@@ -35,10 +35,10 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
+from tests.support import REPO, locked
 from tests.venvs import CACHE as VENV_CACHE
-from tests.venvs import clean_env, locked
+from tests.venvs import clean_env
 
-REPO = Path(__file__).resolve().parents[1]
 CACHE = VENV_CACHE.parent / "mq-layers"
 # the extra that installs each package, whose floor is the version the contract test runs
 EXTRAS = {"ibmmq": "mq", "pymqi": "mq-legacy"}

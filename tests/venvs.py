@@ -10,18 +10,15 @@ serialises creation and every change to one environment (two pytest processes ma
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support import REPO, cached_build, digest
+
 CONSTRAINTS = REPO / "constraints"
 CACHE = Path(os.environ.get("DLQ_PIPELINE_TEST_CACHE") or Path.home() / ".cache" / "dlq-pipeline") / "venvs"
 
@@ -43,26 +40,16 @@ def pip(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
     )
 
 
-@contextlib.contextmanager
-def locked(root: Path):
-    """Hold ``root``'s lock (creation, installs and uninstalls happen under it)."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(f"{root}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
-
-
 def cached_venv(name: str, requirements: list[str], constraints: Path) -> Path:
-    """A venv with ``requirements`` installed at ``constraints``' versions (created if missing)."""
-    key = hashlib.sha256(json.dumps([requirements, constraints.read_text()]).encode()).hexdigest()[:12]
-    root = CACHE / f"{name}-{key}"
-    with locked(root):
-        if not (root / ".complete").exists():
-            shutil.rmtree(root, ignore_errors=True)
-            subprocess.run([sys.executable, "-m", "venv", str(root)], check=True, env=clean_env())
-            pip(root, "install", "--quiet", "-c", str(constraints), *requirements)
-            (root / ".complete").touch()
-    return root
+    """A venv with ``requirements`` installed at ``constraints``' versions (created if missing;
+    installs and uninstalls into it happen under its lock, `tests.support.locked`)."""
+
+    def build(root: Path) -> None:
+        subprocess.run([sys.executable, "-m", "venv", str(root)], check=True, env=clean_env())
+        pip(root, "install", "--quiet", "-c", str(constraints), *requirements)
+
+    key = digest([json.dumps([requirements, constraints.read_text()]).encode()], 12)
+    return cached_build(CACHE / f"{name}-{key}", build)
 
 
 def installed(root: Path) -> dict[str, str]:

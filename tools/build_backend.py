@@ -1,7 +1,7 @@
 """The package's build backend: setuptools, with ingest's JVM reader compiled into every wheel.
 
-The reader's Java sources ship in ``dlq_pipeline/engine/jvm/``; a wheel carries the jar built
-from them (javac ``--release 17`` against pyspark's jars, `dlq_pipeline.engine.jvm_reader.build`),
+The reader's Java sources ship in ``dlq_pipeline/ingest/jvm/``; a wheel carries the jar built
+from them (javac ``--release 17`` against pyspark's jars, `dlq_pipeline.ingest.jvm_reader.build`),
 so ``pip wheel .``, ``python -m build`` and ``make package`` give the same wheel, and nothing is
 compiled where the package is installed. Building a wheel needs a JDK 17 (``javac`` on PATH or in
 ``JAVA_HOME``) and pyspark, which this backend asks the build environment for; an editable
@@ -35,7 +35,7 @@ def get_requires_for_build_wheel(config_settings=None):
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     sys.path.insert(0, str(PROJECT))
     try:
-        from dlq_pipeline.engine import jvm_reader
+        from dlq_pipeline.ingest import jvm_reader
     finally:
         sys.path.remove(str(PROJECT))
     jvm_reader.build()

@@ -2,7 +2,7 @@
 
 - ``DIST/dlq_pipeline-<version>-py3-none-any.whl``: the wheel (code, schemas, MQ constants,
   console scripts). Databricks installs it as a job library; ``pip install`` it anywhere.
-- ``DIST/dlq-pipeline-reader.jar``: ingest's JVM reader (`dlq_pipeline.engine.jvm_reader`),
+- ``DIST/dlq-pipeline-reader.jar``: ingest's JVM reader (`dlq_pipeline.ingest.jvm_reader`),
   the jar the wheel carries too (its build backend compiles it, tools/build_backend.py):
   ``spark-submit --jars``, a Databricks cluster library.
 - ``DIST/dlq-pipeline-env-<version>.tar.gz``: a packed virtual environment (venv-pack) with
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     dist = Path(args.dist).resolve()
     dist.mkdir(parents=True, exist_ok=True)
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
-    from dlq_pipeline.engine import jvm_reader
+    from dlq_pipeline.ingest import jvm_reader
 
     print(jvm_reader.copy_to(dist))  # the jar the wheel's build compiles too (tools/build_backend.py)
     wheel = build_wheel(dist)

@@ -1,53 +1,16 @@
 """The `dlq-pipeline` command. Each subcommand lives in its own module and imports heavy
-libraries (pyspark) only when it runs, so `inspect` and `rules` start instantly."""
+libraries (pyspark) only when it runs, so `inspect` and `rules` start instantly. Every command
+ends through `dlq_pipeline.cli.common.exit_status`."""
 
 from __future__ import annotations
-
-import contextlib
-import logging
-import sys
 
 import click
 
 from dlq_pipeline import __version__
-from dlq_pipeline.errors import DlqPipelineError
-from dlq_pipeline.runtime import exitcodes
-
-# What a Spark command says, on one line, when no pyspark can be imported (exit 2).
-NO_PYSPARK = (
-    "error: this command needs PySpark, which is not installed here: "
-    "pip install 'dlq-pipeline[spark]' (or run it where a Spark runtime provides pyspark; "
-    "inspect, generate and rules work without it)"
-)
+from dlq_pipeline.cli.common import Group
 
 
-@contextlib.contextmanager
-def command_errors():
-    """How a command ends on an error the product reports on purpose: its ``error:`` lines on
-    stderr and its exit status (`dlq_pipeline.errors.DlqPipelineError`), the traceback only at
-    debug level. A missing pyspark (or py4j) is NO_PYSPARK and exit 2: commands import Spark
-    before they touch anything, so nothing was written when that fires."""
-    try:
-        yield
-    except ModuleNotFoundError as exc:
-        if (exc.name or "").split(".")[0] not in ("pyspark", "py4j"):
-            raise
-        click.echo(NO_PYSPARK, err=True)
-        sys.exit(exitcodes.USAGE)
-    except DlqPipelineError as exc:
-        logging.getLogger(__name__).debug("%s", exc, exc_info=True)
-        for line in exc.lines():
-            click.echo(line, err=True)
-        sys.exit(exc.exit_code)
-
-
-class _Cli(click.Group):
-    def invoke(self, ctx):
-        with command_errors():
-            return super().invoke(ctx)
-
-
-@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="dlq-pipeline")
 @click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
 @click.option(

@@ -1,11 +1,15 @@
-"""What the commands share: the configuration options, the checks made before anything is
-touched, starting Spark, the warehouse lock, and how problems are reported.
+"""What the commands share: how a command ends, the configuration options, the checks made
+before anything is touched, starting Spark, the warehouse lock, and how problems are reported.
 
 The command line is the edge: it reads and validates the configuration, builds the typed
 settings each stage needs (`dlq_pipeline.config.settings`) and hands them to the library. Every
 problem found before a SparkSession starts or a file is touched exits 2 and lists every
 error; another writer holding the warehouse exits 1 naming it. Spark modules are imported
 inside the functions that need them, so commands that do not run Spark start instantly.
+
+A command never exits by itself: it returns its exit status (None when done) or raises a
+`dlq_pipeline.errors.DlqPipelineError`, and `exit_status` is the one place that turns either
+into the status the command ends with.
 """
 
 from __future__ import annotations
@@ -18,14 +22,16 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Callable
+from typing import NoReturn
 
 import click
 
+from dlq_pipeline import exitcodes
 from dlq_pipeline.config import Config, ConfigError, load_config
 from dlq_pipeline.config.settings import LogSettings, ReplaySettings, StorageSettings, mq_qmgrs
-from dlq_pipeline.errors import UsageError
+from dlq_pipeline.errors import DlqPipelineError, UsageError
 from dlq_pipeline.rules.model import RulesTable
-from dlq_pipeline.runtime import exitcodes
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +66,69 @@ def echo_json(obj) -> None:
 
 def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+# --- how a command ends ------------------------------------------------------------------------
+
+# What a Spark command says, on one line, when no pyspark can be imported (exit 2).
+NO_PYSPARK = (
+    "error: this command needs PySpark, which is not installed here: "
+    "pip install 'dlq-pipeline[spark]' (or run it where a Spark runtime provides pyspark; "
+    "inspect, generate and rules work without it)"
+)
+
+
+def exit_status(work: Callable[[], int | None]) -> int:
+    """The status a command running ``work`` ends with: the one ``work`` returns (None: 0,
+    done; 3: done, but something needs attention), or for an error the product reports on
+    purpose (`DlqPipelineError`) its ``error:`` lines on stderr and its ``exit_code``, the
+    traceback only at debug level. A missing pyspark (or py4j) is NO_PYSPARK and exit 2:
+    commands import Spark before they touch anything, so nothing was written when that fires.
+    Any other exception goes on."""
+    try:
+        status = work()
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in ("pyspark", "py4j"):
+            raise
+        err(NO_PYSPARK)
+        return exitcodes.USAGE
+    except DlqPipelineError as exc:
+        log.debug("%s", exc, exc_info=True)
+        for line in exc.lines():
+            err(line)
+        return exc.exit_code
+    return exitcodes.OK if status is None else status
+
+
+class Command(click.Command):
+    """A ``dlq-pipeline`` command: its function returns its exit status or raises, and the
+    command ends with `exit_status` of that through click (``ctx.exit``), whose main exits
+    with it: the same status under ``dlq-pipeline`` and a per-stage script, and returned to a
+    caller of ``main(..., standalone_mode=False)``."""
+
+    def invoke(self, ctx: click.Context) -> NoReturn:
+        ctx.exit(exit_status(functools.partial(super().invoke, ctx)))
+
+
+class Group(click.Group):
+    """A group of `Command`s, ending as they do on an error of its own."""
+
+    command_class = Command
+
+    def invoke(self, ctx: click.Context) -> NoReturn:
+        ctx.exit(exit_status(functools.partial(super().invoke, ctx)))
+
+
+class _Refused(UsageError):
+    """A refusal in the command's own words, after what it has listed (a rules table's
+    diagnostics): its line is printed as it is."""
+
+    def lines(self) -> list[str]:
+        return [str(self)]
+
+
+class _OneLine(DlqPipelineError):
+    """A failure `failing_in_one_line` has put in one line: an enclosing one leaves it so."""
 
 
 # --- configuration ---------------------------------------------------------------------------
@@ -117,9 +186,7 @@ def config_options(command):
         except ConfigError as exc:
             problems += exc.problems
         if problems:
-            for problem in problems:
-                err(f"error: {problem}")
-            sys.exit(exitcodes.USAGE)
+            raise ConfigError(problems)
         logs.apply_settings(LogSettings.from_config(config))
         return command(*args, config=with_s3_environment(config), **kwargs)
 
@@ -183,15 +250,14 @@ def summary_line(table: RulesTable, *, strict: bool = False) -> str:
 
 
 def load_valid_rules(path: str, *, strict: bool = False) -> RulesTable:
-    """The parsed table, or exit 2 after listing every diagnostic."""
+    """The parsed table, its diagnostics listed; a refusal (exit 2) ending them when it is invalid."""
     from dlq_pipeline.rules.parser import read_rules
 
     table = read_rules(path)
     for diagnostic in table.diagnostics:
         err(str(diagnostic))
     if not table.ok or (strict and table.warnings):
-        err(f"{path}: rules table is invalid ({len(table.errors)} errors); nothing was touched")
-        sys.exit(exitcodes.USAGE)
+        raise _Refused(f"{path}: rules table is invalid ({len(table.errors)} errors); nothing was touched")
     return table
 
 
@@ -210,7 +276,7 @@ def staged(progress, name: str, run_id: str, work):
 
 
 def check_target(target: str, config: Config) -> None:
-    """The replay target must be usable before anything is touched (exit 2, one line each):
+    """The replay target must be usable before anything is touched (a `UsageError`, exit 2):
     its spec, the warehouse replay keeps checkpoints in (anywhere for Delta, a file system
     path for Parquet), a ``dir:`` directory that can be made and written (or reached), for
     ``mq:`` its [mq.qmgrs.X] table, the MQ client and the secrets."""
@@ -220,17 +286,15 @@ def check_target(target: str, config: Config) -> None:
     try:
         parse_target(target)
     except TargetError as exc:
-        err(f"error: bad --target '{target}': {exc}")
-        sys.exit(exitcodes.USAGE)
+        raise TargetError(f"bad --target '{target}': {exc}") from None
     require_classic(config, needs_classic(target=target))
     storage = StorageSettings.from_config(config)
     if storage.format != "delta" and not is_local(storage.path):
-        err(
-            f"error: replay keeps its checkpoints in the warehouse, and a Parquet warehouse on {storage.path!r} "
+        raise UsageError(
+            f"replay keeps its checkpoints in the warehouse, and a Parquet warehouse on {storage.path!r} "
             'cannot be guarded to one writer there: set storage.format = "delta" (its lease works on HDFS and '
             "object storage) or storage.path to a local, NFS or /dbfs path"
         )
-        sys.exit(exitcodes.USAGE)
     replay = ReplaySettings.from_config(config)
     open_target(
         target,
@@ -245,8 +309,8 @@ def check_target(target: str, config: Config) -> None:
 def live_source(config: Config, source: str, table: RulesTable | None, *, queue: str = "", qmgr: str = ""):
     """(the `LiveQueue`, the warehouse directory) for a live source, resolved before Spark
     starts: ``--queue``/``--qmgr`` > ``drain.queue``/``drain.qmgr`` > the rules table's
-    INPUTQ/INPUTQM; exit 2 when it names no queue manager, lacks its [mq.qmgrs.X] table, or
-    the warehouse is not a file system path (it holds the queue's lock)."""
+    INPUTQ/INPUTQM; a `UsageError` (exit 2) when it names no queue manager, lacks its
+    [mq.qmgrs.X] table, or the warehouse is not a file system path (it holds the queue's lock)."""
     from dlq_pipeline.live.loops import live_queue
     from dlq_pipeline.replay.targets import local_warehouse
 
@@ -292,7 +356,7 @@ def connect_requested(config: Config) -> str:
 
 
 def require_classic(config: Config, what: str, why: str = "") -> None:
-    """Exit 2 with one line when ``what`` (`needs_classic`) would run over Spark Connect:
+    """A `UsageError` (exit 2) when ``what`` (`needs_classic`) would run over Spark Connect:
     an ``mq:`` put or a drain needs IBM MQ's client library and a route to the queue manager
     on the driver and every executor, and the warehouse as a directory they share for locks
     and checkpoints, which a Connect server or serverless compute does not give. Checked
@@ -300,12 +364,11 @@ def require_classic(config: Config, what: str, why: str = "") -> None:
     (``why``: an existing Connect session, Databricks serverless)."""
     why = why or connect_requested(config)
     if what and why:
-        err(
-            f"error: {what} cannot run over Spark Connect ({why}): it needs IBM MQ's client and a route to the queue "
+        raise UsageError(
+            f"{what} cannot run over Spark Connect ({why}): it needs IBM MQ's client and a route to the queue "
             "manager on the driver and every executor, and a warehouse directory they share; run it on classic Spark "
             "(spark.remote unset: the CLI's own session, spark-submit, a Databricks classic job cluster)"
         )
-        sys.exit(exitcodes.USAGE)
 
 
 # --- Spark and the warehouse -------------------------------------------------------------------
@@ -329,8 +392,8 @@ def _landing_bytes(config: Config, inputs: list[str], reread: bool) -> int | Non
 def start_spark(config: Config, classic_for: str = "", inputs: list[str] | None = None, reread: bool = False):
     """The SparkSession for ``[spark]`` (an active one is reused: spark-submit, Databricks;
     ``spark.remote``/``$SPARK_REMOTE`` make it a Spark Connect session). storage.format =
-    delta without Delta's jars is exit 2 (checked before a JVM starts when this process
-    builds the session), and so is a Connect session for ``classic_for`` (`needs_classic`).
+    delta without Delta's jars is a `UsageError`, exit 2 (checked before a JVM starts when this
+    process builds the session), and so is a Connect session for ``classic_for`` (`needs_classic`).
     ``inputs``: the dumps the command lands and nothing else (no live DLQ): a small total of
     what it will read of them (all with ``reread``) starts the JVM with C1 only
     (`dlq_pipeline.engine.session.quick_jit`)."""
@@ -363,8 +426,7 @@ def start_spark(config: Config, classic_for: str = "", inputs: list[str] | None 
     if spark is not None and is_connect(spark):  # the settings were checked before (check_target, live_source)
         require_classic(config, classic_for, "the session is a Spark Connect session")
     if settings["format"] == "delta" and (spark is None or not delta_available(spark)):
-        err(f"error: storage.format is delta, but Delta Lake is not on the Spark classpath: {DELTA_FIX}")
-        sys.exit(exitcodes.USAGE)
+        raise UsageError(f"storage.format is delta, but Delta Lake is not on the Spark classpath: {DELTA_FIX}")
     if on_s3 and not s3a.available(spark):
         _refuse_without_s3a(on_s3[0])
     _check_default_fs(spark, config.get("storage", "path"))
@@ -374,8 +436,7 @@ def start_spark(config: Config, classic_for: str = "", inputs: list[str] | None 
 def _refuse_without_s3a(path: str) -> None:
     from dlq_pipeline.engine.s3a import FIX
 
-    err(f"error: {path} is on S3, but Hadoop's S3A connector is not on the Spark classpath: {FIX}")
-    sys.exit(exitcodes.USAGE)
+    raise UsageError(f"{path} is on S3, but Hadoop's S3A connector is not on the Spark classpath: {FIX}")
 
 
 def check_s3(config: Config, inputs: list[str] | None = None) -> list[str]:
@@ -404,8 +465,8 @@ def _reached(uri: str) -> None:
 
 
 def _check_default_fs(spark, path: str) -> None:
-    """Exit 2 when a scheme-less storage.path would be on HDFS for Spark but local for the lock
-    and the checkpoints (`dlq_pipeline.runtime.paths.default_fs_problem`)."""
+    """A `UsageError` (exit 2) when a scheme-less storage.path would be on HDFS for Spark but
+    local for the lock and the checkpoints (`dlq_pipeline.runtime.paths.default_fs_problem`)."""
     from urllib.parse import urlparse
 
     from dlq_pipeline.runtime.paths import default_fs_problem
@@ -416,8 +477,7 @@ def _check_default_fs(spark, path: str) -> None:
     found = default_fs(spark, path)
     problem = found and default_fs_problem(path, *found)
     if problem:
-        err(f"error: {problem}")
-        sys.exit(exitcodes.USAGE)
+        raise UsageError(problem)
 
 
 def open_tables(spark, config: Config):
@@ -428,8 +488,8 @@ def open_tables(spark, config: Config):
 
 
 def storage_with_tables(spark, config: Config):
-    """`open_tables`, and exit 2 naming the warehouse when it holds no tables (a wrong
-    --warehouse must not read as an empty DLQ): report, replay and settle."""
+    """`open_tables`; a `WarehouseMismatch` (exit 2) naming the warehouse when it holds no
+    tables (a wrong --warehouse must not read as an empty DLQ): report, replay and settle."""
     storage = open_tables(spark, config)
     storage.require_tables()
     return storage
@@ -467,16 +527,17 @@ def heap_advice(config: Config) -> str:
 @contextlib.contextmanager
 def failing_in_one_line(explain):
     """An exception ``explain`` (exception -> line or None) recognises ends the command with its
-    one ``error:`` line (exit 1), the traceback only at debug level; any other goes on."""
+    one ``error:`` line (a `DlqPipelineError`, exit 1; the exception is its cause, in the
+    traceback at debug level); any other goes on."""
     try:
         yield
+    except _OneLine:
+        raise
     except Exception as exc:
         line = explain(exc)
         if line is None:
             raise
-        log.debug("%s", line, exc_info=True)
-        err(f"error: {line}")
-        sys.exit(exitcodes.FAILURE)
+        raise _OneLine(line) from exc
 
 
 def spark_errors(config: Config):
@@ -511,8 +572,7 @@ def writing(config: Config, command: str, run_id: str = "", inputs: list[str] | 
     except PathError:
         problem = None  # not a file system path: the lock (or the table format) says what it needs
     if problem:
-        err(f"error: the warehouse storage.path {storage.path!r} cannot be used: {problem}")
-        sys.exit(exitcodes.USAGE)
+        raise UsageError(f"the warehouse storage.path {storage.path!r} cannot be used: {problem}")
     lock = writer_lock(storage, command=command, run_id=run_id)  # LockUnavailable: exit 2
     check_s3(config, inputs)  # the buckets reached, before the lock file is written
     lock.__enter__()  # LockHeld: exit 1 naming the holder

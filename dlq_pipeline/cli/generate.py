@@ -6,6 +6,7 @@ import re
 
 import click
 
+from dlq_pipeline.cli.common import Command
 from dlq_pipeline.dumps.generator import (
     DEFAULT_MAX_SIZE,
     MIN_MAX_SIZE,
@@ -74,7 +75,7 @@ Examples:
 )
 
 
-@click.command("generate", help=_HELP)
+@click.command("generate", cls=Command, help=_HELP)
 @click.option(
     "--out",
     "out_dir",

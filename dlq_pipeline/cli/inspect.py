@@ -7,17 +7,16 @@ message as it is read (so a large dump streams), and carries on past bad records
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
 
 import click
 
-from dlq_pipeline.cli.common import reading_config
+from dlq_pipeline import exitcodes
+from dlq_pipeline.cli.common import Command, reading_config
 from dlq_pipeline.config.settings import IngestSettings, PrivacySettings
 from dlq_pipeline.dumps.describe import describe, format_message, format_summary, printable, summarize
 from dlq_pipeline.dumps.records import RecordError
 from dlq_pipeline.report.redact import redact_snippet
-from dlq_pipeline.runtime import exitcodes
 
 # RecordError codes that say the whole file is not a dump or listing (the readers report
 # these once, in place of any message): such a file is unreadable, not a bad record.
@@ -43,7 +42,7 @@ def _error_object(error: RecordError) -> dict:
     }
 
 
-@click.command("inspect")
+@click.command("inspect", cls=Command)
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line per message, in file order.")
 @click.option(
@@ -119,8 +118,8 @@ def inspect_cmd(files, as_json, summary, limit, redact, config_path, profile):
         for desc in descs:
             click.echo(_json_line(desc) if as_json else format_message(desc) + "\n")
     if state.unreadable:
-        sys.exit(exitcodes.USAGE)
-    sys.exit(exitcodes.ATTENTION if state.bad_records else exitcodes.OK)
+        return exitcodes.USAGE
+    return exitcodes.ATTENTION if state.bad_records else exitcodes.OK
 
 
 class _Tally:

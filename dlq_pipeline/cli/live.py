@@ -7,15 +7,14 @@ messages (nothing is lost either way).
 
 from __future__ import annotations
 
-import sys
-
 import click
 
+from dlq_pipeline import exitcodes
 from dlq_pipeline.cli.common import (
+    Command,
     check_target,
     config_options,
     echo_json,
-    err,
     live_source,
     load_valid_rules,
     needs_classic,
@@ -28,7 +27,7 @@ from dlq_pipeline.cli.common import (
 )
 from dlq_pipeline.config import Config
 from dlq_pipeline.config.settings import DrainSettings, ReplaySettings, mq_qmgrs
-from dlq_pipeline.runtime import exitcodes
+from dlq_pipeline.errors import UsageError
 from dlq_pipeline.runtime.progress import stage, to_stderr
 from dlq_pipeline.warehouse.tables import ATTENTION_OUTCOMES
 
@@ -49,18 +48,17 @@ def _source_options(command):
 
 
 def _live(config: Config, source, queue, qmgr, rules_path):
-    """The LiveQueue and warehouse, resolved before Spark starts; exit 2 on a bad source or
-    rules table."""
+    """The LiveQueue and warehouse, resolved before Spark starts; a `UsageError` (exit 2) on a
+    bad source or rules table."""
     source = source or config.get("drain", "source")
     if not source:
-        err("error: no live source: use --source mq:QMGR|sim:NAME or drain.source in the configuration")
-        sys.exit(exitcodes.USAGE)
+        raise UsageError("no live source: use --source mq:QMGR|sim:NAME or drain.source in the configuration")
     rules_path = rules_path or config.get("pipeline", "rules")
     table = load_valid_rules(rules_path) if rules_path else None
     return live_source(config, source, table, queue=queue, qmgr=qmgr)
 
 
-@click.command("drain")
+@click.command("drain", cls=Command)
 @_source_options
 @click.option(
     "--mode",
@@ -120,7 +118,7 @@ def drain_cmd(source, queue, qmgr, rules_path, mode, limit, run_id, as_json, con
         )
 
 
-@click.command("settle")
+@click.command("settle", cls=Command)
 @_source_options
 @click.option("--run-id", help="Run identifier for the lock and the log (default: generated).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -162,10 +160,10 @@ def settle_cmd(source, queue, qmgr, rules_path, run_id, as_json, config: Config)
         )
         for m in result.mismatched:
             click.echo(f"  left: MsgId {m['msg_id']} (key {m['message_key']}): {m['reason']}")
-    sys.exit(exitcodes.ATTENTION if result.mismatched else exitcodes.OK)
+    return exitcodes.ATTENTION if result.mismatched else exitcodes.OK
 
 
-@click.command("replay")
+@click.command("replay", cls=Command)
 @click.option("--run-id", help="Run whose decisions to replay (default: the latest run with decisions).")
 @click.option("--target", help="dry-run | dir:PATH | sim:[NAME] | mq:QMGR (default: pipeline.target).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -215,7 +213,7 @@ def replay_cmd(run_id, target, as_json, config: Config):
         )
     outcomes = result["outcomes"]
     attention = result["stale"] or any(outcomes.get(o) for o in ATTENTION_OUTCOMES)
-    sys.exit(exitcodes.ATTENTION if attention else exitcodes.OK)
+    return exitcodes.ATTENTION if attention else exitcodes.OK
 
 
 LIVE_COMMANDS = [drain_cmd, settle_cmd, replay_cmd]

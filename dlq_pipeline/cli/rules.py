@@ -6,23 +6,24 @@ No Spark, no MQ: parsing a table is pure Python, so these commands start instant
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
-from dlq_pipeline.cli.common import FILE, plural, summary_line
+from dlq_pipeline import exitcodes
+from dlq_pipeline.cli.common import FILE, Group, plural, summary_line
 from dlq_pipeline.cli.rules_suggest import rules_suggest_cmd
 from dlq_pipeline.cli.rules_test import rules_test_cmd
+from dlq_pipeline.errors import UsageError
 from dlq_pipeline.rules.model import RulesTable
-from dlq_pipeline.rules.parser import diagnostic_as_dict, format_table, read_rules, table_as_dict
-from dlq_pipeline.runtime import exitcodes
+from dlq_pipeline.rules.parser import read_rules
+from dlq_pipeline.rules.printer import diagnostic_as_dict, format_table, table_as_dict
 
 
 def passes(table: RulesTable, *, strict: bool) -> bool:
     return table.ok and not (strict and table.warnings)
 
 
-@click.group("rules")
+@click.group("rules", cls=Group)
 def rules_group() -> None:
     """Check, show and try runmqdlq rules tables.
 
@@ -49,7 +50,7 @@ def rules_group() -> None:
 @click.option(
     "--json", "as_json", is_flag=True, help="Print {file, valid, strict, rules, errors, warnings} as JSON on stdout."
 )
-def check_cmd(file: str, strict: bool, as_json: bool) -> None:
+def check_cmd(file: str, strict: bool, as_json: bool) -> int:
     """Validate FILE as a whole and list every problem at once.
 
     Each problem is printed on stderr as FILE:LINE:COL: error|warning: message [code];
@@ -89,7 +90,7 @@ def check_cmd(file: str, strict: bool, as_json: bool) -> None:
         for diagnostic in table.diagnostics:
             click.echo(str(diagnostic), err=True)
         click.echo(summary_line(table, strict=strict), err=True)
-    sys.exit(exitcodes.OK if ok else exitcodes.USAGE)
+    return exitcodes.OK if ok else exitcodes.USAGE
 
 
 @rules_group.command("show")
@@ -101,7 +102,7 @@ def check_cmd(file: str, strict: bool, as_json: bool) -> None:
     help="Print the normalized table as JSON: control data, then per rule its line,"
     " pattern, action, retry, fwdq, fwdqm, header and putaut.",
 )
-def show_cmd(file: str, as_json: bool) -> None:
+def show_cmd(file: str, as_json: bool) -> int:
     """Print FILE as dlq-pipeline understood it.
 
     The text form is the table in canonical rules-table syntax, which reads back to the
@@ -124,12 +125,13 @@ def show_cmd(file: str, as_json: bool) -> None:
         click.echo(str(diagnostic), err=True)
     if not table.ok:
         click.echo(summary_line(table), err=True)
-        sys.exit(exitcodes.USAGE)
+        return exitcodes.USAGE
     if as_json:
         click.echo(json.dumps(table_as_dict(table), indent=2))
     else:
         click.echo(f"* {table.path}: {plural(len(table.rules), 'rule')}")
         click.echo(format_table(table, annotate=True), nl=False)
+    return exitcodes.OK
 
 
 @rules_group.command("example")
@@ -155,8 +157,7 @@ def example_cmd(name: str | None) -> None:
     try:
         path = shipped_path(name)
     except KeyError as exc:
-        click.echo(f"error: {exc.args[0]}", err=True)
-        sys.exit(exitcodes.USAGE)
+        raise UsageError(str(exc.args[0])) from None
     click.echo(path.read_text(encoding="utf-8"), nl=False)
 
 

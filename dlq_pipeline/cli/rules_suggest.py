@@ -7,21 +7,21 @@ table. The drafting is in ``rules/suggest.py``.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
-from dlq_pipeline.cli.common import config_options, load_valid_rules, spark_errors
+from dlq_pipeline import exitcodes
+from dlq_pipeline.cli.common import Command, config_options, load_valid_rules, spark_errors
 from dlq_pipeline.config import Config
 from dlq_pipeline.config.settings import IngestSettings
+from dlq_pipeline.errors import UsageError
 from dlq_pipeline.rules.suggest import MIN_MESSAGES, Draft, Effect, SuggestOptions
-from dlq_pipeline.runtime import exitcodes
 
 
-@click.command("suggest")
+@click.command("suggest", cls=Command)
 @click.option(
     "--input",
     "inputs",
@@ -93,7 +93,7 @@ def rules_suggest_cmd(
         click.echo(f"wrote {out_path}: {len(draft.table.rules)} rules", err=True)
     else:
         click.echo(text, nl=False)
-    sys.exit(exitcodes.ATTENTION if bad else exitcodes.OK)
+    return exitcodes.ATTENTION if bad else exitcodes.OK
 
 
 def _from_dumps(inputs: list[str], options, against, with_effect: bool, config: Config):
@@ -110,8 +110,7 @@ def _from_dumps(inputs: list[str], options, against, with_effect: bool, config: 
     try:
         paths = expand_paths(inputs)
     except (FileNotFoundError, ValueError, InputUnreachable) as exc:
-        err(f"error: {exc.args[0] if exc.args else exc}")
-        sys.exit(exitcodes.USAGE)
+        raise UsageError(str(exc.args[0] if exc.args else exc)) from None
     problems: list[str] = []
 
     def told(line: str) -> None:

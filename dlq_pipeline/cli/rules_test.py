@@ -8,16 +8,16 @@ are made, so a large dump streams. The logic is in ``rules/whatif.py``.
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
-from dlq_pipeline.cli.common import FILE, reading_config, summary_line
+from dlq_pipeline import exitcodes
+from dlq_pipeline.cli.common import FILE, Command, reading_config, summary_line
 from dlq_pipeline.config.settings import IngestSettings
-from dlq_pipeline.runtime import exitcodes
+from dlq_pipeline.errors import UsageError
 
 
-@click.command("test")
+@click.command("test", cls=Command)
 @click.argument("file", type=FILE)
 @click.option(
     "--input",
@@ -84,13 +84,12 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
         click.echo(str(diagnostic), err=True)
     if not table.ok:
         click.echo(summary_line(table), err=True)
-        sys.exit(exitcodes.USAGE)
+        return exitcodes.USAGE
     limits = IngestSettings.from_config(reading_config(config_path, profile))
     try:
         paths = expand_paths(inputs)
     except (FileNotFoundError, ValueError, InputUnreachable) as exc:
-        click.echo(f"error: {exc.args[0] if exc.args else exc}", err=True)
-        sys.exit(exitcodes.USAGE)
+        raise UsageError(str(exc.args[0] if exc.args else exc)) from None
 
     tally = Tally(table)
     width = file_width(paths)
@@ -110,4 +109,4 @@ def rules_test_cmd(file, inputs, attempts, as_json, config_path, profile):
     if not as_json:
         click.echo("")
         click.echo(format_tally(tally, attempts))
-    sys.exit(exitcodes.ATTENTION if tally.bad_records else exitcodes.OK)
+    return exitcodes.ATTENTION if tally.bad_records else exitcodes.OK

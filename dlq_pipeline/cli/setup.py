@@ -7,7 +7,7 @@ import os
 
 import click
 
-from dlq_pipeline.cli.common import config_options, err
+from dlq_pipeline.cli.common import Command, config_options, err
 from dlq_pipeline.errors import DlqPipelineError
 
 _HELP = """Set up this machine's local Spark for dlq-pipeline, once: idempotent, each step on a line.
@@ -34,7 +34,7 @@ Examples:
 
 
 def _jvm_reader() -> None:
-    from dlq_pipeline.engine import jvm_reader
+    from dlq_pipeline.ingest import jvm_reader
 
     found = jvm_reader.existing()
     if found:
@@ -89,7 +89,7 @@ def _class_archive(storage_format: str, s3a: bool, force: bool) -> None:
     err(f"class archive for {name}: {built} ({built.stat().st_size // 2**20} MiB)")
 
 
-@click.command("setup", help=_HELP)
+@click.command("setup", cls=Command, help=_HELP)
 @click.option("--delta", is_flag=True, help="Fetch Delta Lake's jars (also when storage.format is delta).")
 @click.option("--s3a", "s3a_jars", is_flag=True, help="Fetch Hadoop's S3A connector (also for a warehouse on S3).")
 @click.option("--repositories", default=None, help="Extra Maven repositories (comma-separated URLs), e.g. a mirror.")

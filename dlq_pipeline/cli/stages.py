@@ -1,19 +1,20 @@
 """Pipeline subcommands: ingest, classify, run, report, demo.
 
 Everything is validated (configuration, rules table) before a SparkSession is started or a
-file is touched; problems exit with status 2 and list every error.
+file is touched; problems are a `UsageError` (exit 2) listing every error.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 
 import click
 
+from dlq_pipeline import exitcodes
 from dlq_pipeline.cli.common import (
     INPUT,
+    Command,
     check_target,
     config_options,
     echo_json,
@@ -32,7 +33,7 @@ from dlq_pipeline.cli.common import (
 from dlq_pipeline.cli.generate import Size
 from dlq_pipeline.config import Config
 from dlq_pipeline.config.settings import ClassifySettings, IngestSettings, ReplaySettings, ReportSettings, RunSettings
-from dlq_pipeline.runtime import exitcodes
+from dlq_pipeline.errors import UsageError
 from dlq_pipeline.runtime.progress import stage, to_stderr
 
 _REREAD = click.option(
@@ -55,7 +56,7 @@ def _input_line(inputs: dict) -> str:
     return f"  files: {line}" if line else ""
 
 
-@click.command("ingest")
+@click.command("ingest", cls=Command)
 @click.argument("paths", nargs=-1, required=True, type=INPUT)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @_REREAD
@@ -99,10 +100,10 @@ def ingest_cmd(paths, as_json, reread, config: Config):
         if line := _input_line(doc["inputs"]):
             click.echo(line)
     needs_look = result.quarantined or result.inputs.unreadable
-    sys.exit(exitcodes.ATTENTION if needs_look else exitcodes.OK)
+    return exitcodes.ATTENTION if needs_look else exitcodes.OK
 
 
-@click.command("classify")
+@click.command("classify", cls=Command)
 @click.option("--rules", "rules_path", required=False, metavar="FILE", help="Rules table (default: pipeline.rules).")
 @click.option("--json", "as_json", is_flag=True, help="Print counts per action as JSON.")
 @config_options
@@ -113,7 +114,7 @@ def classify_cmd(rules_path, as_json, config: Config):
     Attempt counts come from the ledger, so RETRY counts survive restarts:
       dlq-pipeline classify --rules my.rules --warehouse ./warehouse
     """
-    from dlq_pipeline.rules.spark import decide_pending
+    from dlq_pipeline.classify.spark import decide_pending
     from dlq_pipeline.runtime.clock import utc_now
 
     table = load_valid_rules(rules_path or _required(config, "rules"))
@@ -144,12 +145,11 @@ def classify_cmd(rules_path, as_json, config: Config):
 def _required(config: Config, key: str) -> str:
     value = config.get("pipeline", key)
     if not value:
-        err(f"error: no {key} given (use --{key} or pipeline.{key} in the configuration)")
-        sys.exit(exitcodes.USAGE)
+        raise UsageError(f"no {key} given (use --{key} or pipeline.{key} in the configuration)")
     return value
 
 
-@click.command("run")
+@click.command("run", cls=Command)
 @click.option(
     "--input",
     "inputs",
@@ -211,7 +211,7 @@ def run_cmd(inputs, rules_path, target, run_id, source, as_json, reread, config:
         echo_json(summary.as_dict())
     else:
         _print_summary(summary)
-    sys.exit(summary.exit_status)
+    return summary.exit_status
 
 
 def _print_summary(summary) -> None:
@@ -233,7 +233,7 @@ def _print_summary(summary) -> None:
     click.echo(f"  status: {status}")
 
 
-@click.command("report")
+@click.command("report", cls=Command)
 @click.option("--run-id", help="Run to report on (default: the latest).")
 @click.option(
     "--rules",
@@ -270,8 +270,7 @@ def report_cmd(run_id, rules_path, as_json, html_path, as_of, config: Config):
     """
 
     if as_of and config.get("storage", "format") != "delta":
-        err('error: --as-of needs storage.format = "delta": Parquet tables keep no history')
-        sys.exit(exitcodes.USAGE)
+        raise UsageError('--as-of needs storage.format = "delta": Parquet tables keep no history')
     table = load_valid_rules(rules_path) if rules_path else None
     settings = ReportSettings.from_config(config)
     with spark_errors(config):
@@ -301,7 +300,7 @@ def _is_instant(text: str) -> bool:
 def _build_and_write_report(storage, settings: ReportSettings, *, run_id=None, html_path=None, table=None) -> dict:
     from dlq_pipeline.report.render import render_html
     from dlq_pipeline.report.spark import build_report
-    from dlq_pipeline.rules.parser import rules_listing
+    from dlq_pipeline.rules.printer import rules_listing
     from dlq_pipeline.runtime.clock import utc_now
 
     # as of a past instant, pending messages age up to that instant, not to now
@@ -321,7 +320,7 @@ def _build_and_write_report(storage, settings: ReportSettings, *, run_id=None, h
     return report
 
 
-@click.command("demo")
+@click.command("demo", cls=Command)
 @click.option(
     "--out",
     default="demo-out",
@@ -374,8 +373,7 @@ def demo_cmd(config, out, count, seed, files, max_size, rules_path, target):
 
         rules_path = str(shipped_path(STARTER))
     if not Path(rules_path).is_file():
-        err(f"error: no rules table at {rules_path}; pass --rules FILE")
-        sys.exit(exitcodes.USAGE)
+        raise UsageError(f"no rules table at {rules_path}; pass --rules FILE")
     table = load_valid_rules(rules_path)
     if not config.is_given("storage", "path"):
         values = {section: dict(keys) for section, keys in config.values.items()}

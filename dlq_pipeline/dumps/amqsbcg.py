@@ -48,7 +48,8 @@ import struct
 from collections.abc import Iterator
 from typing import Any, cast
 
-from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, SNIPPET_LENGTH, LineReader, mqlong, open_source, shown_number
+from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH
+from dlq_pipeline.dumps.dmpmqmsg_reader import SNIPPET_LENGTH, LineReader, mqlong, open_source, shown_number
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.mq import codepages
 from dlq_pipeline.mq.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text

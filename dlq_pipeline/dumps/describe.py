@@ -15,8 +15,9 @@ from typing import cast
 
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.mq import codepages, constants
+from dlq_pipeline.mq.dlh_decoder import decode_dlh
 from dlq_pipeline.mq.mqmd import MQMD_CHAR_LENGTHS
-from dlq_pipeline.mq.structures import DLH_LENGTH, MQCCSI_INHERIT, DeadLetterHeader, decode_dlh
+from dlq_pipeline.mq.structures import DLH_LENGTH, MQCCSI_INHERIT, DeadLetterHeader
 from dlq_pipeline.report.redact import REDACTED, redact_preview
 
 __all__ = ["PREVIEW_BYTES", "describe", "format_message", "summarize", "format_summary", "printable"]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from dlq_pipeline.dumps.dmpmqmsg import write_dump
+from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.mq import codepages
 from dlq_pipeline.mq.constants import MQFB, MQMT

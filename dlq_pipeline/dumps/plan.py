@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from dlq_pipeline.dumps.dmpmqmsg import plan_splits, read_dump_info
+from dlq_pipeline.dumps.dmpmqmsg_reader import plan_splits, read_dump_info
 from dlq_pipeline.dumps.sources import expand_entries, expand_inputs, sniff
 from dlq_pipeline.fs import file_size, open_input
 from dlq_pipeline.fs.base import Entry

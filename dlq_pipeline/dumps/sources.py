@@ -20,14 +20,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Literal
 
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
-from dlq_pipeline.dumps.dmpmqmsg import (
-    HEADER_SEARCH_LINES,
-    MAX_LINE_LENGTH,
-    MD_KINDS,
-    SNIPPET_LENGTH,
-    line_kind,
-    read_dump,
-)
+from dlq_pipeline.dumps.dmpmqmsg import HEADER_SEARCH_LINES, MAX_LINE_LENGTH, MD_KINDS, line_kind
+from dlq_pipeline.dumps.dmpmqmsg_reader import SNIPPET_LENGTH, read_dump
 from dlq_pipeline.dumps.records import DumpedMessage, DumpHeader, RecordError
 from dlq_pipeline.fs import list_entries, open_input
 from dlq_pipeline.fs.base import Entry

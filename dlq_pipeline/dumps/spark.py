@@ -49,13 +49,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from dlq_pipeline import fs as files
-from dlq_pipeline.dumps.dmpmqmsg import (
-    DEFAULT_TIME_ZONE,
-    MAX_LINE_LENGTH,
-    SNIPPET_LENGTH,
-    created_time,
-    newlines_between,
-)
+from dlq_pipeline.dumps.dmpmqmsg import DEFAULT_TIME_ZONE, MAX_LINE_LENGTH, created_time
+from dlq_pipeline.dumps.dmpmqmsg_reader import SNIPPET_LENGTH, newlines_between
 from dlq_pipeline.dumps.plan import FileSplit, plan_work
 from dlq_pipeline.dumps.records import DumpedMessage, DumpHeader, RecordError
 from dlq_pipeline.errors import DlqPipelineError, UsageError
@@ -377,7 +372,9 @@ def source_batch(raw: pa.RecordBatch, schema: pa.Schema, mode: str = "PERMISSIVE
 def _decoded_columns(rows: pa.RecordBatch) -> dict[str, pa.Array]:
     """The decoded MQDLH's columns of each row (null for a bad record's), from ``data_head``
     as the decode UDF reads it (`mq.spark.header_columns`)."""
-    from dlq_pipeline.mq.structures import CHAIN_SCAN_LIMIT, DLH_LENGTH, decode_dlh_arrow
+    from dlq_pipeline.mq.dlh_arrow_decoder import decode_dlh_arrow
+    from dlq_pipeline.mq.dlh_decoder import CHAIN_SCAN_LIMIT
+    from dlq_pipeline.mq.structures import DLH_LENGTH
 
     messages = pc.equal(rows.column("rec"), "message")
     head = pc.if_else(messages, rows.column(HEAD_COLUMN), pa.scalar(b"", pa.binary()))

@@ -21,7 +21,8 @@ from typing import Any, cast
 
 from pyspark.sql import SparkSession
 
-from dlq_pipeline.engine import class_archive, jvm_reader, s3a
+from dlq_pipeline.engine import class_archive, s3a
+from dlq_pipeline.ingest import jvm_reader
 from dlq_pipeline.warehouse.delta import cached_jars
 
 log = logging.getLogger(__name__)

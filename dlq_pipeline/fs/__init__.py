@@ -1,8 +1,10 @@
 """The one filesystem layer of the pipeline's Python code, on the driver and on executors.
 
 Ingest's driver lists inputs and plans splits, and the executors' Python workers read their
-byte ranges; replay's checkpoints, the writer lease's fence file and the ``dir:`` target's
-dmpmqmsg files are written through it too (see "Writing" below). Every place a file can be:
+byte ranges; replay's checkpoints, the writer lease's fence file, the ``dir:`` target's
+dmpmqmsg files and the warehouse's own files (`dlq_pipeline.warehouse.storage`: its
+directories, a Parquet table's data files listed, read and deleted, a Delta table's first
+commit, the run summaries) go through it too (see "Writing" below). Every place a file can be:
 
 ==========================================  ===================================================
 ``/data/x``, ``file:/data/x``, ``dbfs:/x``,  Python's own files (``dbfs:/x`` through the
@@ -18,9 +20,10 @@ dmpmqmsg files are written through it too (see "Writing" below). Every place a f
 Why not one of the other routes (docs/deploy.md "Inputs"):
 
 - Hadoop's FileSystem through the JVM reaches everything Spark is configured for, but only
-  the driver's Python has a JVM gateway; an executor's Python worker has none, so the bytes
-  would have to be read by Spark's JVM (``binaryFile`` holds a whole file in memory; ``text``
-  loses byte offsets and non-UTF-8 bytes), giving up the streaming, bounded-memory reader.
+  the driver's Python has a JVM gateway, and only on classic Spark (a Spark Connect client
+  has none); an executor's Python worker has none, so the bytes would have to be read by
+  Spark's JVM (``binaryFile`` holds a whole file in memory; ``text`` loses byte offsets and
+  non-UTF-8 bytes), giving up the streaming, bounded-memory reader.
 - ``pyarrow.fs.HadoopFileSystem`` needs ``libhdfs.so`` and a Hadoop CLASSPATH on every
   executor; pip's pyspark and pyarrow ship neither, so it is not used for ``hdfs://``.
   WebHDFS is plain HTTP: NameNode for metadata, redirected to a DataNode for the bytes,
@@ -36,18 +39,19 @@ A file is read through a 1 MiB buffer over a seekable stream (one HTTP request p
 run for WebHDFS, ranged reads for object stores), so memory stays what it is for local files.
 Anything that goes wrong reaching a remote path is an `InputUnreachable` naming that path.
 
-**Writing** (`write_new`, `write_file`, `rename`, `read_bytes`, `list_names`, `delete`,
-`is_dir`): small immutable objects and whole files, published so that a reader never sees
-half of one:
+**Writing** (`write_file`, `rename`, `read_bytes`, `list_names`, `list_sizes`, `make_dirs`,
+`delete`, `is_dir`): small immutable objects and whole files, published so that a reader
+never sees half of one:
 
 - local: written under a hidden temporary name in the same directory, fsynced, then
   ``link``-ed (create-exclusive) or renamed into place; directories made owner-only. A
   local file the caller hands over (`write_file` ``move``) on the same filesystem is
   fsynced and linked into place itself: a 20 GB dump is not copied;
 - HDFS (WebHDFS): ``CREATE`` (``overwrite=false``, ``permission=``) of a hidden temporary
-  name, then ``RENAME`` (which never replaces an existing file); ``LISTSTATUS``, ``DELETE``;
+  name, then ``RENAME`` (which never replaces an existing file); ``LISTSTATUS``, ``MKDIRS``
+  (``permission=``), ``DELETE``;
 - object stores (``pyarrow.fs``): one PUT (a multipart upload appears only when it
-  completes). An object store has no create-exclusive: `write_new` checks first and then
+  completes). An object store has no create-exclusive: `write_file` checks first and then
   puts, which is exclusive only because the names written are unique to their writer (a run
   id, a partition, a sequence number) and the warehouse has one writer at a time (the lease).
   Permissions do not apply there (the bucket's policy decides).
@@ -64,7 +68,7 @@ import re
 import urllib.parse
 from typing import BinaryIO, cast
 
-from dlq_pipeline.fs.base import Entry, InputNotFound, InputUnreachable, Source
+from dlq_pipeline.fs.base import Entry, InputNotFound, InputUnreachable, Source, Store
 from dlq_pipeline.fs.local import LocalFiles
 from dlq_pipeline.fs.objectstore import MOUNTS, OBJECT_STORES, ObjectStoreFiles, mount
 from dlq_pipeline.fs.webhdfs import WEBHDFS_PORT, WEBHDFS_SCHEMES, WebHdfsFiles
@@ -87,6 +91,8 @@ __all__ = [
     "rename",
     "read_bytes",
     "list_names",
+    "list_sizes",
+    "make_dirs",
     "delete",
     "remove_empty_dir",
     "is_dir",
@@ -124,7 +130,7 @@ def reading_url(uri: str, webhdfs: str = "") -> str:
     return f"webhdfs://{parsed.hostname}:{WEBHDFS_PORT}{parsed.path}"
 
 
-def _store(uri: str):
+def _store(uri: str) -> Store:
     scheme = urllib.parse.urlparse(uri).scheme
     if is_local(uri):
         return LocalFiles(uri)
@@ -289,9 +295,21 @@ def list_names(uri: str) -> list[str]:
     return _store(uri).names(uri)
 
 
-def delete(uri: str) -> None:
-    """Remove the file or directory tree ``uri``; nothing when it is not there."""
-    _store(uri).delete(uri)
+def list_sizes(uri: str) -> dict[str, int]:
+    """The files directly in the directory ``uri`` (not its subdirectories) by name, with their
+    sizes in bytes, from one listing ({} when there is no such directory)."""
+    return {e.uri.rstrip("/").rsplit("/", 1)[-1]: e.size for e in _store(uri).children(uri) if not e.is_dir}
+
+
+def make_dirs(uri: str, *, mode: int = DIR_MODE) -> None:
+    """Create the directory ``uri`` and its missing parents with ``mode`` (owner-only by
+    default; local and HDFS); directories that exist are left as they are."""
+    _store(uri).make_dirs(uri, mode)
+
+
+def delete(uri: str) -> bool:
+    """Remove the file or directory tree ``uri``; False (nothing done) when it is not there."""
+    return _store(uri).delete(uri)
 
 
 def remove_empty_dir(uri: str) -> None:

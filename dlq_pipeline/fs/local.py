@@ -36,6 +36,21 @@ class LocalFiles:
             return Entry(path, True, 0)
         return _entry(path, status)
 
+    def children(self, uri: str) -> list[Entry]:
+        """What is directly in the directory ``uri`` ([] when there is none), each stat-ed
+        once; an entry that vanishes while listed is left out."""
+        found = []
+        try:
+            with os.scandir(local_path(uri)) as entries:
+                for e in entries:
+                    try:
+                        found.append(Entry(e.path, True, 0) if e.is_dir() else _entry(e.path, e.stat()))
+                    except FileNotFoundError:
+                        continue
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return found
+
     def walk(self, uri: str) -> list[Entry]:
         """The files below ``uri`` as `os.walk` finds them (hidden and ``_`` names skipped),
         each stat-ed once; a file that vanishes while walked is left out."""
@@ -119,12 +134,18 @@ class LocalFiles:
         except (FileNotFoundError, NotADirectoryError):
             return []
 
-    def delete(self, uri: str) -> None:
+    def make_dirs(self, uri: str, mode: int) -> None:
+        private_dirs(local_path(uri), mode)
+
+    def delete(self, uri: str) -> bool:
         path = local_path(uri)
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
         elif os.path.lexists(path):
             os.unlink(path)
+        else:
+            return False
+        return True
 
     def remove_empty(self, uri: str) -> None:
         try:

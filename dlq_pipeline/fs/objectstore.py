@@ -96,7 +96,7 @@ class ObjectStoreFiles:
     def children(self, uri: str) -> list[Entry]:
         import pyarrow.fs as pafs
 
-        selector = pafs.FileSelector(self._path(uri), recursive=False)
+        selector = pafs.FileSelector(self._path(uri), recursive=False, allow_not_found=True)
         found = self._call(uri, self.fs.get_file_info, selector)
         parent = uri.rstrip("/")
         return [_entry(f"{parent}/{f.base_name}", f) for f in found]
@@ -141,12 +141,18 @@ class ObjectStoreFiles:
         selector = pafs.FileSelector(self._path(uri), recursive=False, allow_not_found=True)
         return sorted(f.base_name for f in self._call(uri, self.fs.get_file_info, selector))
 
-    def delete(self, uri: str) -> None:
+    def make_dirs(self, uri: str, mode: int) -> None:
+        # a marker object, as Hadoop's S3A makes one; no permissions here (the bucket's policy decides)
+        if self.info(uri) is None:
+            self._call(uri, self.fs.create_dir, self._path(uri))
+
+    def delete(self, uri: str) -> bool:
         found = self.info(uri)
         if found is None:
-            return
+            return False
         path = self._path(uri)
         self._call(uri, self.fs.delete_dir if found.is_dir else self.fs.delete_file, path)
+        return True
 
     def remove_empty(self, uri: str) -> None:
         pass  # an object store's directories are the keys' prefixes: none is left without its objects

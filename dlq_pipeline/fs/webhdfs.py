@@ -147,8 +147,12 @@ class WebHdfsFiles:
         found = self._call(uri, "GET", "LISTSTATUS", missing_ok=True)
         return sorted(s["pathSuffix"] for s in found["FileStatuses"]["FileStatus"]) if found else []
 
-    def delete(self, uri: str) -> None:
-        self._call(uri, "DELETE", "DELETE", missing_ok=True, recursive="true")
+    def make_dirs(self, uri: str, mode: int) -> None:
+        self._call(uri, "PUT", "MKDIRS", permission=f"{mode:o}")  # existing directories keep theirs
+
+    def delete(self, uri: str) -> bool:
+        found = self._call(uri, "DELETE", "DELETE", missing_ok=True, recursive="true")
+        return bool(found and found.get("boolean"))  # false: nothing was there
 
     def remove_empty(self, uri: str) -> None:
         try:

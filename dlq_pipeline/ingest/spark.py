@@ -4,7 +4,7 @@
 items* ``(path, start, end)``: a dump larger than ``split_bytes`` becomes several byte
 ranges (the reader finds message boundaries itself, so one big dump is read by many tasks),
 a listing is one item. Items run one per Spark partition: a dmpmqmsg dump's in the JVM
-reader where the session has it (`engine.jvm_reader`), the others through the ``mqdump``
+reader where the session has it (`ingest.jvm_reader`), the others through the ``mqdump``
 data source, which runs `dumps.spark.read_item` (the reader of every Spark read of a dump)
 in a Python worker: DataFrame API only, so it also works over Spark Connect, where there
 is no SparkContext.
@@ -42,6 +42,7 @@ those back; ``message_key`` is computed from the bytes as read).
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -53,6 +54,7 @@ import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
 
 from dlq_pipeline import fs
 from dlq_pipeline.config.settings import IngestSettings
@@ -67,10 +69,11 @@ from dlq_pipeline.dumps.spark import (
     read_items,
     register,
 )
-from dlq_pipeline.engine import jvm_reader, large_messages
+from dlq_pipeline.engine import large_messages
 from dlq_pipeline.engine.session import storage_memory_bytes
 from dlq_pipeline.engine.tasks import Report, TaskTicker
 from dlq_pipeline.errors import UsageError
+from dlq_pipeline.ingest import jvm_reader
 from dlq_pipeline.ingest.inputs import (
     READ_FAILURES,
     InputFile,
@@ -184,10 +187,54 @@ def arrow_scan(
     return positions.mapInArrow(run, RAW_SCHEMA)
 
 
+def read_in_jvm(
+    spark: SparkSession,
+    schema: StructType,
+    numbered: Sequence[tuple[int, FileSplit]],
+    max_line_length: int,
+    max_message_bytes: int | None,
+    dump_time_zone: str = "UTC",
+) -> DataFrame:
+    """The DataFrame of the JVM reader (`ingest.jvm_reader`) over ``numbered`` work items
+    (one partition each)."""
+    return (
+        spark.read.format(jvm_reader.SOURCE_CLASS)
+        .schema(schema)
+        .option("items", jvm_reader.items_option(numbered))
+        .option("layout", json.dumps(jvm_reader.layout(max_line_length, max_message_bytes, dump_time_zone)))
+        .load()
+    )
+
+
+_PROBED = "_dlq_pipeline_jvm_reader"
+
+
+def jvm_available(spark: SparkSession) -> bool:
+    """Whether ``spark`` can run the JVM reader of these sources (asked once per session:
+    the data source is resolved, and its digest checked, without reading anything)."""
+    known = getattr(spark, _PROBED, None)
+    if known is not None:
+        return known
+    try:
+        _ = read_in_jvm(spark, StructType([StructField("rec", StringType())]), [], 80, None).schema  # analysed: loaded
+        found = True
+    except Exception as exc:  # noqa: BLE001 - not on the classpath, another build, no JVM: Python reads
+        log.info(
+            "ingest: the JVM reader is not available (%s); dumps are read with Python",
+            str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__,
+        )
+        found = False
+    try:
+        setattr(spark, _PROBED, found)
+    except AttributeError:
+        pass
+    return found
+
+
 def jvm_items(spark: SparkSession, items: Sequence[FileSplit], reader: str = "auto") -> frozenset[int]:
-    """The numbers of the work items the JVM reader takes (`engine.jvm_reader`): with ``reader``
+    """The numbers of the work items the JVM reader takes (`ingest.jvm_reader`): with ``reader``
     ``auto``, the dmpmqmsg dumps at local paths, when this session has the reader's jar."""
-    if reader != "auto" or not any(jvm_reader.readable(i) for i in items) or not jvm_reader.available(spark):
+    if reader != "auto" or not any(jvm_reader.readable(i) for i in items) or not jvm_available(spark):
         return frozenset()
     return frozenset(n for n, i in enumerate(items) if jvm_reader.readable(i))
 
@@ -211,7 +258,7 @@ def scan(
     in_python = [(n, i) for n, i in numbered if n not in jvm]
     parts = []
     if in_jvm:
-        parts.append(jvm_reader.reader(spark, RAW_SCHEMA, in_jvm, max_line_length, max_message_bytes, dump_time_zone))
+        parts.append(read_in_jvm(spark, RAW_SCHEMA, in_jvm, max_line_length, max_message_bytes, dump_time_zone))
     if in_python:
         parts.append(_python_scan(spark, in_python, max_line_length, max_message_bytes, dump_time_zone))
     return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])

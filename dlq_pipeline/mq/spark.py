@@ -3,18 +3,18 @@
 What crosses into Python is only what the header needs: each message's first 172 bytes
 (``rpad``: exactly 172, zero-padded, so the batch is one byte matrix), its length, and the
 bytes after them up to ``CHAIN_SCAN_LIMIT`` only for the few messages whose MQDLH Format
-names a header the decoder follows (`structures.chain_possible`, tested here in the JVM on
+names a header the decoder follows (`dlh_decoder.chain_possible`, tested here in the JVM on
 the bytes alone). So decode cost does not grow with message size, and a realistic DLQ ships
 about 200 bytes a message instead of 4 KB.
 
-Those bytes (`structures.dlh_head`) are stored by ingest in ``messages.data_head``, so the
+Those bytes (`dlh_decoder.dlh_head`) are stored by ingest in ``messages.data_head``, so the
 stored messages are decoded without reading ``data`` at all (`without_data`): reading a
 100 MB message from Parquet copies all of it to slice 172 bytes (docs/performance.md, "Decode reads only the MQDLH
 bytes"). A frame
 without ``data_head`` (and a row landed before the column existed, where it is null) is
 decoded from ``data`` with the same slice computed in the JVM (`head_sql`).
 
-The UDF is a thin shell around ``structures.decode_dlh_arrow``, the batch form of the pure
+The UDF is a thin shell around ``dlh_arrow_decoder.decode_dlh_arrow``, the batch form of the pure
 decoder it must agree with: an Arrow UDF (Spark 4.1+) that hands it Arrow arrays and
 returns its struct array as is; on older Spark a pandas UDF doing the same through pandas.
 """
@@ -28,13 +28,9 @@ from pyspark.sql.types import StructField, StructType
 
 from dlq_pipeline.engine.sql_text import sql_json_array
 from dlq_pipeline.mq.constants import reason_names
-from dlq_pipeline.mq.structures import (
-    CHAIN_SCAN_LIMIT,
-    DLH_LENGTH,
-    chain_format_offset,
-    chain_format_prefixes,
-    decode_dlh_arrow,
-)
+from dlq_pipeline.mq.dlh_arrow_decoder import decode_dlh_arrow
+from dlq_pipeline.mq.dlh_decoder import CHAIN_SCAN_LIMIT, chain_format_offset, chain_format_prefixes
+from dlq_pipeline.mq.structures import DLH_LENGTH
 from dlq_pipeline.warehouse.schemas import table_schema
 from dlq_pipeline.warehouse.tables import HEAD_COLUMN
 
@@ -82,7 +78,7 @@ def header_slice(data: Column) -> Column:
 
 
 def _chain_test() -> tuple[int, int, list[bytes]]:
-    """What `structures.chain_possible` compares: (1-based offset, width) of the bytes at the
+    """What `dlh_decoder.chain_possible` compares: (1-based offset, width) of the bytes at the
     MQDLH Format's offset, and the names' prefixes they may start with."""
     width = {len(p) for p in chain_format_prefixes()}
     assert len(width) == 1, "every followed format name has the same length"
@@ -90,7 +86,7 @@ def _chain_test() -> tuple[int, int, list[bytes]]:
 
 
 def chain_possible_sql(data: str = "data") -> str:
-    """`structures.chain_possible` in Spark SQL: the bytes at the MQDLH Format's offset
+    """`dlh_decoder.chain_possible` in Spark SQL: the bytes at the MQDLH Format's offset
     start a name of a header the decoder follows, in some CCSID."""
     offset, width, prefixes = _chain_test()
     names = ", ".join(f"X'{p.hex().upper()}'" for p in prefixes)
@@ -98,7 +94,7 @@ def chain_possible_sql(data: str = "data") -> str:
 
 
 def head_sql(data: str = "data") -> str:
-    """`structures.dlh_head` in Spark SQL: the bytes of ``data`` the decoder reads."""
+    """`dlh_decoder.dlh_head` in Spark SQL: the bytes of ``data`` the decoder reads."""
     return (
         f"CASE WHEN {chain_possible_sql(data)} THEN substring({data}, 1, {CHAIN_SCAN_LIMIT}) "
         f"ELSE substring({data}, 1, {DLH_LENGTH}) END"
@@ -106,7 +102,7 @@ def head_sql(data: str = "data") -> str:
 
 
 def head_source(columns) -> str:
-    """SQL for each message's `structures.dlh_head` in a frame with these ``columns``: the
+    """SQL for each message's `dlh_decoder.dlh_head` in a frame with these ``columns``: the
     stored ``data_head``, else (no such column, or a row landed before it existed) computed
     from ``data``."""
     if HEAD_COLUMN not in columns:
@@ -118,7 +114,7 @@ def head_source(columns) -> str:
 
 def header_columns(head: str) -> list[Column]:
     """(head, tail, length): what the decoder is given of each message, from ``head`` (SQL
-    for its `structures.dlh_head`: 172 bytes, or up to CHAIN_SCAN_LIMIT where a chain may
+    for its `dlh_decoder.dlh_head`: 172 bytes, or up to CHAIN_SCAN_LIMIT where a chain may
     follow). The length of ``head`` stands for the data's: the decoder only compares it
     with 172 and CHAIN_SCAN_LIMIT, and reads past 172 only where a chain may follow."""
     tail = F.when(
@@ -158,7 +154,7 @@ _INPUTS = ("__dlq_decode_head", "__dlq_decode_tail", "__dlq_decode_length")
 
 def decode_inputs(messages: DataFrame) -> tuple[DataFrame, list[Column]]:
     """``messages`` with the decoder's inputs as columns of their own, and the decode UDF's
-    arguments: what `decode_headers` calls it with (so does `compiler.decode_and_classify_columns`).
+    arguments: what `decode_headers` calls it with (so does `rules.spark.decode_and_classify_columns`).
 
     The inputs (`header_columns`) are computed in a projection of their own, below the UDF:
     Spark keeps every row that goes into a Python UDF in a queue until its result is back,

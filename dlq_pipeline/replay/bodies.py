@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 
 BODY_FILE = "body_file"  # the work item's column naming the data file that holds its body
 WINDOW_BYTES = 64 * 1024 * 1024
-BATCH_BYTES = 8 * 1024 * 1024  # of bodies per batch a file's cursor reads
-BATCH_ROWS = 1024
+READ_BATCH_BYTES = 8 * 1024 * 1024  # of bodies per batch a file's cursor reads
+READ_BATCH_ROWS = 1024
 OPEN_FILES = 4  # data files whose key index a task keeps: DLQ order moves through few at once
 
 
@@ -65,8 +65,8 @@ def file_uri(file_path: str, webhdfs: str = "") -> str:
 
 class _DataFile:
     """One Parquet data file: where each message's row is, and a cursor that reads its
-    ``data`` forwards in small batches (`BATCH_BYTES`), so that rows asked for in file order
-    are read once, and a batch's buffers are reused rather than mapped afresh."""
+    ``data`` forwards in small batches (`READ_BATCH_BYTES`), so that rows asked for in file
+    order are read once, and a batch's buffers are reused rather than mapped afresh."""
 
     def __init__(self, uri: str):
         import pyarrow.parquet as pq
@@ -92,7 +92,7 @@ class _DataFile:
             ),
             default=0,
         )
-        self._batch_rows = int(max(1, min(BATCH_ROWS, BATCH_BYTES // max(1, widest))))
+        self._batch_rows = int(max(1, min(READ_BATCH_ROWS, READ_BATCH_BYTES // max(1, widest))))
         self._batches: Iterator[pa.RecordBatch] | None = None
         self._batch: pa.RecordBatch | None = None
         self._batch_start = self._batch_stop = 0

@@ -25,12 +25,11 @@ from __future__ import annotations
 from typing import Protocol, cast
 
 from dlq_pipeline.errors import DlqPipelineError
+from dlq_pipeline.mq.dlh_decoder import dlh_restore_fields
 from dlq_pipeline.mq.mqmd import MQMD
-from dlq_pipeline.mq.structures import DLH_LENGTH, dlh_restore_fields
+from dlq_pipeline.mq.structures import DLH_LENGTH, MQCCSI_INHERIT
 from dlq_pipeline.rules.matcher import resolve_name
 from dlq_pipeline.rules.model import PUT_ACTIONS
-
-MQCCSI_INHERIT = -2
 
 
 class RebuildError(DlqPipelineError, ValueError):

@@ -34,6 +34,7 @@ from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 
 from dlq_pipeline import fs as files
+from dlq_pipeline.classify.spark import decision_counts, target_key
 from dlq_pipeline.config.settings import ReplaySettings
 from dlq_pipeline.engine.large_messages import LARGE_MESSAGE_BYTES, large_message_tasks
 from dlq_pipeline.engine.tasks import TaskTicker
@@ -50,7 +51,6 @@ from dlq_pipeline.replay.targets import Target, check_run_id, open_target
 from dlq_pipeline.replay.units import Member, plan_units
 from dlq_pipeline.replay.writer import WorkItem, replay_partition
 from dlq_pipeline.rules.model import PUT_ACTIONS
-from dlq_pipeline.rules.spark import decision_counts, target_key
 from dlq_pipeline.runtime.clock import as_utc, from_epoch_micros, utc_now
 from dlq_pipeline.runtime.process_group import RunGroup, join_run_group
 from dlq_pipeline.runtime.progress import Progress, Report
@@ -90,7 +90,8 @@ PIECE_COLUMN = "piece"
 # and the copies are too large (docs/performance.md, "Decisions broadcast into replay's
 # join").
 BROADCAST_DECISIONS = (50_000, 200_000)
-DECISION_COLUMNS = (
+# The columns of a decision that replay's join carries into its work items.
+JOINED_DECISION_COLUMNS = (
     "message_key",
     "action",
     "rule_line",
@@ -439,7 +440,7 @@ def work_items(
 ) -> DataFrame:
     """Decisions joined with their messages, one partition per target queue manager (hashed
     into ``partitions``; with ``per_qmgr`` > 1 its queues placed by size over up to that
-    many: `partition_key`, from ``puts_per_queue``, `classify.decision_counts`'s, else counted
+    many: `partition_key`, from ``puts_per_queue``, `classify.spark.decision_counts`'s, else counted
     here), in DLQ order within each. ``large_tasks``: how many tasks may hold a message to
     put at once, where fewer than Spark runs (`large_messages.large_message_tasks`): the messages are
     read in that many and go on as rows of `pieces` (`whole_messages` joins them again).
@@ -456,7 +457,7 @@ def work_items(
         messages = messages.drop("data").withColumn(BODY_FILE, F.col("_metadata.file_path"))
     in_pieces = large_tasks is not None
     messages = (pieces(messages.coalesce(large_tasks)) if large_tasks is not None else messages).alias("m")
-    chosen = decisions.select(*DECISION_COLUMNS).alias("d")
+    chosen = decisions.select(*JOINED_DECISION_COLUMNS).alias("d")
     on = F.col("d.message_key") == F.col("m.message_key")
     low, high = BROADCAST_DECISIONS
     if in_pieces or decisions_total is None or not low <= decisions_total <= high:
@@ -585,7 +586,7 @@ def item_columns(
         else [F.when(needs_data, message("data")).alias("data")]
     )
     return [
-        *[F.col(f"d.{c}").alias(c) for c in DECISION_COLUMNS if c != "not_before"],
+        *[F.col(f"d.{c}").alias(c) for c in JOINED_DECISION_COLUMNS if c != "not_before"],
         # as epoch microseconds: a timestamp collected into Python is naive *local* time
         F.unix_micros(F.col("d.not_before")).alias("not_before_us"),
         *[message(c).alias(c) for c in (*MD_COLUMNS.values(), CHAR_BYTES_COLUMN)],
@@ -618,7 +619,7 @@ def replay(
     queue managers) live in the warehouse, ``storage.path``. ``task_hook(partition_id,
     batches_committed)`` runs in the task after each committed batch (rehearsals and tests
     inject task failures with it). ``progress`` counts the partitions whose puts are done.
-    ``puts_per_queue``: `classify.decision_counts`'s, when the caller has them (else counted here
+    ``puts_per_queue``: `classify.spark.decision_counts`'s, when the caller has them (else counted here
     where `replay.connections_per_qmgr` > 1 needs them); ``decisions_total``: how many
     decisions there are, when the caller has counted them (`work_items`)."""
     check_run_id(run_id)

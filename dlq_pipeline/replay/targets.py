@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from dlq_pipeline import fs as files
-from dlq_pipeline.dumps.dmpmqmsg import DumpLayout, write_dump
+from dlq_pipeline.dumps.dmpmqmsg_writer import DumpLayout, write_dump
 from dlq_pipeline.errors import UsageError
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, Message, MQError, PutHandle

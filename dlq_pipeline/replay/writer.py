@@ -1,8 +1,8 @@
 """The replay writer: one partition's work items -> MQ puts -> ledger rows. No Spark here.
 
 `replay_partition` opens one connection (lazily, on the first message to put), puts in
-syncpoint batches of ``batch_size`` (ended early once they hold ``BATCH_BYTES`` of message
-data: a batch is kept in memory until committed, to be put again after a connection
+syncpoint batches of ``batch_size`` (ended early once they hold ``SYNCPOINT_BATCH_BYTES`` of
+message data: a batch is kept in memory until committed, to be put again after a connection
 failure, and 200 messages of 100 MB would be 20 GB), commits each batch, and yields one
 ledger row per work item (data/schemas/ledger.json). What it decides, in order, for each item:
 
@@ -24,10 +24,10 @@ ledger row per work item (data/schemas/ledger.json). What it decides, in order, 
 
 **Units** (groups and segmented messages, `dlq_pipeline.replay.units`): consecutive items of
 one unit are one entry, put in one syncpoint (the open batch committed first when the unit
-would take it past ``batch_size`` or ``BATCH_BYTES``), all or none. A unit held (not whole, or
-decided differently) gets ``held`` rows and no MQ call; a member not put (expired, deferred,
-failed before a put) keeps its whole unit back with its outcome; a member MQ refuses backs the
-unit out, every member ``failed``.
+would take it past ``batch_size`` or ``SYNCPOINT_BATCH_BYTES``), all or none. A unit held (not
+whole, or decided differently) gets ``held`` rows and no MQ call; a member not put (expired,
+deferred, failed before a put) keeps its whole unit back with its outcome; a member MQ refuses
+backs the unit out, every member ``failed``.
 
 **A failed put backs out its own batch only.** The message whose put failed is recorded
 ``failed``; the other messages of the batch were never committed, so they are put again
@@ -90,7 +90,7 @@ log = logging.getLogger(__name__)
 # A syncpoint batch ends when its messages' data reaches this (or at ``batch_size``
 # messages): it holds at most one large message beyond it (docs/performance.md,
 # "Large messages in fewer tasks and in pieces").
-BATCH_BYTES = 64 * 1024 * 1024
+SYNCPOINT_BATCH_BYTES = 64 * 1024 * 1024
 # Failing to connect for these reasons will not get better by trying again (and repeated bad
 # passwords can lock an account): give up at once.
 CONNECT_FATAL = frozenset({reasons.MQRC_NOT_AUTHORIZED, reasons.MQRC_SECURITY_ERROR})
@@ -402,8 +402,8 @@ class _Writer:
         """Put ``entries`` (a message, or the members of a unit in put order) and whatever a
         backout sends back, committing full batches. A unit is put in one syncpoint: the open
         batch is committed first when the unit would take it past ``batch_size`` or
-        ``BATCH_BYTES`` (a unit larger than that is a batch of its own), and a member that
-        fails backs the whole unit out, every member recorded ``failed``."""
+        ``SYNCPOINT_BATCH_BYTES`` (a unit larger than that is a batch of its own), and a member
+        that fails backs the whole unit out, every member recorded ``failed``."""
         rows: list[dict] = []
         todo: deque[list[_Pending]] = deque(entries)
         while todo:
@@ -447,7 +447,7 @@ class _Writer:
             self.batch.append(entry)
             self.batch_count += len(entry)
             self.batch_bytes += sum(len(p.data) for p in entry)
-            if self.batch_count >= self.settings.batch_size or self.batch_bytes >= BATCH_BYTES:
+            if self.batch_count >= self.settings.batch_size or self.batch_bytes >= SYNCPOINT_BATCH_BYTES:
                 rows += self.commit(todo)
         return rows
 
@@ -455,7 +455,7 @@ class _Writer:
         """Whether the open batch can take the unit ``entry`` whole."""
         return (
             self.batch_count + len(entry) <= self.settings.batch_size
-            and self.batch_bytes + sum(len(p.data) for p in entry) <= BATCH_BYTES
+            and self.batch_bytes + sum(len(p.data) for p in entry) <= SYNCPOINT_BATCH_BYTES
         )
 
     def failed_entry(self, entry: list[_Pending], putting: _Pending, exc: MQError) -> list[dict]:

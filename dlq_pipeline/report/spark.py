@@ -297,7 +297,7 @@ def build_report(
 ) -> dict:
     """The report on run ``run_id`` (default: the latest), what is pending now and all time.
 
-    ``rules``: the rules table the run used, as `dlq_pipeline.rules.parser.rules_listing`
+    ``rules``: the rules table the run used, as `dlq_pipeline.rules.printer.rules_listing`
     gives it (e.g. from ``report --rules FILE``); default: the one in the run's summary.
     """
     messages = decode_headers(storage.read("messages")).cache()

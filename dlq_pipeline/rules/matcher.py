@@ -1,8 +1,9 @@
 """The reference matcher: matching and choosing a rule (docs/rules-semantics.md, sections 2-3) in
 plain Python.
 
-This is the oracle. The Spark compiler (``compiler.py``) must agree with it row for row;
-the ``rules test`` command uses it directly. Keep it obviously correct before fast.
+This is the oracle. The rules in Spark (`rules.spark.classify_columns`, the rule chosen by
+`rules.index.RuleIndex`) must agree with it row for row; the ``rules test`` command uses it
+directly. Keep it obviously correct before fast.
 """
 
 from __future__ import annotations

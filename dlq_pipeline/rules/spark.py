@@ -1,220 +1,30 @@
-"""The rules applied in Spark, and the classify stage built on them.
+"""The rules applied in Spark: a validated rules table as decision columns, and the same as a
+`DataFrame.transform` step for a user's own query (`decide`).
 
 `classify_columns` turns a validated rules table into the decision columns, in one narrow
 pass, agreeing with the reference matcher (``matcher.decide``) row for row: the rule is
 chosen per distinct combination of the columns the rules test (`rules.index.RuleIndex`, in a
 vectorized Python UDF), and the chosen rule's outputs are looked up in SQL by index (literal
 arrays, one element per rule), so a message's cost does not grow with the table
-(docs/rules-semantics.md, "The Spark compiler and the codegen cliff"). The expressions are
-Spark SQL text, parsed once per projection: built call by call through the Python-JVM
-gateway they would cost a round trip each; literals are written so that no parser setting
-can change them (see ``sql_string``).
-
-The classify stage (`decide_pending`): pending messages and their durable attempt history
-(`warehouse.ledger`) with the rules -> the ``decisions`` table; `classify` is its pure part.
+(docs/rules-semantics.md, "How Spark evaluates a table"). The expressions are Spark SQL
+text, parsed once per projection: built call by call through the Python-JVM gateway they
+would cost a round trip each; literals are written so that no parser setting can change them
+(see ``sql_string``). `decode_and_classify_columns` decodes the MQDLH and chooses the rule in
+one Python UDF. The classify stage built on them is `classify.spark`.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import os
-import secrets
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import NamedTuple
 
-from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from dlq_pipeline.engine.sql_text import sql_column, sql_json_array, sql_string
-from dlq_pipeline.engine.tasks import TaskTicker
-from dlq_pipeline.engine.workers import start_python_workers
-from dlq_pipeline.mq.spark import decode_headers, decode_inputs, decoded_columns, decoded_struct, without_data
+from dlq_pipeline.mq.spark import decode_headers, decode_inputs, decoded_columns, decoded_struct
 from dlq_pipeline.rules.matcher import SUBSTITUTION_COLUMNS, resolve_name
-from dlq_pipeline.rules.model import ACTIONS, DECISION_COLUMNS, PATTERN_FIELDS, PUT_ACTIONS, Rule, RulesTable
-from dlq_pipeline.runtime.clock import as_utc
-from dlq_pipeline.runtime.progress import Progress, Report
-from dlq_pipeline.warehouse.landings import landing_state, open_ledger, open_messages
-from dlq_pipeline.warehouse.ledger import pending_with_attempts, recover_interrupted
-from dlq_pipeline.warehouse.schemas import conform
-from dlq_pipeline.warehouse.storage import Storage
-from dlq_pipeline.warehouse.tables import IGNORE_REASONS
-
-
-def classify(
-    pending: DataFrame,
-    table: RulesTable,
-    *,
-    run_id: str,
-    now: dt.datetime,
-    retry_interval: int | None = None,
-) -> DataFrame:
-    """Decisions for decoded pending messages (``pending_with_attempts`` + decode columns).
-
-    RETRYINT: when the chosen rule is the rule of the message's last attempt and that
-    attempt is younger than the interval, the decision keeps its action but gets a
-    ``not_before`` in the future; replay records it as ``deferred`` without trying.
-    """
-    return _decisions(
-        classify_columns(table, pending, "prior_attempts"), table, run_id=run_id, now=now, retry_interval=retry_interval
-    )
-
-
-def classify_pending(
-    pending: DataFrame,
-    table: RulesTable,
-    *,
-    run_id: str,
-    now: dt.datetime,
-    retry_interval: int | None = None,
-) -> DataFrame:
-    """``classify(decode_headers(pending), ...)`` for pending messages as stored (not
-    decoded), with decode and the rule choice in one Python UDF
-    (`compiler.decode_and_classify_columns`): one Python worker per task instead of two."""
-    return _decisions(
-        decode_and_classify_columns(table, pending, "prior_attempts"),
-        table,
-        run_id=run_id,
-        now=now,
-        retry_interval=retry_interval,
-    )
-
-
-def _decisions(
-    decided: DataFrame, table: RulesTable, *, run_id: str, now: dt.datetime, retry_interval: int | None
-) -> DataFrame:
-    """The ``decisions`` rows of messages with their decision columns (RETRYINT applied)."""
-    interval = table.control.retryint if retry_interval is None else retry_interval
-    now_lit = F.lit(as_utc(now)).cast("timestamp")  # aware: converted without the local zone
-    puts = F.col("action").isin(*PUT_ACTIONS)
-    earliest = F.col("last_attempt.at") + F.make_interval(secs=F.lit(interval))
-    same_rule_too_soon = (
-        puts
-        & F.col("last_attempt").isNotNull()
-        & (F.col("last_attempt.rule_line") == F.col("rule_line"))
-        & (earliest > now_lit)
-    )
-    decisions = decided.select(
-        F.lit(run_id).alias("run_id"),
-        "message_key",
-        "source_file",
-        "source_index",
-        *DECISION_COLUMNS,
-        F.when(puts, F.col("prior_attempts") + 1).alias("attempt"),
-        F.when(same_rule_too_soon, earliest).alias("not_before"),
-        now_lit.alias("decided_at"),
-    )
-    return conform(decisions, "decisions")
-
-
-class Decided(NamedTuple):
-    """What `decide_pending` made: the decisions (persisted) and their counts."""
-
-    decisions: DataFrame
-    counts: DecisionCounts
-
-
-def decide_pending(
-    spark: SparkSession,
-    storage: Storage,
-    table: RulesTable,
-    *,
-    run_id: str,
-    now: dt.datetime,
-    retry_interval: int | None = None,
-    progress: Progress | Report | None = None,
-) -> Decided:
-    """Classify every pending message in the warehouse, append the decisions and return
-    them, persisted, with their counts: the rows the append wrote, which the append's own
-    job put in Spark's cache (no second job reads the table back), counted by that job too
-    (an observation: `observed_counts`). The caller unpersists them when done.
-    ``progress`` gets the task counts of the write, which decodes and decides (`TaskTicker`).
-
-    First, the ledger rows of a replay that died (``kill -9``) after putting are recovered
-    from its checkpoints, so messages it delivered are not pending any more: a decision is
-    never made for a message whose delivery is only recorded in a checkpoint."""
-    recover_interrupted(spark, storage)
-    landings = landing_state(storage)
-    if not landings.open:  # every landing settled: nothing is pending, and no job needs to say so
-        return Decided(storage.read("decisions").where(F.lit(False)).persist(), DecisionCounts(0, {}, {}, {}))
-    start_python_workers(spark)  # while the driver plans below, the task slots are idle
-    # never `data`: a 100 MB message would be read whole for its 172-byte header; only the
-    # landings not settled, where every pending message is (`warehouse.landings`)
-    messages = without_data(open_messages(storage, landings))
-    pending = pending_with_attempts(messages, open_ledger(storage, landings))
-    decisions = classify_pending(pending, table, run_id=run_id, now=now, retry_interval=retry_interval)
-    decisions = decisions.persist(StorageLevel.MEMORY_AND_DISK_DESER)  # as built: no serialized copy
-    observation = Observation(f"decisions_{run_id}_{secrets.token_hex(4)}")
-    try:
-        with TaskTicker(spark, progress, "classify", "tasks", stage="last"):  # silent for a minute otherwise
-            storage.append("decisions", decisions.observe(observation, *counted()))
-        counts = observed_counts(observation.get) or decision_counts(decisions)
-    except BaseException:
-        decisions.unpersist()
-        raise
-    return Decided(decisions, counts)
-
-
-def target_key() -> tuple[Column, Column]:
-    """(target queue manager, target queue) of a decision, blank for none: what replay places."""
-    return F.coalesce(F.col("target_qmgr"), F.lit("")), F.coalesce(F.col("target_q"), F.lit(""))
-
-
-@dataclass(frozen=True)
-class DecisionCounts:
-    total: int
-    actions: dict[str, int]
-    ignore_reasons: dict[str, int]
-    # (target queue manager, queue): what replay places; None when counted by `observed_counts`
-    puts_per_queue: dict[tuple[str, str], int] | None = None
-
-
-def counted() -> list[Column]:
-    """The decisions' counts as aggregates of the write that stores them (`decide_pending`):
-    the actions and ignore reasons are closed sets, so no group-by job is needed."""
-    return [
-        F.count(F.lit(1)).alias("total"),
-        *[F.sum(F.when(F.col("action") == a, 1).otherwise(0)).alias(f"action_{a}") for a in ACTIONS],
-        F.count("ignore_reason").alias("ignored_with_reason"),
-        *[F.sum(F.when(F.col("ignore_reason") == r, 1).otherwise(0)).alias(f"reason_{r}") for r in IGNORE_REASONS],
-    ]
-
-
-def observed_counts(metrics: dict) -> DecisionCounts | None:
-    """`DecisionCounts` (without the puts per queue) from the write's observed ``metrics``
-    (pure), or None when they do not add up (an action or reason outside the known sets):
-    then the caller counts with `decision_counts`, so the counts are exact either way."""
-    total = int(metrics.get("total") or 0)
-    actions = {a: int(metrics.get(f"action_{a}") or 0) for a in ACTIONS}
-    reasons = {r: int(metrics.get(f"reason_{r}") or 0) for r in IGNORE_REASONS}
-    if sum(actions.values()) != total or sum(reasons.values()) != int(metrics.get("ignored_with_reason") or 0):
-        return None
-    return DecisionCounts(
-        total, {a: n for a, n in sorted(actions.items()) if n}, {r: n for r, n in sorted(reasons.items()) if n}
-    )
-
-
-def decision_counts(decisions: DataFrame) -> DecisionCounts:
-    """The decisions per action, per ignore reason and the puts per target queue in one
-    aggregation (one job over the cached decisions, where a count and three group-bys ran
-    four)."""
-    qmgr, queue = target_key()
-    total = 0
-    actions: Counter[str] = Counter()
-    reasons: Counter[str] = Counter()
-    puts: Counter[tuple[str, str]] = Counter()
-    grouped = decisions.groupBy("action", "ignore_reason", qmgr.alias("qmgr"), queue.alias("queue"))
-    for r in grouped.agg(F.count("*").alias("n")).collect():
-        n = int(r["n"])
-        total += n
-        actions[str(r["action"])] += n
-        if r["ignore_reason"] is not None:
-            reasons[str(r["ignore_reason"])] += n
-        puts[(r["qmgr"], r["queue"])] += n if r["action"] in PUT_ACTIONS else 0
-    return DecisionCounts(total, dict(sorted(actions.items())), dict(sorted(reasons.items())), dict(puts))
-
+from dlq_pipeline.rules.model import DECISION_COLUMNS, PATTERN_FIELDS, Rule, RulesTable
 
 # Where a resolved target name comes from: a literal written in the table, or a column.
 _LITERAL = 0
@@ -379,23 +189,27 @@ def decode_and_classify_columns(
     table: RulesTable, messages: DataFrame, attempts_col: str = "prior_attempts"
 ) -> DataFrame:
     """``classify_columns(table, decode_headers(messages), attempts_col)``, with the MQDLH
-    decoded and the rule chosen in one Arrow UDF instead of two.
+    decoded and the rule chosen in one Arrow UDF instead of two; ``messages`` that hold the
+    decode columns already (`mq.spark.decode_headers`) are classified as they are.
 
     Spark runs each Python UDF of a task in a Python worker of its own, and a new worker
     costs about a second of CPU before its first row (pyspark, pyarrow, pandas and this
     package imported): with decode and the choice apart, a run's classify started two
     workers per task, four on two cores. Spark can only put two UDFs into one worker when
     one is the other's only argument, and the choice also reads the message's attempts and
-    MQMD columns. The UDF is `structures.decode_dlh_arrow` followed by `RuleIndex.choices`
-    on its output, so its decisions are those of the two UDFs (tests/spark/test_pipeline.py).
+    MQMD columns. The UDF is `dlh_arrow_decoder.decode_dlh_arrow` followed by
+    `RuleIndex.choices` on its output, so its decisions are those of the two UDFs
+    (tests/spark/test_pipeline.py).
     On Spark without Arrow UDFs (before 4.1), and for an empty table, it is the two steps."""
     from dlq_pipeline.rules.index import RuleIndex
 
+    decoded = set(decoded_struct().fieldNames())
+    if decoded <= set(messages.columns):
+        return classify_columns(table, messages, attempts_col)
     rules = tuple(table.rules)
     if not rules or not hasattr(F, "arrow_udf"):
         return classify_columns(table, decode_headers(messages), attempts_col)
     columns = list(RuleIndex(table).columns)
-    decoded = set(decoded_struct().fieldNames())
     given = [c for c in columns if c not in decoded]  # the MQMD's, as stored
     prepared, arguments = decode_inputs(messages)
     rest = F.expr(
@@ -419,7 +233,7 @@ def _decide_udf(table: RulesTable, columns: list[str]):
     import pyarrow.compute as pc
     from pyspark.sql.types import IntegerType, StructField, StructType
 
-    from dlq_pipeline.mq.structures import decode_dlh_arrow
+    from dlq_pipeline.mq.dlh_arrow_decoder import decode_dlh_arrow
     from dlq_pipeline.rules.index import RuleIndex
 
     held: dict = {}
@@ -469,12 +283,7 @@ def decide(
         count = F.col(attempts) if isinstance(attempts, str) else attempts
 
     def step(df: DataFrame) -> DataFrame:
-        counted = df.withColumn(_ATTEMPTS, count)
-        if set(decoded_struct().fieldNames()) <= set(df.columns):
-            decided = classify_columns(table, counted, _ATTEMPTS)
-        else:
-            decided = decode_and_classify_columns(table, counted, _ATTEMPTS)
-        decided = decided.drop(_ATTEMPTS)
+        decided = decode_and_classify_columns(table, df.withColumn(_ATTEMPTS, count), _ATTEMPTS).drop(_ATTEMPTS)
         if "error_code" in df.columns:
             message = F.col("error_code").isNull()
             decided = decided.withColumns({c: F.when(message, F.col(c)) for c in DECISION_COLUMNS})

@@ -39,7 +39,8 @@ from dlq_pipeline.report.advice import advise
 from dlq_pipeline.report.arrivals import NO_DLH, UNKNOWN, timeline
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.model import COMPARED, Decision, Rule, RulesTable
-from dlq_pipeline.rules.parser import format_value, named_items, parse_rules, wrap_entry
+from dlq_pipeline.rules.parser import parse_rules
+from dlq_pipeline.rules.printer import format_value, named_items, wrap_entry
 from dlq_pipeline.rules.whatif import SHOWN_ACTIONS
 
 # Reasons that clear by themselves (mq.reasons.TRANSIENT), with their RETRY counts: a full

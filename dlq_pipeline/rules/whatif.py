@@ -3,7 +3,8 @@
 Pure functions over ``DumpedMessage`` records; the command (``cli/rules_test.py``) does the
 reading and printing. Each message is seen as the pipeline sees it after ingest (MQMD
 character fields as the ``messages`` table stores them, the size limit of ingest) and
-decided by the reference matcher, which the Spark compiler is proven equal to.
+decided by the reference matcher, which the rules in Spark (`rules.spark`) are proven equal
+to (tests/spark/test_rules_in_spark.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dlq_pipeline.dumps.describe import printable
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.rules.matcher import decide, rule_matches
 from dlq_pipeline.rules.model import ACTIONS, DECISION_COLUMNS, PUT_ACTIONS, Decision, Rule, RulesTable
-from dlq_pipeline.rules.parser import format_rule
+from dlq_pipeline.rules.printer import format_rule
 from dlq_pipeline.rules.view import match_view
 from dlq_pipeline.warehouse.tables import IGNORE_REASONS, stored_md
 

@@ -6,8 +6,9 @@ and read goes through ``schemas.conform``: what is stored, and what is read back
 exactly the schema in ``schemas/<table>.json``.
 
 - **Parquet**: table ``t`` is the dataset directory ``PATH/t`` (local, ``file:``, ``dbfs:``,
-  ``hdfs:``, ``s3a:``, ... anything Spark's Hadoop file systems open). ``merge_new`` is an
-  anti-join against the keys already stored, then an append.
+  ``/Volumes``, ``hdfs:``, ``s3a:``, ``gs:``, ``abfss:``: where Spark's Hadoop file systems
+  write and `dlq_pipeline.fs` reaches). ``merge_new`` is an anti-join against the keys
+  already stored, then an append.
 - **Delta**: by path (``PATH/t``) or, with ``catalog``/``schema``, by name
   (``catalog.schema.t``; the schema is created when missing). Each table is created with its
   declared schema (NOT NULL columns are enforced by Delta on every write, and a write with
@@ -20,20 +21,25 @@ exactly the schema in ``schemas/<table>.json``.
   (Databricks, ``--packages``, or the jars of `dlq_pipeline.warehouse.delta`); without it the
   constructor fails with one error that says how to fix it.
 
+Spark reads and writes the tables; the files Storage handles itself (the directories, a
+Parquet table's data files listed, read as small tables and deleted after a compaction, a
+Delta table's first commit looked for, the run summaries) go through `dlq_pipeline.fs`, the
+layer replay's checkpoints and the lease's fence use on the same paths (``hdfs://`` over
+WebHDFS at ``webhdfs``, the ``hdfs.webhdfs`` setting). It needs no JVM, so a Spark Connect
+client reaches a warehouse on HDFS or object storage as a classic driver does.
+
 The warehouse directory and the run summaries are created owner-only (0700 / 0600): message
 bodies may hold personal data.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import logging
 import os
 import re
 import secrets
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from functools import reduce
@@ -42,19 +48,20 @@ from typing import Any, cast
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from dlq_pipeline import fs as files
+from dlq_pipeline.config.options import STORAGE_FORMATS
 from dlq_pipeline.config.settings import StorageSettings
 from dlq_pipeline.engine.session import DELTA_FIX, delta_available
 from dlq_pipeline.engine.sql_text import sql_column
 from dlq_pipeline.errors import DlqPipelineError, UsageError
 from dlq_pipeline.runtime.clock import as_utc, epoch_micros, iso_z
 from dlq_pipeline.runtime.paths import plain_path
-from dlq_pipeline.runtime.permissions import private_dirs
 from dlq_pipeline.warehouse.schemas import arrow_conformed, arrow_schema, collected_arrow, conform, table_schema
 from dlq_pipeline.warehouse.tables import table_key
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("parquet", "delta")
+FORMATS = STORAGE_FORMATS  # the choices of the storage.format option
 RUNS_DIR = "_runs"
 STAGING_DIR = "_temporary"  # Hadoop's FileOutputCommitter stages task output here
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -136,7 +143,7 @@ def local_table(path: str, table: str):
     if plain_path(path) is None:
         return None
     try:
-        found = _Files(None, path).arrow_table(f"{path.rstrip('/')}/{table}", table)  # no session: local only
+        found = _arrow_table(files.files_uri(files.join(path, table)), table)
     except (OSError, pa.ArrowException):
         return None
     return found if found.num_rows else None
@@ -147,167 +154,46 @@ def _is_data_file(name: str) -> bool:
     return name.endswith(".parquet") and not name.startswith((".", "_"))
 
 
-class _Files:
-    """The few file-system operations Storage needs, locally or through Hadoop's FileSystem."""
+def _data_files(uri: str) -> list[str]:
+    """The Parquet data files directly in the directory ``uri`` (`_is_data_file`), sorted."""
+    return sorted(n for n in files.list_names(uri) if _is_data_file(n))
 
-    def __init__(self, spark: SparkSession | None, root: str):
-        self.spark = spark
-        self.local = plain_path(root)
 
-    def _hadoop(self, path: str):
-        jvm = getattr(self.spark, "_jvm", None)
-        if jvm is None:
-            raise StorageError(f"cannot reach {path!r} from this client (Spark Connect): use a local or /dbfs path")
-        jpath = jvm.org.apache.hadoop.fs.Path(path)
-        return jvm, jpath, jpath.getFileSystem(cast(SparkSession, self.spark)._jsc.hadoopConfiguration())
+def _has_data(uri: str) -> bool:
+    """A dataset directory at ``uri`` that a write has completed in (not just an empty directory)."""
+    return any(n == "_SUCCESS" or n.endswith(".parquet") for n in files.list_names(uri))
 
-    def exists(self, path: str) -> bool:
-        local = plain_path(path)
-        if local is not None:
-            return os.path.exists(local)
-        _, jpath, fs = self._hadoop(path)
-        return bool(fs.exists(jpath))
 
-    def has_data(self, path: str) -> bool:
-        """A dataset directory that a write has completed in (not just an empty directory)."""
-        local = plain_path(path)
-        if local is not None:
-            if not os.path.isdir(local):
-                return False
-            return any(n == "_SUCCESS" or n.endswith(".parquet") for n in os.listdir(local))
-        _, jpath, fs = self._hadoop(path)
-        if not fs.exists(jpath):
-            return False
-        return any(
-            s.getPath().getName() == "_SUCCESS" or s.getPath().getName().endswith(".parquet")
-            for s in fs.listStatus(jpath)
-        )
+def _arrow_table(uri: str, table: str):
+    """The rows of every data file of ``table`` in the directory ``uri`` (`_data_files`), read
+    here with no Spark job, as one Arrow table of its schema (`arrow_conformed`).
+    FileNotFoundError when a file listed is gone before it is read."""
+    import pyarrow as pa
 
-    def data_files(self, path: str) -> list[str]:
-        """The Parquet data files directly in ``path`` (no hidden or ``_`` names), sorted."""
-        local = plain_path(path)
-        if local is not None:
-            names = os.listdir(local) if os.path.isdir(local) else []
-        else:
-            _, jpath, fs = self._hadoop(path)
-            names = [str(s.getPath().getName()) for s in fs.listStatus(jpath)] if fs.exists(jpath) else []
-        return sorted(n for n in names if _is_data_file(n))
+    parts = [arrow_conformed(_read_parquet(files.join(uri, n)), table) for n in _data_files(uri)]
+    return pa.concat_tables(parts) if parts else arrow_schema(table).empty_table()
 
-    def data_file_sizes(self, path: str) -> dict[str, int]:
-        """The Parquet data files directly in ``path`` (`data_files`) and their sizes in bytes."""
-        local = plain_path(path)
-        if local is not None:
-            if not os.path.isdir(local):
-                return {}
-            with os.scandir(local) as entries:
-                return {e.name: e.stat().st_size for e in entries if _is_data_file(e.name)}
-        _, jpath, fs = self._hadoop(path)
-        statuses = fs.listStatus(jpath) if fs.exists(jpath) else ()
-        return {
-            str(s.getPath().getName()): int(s.getLen()) for s in statuses if _is_data_file(str(s.getPath().getName()))
-        }
 
-    def arrow_table(self, where: str, table: str):
-        """The rows of every data file of ``table`` at ``where`` (`data_files`), read here, as
-        one Arrow table of its schema (`arrow_conformed`)."""
-        import pyarrow as pa
+def _read_parquet(uri: str):
+    """The rows of the Parquet file ``uri`` as an Arrow table, from its bytes read whole (one
+    request on a remote store; the files read so are small tables')."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-        parts = [arrow_conformed(self.read_parquet(f"{where}/{n}"), table) for n in self.data_files(where)]
-        return pa.concat_tables(parts) if parts else arrow_schema(table).empty_table()
+    data = files.read_bytes(uri)
+    if data is None:
+        raise FileNotFoundError(uri)
+    return pq.read_table(pa.BufferReader(data))
 
-    def read_parquet(self, path: str):
-        """The rows of the Parquet file ``path`` as an Arrow table, read here (no Spark job):
-        locally, or its bytes through Hadoop's FileSystem."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
 
-        local = plain_path(path)
-        if local is not None:
-            return pq.read_table(local)
-        jvm, jpath, fs = self._hadoop(path)
-        if not fs.exists(jpath):
-            raise FileNotFoundError(path)
-        stream = fs.open(jpath)
-        try:
-            data = jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
-        finally:
-            stream.close()
-        return pq.read_table(pa.BufferReader(bytes(data)))
-
-    def delete_files(self, path: str, names: Sequence[str]) -> None:
-        """Delete the files ``names`` in the directory ``path`` (and a local file's ``.crc``
-        checksum beside it); a name already gone is no error."""
-        local = plain_path(path)
-        if local is not None:
-            for name in names:
-                for gone in (name, f".{name}.crc"):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(os.path.join(local, gone))
-            return
-        for name in names:
-            _, jpath, fs = self._hadoop(f"{path}/{name}")
-            fs.delete(jpath, False)
-
-    def makedirs(self, path: str) -> None:
-        """Create ``path`` and missing parents owner-only; existing directories are left as they are."""
-        local = plain_path(path)
-        if local is not None:
-            private_dirs(local)
-            return
-        jvm, jpath, fs = self._hadoop(path)
-        if not fs.exists(jpath):
-            fs.mkdirs(jpath, jvm.org.apache.hadoop.fs.permission.FsPermission(jvm.java.lang.Short(0o700)))
-
-    def remove_tree(self, path: str) -> bool:
-        """Delete ``path`` and everything under it; True if it existed."""
-        local = plain_path(path)
-        if local is not None:
-            if not os.path.lexists(local):
-                return False
-            shutil.rmtree(local)
-            return True
-        _, jpath, fs = self._hadoop(path)
-        return bool(fs.exists(jpath)) and bool(fs.delete(jpath, True))
-
-    def read_text(self, path: str) -> str | None:
-        """The text of ``path``, or None when there is no such file."""
-        local = plain_path(path)
-        if local is not None:
-            try:
-                with open(local, encoding="utf-8") as f:
-                    return f.read()
-            except FileNotFoundError:
-                return None
-        jvm, jpath, fs = self._hadoop(path)
-        if not fs.exists(jpath):
-            return None
-        stream = fs.open(jpath)
-        try:
-            return jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-        finally:
-            stream.close()
-
-    def write_text(self, path: str, text: str) -> None:
-        """Write ``text`` to ``path`` (owner-only), replacing it atomically where the FS allows."""
-        local = plain_path(path)
-        if local is not None:
-            tmp = f"{local}.{secrets.token_hex(4)}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    f.write(text)
-                os.replace(tmp, local)
-            except BaseException:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-                raise
-            return
-        _, jpath, fs = self._hadoop(path)
-        out = fs.create(jpath, True)
-        try:
-            out.write(bytearray(text.encode("utf-8")))
-        finally:
-            out.close()
+def _delete_data_files(uri: str, names: Sequence[str]) -> None:
+    """Delete the data files ``names`` in the directory ``uri``, and on a local file system the
+    ``.crc`` checksum Hadoop's local file system writes beside each; a name already gone is
+    no error."""
+    local = files.is_local(uri)
+    for name in names:
+        for gone in (name, f".{name}.crc") if local else (name,):
+            files.delete(files.join(uri, gone))
 
 
 def _delta_conflict_types() -> tuple[type, ...]:
@@ -398,7 +284,6 @@ class Storage:
         self.schema = schema or None
         self.as_of_time = as_utc(as_of)
         self.webhdfs = webhdfs  # the NameNode's HTTP address for an hdfs:// path (hdfs.webhdfs)
-        self._files = _Files(spark, self.path)
         self._evolved: set[str] = set()  # Delta tables checked for columns declared since they were created
 
     def __repr__(self) -> str:
@@ -417,7 +302,7 @@ class Storage:
         instant = as_utc(when) if isinstance(when, dt.datetime) else parse_instant(when)
         if instant is None:
             # ``when`` is a str here: as_utc gives no None for a datetime
-            summary = self._files.read_text(self.summary_path(cast(str, when)))
+            summary = self._read_text(self.summary_path(cast(str, when)))
             if summary is None:
                 raise WarehouseMismatch(
                     f"--as-of {when!r} is neither a timestamp (ISO 8601) nor a run with a summary "
@@ -454,14 +339,16 @@ class Storage:
             return bool(self.spark.catalog.tableExists(where))
         if self.format == "delta":
             return self._delta_log_has_commit(where)
-        return self._files.has_data(where)
+        return _has_data(self._uri(where))
 
     def _delta_log_has_commit(self, where: str) -> bool:
         """A Delta table is at ``where`` once its first commit is: a writer creating it makes
         ``_delta_log`` before version 0 lands there, and a table whose early commits the log
         cleanup removed has a checkpoint (``_last_checkpoint`` names it)."""
         log_dir = f"{where}/_delta_log"
-        return self._files.exists(f"{log_dir}/{0:020d}.json") or self._files.exists(f"{log_dir}/_last_checkpoint")
+        return files.exists(self._uri(f"{log_dir}/{0:020d}.json")) or files.exists(
+            self._uri(f"{log_dir}/_last_checkpoint")
+        )
 
     def _history_starts_after(self, table: str, instant: dt.datetime) -> bool:
         """The table's first commit is later than ``instant`` (it did not exist then)."""
@@ -518,10 +405,7 @@ class Storage:
         None where the table's files are not ours to name (`names_files`)."""
         if not self.names_files:
             return None
-        try:
-            return self._files.data_files(self.location(table))
-        except StorageError:  # not listable from here (a remote path over Spark Connect): scan it whole
-            return None
+        return _data_files(self._uri(self.location(table)))
 
     def small_table(self, table: str):
         """A small table's rows on the driver, as one Arrow table of its schema
@@ -534,9 +418,7 @@ class Storage:
         if self.names_files:
             for attempt in range(1, COMMIT_ATTEMPTS + 1):
                 try:
-                    return self._files.arrow_table(self.location(table), table)
-                except StorageError:  # not reachable from here (a remote path over Spark Connect)
-                    break
+                    return _arrow_table(self._uri(self.location(table)), table)
                 except FileNotFoundError:  # merged away by a writer's compaction since the listing
                     if attempt == COMMIT_ATTEMPTS:
                         raise
@@ -549,12 +431,13 @@ class Storage:
         group without statistics (then a scan must look)."""
         import pyarrow.parquet as pq
 
-        local = plain_path(self.location(table)) if self.names_files else None
-        if local is None:
+        if not self.names_files or plain_path(self.location(table)) is None:
             return None
+        directory = self._uri(self.location(table))
         top: int | None = None
         for name in names:
-            meta = pq.ParquetFile(os.path.join(local, name)).metadata
+            with files.open_input(files.join(directory, name)) as f:
+                meta = pq.ParquetFile(f).metadata
             where = [i for i in range(meta.num_columns) if meta.schema.column(i).path == column]
             if not where:
                 return None
@@ -602,7 +485,7 @@ class Storage:
         if self.as_of_time is not None:
             raise StorageError(f"{self!r} is a read-only view of the past")
         if not self.by_name:
-            self._files.makedirs(self.path)
+            files.make_dirs(self._uri(self.path))
         elif self.format == "delta":
             namespace = ".".join(sql_column(p) for p in (self.catalog, self.schema) if p)
             self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {namespace}")
@@ -659,7 +542,7 @@ class Storage:
                 self._evolved.add(table)
             return
         if not self.by_name:
-            self._files.makedirs(self.location(table))
+            files.make_dirs(self._uri(self.location(table)))
         declared = TABLE_PROPERTIES.get(table, {})
         properties = (
             "TBLPROPERTIES (" + ", ".join(f"'{k}' = '{v}'" for k, v in declared.items()) + ")" if declared else ""
@@ -707,12 +590,12 @@ class Storage:
             else:
                 writer.format("delta").save(where)
         else:
-            self._files.makedirs(where)
+            files.make_dirs(self._uri(where))
             # A Parquet write that was killed leaves its committed task output under
             # _temporary, and the next write's job commit would merge those stale files into
             # the table (duplicate rows). One run at a time per warehouse, so anything there
             # now belongs to a dead job.
-            if self._files.remove_tree(f"{where}/{STAGING_DIR}"):
+            if files.delete(self._uri(f"{where}/{STAGING_DIR}")):
                 log.warning("removed the output of an interrupted write from %s/%s", where, STAGING_DIR)
             writer.parquet(where)
 
@@ -733,16 +616,13 @@ class Storage:
             raise StorageError(f"table {table!r} is not one that compacts (its rows count)")
         if not self.names_files:
             return 0
-        where = self.location(table)
-        try:
-            sizes = self._files.data_file_sizes(where)
-        except StorageError:  # not listable from here (a remote path over Spark Connect)
-            return 0
-        small = sorted(name for name, size in sizes.items() if size < COMPACT_SMALL_BYTES)
+        where = self._uri(self.location(table))
+        sizes = files.list_sizes(where)
+        small = sorted(name for name, size in sizes.items() if _is_data_file(name) and size < COMPACT_SMALL_BYTES)
         if len(small) <= COMPACT_FILES:
             return 0
         self._write(table, self.read_files(table, small).coalesce(1))
-        self._files.delete_files(where, small)
+        _delete_data_files(where, small)
         log.info("compacted %d small data files of %s into one", len(small), table)
         return len(small)
 
@@ -812,9 +692,16 @@ class Storage:
     def files_root(self) -> str:
         """``path`` as the Python filesystem layer (`dlq_pipeline.fs`) reaches it, on
         the driver and on executors: where replay's checkpoints and the lease's fence file live."""
-        from dlq_pipeline.fs import files_uri
+        return self._uri(self.path)
 
-        return files_uri(self.path, self.webhdfs)
+    def _uri(self, path: str) -> str:
+        """``path`` (``path`` or below it, as Spark names it) as `dlq_pipeline.fs` reaches it."""
+        return files.files_uri(path, self.webhdfs)
+
+    def _read_text(self, path: str) -> str | None:
+        """The text of the file ``path``, or None when there is no such file."""
+        data = files.read_bytes(self._uri(path))
+        return None if data is None else data.decode("utf-8")
 
     # --- run summaries -------------------------------------------------------------------
 
@@ -827,16 +714,17 @@ class Storage:
         """The run summary `write_summary` wrote for ``run_id``, or None (no such run, or a
         run made by a command that writes none, e.g. ``classify``)."""
         try:
-            text = self._files.read_text(self.summary_path(run_id))
-        except StorageError:
+            where = self.summary_path(run_id)
+        except StorageError:  # a run id that names no file: no such run
             return None
+        text = self._read_text(where)
         return json.loads(text) if text else None
 
     def write_summary(self, run_id: str, obj: Any) -> str:
         """Write ``obj`` as JSON to ``PATH/_runs/<run_id>.json`` (owner-only); return the path."""
         target = self.summary_path(run_id)
-        self._files.makedirs(f"{self.path}/{RUNS_DIR}")
-        self._files.write_text(target, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+        text = json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n"
+        files.write_file(self._uri(target), text.encode("utf-8"), replace=True)  # missing directories owner-only
         return target
 
 

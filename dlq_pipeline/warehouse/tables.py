@@ -19,8 +19,8 @@ from typing import Any, overload
 
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.errors import DlqPipelineError
+from dlq_pipeline.mq.dlh_decoder import dlh_head
 from dlq_pipeline.mq.mqmd import MQMD, MQMD_CHAR_LENGTHS, MQMD_FIELDS, bytes_to_text, text_to_bytes
-from dlq_pipeline.mq.structures import dlh_head
 from dlq_pipeline.warehouse.identity import data_digest, message_key
 
 TABLES = ("messages", "decisions", "ledger", "quarantine", "files", "landings", "keys", "decoded", "leases")
@@ -106,7 +106,7 @@ LEDGER_COLUMNS = table_columns("ledger")
 NOTE_NOT_UTF8 = "char_field_not_utf8"
 # The `messages` column holding the exact bytes of the MQMD character fields that are not UTF-8.
 CHAR_BYTES_COLUMN = "md_char_bytes"
-# The `messages` column holding what the MQDLH decoder reads of `data` (`structures.dlh_head`):
+# The `messages` column holding what the MQDLH decoder reads of `data` (`dlh_decoder.dlh_head`):
 # decode and classify read it instead of `data`, which may be 100 MB.
 HEAD_COLUMN = "data_head"
 

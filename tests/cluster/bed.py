@@ -26,8 +26,8 @@ from pathlib import Path
 
 from dlq_pipeline.engine.jars import cache_root
 from dlq_pipeline.engine.session import QUICK_JIT_OPTION
+from tests.support import REPO, repo_env
 
-REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO / "tests" / "java" / "MiniHdfs.java"
 FETCH_COMMAND = "make hadoop-jars"
 # the machine's two cores: an application's tasks run two at a time, and two applications
@@ -207,13 +207,12 @@ class Bed:
 
     def spark_env(self) -> dict[str, str]:
         """The environment a driver process (CLI, spark-submit) needs to use this cluster."""
-        return {
-            **os.environ,
-            "SPARK_LOCAL_IP": "127.0.0.1",
-            "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable,
-            "PYTHONPATH": str(REPO),
-        }
+        return repo_env(
+            keep_path=False,
+            SPARK_LOCAL_IP="127.0.0.1",
+            PYSPARK_PYTHON=sys.executable,
+            PYSPARK_DRIVER_PYTHON=sys.executable,
+        )
 
     def spark_conf(self) -> dict[str, str]:
         """Settings a session on this cluster needs: executors import this checkout's package."""

@@ -13,7 +13,7 @@ import pytest
 
 from dlq_pipeline.dumps.generator import write_generated
 from tests.cluster import bed as testbed
-from tests.conftest import REPO
+from tests.support import REPO
 
 
 @pytest.fixture(scope="package")

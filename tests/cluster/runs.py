@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 from dlq_pipeline.warehouse.storage import Storage
-from tests.conftest import REPO, without_created
+from tests.conftest import without_created
+from tests.support import REPO
 
 CLI = str(Path(sys.executable).with_name("dlq-pipeline"))
 STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
@@ -61,11 +62,12 @@ def ingest(
     return {"warehouse": warehouse, "result": json.loads(done.stdout.strip().splitlines()[-1])}
 
 
-def decisions(spark, warehouse: str, rename: tuple[str, str] | None) -> list[dict]:
+def decisions(spark, warehouse: str, rename: tuple[str, str] | None, webhdfs: str = "") -> list[dict]:
     """The ``decisions`` of a Delta warehouse, comparable between runs: no run id, a retry's
-    ``not_before`` relative to its decision, the source files under ``rename[1]`` for ``rename[0]``."""
+    ``not_before`` relative to its decision, the source files under ``rename[1]`` for ``rename[0]``
+    (``webhdfs``: the NameNode's HTTP address of a warehouse on HDFS, `Storage`'s)."""
     rows = []
-    for row in Storage(spark, format="delta", path=warehouse).read("decisions").collect():
+    for row in Storage(spark, format="delta", path=warehouse, webhdfs=webhdfs).read("decisions").collect():
         row = row.asDict(recursive=True)
         decided_at = row.pop("decided_at")
         row.pop("run_id")
@@ -78,10 +80,10 @@ def decisions(spark, warehouse: str, rename: tuple[str, str] | None) -> list[dic
     return sorted(rows, key=lambda r: (r["message_key"], str(r)))
 
 
-def ledger(spark, warehouse: str) -> list[dict]:
+def ledger(spark, warehouse: str, webhdfs: str = "") -> list[dict]:
     rows = [
         {k: v for k, v in r.asDict().items() if k not in VOLATILE}
-        for r in Storage(spark, format="delta", path=warehouse).read("ledger").collect()
+        for r in Storage(spark, format="delta", path=warehouse, webhdfs=webhdfs).read("ledger").collect()
     ]
     return sorted(rows, key=lambda r: (r["message_key"], str(r)))
 

@@ -28,7 +28,8 @@ from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.rules.parser import load_rules
 from tests.cluster.bed import QUICK_JIT
 from tests.cluster.runs import STARTER, decisions, hdfs_tree, ledger
-from tests.conftest import REPO, dump_tree, require_delta
+from tests.conftest import dump_tree, require_delta
+from tests.support import REPO
 
 RUN_ID = "nightly-20261126"  # the stage block's --set pipeline.run_id
 
@@ -179,7 +180,7 @@ def test_stage_by_stage_commands_decide_on_the_cluster_as_in_local_mode(
     _ok(stages["ingest"], 3)  # the stray notes.txt is quarantined: exit 3, attention
     _ok(stages["classify"])
     assert bed.hdfs.list("/dlq-pipeline/warehouse/decisions")  # the tables are on HDFS
-    decided = decisions(spark, stages["warehouse"], (hdfs_dumps, str(dumps)))
+    decided = decisions(spark, stages["warehouse"], (hdfs_dumps, str(dumps)), bed.hdfs.http)
     assert len(local_run["decisions"]) > 210
     assert decided == local_run["decisions"]
 
@@ -188,10 +189,10 @@ def test_stage_by_stage_commands_decide_on_the_cluster_as_in_local_mode(
     assert RUN_ID in html
 
 
-def test_stage_by_stage_replay_command_dry_runs_what_was_decided(spark, stages, local_run):
+def test_stage_by_stage_replay_command_dry_runs_what_was_decided(bed, spark, stages, local_run):
     """Shares the stage block's four spark-submits (the `stages` fixture) with the test above."""
     _ok(stages["replay"])
-    dry = [r for r in ledger(spark, stages["warehouse"]) if r["outcome"] == "dry_run"]
+    dry = [r for r in ledger(spark, stages["warehouse"], bed.hdfs.http) if r["outcome"] == "dry_run"]
     assert len(dry) == local_run["summary"].outcomes["delivered"] > 20  # what the local run delivered
 
 
@@ -208,8 +209,8 @@ def test_the_run_command_runs_the_whole_pipeline_on_the_cluster(
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     _ok(done, summary["exit_status"])
     warehouse = f"{bed.hdfs.uri}/dlq-pipeline/run-warehouse"
-    assert decisions(spark, warehouse, (hdfs_dumps, str(dumps))) == local_run["decisions"]
-    assert ledger(spark, warehouse) == local_run["ledger"]
+    assert decisions(spark, warehouse, (hdfs_dumps, str(dumps)), bed.hdfs.http) == local_run["decisions"]
+    assert ledger(spark, warehouse, bed.hdfs.http) == local_run["ledger"]
     for key in ("decisions", "outcomes", "messages_landed", "quarantined", "exit_status"):
         assert summary[key] == getattr(local_run["summary"], key), key
     assert [s["pathSuffix"] for s in bed.hdfs.list(out)] == [summary["run_id"]]  # dir:'s folder of the run

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dlq_pipeline.config.settings import IngestSettings, StorageSettings
+from dlq_pipeline.config.settings import HdfsSettings, IngestSettings, StorageSettings
 from dlq_pipeline.ingest.spark import ingest as ingest_here
 from dlq_pipeline.warehouse.storage import open_storage
 from tests.cluster.runs import ingest
@@ -152,7 +152,11 @@ def test_landed_dumps_on_hdfs_are_archived_and_not_read_again(bed, dumps, spark,
     incoming, landed = f"{bed.hdfs.uri}/dlq/incoming", f"{bed.hdfs.uri}/dlq/landed"
     storage = open_storage(spark, StorageSettings(format="parquet", path=str(tmp_path / "wh")))
     settings = IngestSettings(
-        reader="python", webhdfs=bed.hdfs.http, clean_source="archive", archive_dir=landed, clean_quarantined=True
+        reader="python",
+        hdfs=HdfsSettings(webhdfs=bed.hdfs.http),
+        clean_source="archive",
+        archive_dir=landed,
+        clean_quarantined=True,
     )
     first = ingest_here(spark, storage, [incoming], run_id="archive-1", settings=settings)
     assert first.inputs.read == 5 and len(first.inputs.cleaned) == 5

@@ -117,7 +117,8 @@ def _delivered(bed, spark, tmp_path: Path) -> tuple[Counter, Counter]:
     """(message keys in the dir: files on HDFS, message keys the ledger says were delivered)."""
     out = tmp_path / "downloaded"
     _download(bed.hdfs, f"/replay/{tmp_path.name}/out", out)
-    ledger = Storage(spark, format="delta", path=f"{bed.hdfs.uri}/replay/{tmp_path.name}/wh").read("ledger")
+    warehouse = f"{bed.hdfs.uri}/replay/{tmp_path.name}/wh"
+    ledger = Storage(spark, format="delta", path=warehouse, webhdfs=bed.hdfs.http).read("ledger")
     return (
         Counter(published_keys(out)),
         Counter(r["message_key"] for r in ledger.where("outcome = 'delivered'").collect()),

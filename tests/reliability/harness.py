@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from dlq_pipeline.runtime.testhooks import CRASH_AT_ENV, MARKER_ENV
+from tests.support import repo_env
 
-REPO = Path(__file__).resolve().parents[2]
 POLL = 0.05
 
 
@@ -74,10 +74,7 @@ def start_run(
     ``crash_at``. Its Spark local directories are ``cwd/LOCAL_DIRS``: a killed JVM removes
     nothing, so what it leaves stays in the test's own directory, not in /tmp."""
     (cwd / LOCAL_DIRS).mkdir(exist_ok=True)
-    env = dict(os.environ)
-    env["SPARK_LOCAL_DIRS"] = str(cwd / LOCAL_DIRS)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
-    env["PYSPARK_PYTHON"] = sys.executable
+    env = repo_env(SPARK_LOCAL_DIRS=str(cwd / LOCAL_DIRS), PYSPARK_PYTHON=sys.executable)
     env.pop(CRASH_AT_ENV, None)
     if crash_at:
         env[CRASH_AT_ENV] = crash_at

@@ -24,7 +24,8 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import RunSettings, StorageSettings
-from dlq_pipeline.dumps.dmpmqmsg import created_time, write_dump
+from dlq_pipeline.dumps.dmpmqmsg import created_time
+from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
 from dlq_pipeline.dumps.generator import DEFAULT_END, generate_messages, write_generated
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import read_source

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from dlq_pipeline.dumps.dmpmqmsg import read_dump
+from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.replay.checkpoints import Checkpoint
 from dlq_pipeline.warehouse.identity import data_digest, message_key

@@ -12,23 +12,24 @@ import os
 import random
 import struct
 import tracemalloc
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dlq_pipeline.dumps.describe import describe, format_message
-from dlq_pipeline.dumps.dmpmqmsg import NOTE_FILE_ENDS_MID_LINE, read_dump, write_dump
+from dlq_pipeline.dumps.dmpmqmsg_reader import NOTE_FILE_ENDS_MID_LINE, read_dump
+from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
 from dlq_pipeline.dumps.generator import generate_messages
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import read_source
-from dlq_pipeline.mq import structures
+from dlq_pipeline.mq import dlh_arrow_decoder, dlh_decoder, structures
 from dlq_pipeline.mq.mqmd import text_to_bytes
 from dlq_pipeline.rules.parser import parse_rules, read_rules
 from tests.profiles import examples
+from tests.support import REPO
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = REPO / "tests" / "fixtures"
 LONG = os.environ.get("DLQ_SOAK") == "long"
 EXAMPLES = 4000 if LONG else examples(200)
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
@@ -304,9 +305,11 @@ def header_like(draw):
     fmt=st.sampled_from([None, "MQDEAD  ", "MQSTR   ", "", "MQXMIT  ", "\x00" * 8]),
 )
 def test_header_decoders_never_raise_anything_but_structure_errors(data, encoding, ccsid, fmt):
-    result = structures.decode_dlh(data, encoding, ccsid, fmt)
-    columns = structures.to_columns(result)
-    assert structures.decode_dlh_batch([data], [encoding], [ccsid], [fmt]) == {k: [v] for k, v in columns.items()}
+    result = dlh_decoder.decode_dlh(data, encoding, ccsid, fmt)
+    columns = dlh_decoder.to_columns(result)
+    assert dlh_arrow_decoder.decode_dlh_batch([data], [encoding], [ccsid], [fmt]) == {
+        k: [v] for k, v in columns.items()
+    }
     for decoder in (
         structures.decode_mqmd,
         structures.decode_xqh,

@@ -9,6 +9,7 @@ from collections import Counter
 
 import pytest
 
+from dlq_pipeline.classify.spark import decide_pending as decide
 from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import ReplaySettings
 from dlq_pipeline.mq.sim import SimQueueManager
@@ -16,7 +17,6 @@ from dlq_pipeline.replay.checkpoints import Checkpoint
 from dlq_pipeline.replay.spark import replay
 from dlq_pipeline.replay.writer import WorkItem, replay_partition
 from dlq_pipeline.rules.parser import parse_rules
-from dlq_pipeline.rules.spark import decide_pending as decide
 from dlq_pipeline.warehouse.storage import Storage
 from tests.spark.replay_retry_job import NOW, dead_letter, frame, message_row
 

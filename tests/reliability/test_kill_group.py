@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dlq_pipeline.dumps.dmpmqmsg import write_dump
+from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
 from dlq_pipeline.mq.sim import SimQueueManager
 from tests.spark.replay_retry_job import dead_letter
 

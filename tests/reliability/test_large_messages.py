@@ -14,7 +14,7 @@ import pytest
 
 from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import RunSettings, StorageSettings
-from dlq_pipeline.dumps.dmpmqmsg import write_dump
+from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.replay.rebuild import rebuild

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from tests.reliability import soak_job as job
+from tests.support import REPO, repo_env
 
 pytestmark = pytest.mark.spark
-REPO = Path(__file__).resolve().parents[2]
 LONG = os.environ.get("DLQ_SOAK") == "long"
 COUNT = int(os.environ.get("DLQ_SOAK_COUNT") or (120_000 if LONG else 10_000))
 SEED = int(os.environ.get("DLQ_SOAK_SEED") or 2026)
@@ -29,11 +29,7 @@ SEED = int(os.environ.get("DLQ_SOAK_SEED") or 2026)
 def soak(tmp_path_factory):
     root = tmp_path_factory.mktemp("soak")
     warehouse, result = root / "wh", root / "result.json"
-    env = dict(
-        os.environ,
-        PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-        PYSPARK_PYTHON=sys.executable,
-    )
+    env = repo_env(PYSPARK_PYTHON=sys.executable)
     proc = subprocess.run(
         [sys.executable, str(Path(job.__file__)), str(warehouse), str(result), str(COUNT), str(SEED)],
         capture_output=True,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from dlq_pipeline import exitcodes
 from dlq_pipeline.dumps.generator import write_generated
-from dlq_pipeline.runtime import exitcodes
 from dlq_pipeline.warehouse.storage import Storage
 from tests.cluster.runs import CLI, STARTER, decisions, ledger
 from tests.conftest import dump_tree

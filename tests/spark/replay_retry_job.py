@@ -26,7 +26,7 @@ def message_row(
 ) -> dict:
     """A `messages` table row for (md, data); ``recorded_at`` None, as a row landed before the
     column existed has it, unless given."""
-    from dlq_pipeline.mq.structures import dlh_head
+    from dlq_pipeline.mq.dlh_decoder import dlh_head
     from dlq_pipeline.warehouse.identity import data_digest
 
     row = {

@@ -10,13 +10,12 @@ import re
 import pytest
 from click.testing import CliRunner
 
+from dlq_pipeline import exitcodes
 from dlq_pipeline.cli import cli
 from dlq_pipeline.config.settings import StorageSettings
 from dlq_pipeline.rules.shipped import STARTER, shipped_path
-from dlq_pipeline.runtime import exitcodes
 from dlq_pipeline.warehouse.storage import open_storage
-
-from ..conftest import REPO
+from tests.support import REPO
 
 pytestmark = pytest.mark.spark
 

@@ -17,7 +17,7 @@ from dlq_pipeline.rules.matcher import glob_match
 from dlq_pipeline.rules.model import DECISION_COLUMNS
 from dlq_pipeline.rules.spark import classify_columns
 from tests.profiles import examples
-from tests.spark.test_compiler import (
+from tests.spark.test_rules_in_spark import (
     CHARS,
     SETTINGS,
     assert_agrees,
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.spark
 @settings(max_examples=examples(1), **SETTINGS)
 @given(st.integers(0, 2**32 - 1))
 def test_random_tables_agree_with_the_oracle(spark, seed):
-    """The product's property test (tests/spark/test_compiler.py), over the all-SQL form."""
+    """The product's property test (tests/spark/test_rules_in_spark.py), over the all-SQL form."""
     assert_random_tables_agree(spark, random.Random(seed), chained_columns)
 
 

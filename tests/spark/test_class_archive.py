@@ -4,7 +4,6 @@ path (half of a cold Spark start-up is loading classes)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -15,9 +14,9 @@ import pytest
 from dlq_pipeline.engine import class_archive
 from dlq_pipeline.engine.jars import JARS_ENV, cache_root
 from dlq_pipeline.engine.session import local_classpath
+from tests.support import REPO, repo_env
 
 pytestmark = pytest.mark.spark
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +32,7 @@ def built(tmp_path_factory):
     else:
         cache = tmp_path_factory.mktemp("cache")
         (cache / "jars").symlink_to(cache_root(), target_is_directory=True)
-    env = {**os.environ, JARS_ENV: str(cache / "jars"), "PYTHONPATH": str(REPO)}
+    env = {**repo_env(keep_path=False), JARS_ENV: str(cache / "jars")}
     done = subprocess.run(
         [sys.executable, "-m", "dlq_pipeline.engine.class_archive"],
         env=env,
@@ -107,7 +106,7 @@ def test_a_stale_archive_is_ignored_and_the_session_still_works(tmp_path):
     """)
     ran = subprocess.run(
         [sys.executable, "-c", child],
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env=repo_env(keep_path=False),
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -127,7 +126,7 @@ def test_a_run_without_an_archive_leaves_one_for_the_next(tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "jars").symlink_to(cache_root(), target_is_directory=True)
-    env = {**os.environ, JARS_ENV: str(cache / "jars"), "PYTHONPATH": str(REPO), class_archive.FOR_NEXT_ENV: "auto"}
+    env = {**repo_env(keep_path=False), JARS_ENV: str(cache / "jars"), class_archive.FOR_NEXT_ENV: "auto"}
     cli = [str(Path(sys.executable).with_name("dlq-pipeline"))]
     subprocess.run(
         [*cli, "generate", "--out", str(tmp_path / "dumps"), "--count", "40", "--seed", "5"], env=env, check=True

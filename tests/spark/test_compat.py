@@ -22,9 +22,10 @@ from click.testing import CliRunner
 
 import dlq_pipeline
 from dlq_pipeline.cli import cli
+from tests.support import REPO, locked
 
-from ..conftest import REPO, dump_tree
-from ..venvs import clean_env, environment, locked, pip
+from ..conftest import dump_tree
+from ..venvs import clean_env, environment, pip
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 

@@ -20,7 +20,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from ..conftest import REPO, dump_tree
+from tests.support import REPO, repo_env
+
+from ..conftest import dump_tree
 
 pytestmark = [pytest.mark.connect, pytest.mark.spark]
 
@@ -46,7 +48,7 @@ REPORT_KEYS = ("overall", "run", "run_id", "trend")
 
 def cli(work: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """``dlq-pipeline ARGS`` in ``work`` with this checkout's package."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable, **(env or {})}
+    env = {**repo_env(keep_path=False, PYSPARK_PYTHON=sys.executable), **(env or {})}
     return subprocess.run(
         [str(Path(sys.executable).parent / "dlq-pipeline"), *args],
         cwd=work,
@@ -204,7 +206,7 @@ def test_a_job_given_a_connect_session_refuses_mq_stages(stage, args, line, conn
     done = subprocess.run(
         [sys.executable, "-c", SERVERLESS_TASK, connect_url, stage, *args, "--warehouse", "wh"],
         cwd=tmp_path,
-        env={**env, "PYTHONPATH": str(REPO)},
+        env=repo_env(env, keep_path=False),
         capture_output=True,
         text=True,
         timeout=300,
@@ -228,7 +230,7 @@ def client(script: str, cwd: Path, *args: str) -> dict:
     done = subprocess.run(
         [sys.executable, "-c", script, *args],
         cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env=repo_env(keep_path=False),
         capture_output=True,
         text=True,
         timeout=300,
@@ -242,12 +244,11 @@ import json, sys
 from pyspark.sql import SparkSession
 spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
 from dlq_pipeline.dumps.plan import plan_work
-from dlq_pipeline.engine import jvm_reader
-from dlq_pipeline.ingest.spark import jvm_items, scan
+from dlq_pipeline.ingest.spark import jvm_available, jvm_items, scan
 items = plan_work([sys.argv[2]], 20_000)
 jvm = jvm_items(spark, items)
 rows = scan(spark, items, jvm=jvm).groupBy("rec").count().collect()
-print(json.dumps({"available": jvm_reader.available(spark), "jvm_items": len(jvm), "items": len(items),
+print(json.dumps({"available": jvm_available(spark), "jvm_items": len(jvm), "items": len(items),
                   "rows": {r["rec"]: r["count"] for r in rows}}))
 """
 

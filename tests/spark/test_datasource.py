@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import random
 import shutil
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -31,11 +30,11 @@ from dlq_pipeline.rules.model import DECISION_COLUMNS
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.runtime.clock import epoch_micros
 from dlq_pipeline.warehouse.tables import table_columns
+from tests.support import REPO
 from tests.unit.test_fuzz import mutate
 
 pytestmark = pytest.mark.spark
 
-REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 STARTER = REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules"
 QUARANTINE_COLUMNS = ("source_file", "source_line", "source_offset", "source_index", *ERROR_COLUMNS)

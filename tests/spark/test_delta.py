@@ -28,8 +28,9 @@ from dlq_pipeline.warehouse import storage as storage_module
 from dlq_pipeline.warehouse import tables as schemas
 from dlq_pipeline.warehouse.schemas import conform, table_schema
 from dlq_pipeline.warehouse.storage import StorageError, open_storage
+from tests.support import REPO
 
-from ..conftest import REPO, make_storage, require_delta, storage_settings
+from ..conftest import make_storage, require_delta, storage_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.delta]
 
@@ -385,8 +386,8 @@ def test_a_messages_table_from_before_data_head_gets_the_column_and_decodes_alik
     classify's input (`without_data`) has every row's head, the older rows' from `data`
     (decode and classify of a head: tests/spark/test_pipeline.py)."""
     from dlq_pipeline.ingest.spark import ingest
+    from dlq_pipeline.mq.dlh_decoder import dlh_head
     from dlq_pipeline.mq.spark import without_data
-    from dlq_pipeline.mq.structures import dlh_head
 
     parquet = make_storage(spark, "parquet", tmp_path / "parquet")
     ingest(spark, parquet, dumps, run_id="land")

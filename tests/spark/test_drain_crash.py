@@ -31,9 +31,9 @@ from dlq_pipeline.warehouse.identity import data_digest, message_key
 from dlq_pipeline.warehouse.storage import Storage
 from tests.spark.replay_retry_job import dead_letter
 from tests.spark.test_live import seed_queue
+from tests.support import REPO, repo_env
 
 pytestmark = pytest.mark.spark
-REPO = Path(__file__).resolve().parents[2]
 DLQ = "DLQ"
 COUNT, BATCH = 12, 3
 # the second commit (the first is let through) sleeps before committing, once
@@ -61,7 +61,7 @@ def test_move_drain_killed_between_landing_and_commit_then_rerun_lands_and_remov
     conf = tmp_path / "c.toml"
     conf.write_text(f'[storage]\npath = "{wh}"\n[drain]\nbatch_size = {BATCH}\n[spark]\nmaster = "local[1]"\n')
     args = ["drain", "--config", str(conf), "--source", "sim:QM1", "--queue", DLQ, "--mode", "move", "--json"]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    env = repo_env()
     command = Path(sys.executable).with_name("dlq-pipeline")
     proc = subprocess.Popen(
         [str(command), *args, "--run-id", "KILLED"],

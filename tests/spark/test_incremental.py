@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.config.settings import IngestSettings
 from dlq_pipeline.dumps import plan as dump_plan
-from dlq_pipeline.dumps.dmpmqmsg import write_dump
+from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
 from dlq_pipeline.dumps.generator import generate_messages
 from dlq_pipeline.errors import UsageError
 from dlq_pipeline.ingest import spark as ingest_spark
@@ -282,9 +282,11 @@ def test_the_key_lookup_reads_the_keys_table_and_unnamed_files_only(spark, landi
 
 
 def test_a_warehouse_without_the_keys_table_gets_it_at_its_next_landing(spark, landing):
+    from dlq_pipeline import fs
+
     inbox, storage = landing
     run(spark, storage, [inbox / "a.dmp"], 1)
-    storage._files.remove_tree(storage.location("keys"))  # a warehouse landed without it
+    assert fs.delete(storage.location("keys"))  # a warehouse landed without it
     assert run(spark, storage, [inbox], 2).messages_landed == 4  # a.dmp's six found in messages itself
     expected = sorted(tuple(r) for r in storage.read("messages").select("message_key", "run_id").collect())
     assert sorted(tuple(r) for r in storage.read("keys").collect()) == expected
@@ -313,7 +315,7 @@ def test_the_small_tables_compact_once_their_files_pile_up(spark, landing, monke
     keys = sorted(tuple(r) for r in storage.read("keys").collect())
     assert keys == sorted(tuple(r) for r in storage.read("messages").select("message_key", "run_id").collect())
 
-    monkeypatch.setattr(storage._files, "delete_files", lambda *a: None)  # killed before its deletes
+    monkeypatch.setattr(storage_module, "_delete_data_files", lambda *a: None)  # killed before its deletes
     monkeypatch.setattr(storage_module, "COMPACT_FILES", 1)
     for table in ("files", "landings", "keys"):
         assert storage.compact(table) > 1

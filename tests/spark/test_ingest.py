@@ -21,14 +21,16 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.config.settings import IngestSettings
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
-from dlq_pipeline.dumps.dmpmqmsg import created_time, read_dump, read_dump_info, write_dump
+from dlq_pipeline.dumps.dmpmqmsg import created_time
+from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump, read_dump_info
+from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
 from dlq_pipeline.dumps.generator import generate_messages
 from dlq_pipeline.dumps.plan import plan_work
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import expand_paths
 from dlq_pipeline.ingest.spark import KEY_COLUMNS, ingest, land, rows_to_leave_out, scan, skipped_rows
+from dlq_pipeline.mq.dlh_decoder import dlh_head
 from dlq_pipeline.mq.mqmd import MQMD, bytes_to_text
-from dlq_pipeline.mq.structures import dlh_head
 from dlq_pipeline.runtime.clock import epoch_micros
 from dlq_pipeline.runtime.paths import local_path as _local
 from dlq_pipeline.warehouse.identity import data_digest, message_key
@@ -37,8 +39,8 @@ from dlq_pipeline.warehouse.storage import Storage
 from tests.conftest import make_storage
 from tests.profiles import examples
 from tests.spark.test_storage import assert_same_rows, expected_struct
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 LANDED = dt.datetime(2026, 9, 22, 3, 0, 0, tzinfo=dt.UTC)
 RUN = "20260922T030000Z-abcdef"
 HEADER = (

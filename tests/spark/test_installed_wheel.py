@@ -23,13 +23,13 @@ from dlq_pipeline import __version__
 from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import RunSettings
 from dlq_pipeline.dumps.generator import write_generated
-from dlq_pipeline.engine import jvm_reader
 from dlq_pipeline.engine.jars import JARS_ENV, cache_root
+from dlq_pipeline.ingest import jvm_reader
 from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.warehouse.storage import Storage
-from tests.conftest import REPO
-from tests.venvs import clean_env, environment, locked, pip
+from tests.support import REPO, locked
+from tests.venvs import clean_env, environment, pip
 
 pytestmark = [pytest.mark.deploy, pytest.mark.spark]
 
@@ -131,7 +131,7 @@ def test_a_plain_pip_wheel_carries_the_jvm_reader_and_runs_installed(spark, tmp_
     assert setup.returncode == 0, setup.stderr[-3000:]
     [archive] = (cache / "cds").glob("*.jsa")  # under the user's cache, nothing in the package (below)
     assert setup.stderr.splitlines() == [
-        f"JVM reader: {installed / 'engine' / 'jvm' / jvm_reader.jar_path().name}",
+        f"JVM reader: {installed / 'ingest' / 'jvm' / jvm_reader.jar_path().name}",
         "class archive for Parquet: building from a small pipeline run (about 40 s) ...",
         f"class archive for Parquet: {archive} ({archive.stat().st_size // 2**20} MiB)",
         "setup: done",

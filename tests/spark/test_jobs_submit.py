@@ -16,14 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from dlq_pipeline.dumps.dmpmqmsg import read_dump
+from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.rules.view import match_view
-
-from ..conftest import REPO
+from tests.support import REPO
 
 pytestmark = [pytest.mark.spark, pytest.mark.deploy]
 STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")

@@ -1,5 +1,5 @@
-"""The JVM reader (`dlq_pipeline.engine.jvm_reader`, the Java data source in
-``dlq_pipeline/engine/jvm/``) gives the Python reader's rows, or leaves the work item to it.
+"""The JVM reader (`dlq_pipeline.ingest.jvm_reader`, the Java data source in
+``dlq_pipeline/ingest/jvm/``) gives the Python reader's rows, or leaves the work item to it.
 
 The oracle is the Python reader (`dumps.spark.read_item`, the rows `scan` hands Spark from a
 Python worker): every work item the JVM reader reads to its end must hold exactly the rows
@@ -16,26 +16,27 @@ import datetime as dt
 import json
 import os
 import random
-from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
 
-from dlq_pipeline.config.settings import MQ_MAX_MESSAGE_BYTES, IngestSettings
-from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH, write_dump
+from dlq_pipeline.config.settings import IngestSettings
+from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH
+from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
 from dlq_pipeline.dumps.generator import generate_messages, write_generated
 from dlq_pipeline.dumps.plan import plan_work
 from dlq_pipeline.dumps.spark import RAW_SCHEMA, read_item
-from dlq_pipeline.engine import jvm_reader
-from dlq_pipeline.ingest.spark import ingest, jvm_items, land, scan
+from dlq_pipeline.ingest import jvm_reader
+from dlq_pipeline.ingest.spark import ingest, jvm_available, jvm_items, land, read_in_jvm, scan
+from dlq_pipeline.mq.constants import MQ_MAX_MESSAGE_BYTES
 from tests.conftest import make_storage
 from tests.spark.test_ingest import STAMPS, concatenated_runs, corrupt_text
 from tests.spark.test_storage import assert_same_rows
+from tests.support import REPO
 from tests.unit.test_fuzz import mutate
 
 pytestmark = pytest.mark.spark
 
-REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 LANDED = dt.datetime(2026, 11, 30, 4, 0, tzinfo=dt.UTC)
 
@@ -43,10 +44,10 @@ LANDED = dt.datetime(2026, 11, 30, 4, 0, tzinfo=dt.UTC)
 @pytest.fixture(scope="module")
 def jvm(spark):
     """The suite's session has the reader (make test builds the jar before pytest starts)."""
-    if not jvm_reader.available(spark):
+    if not jvm_available(spark):
         pytest.fail(
             "the JVM reader is not on the test session: build it with `make jvm-reader` "
-            "(python -m dlq_pipeline.engine.jvm_reader)"
+            "(python -m dlq_pipeline.ingest.jvm_reader)"
         )
     return spark
 
@@ -86,7 +87,7 @@ def compare(spark, paths, split_bytes, *, limits=None, dumps_only=True) -> tuple
         assert numbers == frozenset(range(len(items))), "every item is a local dmpmqmsg dump"
     jvm_read = [
         {k: _plain(v) for k, v in r.asDict(recursive=True).items()}
-        for r in jvm_reader.reader(
+        for r in read_in_jvm(
             spark,
             RAW_SCHEMA,
             [(n, items[n]) for n in sorted(numbers)],

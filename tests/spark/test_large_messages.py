@@ -4,7 +4,7 @@ The target (``make bench``, section 6, ``memory.pipeline``) is 100 messages of 1
 maximum, through ingest -> decode -> classify -> replay to ``dir:`` with a 2 GB heap; two
 such messages take about four minutes here. CI scales both down: a fresh process (its own
 JVM, ``spark.driver.memory=512m``, local[2]) runs the benchmark's own child
-(``benchmarks/stages.py`` ``child_memory_pipeline``) over two messages of 16 MiB, the
+(``benchmarks/memory.py`` ``child_memory_pipeline``) over two messages of 16 MiB, the
 smallest that takes ingest's large-message path (``LARGE_MESSAGE_BYTES``), one per task.
 Spark's own objects take a larger share of 512 MB than of 2 GB (24 MiB messages would run
 replay's shuffle out of heap), so this is 1/32 of the heap where the target

@@ -11,7 +11,7 @@ import json
 import pytest
 from pyspark.sql import functions as F
 
-from dlq_pipeline.dumps.dmpmqmsg import write_dump
+from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
 from dlq_pipeline.dumps.generator import generate_messages
 from dlq_pipeline.ingest.spark import ingest
 from dlq_pipeline.live.loops import LiveError, QueueLock, QueueLocked, live_queue, lock_path
@@ -20,6 +20,7 @@ from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.warehouse.identity import data_digest, message_key
 from dlq_pipeline.warehouse.storage import Storage
 from tests.spark.replay_retry_job import NOW, dead_letter, frame
+from tests.support import repo_env
 
 pytestmark = pytest.mark.spark
 DLQ = "SYSTEM.DEAD.LETTER.QUEUE"
@@ -238,7 +239,6 @@ def test_a_drain_that_lands_new_messages_next_to_old_ones_prints_no_traceback(sp
     them early when it checks for anything new, and a worker still writing used to print a
     BrokenPipeError traceback on the command's stderr (the JVM's, so only a separate process
     shows it)."""
-    import os
     import subprocess
     import sys
     from pathlib import Path
@@ -249,8 +249,7 @@ def test_a_drain_that_lands_new_messages_next_to_old_ones_prints_no_traceback(sp
     drain(spark, Storage(spark, path=str(wh)), live_queue("sim:QM1", warehouse=wh), warehouse=wh, run_id="OLD")
     seed_queue(qm, [(m.md, m.data) for m in generate_messages(300, seed=22, max_size=4096)])
 
-    repo = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]))
+    env = repo_env()
     command = Path(sys.executable).with_name("dlq-pipeline")
     done = subprocess.run(
         [

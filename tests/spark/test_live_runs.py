@@ -31,9 +31,9 @@ from dlq_pipeline.runtime.clock import utc_now
 from dlq_pipeline.warehouse.identity import data_digest, message_key
 from dlq_pipeline.warehouse.storage import Storage
 from tests.spark.test_live import seed_queue
+from tests.support import REPO, repo_env
 
 pytestmark = pytest.mark.spark
-REPO = Path(__file__).resolve().parents[2]
 DLQ = "DLQ"
 RULES = """\
 INPUTQM(QM1) INPUTQ('DLQ') RETRYINT(60)
@@ -181,7 +181,7 @@ def test_kill_9_during_replay_then_a_rerun_loses_nothing_and_sends_nothing_twice
         '[replay]\nbatch_size = 2\nmax_connections = 1\n[spark]\nmaster = "local[1]"\n'
     )
     args = ["run", "--config", str(conf), "--rules", str(rules), "--target", "sim:QM1", "--json"]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    env = repo_env()
     command = Path(sys.executable).with_name("dlq-pipeline")
     proc = subprocess.Popen(
         [str(command), *args],

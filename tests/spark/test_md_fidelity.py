@@ -17,7 +17,8 @@ from pyspark.sql import functions as F
 from dlq_pipeline.cli import cli
 from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import RunSettings, StorageSettings
-from dlq_pipeline.dumps.dmpmqmsg import read_dump, write_dump
+from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump
+from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
 from dlq_pipeline.mq.client import md_fields
 from dlq_pipeline.mq.mqmd import MQMD, bytes_to_text
 from dlq_pipeline.mq.sim import SimQueueManager

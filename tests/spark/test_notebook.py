@@ -14,8 +14,7 @@ from dlq_pipeline.config.settings import RunSettings
 from dlq_pipeline.dumps.generator import STORMS, write_generated
 from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.rules.parser import load_rules
-
-from ..conftest import REPO
+from tests.support import REPO
 
 pytestmark = [pytest.mark.spark, pytest.mark.deploy]
 NOTEBOOK = REPO / "notebooks" / "triage.ipynb"

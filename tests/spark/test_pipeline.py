@@ -10,21 +10,20 @@ import pytest
 from pyspark.sql import Row
 from pyspark.sql import functions as F
 
+from dlq_pipeline.classify.spark import DecisionCounts, classify_pending, decide_pending, decision_counts
 from dlq_pipeline.dumps.generator import generate_messages, write_generated
 from dlq_pipeline.dumps.sources import read_source
 from dlq_pipeline.ingest.spark import ingest
+from dlq_pipeline.mq.dlh_decoder import chain_possible, decode_dlh, dlh_head, to_columns
 from dlq_pipeline.mq.spark import chain_possible_sql, decode_headers, decoded_struct, head_sql, without_data
-from dlq_pipeline.mq.structures import chain_possible, decode_dlh, dlh_head, to_columns
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules
-from dlq_pipeline.rules.spark import DecisionCounts, classify, decide_pending, decision_counts
 from dlq_pipeline.rules.view import match_view
 from dlq_pipeline.warehouse.identity import data_digest, message_key
 from dlq_pipeline.warehouse.ledger import message_states, pending_with_attempts
 from dlq_pipeline.warehouse.schemas import table_schema
 from dlq_pipeline.warehouse.storage import Storage
-
-from ..conftest import REPO
+from tests.support import REPO
 
 NOW = dt.datetime(2026, 11, 21, 12, 0, 0)
 STARTER = REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules"
@@ -103,7 +102,7 @@ def test_the_payload_is_not_queued_beside_the_decode_udf(spark):
 
 
 def test_the_jvm_ships_the_tail_exactly_where_the_decoder_may_need_it(spark):
-    """`chain_possible_sql` in Spark == `structures.chain_possible` on every message."""
+    """`chain_possible_sql` in Spark == `dlh_decoder.chain_possible` on every message."""
     messages = [m.data for m in generate_messages(300, seed=12, max_size=4096)] + [d for d, *_ in _chained_rows()]
     df = spark.createDataFrame([(i, d) for i, d in enumerate(messages)], "i int, data binary")
     got = {
@@ -159,7 +158,7 @@ def test_classify_equals_the_reference_matcher_for_every_message(spark, landed):
     table = load_rules(STARTER)
     assert table.ok
     pending = pending_with_attempts(storage.read("messages"), storage.read("ledger"))
-    decisions = classify(decode_headers(pending), table, run_id="r1", now=NOW)
+    decisions = classify_pending(decode_headers(pending), table, run_id="r1", now=NOW)
     assert decisions.schema == table_schema("decisions")
     assert _decided(decisions) == _oracle(table, originals)
     actions = {r.action for r in decisions.select("action").distinct().collect()}
@@ -188,7 +187,7 @@ def _ledger_row(key, *, outcome, rule_line, at, action="RETRY"):
 def test_attempts_from_the_ledger_drive_the_retry_chain_and_retryint(spark, landed):
     storage, originals = landed
     table = load_rules(STARTER)
-    first = classify(
+    first = classify_pending(
         decode_headers(pending_with_attempts(storage.read("messages"), storage.read("ledger"))),
         table,
         run_id="r1",
@@ -212,7 +211,7 @@ def test_attempts_from_the_ledger_drive_the_retry_chain_and_retryint(spark, land
     assert states[delivered[0].message_key] == (1, True)
 
     attempts = {k: v[0] for k, v in states.items()}
-    second = classify(
+    second = classify_pending(
         decode_headers(pending_with_attempts(storage.read("messages"), ledger)), table, run_id="r2", now=NOW
     )
     ended = {r.message_key for r in delivered}
@@ -344,12 +343,11 @@ def _tables_from(values: dict[str, list], seed: int, count: int) -> list:
 
 
 def test_decode_and_choice_in_one_udf_decide_as_decode_then_classify(spark, landed):
-    """`classify_pending` (one Python UDF: decode, then the choice on its output) gives the
-    same decisions rows as `classify(decode_headers(...))` (two UDFs), for the starter
-    table and random tables made of the messages' own values, with attempts in the ledger
-    (cumulative RETRY) and header chains, z/OS and truncated messages among them."""
+    """`classify_pending` of stored messages (one Python UDF: decode, then the choice on its
+    output) gives the same decisions rows as of decoded ones (`decode_headers`, two UDFs), for
+    the starter table and random tables made of the messages' own values, with attempts in the
+    ledger (cumulative RETRY) and header chains, z/OS and truncated messages among them."""
     from dlq_pipeline.rules.model import PATTERN_FIELDS, RulesTable
-    from dlq_pipeline.rules.spark import classify_pending
 
     storage, _originals = landed
     stored = storage.read("messages")
@@ -396,7 +394,7 @@ def test_decode_and_choice_in_one_udf_decide_as_decode_then_classify(spark, land
             return sorted(parts[0].collect(), key=lambda r: (r["table"], r["message_key"]))
 
         one = decisions(lambda p, t: classify_pending(p, t, run_id="r", now=NOW))
-        two = decisions(lambda p, t: classify(decode_headers(p), t, run_id="r", now=NOW))
+        two = decisions(lambda p, t: classify_pending(decode_headers(p), t, run_id="r", now=NOW))
         assert len(one) == len(tables) * pending.count()
         assert one == two
         assert {r["action"] for r in one} == {"RETRY", "FWD", "DISCARD", "IGNORE"}  # not vacuous
@@ -405,6 +403,6 @@ def test_decode_and_choice_in_one_udf_decide_as_decode_then_classify(spark, land
         # the point of it: one Python evaluation where decode then classify has two
         table = tables[0]
         assert _python_evaluations(classify_pending(pending, table, run_id="r", now=NOW)) == 1
-        assert _python_evaluations(classify(decode_headers(pending), table, run_id="r", now=NOW)) == 2
+        assert _python_evaluations(classify_pending(decode_headers(pending), table, run_id="r", now=NOW)) == 2
     finally:
         pending.unpersist()

@@ -16,6 +16,7 @@ import pytest
 
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.engine.session import jvm_line_level
+from tests.support import REPO
 
 pytestmark = pytest.mark.spark
 
@@ -23,7 +24,7 @@ CLI = Path(sys.executable).with_name("dlq-pipeline")
 # What `run` itself prints on stderr: the stage headers, ingest's plan and per-file lines,
 # each stage's task ticks.
 OUR_LINES = re.compile(r"(\[\d+/\d+\] \w+|ingest: .*|(classify|replay): \d+/\d+ \w+ done)$")
-RULES = Path(__file__).resolve().parents[2] / "dlq_pipeline" / "data" / "rules" / "starter.rules"
+RULES = REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules"
 JVM_NOISE = ("WARN", "WARNING", "log4j", "Using Spark", "setLogLevel", "NativeCodeLoader", "incubator")
 
 

@@ -7,7 +7,6 @@ import contextlib
 import datetime as dt
 import io
 import json
-import os
 import re
 import subprocess
 import sys
@@ -18,8 +17,9 @@ import pytest
 from pyspark.sql import functions as F
 
 from dlq_pipeline.config import load_config
-from dlq_pipeline.config.settings import MQ_MAX_MESSAGE_BYTES, ReplaySettings, StorageSettings
-from dlq_pipeline.dumps.dmpmqmsg import read_dump
+from dlq_pipeline.config.settings import ReplaySettings, StorageSettings
+from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump
+from dlq_pipeline.mq.constants import MQ_MAX_MESSAGE_BYTES
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.replay.checkpoints import Checkpoint
 from dlq_pipeline.replay.placement import place_queues, slot_values
@@ -31,10 +31,10 @@ from dlq_pipeline.rules.model import Decision
 from dlq_pipeline.warehouse.storage import open_storage
 from tests.conftest import storage_settings
 from tests.spark.replay_retry_job import NOW, dead_letter, decision_row, frame, message_row
+from tests.support import REPO, repo_env
 
 pytestmark = pytest.mark.spark
 JOB = Path(__file__).with_name("replay_retry_job.py")
-REPO = Path(__file__).resolve().parents[2]
 
 
 def setup(spark, warehouse: Path, decisions: list[dict], *, truncated=(), kind="parquet", **replay_options):
@@ -553,7 +553,7 @@ def test_replay_refuses_what_it_cannot_do_safely(spark, tmp_path):
 def test_task_retries_never_send_twice(tmp_path):
     """local[2,3]: every task fails once after committing a batch and is retried."""
     warehouse, result = tmp_path / "wh", tmp_path / "result.json"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    env = repo_env()
     proc = subprocess.run(
         [sys.executable, str(JOB), str(warehouse), str(result)],
         capture_output=True,

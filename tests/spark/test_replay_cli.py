@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
-from dlq_pipeline.dumps.dmpmqmsg import read_dump
+from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.dumps.sources import read_source
 from dlq_pipeline.mq.sim import SimQueueManager
@@ -19,8 +19,7 @@ from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import LOCAL_QMGR_DIR, safe_file_name
 from dlq_pipeline.warehouse.identity import data_digest, message_key
 from dlq_pipeline.warehouse.storage import Storage
-
-from ..conftest import REPO
+from tests.support import REPO
 
 pytestmark = pytest.mark.spark
 STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")

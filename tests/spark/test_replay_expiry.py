@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import RunSettings
-from dlq_pipeline.dumps.dmpmqmsg import write_dump
+from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
 from dlq_pipeline.mq.mqmd import MQMD
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.mq.structures import DeadLetterHeader, encode_dlh

@@ -12,7 +12,8 @@ from pyspark.sql import functions as F
 
 from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import RunSettings
-from dlq_pipeline.dumps.dmpmqmsg import read_dump, write_dump
+from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump
+from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
 from dlq_pipeline.mq.groups import MQMF_LAST_MSG_IN_GROUP, MQMF_MSG_IN_GROUP, Part, order_problem, unit_problem
 from dlq_pipeline.mq.mqmd import MQMD
 from dlq_pipeline.mq.sim import SimQueueManager

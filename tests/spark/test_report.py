@@ -17,8 +17,7 @@ from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.report.spark import SCOPES, build_report
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.warehouse.storage import open_storage
-
-from ..conftest import REPO
+from tests.support import REPO
 
 pytestmark = pytest.mark.spark
 STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from pyspark.sql import functions as F
 
+from dlq_pipeline.classify.spark import classify_pending
 from dlq_pipeline.cli import cli
 from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import RunSettings, StorageSettings
@@ -19,11 +20,9 @@ from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.mq.spark import decode_headers
 from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.rules.parser import parse_rules
-from dlq_pipeline.rules.spark import classify
 from dlq_pipeline.rules.whatif import OUTPUT_KEYS
 from dlq_pipeline.warehouse.storage import open_storage
-
-from ..conftest import REPO
+from tests.support import REPO
 
 pytestmark = pytest.mark.spark
 
@@ -93,7 +92,7 @@ def test_run_decides_exactly_what_rules_test_predicts(spark, tmp_path, real_fixt
         F.lit(2).alias("prior_attempts"),
         F.lit(None).cast("struct<at:timestamp,rule_line:int>").alias("last_attempt"),
     )
-    got2 = decided(classify(decode_headers(pending), table, run_id="r2", now=dt.datetime(2026, 1, 2)).collect())
+    got2 = decided(classify_pending(decode_headers(pending), table, run_id="r2", now=dt.datetime(2026, 1, 2)).collect())
     assert got2 == want2
 
     # Not vacuous: every input file, every action and every reason to stay on the DLQ.

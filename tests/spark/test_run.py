@@ -9,10 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
-from dlq_pipeline.dumps.dmpmqmsg import read_dump
+from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump
 from dlq_pipeline.dumps.generator import write_generated
-
-from ..conftest import REPO
+from tests.support import REPO
 
 STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
 

@@ -19,8 +19,7 @@ from dlq_pipeline.engine.workers import start_python_workers
 from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.replay.spark import heap_short_for_mq_messages
 from dlq_pipeline.rules.parser import load_rules
-
-from ..conftest import REPO
+from tests.support import REPO
 
 pytestmark = pytest.mark.spark
 
@@ -129,7 +128,7 @@ def test_a_run_whose_decisions_are_broadcast_puts_and_records_the_same(spark, tm
     them to the messages' scan as a broadcast: one shuffle of the bodies fewer, the same
     files and ledger as the left join's run."""
     import dlq_pipeline.replay.spark as replay_module
-    from dlq_pipeline.dumps.dmpmqmsg import read_dump
+    from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump
 
     dumps = [str(p) for p in write_generated(tmp_path / "dumps", 200, seed=5, files=2, max_size=8 * 1024)]
     table = load_rules(STARTER)

@@ -22,10 +22,10 @@ from dlq_pipeline.warehouse import tables as schemas
 from dlq_pipeline.warehouse.schemas import conform, render_tables_md, table_schema
 from dlq_pipeline.warehouse.storage import Storage, StorageError
 from dlq_pipeline.warehouse.tables import SchemaError, table_key
+from tests.support import REPO
 
 from ..conftest import make_storage
 
-REPO = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = REPO / "dlq_pipeline" / "data" / "schemas"
 T0 = dt.datetime(2026, 9, 22, 2, 34, 33)
 

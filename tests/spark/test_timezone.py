@@ -12,7 +12,6 @@ hours (four in summer) off.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,9 +22,9 @@ from pyspark.sql import functions as F
 from dlq_pipeline.runtime.clock import from_epoch_micros, iso_z
 from dlq_pipeline.warehouse.storage import Storage
 from tests.spark.tz_job import COUNT
+from tests.support import REPO, repo_env
 
 pytestmark = pytest.mark.spark
-REPO = Path(__file__).resolve().parents[2]
 NEW_YORK = "America/New_York"
 MICROS = 1_000_000
 
@@ -45,12 +44,7 @@ def _within(value_us, run) -> bool:
 def job(tmp_path_factory):
     work = tmp_path_factory.mktemp("tz")
     result = work / "result.json"
-    env = dict(
-        os.environ,
-        TZ=NEW_YORK,
-        JAVA_TOOL_OPTIONS=f"-Duser.timezone={NEW_YORK}",
-        PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-    )
+    env = repo_env(TZ=NEW_YORK, JAVA_TOOL_OPTIONS=f"-Duser.timezone={NEW_YORK}")
     done = subprocess.run(
         [sys.executable, str(REPO / "tests" / "spark" / "tz_job.py"), str(work), str(result)],
         cwd=REPO,

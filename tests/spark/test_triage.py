@@ -10,9 +10,9 @@ import pytest
 from dlq_pipeline import open_warehouse
 from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import RunSettings
-from dlq_pipeline.dumps.dmpmqmsg import read_dump
+from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump
 from dlq_pipeline.dumps.generator import write_generated
-from dlq_pipeline.mq.structures import decode_dlh
+from dlq_pipeline.mq.dlh_decoder import decode_dlh
 from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules, parse_rules
@@ -20,8 +20,7 @@ from dlq_pipeline.rules.view import match_view
 from dlq_pipeline.triage import spark as triage
 from dlq_pipeline.triage.charts import body_preview
 from dlq_pipeline.warehouse.identity import data_digest, message_key
-
-from ..conftest import REPO
+from tests.support import REPO
 
 pytestmark = pytest.mark.spark
 STARTER = REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules"

@@ -16,9 +16,8 @@ from dlq_pipeline.cli import cli
 from dlq_pipeline.mq.sim import SimQueueManager
 from dlq_pipeline.warehouse.storage import Storage
 from tests.spark.replay_retry_job import dead_letter
+from tests.support import REPO
 from tests.unit.test_locks import hold, kill
-
-from ..conftest import REPO
 
 pytestmark = pytest.mark.spark
 STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
@@ -35,7 +34,7 @@ def snapshot(root: Path) -> dict:
 
 
 def test_writing_commands_are_refused_while_another_run_holds_the_warehouse(spark, tmp_path):
-    from dlq_pipeline.dumps.dmpmqmsg import write_dump
+    from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
 
     wh = tmp_path / "wh"
     dump = tmp_path / "dlq.dmp"

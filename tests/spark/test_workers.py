@@ -5,23 +5,21 @@ of them; elsewhere it does nothing."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from dlq_pipeline.engine import workers
+from tests.support import REPO, repo_env
 
 pytestmark = pytest.mark.spark
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_next_python_task_runs_in_a_started_worker_with_its_modules_imported(tmp_path):
     result = tmp_path / "result.json"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    env = repo_env()
     done = subprocess.run(
         [sys.executable, str(REPO / "tests" / "spark" / "workers_job.py"), str(result)],
         cwd=REPO,

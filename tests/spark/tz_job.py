@@ -36,7 +36,7 @@ COUNT = 3
 def pipeline(spark, root: Path) -> dict:
     from dlq_pipeline.config import load_config
     from dlq_pipeline.config.settings import RunSettings
-    from dlq_pipeline.dumps.dmpmqmsg import write_dump
+    from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
     from dlq_pipeline.mq.sim import SimQueueManager
     from dlq_pipeline.pipeline import run_pipeline
     from dlq_pipeline.rules.parser import load_rules

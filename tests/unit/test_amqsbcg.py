@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,8 +21,9 @@ from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.mq.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text, text_to_bytes
 from tests.profiles import examples
+from tests.support import REPO
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = REPO / "tests" / "fixtures"
 BUFFER = 65536  # amqsbcg's BUFFERLENGTH on 9.x
 REASON_NAMES = {2051: "MQRC_PUT_INHIBITED", 2053: "MQRC_Q_FULL", 2035: "MQRC_NOT_AUTHORIZED"}
 

@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import re
 import struct
-from pathlib import Path
 
 import pytest
 
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.dumps.sources import read_source, sniff
+from dlq_pipeline.mq.dlh_decoder import decode_dlh
 from dlq_pipeline.mq.mqmd import MQMD
-from dlq_pipeline.mq.structures import DeadLetterHeader, decode_dlh
+from dlq_pipeline.mq.structures import DeadLetterHeader
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.whatif import decide_message
+from tests.support import REPO
 from tests.unit.test_amqsbcg import Browsed, listing, read_listing
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = REPO / "tests" / "fixtures"
 
 
 # --- how the copies differ from what amqsbcg wrote ------------------------------------------

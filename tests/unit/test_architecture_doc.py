@@ -24,7 +24,8 @@ import importlib
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO
+
 PACKAGE = "dlq_pipeline"
 ROOT = REPO / PACKAGE
 DOC = REPO / "docs" / "architecture.md"
@@ -151,7 +152,7 @@ def test_the_readers_of_the_page_see_it():
     assert references("`dlq_pipeline.fs.delete`, `messages.data_head`") == ["fs.delete"]
     assert module_of("warehouse.storage.Storage.append") == ("warehouse.storage", ["Storage", "append"])
     assert problem("pipeline.no_such_function") and problem("mq.structures") and problem("pipeline._Stages")
-    assert {"ingest.spark.ingest", "rules.spark.decide_pending", "replay.spark.replay"} <= set(stage_calls())
+    assert {"ingest.spark.ingest", "classify.spark.decide_pending", "replay.spark.replay"} <= set(stage_calls())
 
 
 def test_the_module_list_is_every_module_of_the_package():

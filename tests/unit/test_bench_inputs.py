@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.data import CATCH_ALL, rules_table, rules_table_text
+from benchmarks.end_to_end import crossover, e2e_targets, warm_large_target
 from benchmarks.run import parse_latency
-from benchmarks.stages import crossover, e2e_targets, latency_faults, warm_large_target
+from benchmarks.sim import latency_faults
 
 
 @pytest.mark.parametrize("count", [2, 10, 13, 100, 500])
@@ -98,7 +99,7 @@ def test_latency_option_becomes_delay_faults():
 
 
 def test_a_failed_childs_summary_keeps_the_jvm_error_that_came_first():
-    from benchmarks.stages import failure_summary
+    from benchmarks.memory import failure_summary
 
     stderr = (
         "26/11/27 03:05:07 ERROR Executor: Exception in task 26.0 in stage 0.0 (TID 26)\n"

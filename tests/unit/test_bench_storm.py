@@ -25,8 +25,9 @@ from benchmarks.storm import (
     storm_dump,
     storm_queues,
 )
-from dlq_pipeline.dumps.dmpmqmsg import read_dump
-from dlq_pipeline.mq.structures import DLH_LENGTH, decode_dlh
+from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump
+from dlq_pipeline.mq.dlh_decoder import decode_dlh
+from dlq_pipeline.mq.structures import DLH_LENGTH
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.view import match_view

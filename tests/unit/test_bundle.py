@@ -20,8 +20,7 @@ import yaml
 
 from dlq_pipeline import jobs
 from dlq_pipeline.config import OPTIONS
-
-from ..conftest import REPO
+from tests.support import REPO
 
 ROOT = REPO / "databricks.yml"
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
@@ -138,13 +137,13 @@ def test_the_wheel_artifact_builds_into_dist():
 def test_the_jvm_reader_artifact_is_the_jar_its_command_copies_into_dist(tmp_path):
     """The bundle builds the JVM reader's jar with the module's own command; the classic
     job's tasks install what that command writes."""
-    from dlq_pipeline.engine import jvm_reader
+    from dlq_pipeline.ingest import jvm_reader
 
     [artifact] = [a for a in BUNDLE["artifacts"].values() if a["type"] == "jar"]
-    assert artifact["build"] == "python -m dlq_pipeline.engine.jvm_reader --copy-to dist"
+    assert artifact["build"] == "python -m dlq_pipeline.ingest.jvm_reader --copy-to dist"
     assert artifact["files"] == [{"source": f"dist/{jvm_reader.DIST_NAME}"}]
     done = subprocess.run(
-        [sys.executable, "-m", "dlq_pipeline.engine.jvm_reader", "--copy-to", str(tmp_path)],
+        [sys.executable, "-m", "dlq_pipeline.ingest.jvm_reader", "--copy-to", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=600,

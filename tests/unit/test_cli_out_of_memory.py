@@ -4,16 +4,14 @@ tracebacks). No JVM here: the failure is raised where Spark would raise it."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
 from dlq_pipeline.cli import stages as pipeline_cli
 from dlq_pipeline.cli.common import out_of_memory
 from dlq_pipeline.warehouse.locks import WarehouseLock
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
 JAVA_TEXT = (
     "An error occurred while calling o412.parquet.\n"

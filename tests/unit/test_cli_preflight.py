@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
 from dlq_pipeline.cli import stages as pipeline_cli
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 STARTER = str(REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules")
 
 

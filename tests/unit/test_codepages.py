@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -15,8 +14,8 @@ from hypothesis import strategies as st
 from dlq_pipeline.mq import codepages
 from dlq_pipeline.mq.codepages import INVARIANT, KNOWN_CCSIDS, decode, encode, table
 from tests.profiles import examples
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 FFFD = "\ufffd"
 
 EBCDIC = [37, 273, 277, 278, 280, 284, 285, 297, 500, 871, 1047, *range(1140, 1150)]

@@ -1,8 +1,8 @@
 import pytest
 
 from dlq_pipeline.config import OPTIONS, ConfigError, defaults, load_config, secret
-
-from ..conftest import REPO
+from dlq_pipeline.config.options import options_table, qmgr_keys_table
+from tests.support import REPO
 
 
 def write(tmp_path, text):
@@ -72,8 +72,8 @@ def test_every_problem_is_reported_at_once(tmp_path):
         f"{path}: 'replay.max_connections' must be int, not str",
         f"{path}: unknown section [reprot] (did you mean 'report'?)",
         f"{path}: no profile 'missing' (profiles here: none)",
-        f"{path}: 'storage.format' must be parquet or delta, not 'orc'",
         f"{path}: 'pipeline.target' must be dry-run, dir:PATH, sim:[NAME] or mq:QMGR, not 'ftp:x'",
+        f"{path}: 'storage.format' must be parquet or delta, not 'orc'",
         f"{path}: unknown key 'mq.qmgrs.QM1.password' (secrets never go in the file: "
         "name an environment variable with 'password_env')",
     ]
@@ -115,10 +115,41 @@ def test_a_password_pasted_into_password_env_is_not_echoed(monkeypatch):
     assert "Passw0rd" not in str(caught.value)
 
 
-def test_every_option_is_documented():
+def _table(doc: str, header: str) -> str:
+    """The Markdown table of ``doc`` that starts with the line ``header``."""
+    lines = doc.splitlines()
+    start = lines.index(header)
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return "\n".join(lines[start:end]) + "\n"
+
+
+def test_the_option_tables_are_the_declarations():
+    """docs/configuration.md's tables are `options_table()` and `qmgr_keys_table()`: paste
+    their output there after changing an option."""
     doc = (REPO / "docs" / "configuration.md").read_text()
-    missing = [f"{s}.{k}" for s, keys in OPTIONS.items() for k in keys if f"`{s}.{k}`" not in doc]
-    assert missing == []
+    assert _table(doc, "| option | type | default | allowed | meaning |") == options_table()
+    assert _table(doc, "| key | meaning |") == qmgr_keys_table()
+    assert [row.split(" | ")[0] for row in options_table().splitlines()[2:]] == [
+        f"| `{s}.{k}`" for s, keys in OPTIONS.items() for k in keys
+    ]
+
+
+def test_a_declared_choice_or_range_is_checked_with_its_own_words():
+    """The checks and the page's "allowed" column come from one declaration."""
+    drain_mode = OPTIONS["drain"]["mode"]
+    assert drain_mode.choices == ("browse", "move")
+    with pytest.raises(ConfigError) as bad:
+        load_config(overrides={"drain": {"mode": "peek"}, "replay": {"depth_headroom": 0.0}, "log": {"level": "Trace"}})
+    assert bad.value.problems == [
+        "<defaults>: 'replay.depth_headroom' must be in (0, 1]",
+        "<defaults>: 'drain.mode' must be browse or move, not 'peek'",
+        "<defaults>: 'log.level' must be debug, info, warning or error, not 'Trace'",
+    ]
+    assert OPTIONS["replay"]["depth_headroom"].range_text() == "in (0, 1]"
+    assert load_config(overrides={"log": {"level": "DEBUG"}}).get("log", "level") == "DEBUG"  # any case
+    from dlq_pipeline.warehouse.storage import FORMATS
+
+    assert OPTIONS["storage"]["format"].choices == FORMATS  # the warehouse writes what the option offers
 
 
 def test_lease_settings_are_checked_and_reach_the_storage_settings():
@@ -165,6 +196,15 @@ def test_dir_mode_is_checked_and_reaches_the_replay_and_storage_settings():
         assert caught.value.problems == [f"<defaults>: 'replay.dir_mode' {problem}"]
     webhdfs = load_config(overrides={"hdfs": {"webhdfs": "http://nn:50070"}})
     assert StorageSettings.from_config(webhdfs).webhdfs == "http://nn:50070"  # the warehouse's files go there too
+
+
+def test_one_webhdfs_address_serves_the_warehouse_and_the_inputs():
+    from dlq_pipeline.config.settings import HdfsSettings, IngestSettings, RunSettings
+
+    run = RunSettings.from_config(load_config(overrides={"hdfs": {"webhdfs": "http://nn:50070"}}))
+    assert run.storage.hdfs == run.ingest.hdfs == HdfsSettings(webhdfs="http://nn:50070")
+    assert (run.storage.webhdfs, run.ingest.webhdfs) == ("http://nn:50070", "http://nn:50070")
+    assert IngestSettings().webhdfs == ""
 
 
 def test_async_put_is_on_by_default_and_can_be_turned_off():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -14,8 +13,8 @@ from hypothesis import strategies as st
 from dlq_pipeline.mq import constants
 from dlq_pipeline.mq.constants import FAMILIES, lookup, name_of, reason_name, suggest
 from tests.profiles import examples
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 ALL_NAMES = sorted((name, family) for family, table in FAMILIES.items() for name in table)
 RANGE_MARKER = re.compile(r"_(FIRST|LAST)$")
 

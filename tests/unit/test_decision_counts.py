@@ -3,7 +3,7 @@ when those do not add up (then classify counts with a job: the counts stay exact
 
 from __future__ import annotations
 
-from dlq_pipeline.rules.spark import DecisionCounts, observed_counts
+from dlq_pipeline.classify.spark import DecisionCounts, observed_counts
 
 
 def _metrics(**values) -> dict:

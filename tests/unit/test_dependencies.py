@@ -23,11 +23,11 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from dlq_pipeline import __version__
-from dlq_pipeline.cli import NO_PYSPARK
+from dlq_pipeline.cli.common import NO_PYSPARK
 from dlq_pipeline.rules.parser import parse_rules
+from tests.support import REPO, locked
 
-from ..conftest import REPO
-from ..venvs import CONSTRAINTS, RUNTIME_PACKAGES, clean_env, environment, installed, locked, pip
+from ..venvs import CONSTRAINTS, RUNTIME_PACKAGES, clean_env, environment, installed, pip
 
 pytestmark = [pytest.mark.deploy, pytest.mark.slow]
 

@@ -7,28 +7,21 @@ import datetime as dt
 import io
 import json
 from dataclasses import replace
-from pathlib import Path
 from unittest.mock import patch
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlq_pipeline.dumps.dmpmqmsg import (
-    DATA_STYLES,
-    MAX_LINE_LENGTH,
-    DumpLayout,
-    LineReader,
-    plan_splits,
-    read_dump,
-    read_dump_info,
-    write_dump,
-)
+from dlq_pipeline.dumps.dmpmqmsg import MAX_LINE_LENGTH
+from dlq_pipeline.dumps.dmpmqmsg_reader import LineReader, plan_splits, read_dump, read_dump_info
+from dlq_pipeline.dumps.dmpmqmsg_writer import DATA_STYLES, DumpLayout, write_dump
 from dlq_pipeline.dumps.records import DumpedMessage, DumpInfo, RecordError
 from dlq_pipeline.mq.mqmd import MQMD, MQMD_BYTE_LENGTHS, MQMD_CHAR_LENGTHS, bytes_to_text, text_to_bytes
 from tests.profiles import examples
+from tests.support import REPO
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = REPO / "tests" / "fixtures"
 REAL_DUMP = "mq10-dmpmqmsg-stdout.dmp"
 CREATED = "Tue Sep 22 02:34:33 2026"
 
@@ -601,7 +594,7 @@ def test_a_dump_written_a_message_at_a_time_in_slices_is_the_same_bytes(data, op
     layout = DumpLayout(**options)
     out = io.BytesIO()
     out.write(layout.header("QM1", "DLQ", CREATED))
-    with patch("dlq_pipeline.dumps.dmpmqmsg.HEX_LINES_PER_WRITE", lines_per_write):
+    with patch("dlq_pipeline.dumps.dmpmqmsg_writer.HEX_LINES_PER_WRITE", lines_per_write):
         for n, (md, body) in enumerate(messages):
             layout.write_message(out, md, body, n)
     assert out.getvalue() == whole

@@ -12,7 +12,7 @@ import socket
 import pyarrow.fs as pafs
 import pytest
 
-from dlq_pipeline.dumps.dmpmqmsg import plan_splits, read_dump
+from dlq_pipeline.dumps.dmpmqmsg_reader import plan_splits, read_dump
 from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.dumps.plan import input_bytes, plan_work
 from dlq_pipeline.dumps.sources import expand_paths

@@ -103,6 +103,28 @@ def test_rename_never_replaces_and_listing_reading_deleting(place):
     assert not files.exists(b) and files.list_names(files.join(base, "d")) == [".staging"]
 
 
+def test_make_dirs_list_sizes_and_delete_say_what_is_there(place):
+    base, root, has_modes = place
+    table = files.join(base, "wh", "files")
+    assert files.list_sizes(table) == {}  # no such directory
+    files.make_dirs(table)
+    assert files.is_dir(table) and files.list_sizes(table) == {}
+    files.write_file(files.join(table, "part-0.parquet"), b"12345")
+    files.write_file(files.join(table, "part-1.parquet"), b"")
+    files.write_file(files.join(table, "sub", "deeper.parquet"), b"1")
+    assert files.list_sizes(table) == {"part-0.parquet": 5, "part-1.parquet": 0}  # its files, not below
+    if has_modes:
+        assert [oct((root / d).stat().st_mode & 0o777) for d in ("wh", "wh/files")] == ["0o700", "0o700"]
+        os.chmod(root / "wh", 0o755)
+        files.make_dirs(files.join(base, "wh", "other", "deeper"), mode=0o750)
+        assert oct((root / "wh").stat().st_mode & 0o777) == "0o755"  # an existing directory is left as it is
+        assert oct((root / "wh/other").stat().st_mode & 0o777) == "0o750"
+        assert oct((root / "wh/other/deeper").stat().st_mode & 0o777) == "0o750"
+    assert files.delete(files.join(table, "part-1.parquet"))
+    assert files.delete(table)  # the tree
+    assert not files.delete(table) and not files.exists(table)  # nothing there: False
+
+
 def test_files_uri_names_the_warehouse_as_the_layer_reaches_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert files.files_uri("wh") == str(tmp_path / "wh")

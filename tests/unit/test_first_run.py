@@ -93,7 +93,7 @@ def test_setup_offline_says_so_in_one_line_and_sets_up_the_rest(monkeypatch, tmp
     monkeypatch.delenv("DATABRICKS_RUNTIME_VERSION", raising=False)
     monkeypatch.setattr(delta, "cached_jars", lambda version=None: [])
     monkeypatch.setattr(delta, "jar_dir", lambda version=None: tmp_path / "delta")
-    monkeypatch.setattr("dlq_pipeline.engine.jvm_reader.existing", lambda: "/pkg/dlq-pipeline-reader.jar")
+    monkeypatch.setattr("dlq_pipeline.ingest.jvm_reader.existing", lambda: "/pkg/dlq-pipeline-reader.jar")
 
     ivy = "Server access error at url https://repo1.maven.org/maven2/ (java.net.UnknownHostException: repo1.maven.org)"
 

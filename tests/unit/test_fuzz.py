@@ -22,13 +22,14 @@ import pytest
 
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
 from dlq_pipeline.dumps.describe import describe, format_message
-from dlq_pipeline.dumps.dmpmqmsg import read_dump
+from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import read_source, sniff
-from dlq_pipeline.rules.parser import format_table, parse_rules
+from dlq_pipeline.rules.parser import parse_rules
+from dlq_pipeline.rules.printer import format_table
 from tests.profiles import PROFILE
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 CORPUS = FIXTURES / "fuzz-corpus"
 LONG = os.environ.get("DLQ_SOAK") == "long"

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dlq_pipeline.cli import cli
-from dlq_pipeline.dumps.dmpmqmsg import read_dump, read_dump_info
+from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump, read_dump_info
 from dlq_pipeline.dumps.generator import (
     DEFAULT_END,
     DEFAULT_SPAN,
@@ -29,7 +29,8 @@ from dlq_pipeline.dumps.generator import (
 )
 from dlq_pipeline.dumps.records import RecordError
 from dlq_pipeline.mq import codepages
-from dlq_pipeline.mq.structures import DLH_LENGTH, decode_dlh
+from dlq_pipeline.mq.dlh_decoder import decode_dlh
+from dlq_pipeline.mq.structures import DLH_LENGTH
 from tests.profiles import examples
 
 SMALL = 32 * 1024  # keeps samples fast; the size tests use the real default

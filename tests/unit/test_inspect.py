@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
 from dlq_pipeline.dumps.describe import describe, format_message, format_summary, summarize
-from dlq_pipeline.dumps.dmpmqmsg import read_dump
+from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump
 from dlq_pipeline.dumps.generator import generate, write_generated
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.mq.mqmd import MQMD

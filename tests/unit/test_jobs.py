@@ -9,8 +9,7 @@ import pytest
 
 from dlq_pipeline import jobs
 from dlq_pipeline.cli.common import parse_setting
-
-from ..conftest import REPO
+from tests.support import REPO
 
 
 def script_stage(path) -> str:

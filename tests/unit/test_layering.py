@@ -14,7 +14,8 @@
 - no module imports a private name (``_x``) from another module, nor reaches one through an
   imported module (``module._x``);
 - the modules import each other without a cycle (lazy imports inside functions included: a
-  cycle broken only by import order is still two modules that need each other).
+  cycle broken only by import order is still two modules that need each other);
+- the benchmarks (``benchmarks/``) keep the last two rules as well.
 """
 
 from __future__ import annotations
@@ -23,8 +24,12 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
+from tests.support import REPO
+
 PACKAGE = "dlq_pipeline"
-ROOT = Path(__file__).resolve().parents[2] / PACKAGE
+ROOT = REPO / PACKAGE
 SPARK_LIBRARIES = ("pyspark", "py4j", "delta")
 MQ_LIBRARIES = ("ibmmq", "pymqi")
 EDGE = ("dlq_pipeline.cli", "dlq_pipeline.jobs")
@@ -61,18 +66,20 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def all_modules() -> dict[str, Path]:
-    return {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+def all_modules(root: Path = ROOT) -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(root.rglob("*.py"))}
 
 
 MODULES = all_modules()
+BENCHMARKS = all_modules(ROOT.parent / "benchmarks")
+KNOWN = {**MODULES, **BENCHMARKS}  # what an import may name as a module, in either scan
 
 
 def _resolve(module: str, node: ast.ImportFrom) -> str:
     """The absolute module a ``from ... import`` names (relative imports included)."""
     if not node.level:
         return node.module or ""
-    is_package = MODULES.get(module, Path()).name == "__init__.py"
+    is_package = KNOWN.get(module, Path()).name == "__init__.py"
     base = module.split(".")
     base = base if is_package else base[:-1]
     base = base[: len(base) - (node.level - 1)]
@@ -94,7 +101,7 @@ def imports_of(module: str, path: Path) -> list[Import]:
                 source = _resolve(module, child)
                 for alias in child.names:
                     sub = f"{source}.{alias.name}"
-                    if sub in MODULES:
+                    if sub in KNOWN:
                         found.append(Import(module, sub, None, child.lineno, lazy))
                     else:
                         found.append(Import(module, source, alias.name, child.lineno, lazy))
@@ -105,6 +112,11 @@ def imports_of(module: str, path: Path) -> list[Import]:
 
 
 IMPORTS = {m: imports_of(m, p) for m, p in MODULES.items()}
+# The package and the benchmarks, each with its imports: the private-name and cycle checks run over both.
+SCANS = {
+    PACKAGE: (MODULES, IMPORTS),
+    "benchmarks": (BENCHMARKS, {m: imports_of(m, p) for m, p in BENCHMARKS.items()}),
+}
 
 
 def _under(module: str, package: str) -> bool:
@@ -112,7 +124,7 @@ def _under(module: str, package: str) -> bool:
 
 
 def _where(i: Import) -> str:
-    return f"{MODULES[i.module].relative_to(ROOT.parent)}:{i.line}: {i.target}{'.' + i.name if i.name else ''}"
+    return f"{KNOWN[i.module].relative_to(ROOT.parent)}:{i.line}: {i.target}{'.' + i.name if i.name else ''}"
 
 
 def _reaches_spark() -> set[str]:
@@ -218,30 +230,38 @@ def _private(name: str | None) -> bool:
     return bool(name) and name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
-def test_no_private_name_is_imported_from_another_module():
+def test_the_scan_sees_the_benchmarks():
+    modules, imports = SCANS["benchmarks"]
+    assert {"benchmarks.run", "benchmarks.sections", "benchmarks.storm"} <= set(modules)
+    assert "benchmarks.sections" in {i.target for i in imports["benchmarks.run"]}
+
+
+@pytest.mark.parametrize("scan", SCANS)
+def test_no_private_name_is_imported_from_another_module(scan):
     bad = [
         _where(i)
-        for imports in IMPORTS.values()
+        for imports in SCANS[scan][1].values()
         for i in imports
-        if _under(i.target, PACKAGE) and i.target != i.module and _private(i.name)
+        if (_under(i.target, PACKAGE) or _under(i.target, scan)) and i.target != i.module and _private(i.name)
     ]
     assert bad == []
 
 
-def test_no_private_name_is_reached_through_an_imported_module():
+@pytest.mark.parametrize("scan", SCANS)
+def test_no_private_name_is_reached_through_an_imported_module(scan):
     bad = []
-    for module, path in MODULES.items():
+    for module, path in SCANS[scan][0].items():
         aliases = {}
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
-                    if _under(a.name, PACKAGE):
+                    if _under(a.name, PACKAGE) or _under(a.name, scan):
                         aliases[a.asname or a.name] = a.name
             elif isinstance(node, ast.ImportFrom):
                 source = _resolve(module, node)
                 for a in node.names:
-                    if f"{source}.{a.name}" in MODULES:
+                    if f"{source}.{a.name}" in KNOWN:
                         aliases[a.asname or a.name] = f"{source}.{a.name}"
         for node in ast.walk(tree):
             if (
@@ -295,6 +315,8 @@ def test_the_cycle_finder_finds_cycles():
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_no_import_cycles_between_modules():
-    graph = {m: {i.target for i in imports if i.target in MODULES and i.target != m} for m, imports in IMPORTS.items()}
+@pytest.mark.parametrize("scan", SCANS)
+def test_no_import_cycles_between_modules(scan):
+    modules, found = SCANS[scan]
+    graph = {m: {i.target for i in imports if i.target in modules and i.target != m} for m, imports in found.items()}
     assert _cycles(graph) == []

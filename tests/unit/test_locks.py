@@ -24,13 +24,12 @@ from dlq_pipeline.warehouse.locks import (
     held_warehouse_lock,
     writer_lock,
 )
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO, repo_env
 
 
 def hold(warehouse: Path, command: str = "run", run_id: str = "HOLDER") -> subprocess.Popen:
     """A process holding the warehouse lock (returns once it holds it)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    env = repo_env()
     proc = subprocess.Popen(
         [sys.executable, str(REPO / "tests" / "lock_holder.py"), str(warehouse), command, run_id],
         env=env,
@@ -109,7 +108,7 @@ def test_the_lock_is_reentrant_in_one_process_and_released_by_the_outermost(tmp_
             ],
             capture_output=True,
             text=True,
-            env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])),
+            env=repo_env(),
         )
         assert holder.stdout == "WarehouseLocked\n"  # still held after the inner one ended
     with WarehouseLock(tmp_path, command="run", run_id="AGAIN"):

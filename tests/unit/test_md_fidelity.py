@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlq_pipeline.dumps.dmpmqmsg import read_dump
+from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.mq.client import md_fields
 from dlq_pipeline.mq.mqmd import MQMD, MQMD_CHAR_LENGTHS, bytes_to_text

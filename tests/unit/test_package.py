@@ -20,9 +20,9 @@ from click.testing import CliRunner
 
 from dlq_pipeline import __version__
 from dlq_pipeline.cli import cli
-from dlq_pipeline.engine import jvm_reader
+from dlq_pipeline.ingest import jvm_reader
+from tests.support import REPO
 
-from ..conftest import REPO
 from ..packed import packed_dist
 from ..venvs import clean_env
 
@@ -74,8 +74,8 @@ def test_wheel_and_packed_environment_run_their_entry_points(tmp_path, monkeypat
     assert {f"dlq_pipeline/data/rules/{r}.rules" for r in rules} <= names
     assert {"dlq_pipeline/data/mq_constants.json", "dlq_pipeline/jobs.py"} <= names
     assert {
-        f"dlq_pipeline/engine/jvm/{jar}",
-        "dlq_pipeline/engine/jvm/ItemReader.java",
+        f"dlq_pipeline/ingest/jvm/{jar}",
+        "dlq_pipeline/ingest/jvm/ItemReader.java",
     } <= names  # its digest checks out
     assert not any(n.startswith(("tests/", "jobs/")) for n in names)
 

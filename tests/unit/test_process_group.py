@@ -12,6 +12,7 @@ import textwrap
 import time
 
 from dlq_pipeline.runtime.process_group import RunGroup, join_run_group
+from tests.support import repo_env
 
 # A child like PySpark's daemon: its own process group (setpgid(0, 0)), the run's session;
 # it joins the group it is given, reports its group, then waits to be killed.
@@ -27,7 +28,7 @@ CHILD = textwrap.dedent("""
 
 
 def start_child(run: RunGroup | None) -> tuple[subprocess.Popen, list[str]]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    env = repo_env()
     proc = subprocess.Popen(
         [sys.executable, "-c", CHILD, pickle.dumps(run).hex()], stdout=subprocess.PIPE, text=True, env=env
     )
@@ -53,7 +54,7 @@ def test_a_worker_in_a_group_of_its_own_joins_the_run_group_and_dies_with_it():
         stdout=subprocess.PIPE,
         text=True,
         start_new_session=True,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])),
+        env=repo_env(),
     )
     try:
         child_pid, group = map(int, leader.stdout.readline().split())

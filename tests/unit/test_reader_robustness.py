@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from dlq_pipeline.cli import cli
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
-from dlq_pipeline.dumps.dmpmqmsg import mqlong, read_dump, write_dump
+from dlq_pipeline.dumps.dmpmqmsg_reader import mqlong, read_dump
+from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.mq.mqmd import MQMD
 from tests.profiles import examples

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlq_pipeline.dumps.dmpmqmsg import created_time, read_dump
+from dlq_pipeline.dumps.dmpmqmsg import created_time
+from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump
 from dlq_pipeline.dumps.plan import plan_work
 from dlq_pipeline.dumps.records import DumpedMessage, DumpHeader
 from dlq_pipeline.dumps.spark import read_item, recorded_micros

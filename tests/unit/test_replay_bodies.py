@@ -38,7 +38,7 @@ def test_bodies_come_from_their_files_and_row_groups(tmp_path, monkeypatch, batc
     """Asked for in any order, across windows going back and forth in a file, over batches
     of one row, of four and of whole row groups."""
     monkeypatch.setattr(bodies, "OPEN_FILES", 2)  # three files: each index dropped and read again
-    monkeypatch.setattr(bodies, "BATCH_ROWS", batch_rows)
+    monkeypatch.setattr(bodies, "READ_BATCH_ROWS", batch_rows)
     files, expected = [], {}
     for f in range(3):
         keys = [f"k{f}-{i}" for i in range(40)]

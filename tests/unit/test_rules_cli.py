@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from dlq_pipeline.cli import cli
 from dlq_pipeline.cli import rules as rules_cli
 from dlq_pipeline.rules.parser import parse_rules
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden" / "rules"
 SHIPPED_RULES = REPO / "dlq_pipeline" / "data" / "rules"
 

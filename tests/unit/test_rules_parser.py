@@ -16,15 +16,8 @@ from hypothesis import strategies as st
 
 from dlq_pipeline.rules.lexer import split_entries, tokenize
 from dlq_pipeline.rules.model import PATTERN_FIELDS, ControlData, Rule, RulesTable
-from dlq_pipeline.rules.parser import (
-    ALL_KEYWORDS,
-    format_table,
-    format_value,
-    parse_rules,
-    read_rules,
-    subsumes,
-    wrap_entry,
-)
+from dlq_pipeline.rules.parser import ALL_KEYWORDS, parse_rules, read_rules, subsumes
+from dlq_pipeline.rules.printer import format_table, format_value, wrap_entry
 from tests.profiles import examples
 
 CATCH_ALL = "ACTION(FWD) FWDQ(REALLY.DEAD.QUEUE)\n"

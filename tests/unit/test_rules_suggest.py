@@ -24,8 +24,8 @@ from dlq_pipeline.rules.suggest import HOLD_QUEUES, Seen, SuggestOptions, seen_g
 from dlq_pipeline.rules.view import match_view
 from dlq_pipeline.warehouse.tables import stored_md
 from tests.profiles import examples
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 STARTER = REPO / "dlq_pipeline" / "data" / "rules" / "starter.rules"
 Q_FULL = MQRC["MQRC_Q_FULL"]

@@ -10,15 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dlq_pipeline.cli import cli
-from dlq_pipeline.dumps.dmpmqmsg import write_dump
+from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.mq.mqmd import MQMD
 from dlq_pipeline.mq.structures import DeadLetterHeader, encode_dlh
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.whatif import OUTPUT_KEYS, decide_message
 from tests.profiles import examples
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 SHIPPED_RULES = REPO / "dlq_pipeline" / "data" / "rules"
 

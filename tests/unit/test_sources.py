@@ -11,12 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dlq_pipeline.dumps.amqsbcg import read_amqsbcg
-from dlq_pipeline.dumps.dmpmqmsg import read_dump
+from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump
 from dlq_pipeline.dumps.records import DumpedMessage, RecordError
 from dlq_pipeline.dumps.sources import SNIFF_BYTES, read_source, sniff
 from tests.profiles import examples
+from tests.support import REPO
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = REPO / "tests" / "fixtures"
 
 
 def write(tmp_path: Path, content: bytes, name: str = "f.txt") -> Path:

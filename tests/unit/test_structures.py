@@ -15,39 +15,40 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dlq_pipeline.mq import codepages
-from dlq_pipeline.mq.mqmd import MQMD
-from dlq_pipeline.mq.structures import (
+from dlq_pipeline.mq.dlh_arrow_decoder import decode_arrow_schema, decode_dlh_arrow, decode_dlh_batch
+from dlq_pipeline.mq.dlh_decoder import (
     CHAIN_SCAN_LIMIT,
     DECODE_COLUMNS,
-    DeadLetterHeader,
     HeaderResult,
+    chain_possible,
+    decode_dlh,
+    dlh_head,
+    dlh_restore_fields,
+    to_columns,
+)
+from dlq_pipeline.mq.mqmd import MQMD
+from dlq_pipeline.mq.structures import (
+    DeadLetterHeader,
     MessageDescriptorExtension,
     RulesFormattingHeader2,
     StructureError,
     TransmissionQueueHeader,
     TriggerMessage,
     byte_order,
-    chain_possible,
-    decode_arrow_schema,
-    decode_dlh,
-    decode_dlh_arrow,
-    decode_dlh_batch,
     decode_mde,
     decode_mqmd,
     decode_rfh2,
     decode_tm,
     decode_xqh,
-    dlh_head,
-    dlh_restore_fields,
     encode_dlh,
     encode_mde,
     encode_mqmd,
     encode_rfh2,
     encode_tm,
     encode_xqh,
-    to_columns,
 )
 from tests.profiles import examples
+from tests.support import REPO
 
 EBCDIC_CCSIDS = [37, 273, 500, 1047, 1141]
 ASCII_CCSIDS = [819, 437, 850]
@@ -386,11 +387,8 @@ def test_to_columns_with_and_without_a_header():
 
 def test_decode_columns_are_those_of_the_schema():
     import json
-    from pathlib import Path
 
-    schema = json.loads(
-        (Path(__file__).resolve().parents[2] / "dlq_pipeline" / "data" / "schemas" / "decoded.json").read_text()
-    )
+    schema = json.loads((REPO / "dlq_pipeline" / "data" / "schemas" / "decoded.json").read_text())
     assert tuple(f["name"] for f in schema["schema"]["fields"] if f["name"] != "message_key") == DECODE_COLUMNS
 
 

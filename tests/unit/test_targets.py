@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import ReplaySettings, mq_qmgrs
-from dlq_pipeline.dumps.dmpmqmsg import read_dump, read_dump_info
+from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump, read_dump_info
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.mq.client import MQClientMissing
 from dlq_pipeline.replay.checkpoints import Checkpoint

@@ -210,8 +210,8 @@ def test_batches_commit_every_batch_size_and_checkpoint_each(qm, tmp_path):
 
 def test_a_batch_ends_once_it_holds_batch_bytes_of_data(qm, monkeypatch):
     """A batch is held in memory until committed (to be put again after a connection
-    failure): with messages of MQ's maximum size it ends at BATCH_BYTES, not batch_size."""
-    monkeypatch.setattr(writer, "BATCH_BYTES", 1000)
+    failure): with messages of MQ's maximum size it ends at SYNCPOINT_BATCH_BYTES, not batch_size."""
+    monkeypatch.setattr(writer, "SYNCPOINT_BATCH_BYTES", 1000)
     rows = run([item(n, payload=b"x" * 400) for n in range(7)], qm.connect, batch_size=200)
     assert [r["batch_id"] for r in rows] == [0, 0, 0, 1, 1, 1, 2]  # 400 + 400 + 400 >= 1000
     assert [len(d) for *_, d in sent(qm)] == [400] * 7

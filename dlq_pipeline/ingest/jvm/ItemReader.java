@@ -15,7 +15,7 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.PartitionReader;
 
 /**
- * The rows of one work item: dmpmqmsg.read_dump's records as ingest.read_item turns them
+ * The rows of one work item: dmpmqmsg_reader.read_dump's records as dumps.spark.read_item turns them
  * into rows, for the dumps dmpmqmsg writes. The record rules are read_dump's (see its module
  * docstring): a record starts at an A line whose previous significant line is not an A or N
  * line; a split reads the records whose first line starts in [start, end). Each message is
@@ -184,7 +184,7 @@ final class ItemReader implements PartitionReader<InternalRow> {
     return false;
   }
 
-  /** Find the header as dmpmqmsg._scan_prologue does (the stdout banner may come first), then
+  /** Find the header as dmpmqmsg_reader._scan_prologue does (the stdout banner may come first), then
    *  skip comments and blank lines up to the first message's A line, which becomes the
    *  current line; false when there is none. */
   private boolean prologue(Lines in) throws IOException, Fallback {
@@ -282,7 +282,7 @@ final class ItemReader implements PartitionReader<InternalRow> {
   }
 
   /** The kind of the last significant line before {@code pos}, looking no further back than
-   *  {@code floor} (dmpmqmsg._previous_kind). */
+   *  {@code floor} (dmpmqmsg_reader._previous_kind). */
   private int previousKind(long pos, long floor) throws IOException, Fallback {
     long end = pos;
     while (end > floor) {
@@ -456,7 +456,7 @@ final class ItemReader implements PartitionReader<InternalRow> {
     return false;
   }
 
-  /** One attribute's value, as dmpmqmsg._md_block_fields reads it. */
+  /** One attribute's value, as dmpmqmsg_reader._md_block_fields reads it. */
   private void value(Layout.Attr attr) throws Fallback {
     byte[] b = lines.buf;
     int from = lines.start + attr.prefix.length;

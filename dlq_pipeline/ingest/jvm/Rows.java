@@ -12,7 +12,7 @@ import org.apache.spark.unsafe.types.UTF8String;
 /**
  * The rows of one work item in ingest's RAW_SCHEMA, found by column name: a message, the
  * item's own row with its counts ({@code rec = "split"}), or the row that hands the item to
- * the Python reader ({@code rec = "fallback"}). Values as {@code ingest.read_item} gives them.
+ * the Python reader ({@code rec = "fallback"}). Values as {@code dumps.spark.read_item} gives them.
  */
 final class Rows {
   private final int width;

@@ -8,7 +8,7 @@ import java.nio.ByteOrder;
 /**
  * The lines of a file from an offset, read in large blocks; the current line is
  * {@code buf[start, end)} without its line end (a CR before the LF is not part of it), as
- * dmpmqmsg.LineReader gives them. Counts the newlines before {@code stop} that it passes,
+ * dmpmqmsg_reader.LineReader gives them. Counts the newlines before {@code stop} that it passes,
  * which is what a work item of a split file reports.
  */
 final class Lines {

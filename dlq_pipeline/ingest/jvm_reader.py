@@ -3,14 +3,17 @@
 The Python reader (`dumps.dmpmqmsg`) parses a dump in a Python worker and ships every
 message to the JVM through Arrow: about twice the time of reading the file as text lines
 before the JVM holds a row (docs/performance.md, "The JVM dmpmqmsg reader"). The Java data source in
-``dlq_pipeline/engine/jvm/`` (``dlqpipeline.ingest.DumpSource``, DataSource V2, one partition
+``dlq_pipeline/ingest/jvm/`` (``dlqpipeline.ingest.DumpSource``, DataSource V2, one partition
 per work item) reads the same work items into the same rows in the executors themselves.
+This module says which items it may read (`readable`), what it is told (`layout`,
+`items_option`) and builds its jar; the Spark side, the reader's DataFrame and whether a
+session has it, is `ingest.spark` (`read_in_jvm`, `jvm_available`).
 
 It reads what dmpmqmsg writes: a header, then per message its 28 ``A`` lines in either of
 dmpmqmsg's two orders and its ``X`` lines. Anything else in a work item (a bad record, ``S``
 or ``T`` lines, ``N`` lines, a character field outside ASCII, a file that ends inside a
 line, a banner before the header) ends the item with one ``rec = "fallback"`` row, and
-ingest reads that item again with the Python reader, which knows every case (`ingest._land`).
+ingest reads that item again with the Python reader, which knows every case (`ingest.spark.land`).
 So the rows are always the Python reader's rows: `tests/spark/test_jvm_reader.py` holds the
 two to each other, row for row, on the real fixtures, generated DLQs and damaged dumps cut
 anywhere. What the Java code needs of the format (the attribute table, the MQMD defaults,
@@ -18,7 +21,7 @@ the chain prefixes of ``data_head``, the limits) comes from this package (`layou
 format is stated in one place.
 
 **The jar** is built from the sources shipped in the package with the JDK's ``javac``
-against pyspark's own jars (``python -m dlq_pipeline.engine.jvm_reader``; ``make jvm-reader``,
+against pyspark's own jars (``python -m dlq_pipeline.ingest.jvm_reader``; ``make jvm-reader``,
 which ``make demo``, ``test``, ``bench`` and ``package`` run), into the package directory,
 named by the sources' digest: a jar built from other sources is never used, and the digest
 is checked again by the data source itself (a cluster or a Connect server that has another
@@ -33,8 +36,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
-import logging
 import os
 import shutil
 import subprocess
@@ -45,8 +48,6 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 SOURCE_DIR = Path(__file__).resolve().parent / "jvm"
 SOURCE_CLASS = "dlqpipeline.ingest.DumpSource"
@@ -86,20 +87,27 @@ def _javac() -> str | None:
     return found if found and os.path.exists(found) else None
 
 
+def _pyspark_jars() -> Path:
+    """The jars directory of the installed pyspark, found without importing it: javac needs
+    its files, not Spark."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError("No module named 'pyspark'", name="pyspark")
+    return Path(spec.origin).resolve().parent / "jars"
+
+
 def build(force: bool = False) -> Path:
     """Compile the sources into the jar (a no-op when it exists, unless ``force``): javac
     ``--release 17`` against the Spark, Jackson, Hadoop and Scala jars of this pyspark; the
     jar is written under a temporary name and renamed when whole, and older builds are
     removed. Raises RuntimeError with javac's output."""
-    import pyspark
-
+    jars = _pyspark_jars()
     target = jar_path()
     if target.is_file() and not force:
         return target
     javac = _javac()
     if javac is None:
         raise RuntimeError("no javac (a JDK 17) found on PATH or in JAVA_HOME: the JVM reader cannot be built")
-    jars = Path(pyspark.__file__).resolve().parent / "jars"
     classpath = os.pathsep.join(str(j) for j in sorted(jars.glob("*.jar")) if j.name.startswith(_COMPILE_JARS))
     with tempfile.TemporaryDirectory(prefix="dlq-jvm-reader-") as work:
         classes = Path(work) / "classes"
@@ -147,7 +155,7 @@ def layout(max_line_length: int, max_message_bytes: int | None, dump_time_zone: 
     ``dump_time_zone`` is the IANA zone dump headers' ``Created:`` stamps are read in."""
     from dlq_pipeline.dumps import dmpmqmsg
     from dlq_pipeline.dumps.sources import SNIFF_BYTES
-    from dlq_pipeline.mq import structures
+    from dlq_pipeline.mq import dlh_decoder, structures
     from dlq_pipeline.mq.mqmd import MQMD, MQMD_FIELDS
     from dlq_pipeline.runtime import testhooks
     from dlq_pipeline.warehouse.tables import MD_COLUMNS
@@ -181,9 +189,9 @@ def layout(max_line_length: int, max_message_bytes: int | None, dump_time_zone: 
         "dump_time_zone": dump_time_zone,
         "head": {
             "dlh_length": structures.DLH_LENGTH,
-            "chain_scan_limit": structures.CHAIN_SCAN_LIMIT,
-            "format_offset": structures.chain_format_offset(),
-            "prefixes": sorted(p.hex() for p in structures.chain_format_prefixes()),
+            "chain_scan_limit": dlh_decoder.CHAIN_SCAN_LIMIT,
+            "format_offset": dlh_decoder.chain_format_offset(),
+            "prefixes": sorted(p.hex() for p in dlh_decoder.chain_format_prefixes()),
         },
         "crash": {"point": "ingest-record", "at_env": testhooks.CRASH_AT_ENV, "marker_env": testhooks.MARKER_ENV},
     }
@@ -223,51 +231,6 @@ def items_option(numbered: Sequence[tuple[int, Any]]) -> str:
             for n, i in numbered
         ]
     )
-
-
-def reader(
-    spark,
-    schema,
-    numbered: Sequence[tuple[int, Any]],
-    max_line_length: int,
-    max_message_bytes: int | None,
-    dump_time_zone: str = "UTC",
-):
-    """The DataFrame of the JVM reader over ``numbered`` work items (one partition each)."""
-    return (
-        spark.read.format(SOURCE_CLASS)
-        .schema(schema)
-        .option("items", items_option(numbered))
-        .option("layout", json.dumps(layout(max_line_length, max_message_bytes, dump_time_zone)))
-        .load()
-    )
-
-
-_PROBED = "_dlq_pipeline_jvm_reader"
-
-
-def available(spark) -> bool:
-    """Whether ``spark`` can run the JVM reader of these sources (asked once per session:
-    the data source is resolved, and its digest checked, without reading anything)."""
-    known = getattr(spark, _PROBED, None)
-    if known is not None:
-        return known
-    from pyspark.sql import types as T
-
-    try:
-        _ = reader(spark, T.StructType([T.StructField("rec", T.StringType())]), [], 80, None).schema  # analysed: loaded
-        found = True
-    except Exception as exc:  # noqa: BLE001 - not on the classpath, another build, no JVM: Python reads
-        log.info(
-            "ingest: the JVM reader is not available (%s); dumps are read with Python",
-            str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__,
-        )
-        found = False
-    try:
-        setattr(spark, _PROBED, found)
-    except AttributeError:
-        pass
-    return found
 
 
 def copy_to(directory: Path) -> Path:

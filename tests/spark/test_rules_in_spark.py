@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from dlq_pipeline.mq.structures import DeadLetterHeader, decode_dlh, encode_dlh, to_columns
+from dlq_pipeline.mq.dlh_decoder import decode_dlh, to_columns
+from dlq_pipeline.mq.structures import DeadLetterHeader, encode_dlh
 from dlq_pipeline.rules.matcher import decide, rule_matches
 from dlq_pipeline.rules.model import DECISION_COLUMNS, PATTERN_FIELDS, Decision, Rule, RulesTable
 from dlq_pipeline.rules.spark import classify_columns

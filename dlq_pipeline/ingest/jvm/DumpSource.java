@@ -29,7 +29,7 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
- * The dmpmqmsg reader of ingest in the JVM (dlq_pipeline/engine/jvm_reader.py says when it is
+ * The dmpmqmsg reader of ingest in the JVM (dlq_pipeline/ingest/jvm_reader.py says when it is
  * used): one partition per work item, the rows of ingest's RAW_SCHEMA, which the caller
  * passes as the schema. Local paths are read as files, URIs through Hadoop's FileSystem with
  * the driver's Hadoop configuration. Options: {@code items} (JSON: the work items) and {@code layout}

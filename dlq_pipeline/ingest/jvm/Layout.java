@@ -15,7 +15,7 @@ import java.util.regex.Pattern;
  * What the reader needs to know of the format and of the rows, as the Python package states
  * it ({@code jvm_reader.layout()}): the two orders of the 28 MQMD attribute lines dmpmqmsg
  * writes, each field's default, the reader limits, what of a message's data
- * {@code data_head} keeps ({@code structures.dlh_head}), and how a header's {@code Created:}
+ * {@code data_head} keeps ({@code dlh_decoder.dlh_head}), and how a header's {@code Created:}
  * stamp is read ({@code dmpmqmsg.created_time}: the ctime() pattern, in the zone ingest names).
  */
 final class Layout implements Serializable {
@@ -151,7 +151,7 @@ final class Layout implements Serializable {
     return out;
   }
 
-  /** What of {@code data} the MQDLH decoder reads: as {@code structures.dlh_head}. */
+  /** What of {@code data} the MQDLH decoder reads: as {@code dlh_decoder.dlh_head}. */
   byte[] head(byte[] data) {
     int keep = Math.min(data.length, chainPossible(data) ? chainScanLimit : dlhLength);
     return java.util.Arrays.copyOf(data, keep);

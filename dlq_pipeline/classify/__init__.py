@@ -1,0 +1,1 @@
+"""Classify: every pending message decided with the rules, into the `decisions` table."""
