@@ -24,7 +24,7 @@ venv: $(STAMP)
 # Delta Lake's jars, fetched once from Maven Central into ~/.cache/dlq-pipeline/jars (outside
 # the repository; a no-op when they are there): Delta sessions then start without network.
 delta-jars: $(STAMP)
-	$(BIN)/python -m dlq_pipeline.warehouse.delta
+	$(BIN)/python -m dlq_pipeline.engine.delta
 
 # Hadoop's S3A connector (hadoop-aws of the Hadoop version inside pyspark, with its AWS SDK
 # bundle, about 700 MB), fetched once like Delta's jars: local sessions reach s3a:// with it.

@@ -40,7 +40,7 @@ def bench_replay(spark, sizes: Sizes, work: Path, ctx: Context) -> dict:
     from dlq_pipeline.config.settings import ReplaySettings
     from dlq_pipeline.replay.spark import partition_function, partition_rows, work_items
     from dlq_pipeline.replay.targets import open_target
-    from dlq_pipeline.warehouse.tables import LEDGER_COLUMNS
+    from dlq_pipeline.tables import LEDGER_COLUMNS
 
     storage, decisions = decided_warehouse(spark, work, "replay", sizes.replay_messages, seed=303)
     wh, now = Path(storage.path), REPLAY_NOW

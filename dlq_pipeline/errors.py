@@ -36,9 +36,16 @@ class UsageError(DlqPipelineError):
     exit_code = exitcodes.USAGE
 
 
+class ConfigError(UsageError):
+    """Every problem with a configuration, reported together."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
 # Every other error class a caller can catch -> the module that defines it.
 DEFINED_IN = {
-    "ConfigError": "dlq_pipeline.config",
     "RulesError": "dlq_pipeline.rules.model",
     "TargetError": "dlq_pipeline.replay.targets",
     "ReplayError": "dlq_pipeline.replay.spark",
@@ -46,11 +53,11 @@ DEFINED_IN = {
     "LockUnavailable": "dlq_pipeline.warehouse.locks",
     "SparkVersionError": "dlq_pipeline.dumps.spark",
     "JarsError": "dlq_pipeline.engine.jars",
-    "DeltaJarsError": "dlq_pipeline.warehouse.delta",
+    "DeltaJarsError": "dlq_pipeline.engine.delta",
     "MQClientMissing": "dlq_pipeline.mq.client",
     "StorageError": "dlq_pipeline.warehouse.storage",
     "WarehouseMismatch": "dlq_pipeline.warehouse.storage",
-    "SchemaError": "dlq_pipeline.warehouse.tables",
+    "SchemaError": "dlq_pipeline.tables",
     "LockHeld": "dlq_pipeline.warehouse.locks",
     "WarehouseLocked": "dlq_pipeline.warehouse.locks",
     "LeaseHeld": "dlq_pipeline.warehouse.lease",
@@ -98,8 +105,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from dlq_pipeline.config import ConfigError
     from dlq_pipeline.dumps.spark import MalformedRecord, SparkVersionError
+    from dlq_pipeline.engine.delta import DeltaJarsError
     from dlq_pipeline.engine.jars import JarsError
     from dlq_pipeline.fs.base import InputNotFound, InputUnreachable
     from dlq_pipeline.live.loops import LiveError, QueueLocked
@@ -112,11 +119,10 @@ if TYPE_CHECKING:
     from dlq_pipeline.replay.targets import TargetError
     from dlq_pipeline.rules.model import RulesError
     from dlq_pipeline.runtime.paths import PathError
-    from dlq_pipeline.warehouse.delta import DeltaJarsError
+    from dlq_pipeline.tables import SchemaError
     from dlq_pipeline.warehouse.lease import LeaseHeld, LeaseLost
     from dlq_pipeline.warehouse.locks import LockHeld, LockUnavailable, WarehouseLocked
     from dlq_pipeline.warehouse.storage import StorageError, WarehouseMismatch
-    from dlq_pipeline.warehouse.tables import SchemaError
 
 
 def __getattr__(name: str) -> Any:

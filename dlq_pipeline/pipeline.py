@@ -26,11 +26,11 @@ from dlq_pipeline.runtime.clock import as_utc, iso_z, utc_now
 from dlq_pipeline.runtime.progress import Progress, Report, as_progress
 from dlq_pipeline.runtime.progress import stage as stage_events
 from dlq_pipeline.runtime.testhooks import crash_point
-from dlq_pipeline.warehouse.identity import new_run_id
+from dlq_pipeline.tables import ATTENTION_OUTCOMES, IGNORE_REASONS
+from dlq_pipeline.tables.identity import new_run_id
 from dlq_pipeline.warehouse.lease import writer_lease
 from dlq_pipeline.warehouse.locks import writer_lock
 from dlq_pipeline.warehouse.storage import open_storage
-from dlq_pipeline.warehouse.tables import ATTENTION_OUTCOMES, IGNORE_REASONS
 
 log = logging.getLogger(__name__)
 

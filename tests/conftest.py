@@ -158,8 +158,8 @@ STORAGE_KINDS = [
 
 
 def require_delta(spark) -> None:
+    from dlq_pipeline.engine.delta import FETCH_COMMAND
     from dlq_pipeline.engine.session import delta_available
-    from dlq_pipeline.warehouse.delta import FETCH_COMMAND
 
     if not delta_available(spark):
         pytest.fail(f"Delta Lake is not on the test session's classpath: run `make delta-jars` ({FETCH_COMMAND})")

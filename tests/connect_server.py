@@ -5,7 +5,7 @@ pip's pyspark ships the server's jar (``pyspark/jars/spark-connect_*.jar``) but 
 ``sbin/start-connect-server.sh``, so the server is ``spark-submit --class
 org.apache.spark.sql.connect.service.SparkConnectServer``. Its settings are those
 `dlq_pipeline.engine.session.session_conf` gives a local Delta session (Delta's jars from the
-cache of `dlq_pipeline.warehouse.delta`), so Parquet and Delta tables both work over it.
+cache of `dlq_pipeline.engine.delta`), so Parquet and Delta tables both work over it.
 """
 
 from __future__ import annotations

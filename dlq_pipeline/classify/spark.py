@@ -22,11 +22,11 @@ from dlq_pipeline.rules.model import ACTIONS, DECISION_COLUMNS, PUT_ACTIONS, Rul
 from dlq_pipeline.rules.spark import decode_and_classify_columns
 from dlq_pipeline.runtime.clock import as_utc
 from dlq_pipeline.runtime.progress import Progress, Report
+from dlq_pipeline.tables import IGNORE_REASONS
 from dlq_pipeline.warehouse.landings import landing_state, open_ledger, open_messages
 from dlq_pipeline.warehouse.ledger import pending_with_attempts, recover_interrupted
 from dlq_pipeline.warehouse.schemas import conform
 from dlq_pipeline.warehouse.storage import Storage
-from dlq_pipeline.warehouse.tables import IGNORE_REASONS
 
 
 def classify_pending(

@@ -28,9 +28,9 @@ from typing import NoReturn
 import click
 
 from dlq_pipeline import exitcodes
-from dlq_pipeline.config import Config, ConfigError, load_config
+from dlq_pipeline.config import Config, load_config
 from dlq_pipeline.config.settings import LogSettings, ReplaySettings, StorageSettings, mq_qmgrs
-from dlq_pipeline.errors import DlqPipelineError, UsageError
+from dlq_pipeline.errors import ConfigError, DlqPipelineError, UsageError
 from dlq_pipeline.rules.model import RulesTable
 
 log = logging.getLogger(__name__)
@@ -229,7 +229,7 @@ def with_s3_environment(config: Config) -> Config:
 def run_id_for(config: Config, given: str | None = None, now: dt.datetime | None = None) -> str:
     """``--run-id``, else ``pipeline.run_id``, else a new one (UTC timestamp + random)."""
     from dlq_pipeline.runtime.clock import utc_now
-    from dlq_pipeline.warehouse.identity import new_run_id
+    from dlq_pipeline.tables.identity import new_run_id
 
     return given or config.get("pipeline", "run_id") or new_run_id(now or utc_now())
 

@@ -29,7 +29,7 @@ from dlq_pipeline.config import Config
 from dlq_pipeline.config.settings import DrainSettings, ReplaySettings, mq_qmgrs
 from dlq_pipeline.errors import UsageError
 from dlq_pipeline.runtime.progress import stage, to_stderr
-from dlq_pipeline.warehouse.tables import ATTENTION_OUTCOMES
+from dlq_pipeline.tables import ATTENTION_OUTCOMES
 
 
 def _source_options(command):

@@ -96,8 +96,8 @@ def _class_archive(storage_format: str, s3a: bool, force: bool) -> None:
 @click.option("--force", is_flag=True, help="Build the class archive again even when it exists.")
 @config_options
 def setup_cmd(config, delta, s3a_jars, repositories, force):
+    from dlq_pipeline.engine import delta as delta_jars
     from dlq_pipeline.engine import s3a
-    from dlq_pipeline.warehouse import delta as delta_jars
 
     if os.environ.get("DATABRICKS_RUNTIME_VERSION"):
         err("setup: nothing to do on Databricks: its runtime has Delta, S3 and its own JVMs")

@@ -23,18 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from dlq_pipeline.config.options import OPTIONS, QMGR_KEYS
-from dlq_pipeline.errors import UsageError
+from dlq_pipeline.errors import ConfigError
 
 PROFILE_ENV = "DLQ_PIPELINE_PROFILE"
 SECRET_WORDS = ("password", "passwd", "secret", "token")
-
-
-class ConfigError(UsageError):
-    """Every problem with a configuration, reported together."""
-
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        super().__init__("\n".join(problems))
 
 
 @dataclass(frozen=True)
@@ -217,20 +209,3 @@ def load_config(
     if problems:
         raise ConfigError(problems)
     return Config(values=values, source=where, profile=profile or "", given=frozenset(given))
-
-
-def secret(env_name: str, where: str) -> str:
-    """The value of the secret in environment variable ``env_name``, which the setting
-    ``where`` (e.g. ``mq.qmgrs.QM1.password_env``) names.
-
-    The error names the setting, never ``env_name``: a password pasted into ``password_env``
-    passes as a variable name when it is made of letters, digits and ``_``."""
-    value = os.environ.get(env_name)
-    if value is None:
-        raise ConfigError(
-            [
-                f"the environment variable that '{where}' names is not set (its name is not "
-                "shown, in case a password was put there by mistake)"
-            ]
-        )
-    return value

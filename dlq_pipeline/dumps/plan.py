@@ -12,8 +12,8 @@ from dlq_pipeline.dumps.dmpmqmsg_reader import plan_splits, read_dump_info
 from dlq_pipeline.dumps.sources import expand_entries, expand_inputs, sniff
 from dlq_pipeline.fs import file_size, open_input
 from dlq_pipeline.fs.base import Entry
+from dlq_pipeline.mq.mqmd import stored_text
 from dlq_pipeline.runtime.clock import epoch_micros
-from dlq_pipeline.warehouse.tables import stored_text
 
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
 _LISTING_QUEUE = re.compile(rb"\s*MQOPEN - '(.*)'\s*$")

@@ -58,8 +58,8 @@ from dlq_pipeline.fs import open_input
 from dlq_pipeline.mq.constants import MQ_MAX_MESSAGE_BYTES
 from dlq_pipeline.runtime.clock import epoch_micros, time_zone
 from dlq_pipeline.runtime.testhooks import crash_point
+from dlq_pipeline.tables import CHAR_BYTES_COLUMN, HEAD_COLUMN, MD_COLUMNS, message_row
 from dlq_pipeline.warehouse.schemas import arrow_schema_of, table_schema
-from dlq_pipeline.warehouse.tables import CHAR_BYTES_COLUMN, HEAD_COLUMN, MD_COLUMNS, message_row
 
 DEFAULT_MAX_MESSAGE_BYTES = MQ_MAX_MESSAGE_BYTES
 ARROW_BATCH_ROWS = 2048

@@ -96,8 +96,8 @@ def existing(classpath: Sequence[str] = ()) -> str | None:
 
 def storage_formats() -> list[str]:
     """The storage formats whose sessions have a class path of their own here: Parquet, and
-    Delta when its jars are cached (`dlq_pipeline.warehouse.delta`)."""
-    from dlq_pipeline.warehouse.delta import cached_jars
+    Delta when its jars are cached (`dlq_pipeline.engine.delta`)."""
+    from dlq_pipeline.engine.delta import cached_jars
 
     return ["parquet", "delta"] if cached_jars() else ["parquet"]
 
@@ -124,7 +124,7 @@ class Claim:
 
     def build_after_exit(self, storage_format: str, s3a: bool) -> None:
         """As this process exits, start the detached build of the archive of a local class
-        path for ``storage_format`` (and S3A's jars): `dlq_pipeline.engine.class_archive_dump`
+        path for ``storage_format`` (and S3A's jars): `dlq_pipeline.class_archive_dump`
         at a low priority, its errors into a log beside the claim. Costs this process a fork."""
         import atexit
 
@@ -185,11 +185,11 @@ def claim(classpath: Sequence[str] = (), now: float | None = None) -> Claim | No
 
 
 def dump_command(storage_format: str, s3a: bool, *options: str) -> list[str]:
-    """The child process that builds one archive (`dlq_pipeline.engine.class_archive_dump`)."""
+    """The child process that builds one archive (`dlq_pipeline.class_archive_dump`)."""
     return [
         sys.executable,
         "-m",
-        "dlq_pipeline.engine.class_archive_dump",
+        "dlq_pipeline.class_archive_dump",
         storage_format,
         *options,
         *(["--s3a"] if s3a else []),
@@ -200,7 +200,7 @@ def build(force: bool = False, targets: Sequence[tuple[str, bool]] | None = None
     """Build the archive of each local class path, (storage format, S3A's jars) in
     ``targets`` (default: each of `storage_formats`, without S3A), for this Java and pyspark
     (a no-op for one that exists, unless ``force``): a child process,
-    `dlq_pipeline.engine.class_archive_dump`, writes it under a temporary name, which becomes
+    `dlq_pipeline.class_archive_dump`, writes it under a temporary name, which becomes
     the archive only once the JVM has written it whole. Raises RuntimeError with the child's
     last lines."""
     if _java() is None:

@@ -6,7 +6,7 @@ classpath already. A local session (CLI, tests, spark-submit in client mode) get
 from a cache outside any repository: ``~/.cache/dlq-pipeline/jars/<name>/`` (or
 ``$DLQ_PIPELINE_JARS/<name>/``), filled once by Spark's own resolver (``spark-submit
 --packages``, so Ivy settings and mirrors apply). After that, starting a session needs no
-network. The packages themselves are named by their users: `dlq_pipeline.warehouse.delta`
+network. The packages themselves are named by their users: `dlq_pipeline.engine.delta`
 and `dlq_pipeline.engine.s3a`.
 """
 

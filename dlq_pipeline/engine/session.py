@@ -22,8 +22,8 @@ from typing import Any, cast
 from pyspark.sql import SparkSession
 
 from dlq_pipeline.engine import class_archive, s3a
+from dlq_pipeline.engine.delta import cached_jars
 from dlq_pipeline.ingest import jvm_reader
-from dlq_pipeline.warehouse.delta import cached_jars
 
 log = logging.getLogger(__name__)
 
@@ -216,7 +216,7 @@ def session_conf(
 
     Delta's SQL extension and catalog are added only when ``format`` is ``delta`` *and* Delta
     will be on the classpath (already there or named, or fetched once into the jar cache of
-    `dlq_pipeline.warehouse.delta`, which then go on the class path of a local JVM, into
+    `dlq_pipeline.engine.delta`, which then go on the class path of a local JVM, into
     ``spark.jars`` for another master): naming a catalog class that does not exist would
     break every query, Parquet ones included.
 

@@ -158,7 +158,7 @@ def layout(max_line_length: int, max_message_bytes: int | None, dump_time_zone: 
     from dlq_pipeline.mq import dlh_decoder, structures
     from dlq_pipeline.mq.mqmd import MQMD, MQMD_FIELDS
     from dlq_pipeline.runtime import testhooks
-    from dlq_pipeline.warehouse.tables import MD_COLUMNS
+    from dlq_pipeline.tables import MD_COLUMNS
 
     default = MQMD()
     kinds: dict[str, str] = {}

@@ -1070,7 +1070,7 @@ def stream_landing(settings, *, command: str = "stream"):
         )
         query.awaitTermination()   # then classify and replay: run_pipeline(..., inputs=[])
     """
-    from dlq_pipeline.warehouse.identity import new_run_id
+    from dlq_pipeline.tables.identity import new_run_id
     from dlq_pipeline.warehouse.lease import writer_lease
     from dlq_pipeline.warehouse.locks import writer_lock
     from dlq_pipeline.warehouse.storage import open_storage

@@ -33,7 +33,7 @@ failure before the commit backs the unit of work out, so the messages stay on th
 (BackoutCount + 1); if they had been stored already, the next drain gets them again, lands
 nothing new (the key ignores BackoutCount) and commits.
 
-Rows are the ones ingest writes (`dlq_pipeline.warehouse.tables.message_row`: same columns,
+Rows are the ones ingest writes (`dlq_pipeline.tables.message_row`: same columns,
 ``data_digest``, ``message_key``), with ``source_kind`` ``drain``, ``source_qmgr``/
 ``source_queue`` the live queue, ``source_index`` the position in this drain and no file,
 and ``recorded_at`` the moment of the browse or get that read it: its Expiry is what was left
@@ -63,9 +63,9 @@ from dlq_pipeline.mq.interface import DEFAULT_BUFFER, Message, MQError
 from dlq_pipeline.replay.targets import DEFAULT_SIM_NAME, Target, TargetError, open_target, parse_target, safe_file_name
 from dlq_pipeline.runtime.clock import as_utc, utc_now
 from dlq_pipeline.runtime.progress import Progress, Report, as_progress
-from dlq_pipeline.warehouse.identity import data_digest, message_key
+from dlq_pipeline.tables import message_row, table_columns
+from dlq_pipeline.tables.identity import data_digest, message_key
 from dlq_pipeline.warehouse.locks import LOCKS_DIR, FileLock
-from dlq_pipeline.warehouse.tables import message_row, table_columns
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ descriptor round-trips byte for byte.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, overload
 
 # Dump files and MQMD character fields are text in the writing host's code page (almost always
 # ASCII/UTF-8).
@@ -23,6 +23,22 @@ def text_to_bytes(text: str) -> bytes:
 
 def bytes_to_text(raw: bytes) -> str:
     return raw.decode(*MQMD_TEXT)
+
+
+@overload
+def stored_text(text: str) -> str: ...
+@overload
+def stored_text(text: None) -> None: ...
+def stored_text(text: str | None) -> str | None:
+    """``text`` as the tables store it (valid UTF-8, as Spark strings must be): each byte that
+    was not UTF-8 in the dump (kept by ``MQMD_TEXT`` as a surrogate escape) becomes U+FFFD."""
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 # Field lengths of the MQMD character and byte fields (docs/message-formats.md §1).

@@ -31,8 +31,8 @@ from dlq_pipeline.mq.constants import reason_names
 from dlq_pipeline.mq.dlh_arrow_decoder import decode_dlh_arrow
 from dlq_pipeline.mq.dlh_decoder import CHAIN_SCAN_LIMIT, chain_format_offset, chain_format_prefixes
 from dlq_pipeline.mq.structures import DLH_LENGTH
+from dlq_pipeline.tables import HEAD_COLUMN
 from dlq_pipeline.warehouse.schemas import table_schema
-from dlq_pipeline.warehouse.tables import HEAD_COLUMN
 
 
 def decoded_struct() -> StructType:

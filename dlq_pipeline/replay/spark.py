@@ -55,6 +55,14 @@ from dlq_pipeline.runtime.clock import as_utc, from_epoch_micros, utc_now
 from dlq_pipeline.runtime.process_group import RunGroup, join_run_group
 from dlq_pipeline.runtime.progress import Progress, Report
 from dlq_pipeline.runtime.testhooks import crash_point
+from dlq_pipeline.tables import (
+    CHAR_BYTES_COLUMN,
+    ENDED_OUTCOMES,
+    LEDGER_COLUMNS,
+    MD_COLUMNS,
+    OUTCOMES,
+    exact_md,
+)
 from dlq_pipeline.warehouse.landings import (
     landing_state,
     open_message_files,
@@ -66,14 +74,6 @@ from dlq_pipeline.warehouse.lease import LeaseFence, check_lease, fenced, held_l
 from dlq_pipeline.warehouse.ledger import CHECKPOINTS_DIR, message_states, recover_checkpoints
 from dlq_pipeline.warehouse.schemas import arrow_schema, table_schema
 from dlq_pipeline.warehouse.storage import Storage
-from dlq_pipeline.warehouse.tables import (
-    CHAR_BYTES_COLUMN,
-    ENDED_OUTCOMES,
-    LEDGER_COLUMNS,
-    MD_COLUMNS,
-    OUTCOMES,
-    exact_md,
-)
 
 log = logging.getLogger(__name__)
 

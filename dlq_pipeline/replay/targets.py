@@ -36,13 +36,12 @@ from dlq_pipeline.dumps.dmpmqmsg_writer import DumpLayout, write_dump
 from dlq_pipeline.errors import UsageError
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import Connection, Message, MQError, PutHandle
-from dlq_pipeline.mq.mqmd import MQMD, text_to_bytes
+from dlq_pipeline.mq.mqmd import MQMD, stored_text, text_to_bytes
 from dlq_pipeline.replay.checkpoints import Checkpoint, CheckpointState
 from dlq_pipeline.replay.writer import queue_key
 from dlq_pipeline.runtime.paths import PathError, local_dir
 from dlq_pipeline.runtime.permissions import DIR_MODE, FILE_MODE, directory_problem, open_private
 from dlq_pipeline.runtime.testhooks import crash_point
-from dlq_pipeline.warehouse.tables import stored_text
 
 log = logging.getLogger(__name__)
 
@@ -422,8 +421,8 @@ class Target:
                 raise TargetError(f"target {self.spec}: {problem}")
         if self.kind != "mq":
             return
-        from dlq_pipeline.config import secret
         from dlq_pipeline.mq.client import client_settings, load_library
+        from dlq_pipeline.runtime.secrets import secret
 
         load_library()
         try:

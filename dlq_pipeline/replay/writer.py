@@ -76,14 +76,13 @@ from typing import cast
 from dlq_pipeline.config.settings import ReplaySettings
 from dlq_pipeline.mq import reasons
 from dlq_pipeline.mq.interface import AsyncPuts, Connection, MQError, PutHandle, puts_asynchronously
-from dlq_pipeline.mq.mqmd import MQMD
+from dlq_pipeline.mq.mqmd import MQMD, stored_text
 from dlq_pipeline.replay.checkpoints import CheckpointState, PartitionProgress
 from dlq_pipeline.replay.expiry import remaining_expiry
 from dlq_pipeline.replay.rebuild import RebuildError, rebuild
 from dlq_pipeline.rules.model import PUT_ACTIONS
 from dlq_pipeline.runtime.clock import as_utc, from_epoch, iso_z
 from dlq_pipeline.runtime.testhooks import crash_point
-from dlq_pipeline.warehouse.tables import stored_text
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +100,7 @@ class WorkItem:
     """One message and what the rules decided for it (names as in the decisions table).
     ``md``/``data`` may be None for DISCARD/IGNORE, which need no message. ``md`` and the
     target names are exact (bytes that are not UTF-8 as surrogate escapes, `mq.mqmd`);
-    ledger rows show them as the tables store text (`tables.stored_text`)."""
+    ledger rows show them as the tables store text (`mq.mqmd.stored_text`)."""
 
     message_key: str
     action: str

@@ -31,9 +31,9 @@ from dlq_pipeline.report.advice import advise
 from dlq_pipeline.report.arrivals import NO_DLH, UNKNOWN, bucket_width, timeline
 from dlq_pipeline.report.redact import REDACTED
 from dlq_pipeline.runtime.clock import as_utc, from_epoch, from_epoch_micros, iso_z
+from dlq_pipeline.tables import ATTENTION_OUTCOMES
 from dlq_pipeline.warehouse.ledger import not_ended
 from dlq_pipeline.warehouse.storage import Storage
-from dlq_pipeline.warehouse.tables import ATTENTION_OUTCOMES
 
 AGE_BUCKETS = (("< 1 hour", 3600), ("1-24 hours", 86400), ("1-7 days", 7 * 86400), ("> 7 days", None))
 SCOPES = {

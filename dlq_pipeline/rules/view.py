@@ -1,7 +1,7 @@
 """The match view of one message: the row the rules look at, without Spark.
 
 Column names and values are those of the ``messages`` table plus the decode columns
-(`dlq_pipeline.warehouse.tables`), so the reference matcher and the rules in Spark
+(`dlq_pipeline.tables`), so the reference matcher and the rules in Spark
 (`rules.spark`) read the same names. Character values are decoded and kept unstripped,
 because trailing blanks and NULs decide matches.
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 from dlq_pipeline.mq import dlh_decoder
 from dlq_pipeline.mq.mqmd import MQMD
-from dlq_pipeline.warehouse.tables import MD_COLUMNS
+from dlq_pipeline.tables import MD_COLUMNS
 
 
 def match_view(md: MQMD, data: bytes, *, truncated: bool = False) -> dict[str, Any]:

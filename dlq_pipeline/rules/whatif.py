@@ -21,7 +21,7 @@ from dlq_pipeline.rules.matcher import decide, rule_matches
 from dlq_pipeline.rules.model import ACTIONS, DECISION_COLUMNS, PUT_ACTIONS, Decision, Rule, RulesTable
 from dlq_pipeline.rules.printer import format_rule
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.warehouse.tables import IGNORE_REASONS, stored_md
+from dlq_pipeline.tables import IGNORE_REASONS, stored_md
 
 # The keys of a `rules test --json` object, in order.
 OUTPUT_KEYS = ("file", "index", *(c for c in DECISION_COLUMNS if c != "rule_index"))

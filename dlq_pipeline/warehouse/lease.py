@@ -61,10 +61,10 @@ from dlq_pipeline.errors import DlqPipelineError
 from dlq_pipeline.runtime.clock import epoch_micros, from_epoch_micros, iso_z, utc_now
 from dlq_pipeline.runtime.paths import PathError, local_dir
 from dlq_pipeline.runtime.testhooks import lease_clock
+from dlq_pipeline.tables import LEASES_TABLE, WAREHOUSE_LEASE
 from dlq_pipeline.warehouse.locks import LOCKS_DIR, WarehouseLocked, held_warehouse_lock
 from dlq_pipeline.warehouse.schemas import table_schema
 from dlq_pipeline.warehouse.storage import Storage, open_storage
-from dlq_pipeline.warehouse.tables import LEASES_TABLE, WAREHOUSE_LEASE
 
 log = logging.getLogger(__name__)
 

@@ -25,10 +25,10 @@ from dlq_pipeline import fs as files
 from dlq_pipeline.replay.checkpoints import Checkpoint
 from dlq_pipeline.replay.targets import complete_partition
 from dlq_pipeline.rules.model import PUT_ACTIONS
+from dlq_pipeline.tables import ATTEMPT_OUTCOMES, ENDED_OUTCOMES, LEDGER_COLUMNS
 from dlq_pipeline.warehouse.lease import check_lease
 from dlq_pipeline.warehouse.schemas import table_schema
 from dlq_pipeline.warehouse.storage import Storage
-from dlq_pipeline.warehouse.tables import ATTEMPT_OUTCOMES, ENDED_OUTCOMES, LEDGER_COLUMNS
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The tables' schemas as Spark types, and `conform`, which every stored table is written through.
 
-The schema files are `dlq_pipeline.warehouse.tables`'s (package data, the single source of truth). A
+The schema files are `dlq_pipeline.tables`'s (package data, the single source of truth). A
 field's ``type`` may be Spark's JSON form or a DDL type string (``array<string>``).
 """
 
@@ -33,7 +33,7 @@ from pyspark.sql.types import (
 )
 
 from dlq_pipeline.engine.sql_text import sql_column, sql_string
-from dlq_pipeline.warehouse.tables import TABLES, SchemaError, table_document
+from dlq_pipeline.tables import TABLES, SchemaError, table_document
 
 
 @cache
@@ -286,7 +286,7 @@ def render_tables_md() -> str:
         "     tests/spark/test_storage.py fails when this page and the schemas disagree. -->",
         "",
         "The schemas in `dlq_pipeline/data/schemas/*.json` are the single source of truth: the code",
-        "loads them (`dlq_pipeline.warehouse.tables`, `dlq_pipeline.warehouse.schemas`), "
+        "loads them (`dlq_pipeline.tables`, `dlq_pipeline.warehouse.schemas`), "
         "every stored table is written through `conform`, and",
         "the tests compare what was written with them. `messages`, `decisions`, `ledger` and",
         "`quarantine` are stored (Parquet dataset directories `WAREHOUSE/<table>`, or Delta",

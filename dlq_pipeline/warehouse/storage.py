@@ -18,7 +18,7 @@ exactly the schema in ``schemas/<table>.json``.
   an optimistic-concurrency race to another writer is retried on the new snapshot, so two
   writers landing the same rows insert them once. ``as_of(RUN_ID | TIMESTAMP)`` gives a
   read-only view of the tables as they were (time travel). Needs Delta Lake on the classpath
-  (Databricks, ``--packages``, or the jars of `dlq_pipeline.warehouse.delta`); without it the
+  (Databricks, ``--packages``, or the jars of `dlq_pipeline.engine.delta`); without it the
   constructor fails with one error that says how to fix it.
 
 Spark reads and writes the tables; the files Storage handles itself (the directories, a
@@ -56,8 +56,8 @@ from dlq_pipeline.engine.sql_text import sql_column
 from dlq_pipeline.errors import DlqPipelineError, UsageError
 from dlq_pipeline.runtime.clock import as_utc, epoch_micros, iso_z
 from dlq_pipeline.runtime.paths import plain_path
+from dlq_pipeline.tables import table_key
 from dlq_pipeline.warehouse.schemas import arrow_conformed, arrow_schema, collected_arrow, conform, table_schema
-from dlq_pipeline.warehouse.tables import table_key
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ from dlq_pipeline.config.settings import ReplaySettings
 from dlq_pipeline.dumps.generator import generate_messages
 from dlq_pipeline.replay.spark import partition_function, row_to_item
 from dlq_pipeline.replay.targets import open_target
-from dlq_pipeline.warehouse.identity import data_digest, message_key
+from dlq_pipeline.tables import MD_COLUMNS
+from dlq_pipeline.tables.identity import data_digest, message_key
 from dlq_pipeline.warehouse.ledger import CHECKPOINTS_DIR
-from dlq_pipeline.warehouse.tables import MD_COLUMNS
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 BATCH = 5
@@ -68,7 +68,7 @@ def work(count: int, seed: int) -> list[list[dict]]:
 
 def replay_partitions(out: Path, warehouse: Path, run_id: str, partitions: list[list[dict]]) -> list[dict]:
     """Each partition through replay's task function; the ledger rows it yields."""
-    from dlq_pipeline.warehouse.tables import LEDGER_COLUMNS
+    from dlq_pipeline.tables import LEDGER_COLUMNS
 
     target = open_target(f"dir:{out}", warehouse=warehouse)
     task = partition_function(

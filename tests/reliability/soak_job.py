@@ -70,7 +70,7 @@ def main(warehouse: str, result_path: str, count: int, seed: int) -> None:
     from dlq_pipeline.engine.session import get_spark
     from dlq_pipeline.mq.sim import SimQueueManager
     from dlq_pipeline.replay.spark import replay
-    from dlq_pipeline.warehouse.identity import data_digest, message_key
+    from dlq_pipeline.tables.identity import data_digest, message_key
     from dlq_pipeline.warehouse.storage import Storage
     from tests.spark.replay_retry_job import decision_row, frame, message_row
 

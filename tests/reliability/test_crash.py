@@ -35,7 +35,7 @@ from dlq_pipeline.replay.expiry import remaining_expiry
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.warehouse.identity import data_digest, message_key
+from dlq_pipeline.tables.identity import data_digest, message_key
 from dlq_pipeline.warehouse.storage import open_storage
 
 from .harness import kill_run, markers, start_run, wait_for

@@ -22,9 +22,9 @@ import pytest
 from dlq_pipeline.dumps.dmpmqmsg_reader import read_dump
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.replay.checkpoints import Checkpoint
-from dlq_pipeline.warehouse.identity import data_digest, message_key
+from dlq_pipeline.tables import ENDED_OUTCOMES
+from dlq_pipeline.tables.identity import data_digest, message_key
 from dlq_pipeline.warehouse.ledger import CHECKPOINTS_DIR, checkpointed_rows
-from dlq_pipeline.warehouse.tables import ENDED_OUTCOMES
 
 from .dir_replay_job import BATCH, replay_partitions, work
 from .harness import LOCAL_DIRS, kill_run, markers, start_run, wait_for

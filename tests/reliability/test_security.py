@@ -12,10 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
-from dlq_pipeline.config import ConfigError, load_config
+from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import PrivacySettings, RunSettings
 from dlq_pipeline.dumps.dmpmqmsg_writer import write_dump
 from dlq_pipeline.dumps.generator import write_generated
+from dlq_pipeline.errors import ConfigError
 from dlq_pipeline.mq.client import MQClientMissing
 from dlq_pipeline.mq.mqmd import MQMD
 from dlq_pipeline.report.redact import REDACTED, payloads_visible, redact_preview, redact_snippet

@@ -27,7 +27,7 @@ def message_row(
     """A `messages` table row for (md, data); ``recorded_at`` None, as a row landed before the
     column existed has it, unless given."""
     from dlq_pipeline.mq.dlh_decoder import dlh_head
-    from dlq_pipeline.warehouse.identity import data_digest
+    from dlq_pipeline.tables.identity import data_digest
 
     row = {
         "message_key": key,

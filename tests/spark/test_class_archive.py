@@ -176,7 +176,7 @@ def test_setup_is_idempotent_and_says_what_is_there(built, monkeypatch):
     )
     assert ran.returncode == 0, ran.stderr
     lines = ran.stderr.splitlines()
-    from dlq_pipeline.warehouse import delta
+    from dlq_pipeline.engine import delta
 
     monkeypatch.setenv(JARS_ENV, env[JARS_ENV])
     assert lines[0].startswith("JVM reader: ") and lines[0].endswith(".jar")

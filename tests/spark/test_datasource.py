@@ -29,7 +29,7 @@ from dlq_pipeline.mq.spark import decode_headers, decoded_struct
 from dlq_pipeline.rules.model import DECISION_COLUMNS
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.runtime.clock import epoch_micros
-from dlq_pipeline.warehouse.tables import table_columns
+from dlq_pipeline.tables import table_columns
 from tests.support import REPO
 from tests.unit.test_fuzz import mutate
 

@@ -18,6 +18,7 @@ from pyspark.sql import Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, TimestampType
 
+from dlq_pipeline import tables as schemas
 from dlq_pipeline.cli import cli
 from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import RunSettings, StorageSettings
@@ -25,7 +26,6 @@ from dlq_pipeline.dumps.generator import write_generated
 from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.warehouse import storage as storage_module
-from dlq_pipeline.warehouse import tables as schemas
 from dlq_pipeline.warehouse.schemas import conform, table_schema
 from dlq_pipeline.warehouse.storage import StorageError, open_storage
 from tests.support import REPO

@@ -27,7 +27,7 @@ from click.testing import CliRunner
 
 from dlq_pipeline.cli import cli
 from dlq_pipeline.mq.sim import SimQueueManager
-from dlq_pipeline.warehouse.identity import data_digest, message_key
+from dlq_pipeline.tables.identity import data_digest, message_key
 from dlq_pipeline.warehouse.storage import Storage
 from tests.spark.replay_retry_job import dead_letter
 from tests.spark.test_live import seed_queue

@@ -33,7 +33,7 @@ from dlq_pipeline.mq.dlh_decoder import dlh_head
 from dlq_pipeline.mq.mqmd import MQMD, bytes_to_text
 from dlq_pipeline.runtime.clock import epoch_micros
 from dlq_pipeline.runtime.paths import local_path as _local
-from dlq_pipeline.warehouse.identity import data_digest, message_key
+from dlq_pipeline.tables.identity import data_digest, message_key
 from dlq_pipeline.warehouse.schemas import table_schema
 from dlq_pipeline.warehouse.storage import Storage
 from tests.conftest import make_storage

@@ -17,7 +17,7 @@ from dlq_pipeline.ingest.spark import ingest
 from dlq_pipeline.live.loops import LiveError, QueueLock, QueueLocked, live_queue, lock_path
 from dlq_pipeline.live.spark import drain, settle
 from dlq_pipeline.mq.sim import SimQueueManager
-from dlq_pipeline.warehouse.identity import data_digest, message_key
+from dlq_pipeline.tables.identity import data_digest, message_key
 from dlq_pipeline.warehouse.storage import Storage
 from tests.spark.replay_retry_job import NOW, dead_letter, frame
 from tests.support import repo_env

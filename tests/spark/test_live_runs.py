@@ -28,7 +28,7 @@ from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.rules.view import match_view
 from dlq_pipeline.runtime.clock import utc_now
-from dlq_pipeline.warehouse.identity import data_digest, message_key
+from dlq_pipeline.tables.identity import data_digest, message_key
 from dlq_pipeline.warehouse.storage import Storage
 from tests.spark.test_live import seed_queue
 from tests.support import REPO, repo_env

@@ -19,7 +19,7 @@ from dlq_pipeline.mq.spark import chain_possible_sql, decode_headers, decoded_st
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.warehouse.identity import data_digest, message_key
+from dlq_pipeline.tables.identity import data_digest, message_key
 from dlq_pipeline.warehouse.ledger import message_states, pending_with_attempts
 from dlq_pipeline.warehouse.schemas import table_schema
 from dlq_pipeline.warehouse.storage import Storage

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from dlq_pipeline.engine import session as session_module
+from dlq_pipeline.engine.delta import DeltaJarsError, cached_jars, jar_dir, package_for
 from dlq_pipeline.engine.jars import JARS_ENV, spark_provided
 from dlq_pipeline.engine.session import (
     BASE_CONF,
@@ -21,7 +22,6 @@ from dlq_pipeline.engine.session import (
     remote_url,
     session_conf,
 )
-from dlq_pipeline.warehouse.delta import DeltaJarsError, cached_jars, jar_dir, package_for
 
 
 def test_get_spark_returns_the_active_session(spark):

@@ -17,11 +17,11 @@ from pyspark.sql import Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType, _parse_datatype_string
 
+from dlq_pipeline import tables as schemas
+from dlq_pipeline.tables import SchemaError, table_key
 from dlq_pipeline.warehouse import schemas as spark_schemas
-from dlq_pipeline.warehouse import tables as schemas
 from dlq_pipeline.warehouse.schemas import conform, render_tables_md, table_schema
 from dlq_pipeline.warehouse.storage import Storage, StorageError
-from dlq_pipeline.warehouse.tables import SchemaError, table_key
 from tests.support import REPO
 
 from ..conftest import make_storage

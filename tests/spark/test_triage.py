@@ -17,9 +17,9 @@ from dlq_pipeline.pipeline import run_pipeline
 from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import load_rules, parse_rules
 from dlq_pipeline.rules.view import match_view
+from dlq_pipeline.tables.identity import data_digest, message_key
 from dlq_pipeline.triage import spark as triage
 from dlq_pipeline.triage.charts import body_preview
-from dlq_pipeline.warehouse.identity import data_digest, message_key
 from tests.support import REPO
 
 pytestmark = pytest.mark.spark
@@ -122,7 +122,7 @@ def test_what_if_finds_exactly_the_messages_a_draft_changes(tables, warehouse):
 def test_a_draft_from_the_warehouse_is_the_draft_from_its_dumps(tables, warehouse):
     from dlq_pipeline.dumps.plan import source_queue
     from dlq_pipeline.rules.suggest import Effect, seen_groups, suggest
-    from dlq_pipeline.warehouse.tables import stored_md
+    from dlq_pipeline.tables import stored_md
 
     dump = warehouse[0].parent / "dumps" / "dlq-0000.dmp"
     views = [match_view(stored_md(m.md), m.data, truncated=m.truncated) for m in warehouse[1]]

@@ -13,6 +13,11 @@ The page's format, which these tests read:
   backticked dotted name whose first part is a module or package of the package is a
   reference; anything else (`` `messages.data_head` ``) is prose.
 
+Beyond the page: every page of docs/, the README and every module's own text (docstrings,
+comments) cite only what is there: a backticked ``module.name`` resolves (an option, cited
+as ``section.key``, is an option), a file path names a file, ``test_x.py::test_y`` a test,
+and ``docs/x.md, "Title"`` a heading (or a paragraph's bold lead) of that page.
+
 Pure: the message-path check imports modules that import pyspark, but starts no Spark and
 no Java.
 """
@@ -193,3 +198,120 @@ def test_the_message_path_takes_the_stages_in_the_order_run_pipeline_runs_them()
     assert [s for s in stages if s not in names] == [], "stage calls the path does not name"
     first = sorted(stages, key=names.index)
     assert first == stages
+
+
+# -- every name the docs and the package's own text cite ------------------------------------
+
+DOCS = sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]
+SOURCES = sorted(ROOT.rglob("*.py"))
+FILE_PATH = re.compile(
+    r"(?<![\w/.-])((?:dlq_pipeline|tests|benchmarks|tools|docs|constraints)/[\w/.-]*\w\.(?:py|md|txt|toml|json))"
+)
+BACKTICKED_FILE = re.compile(r"``?([\w/-]+\.py)(?:::\w+)?``?")
+TEST_NAME = re.compile(r"((?:tests/)?[\w/]*test_\w+\.py)::(\w+)")
+PROJECT_DIRS = ("dlq_pipeline", "tests", "benchmarks", "tools", "docs")  # not the virtual environment
+SECTION = re.compile(r"((?:docs/)?[\w-]+\.md),? \(?\"([^\s\"'][^\"]*)\"")
+
+
+def cited_texts() -> list[tuple[str, str]]:
+    """Every page of docs/ (and the README) and every module of the package, as (where, text)."""
+    return [(p.relative_to(REPO).as_posix(), p.read_text(encoding="utf-8")) for p in DOCS + SOURCES]
+
+
+def headings(doc: Path) -> list[str]:
+    """The page's headings and the bold leads of its paragraphs (``**Large messages need
+    heap.**``), a leading section number (``6. ``) left off."""
+    found = []
+    for line in doc.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            found.append(line.lstrip("#").strip())
+        elif line.startswith("**") and "**" in line[2:]:
+            found.append(line[2 : line.index("**", 2)].rstrip("."))
+    return [re.sub(r"^\d+\.\s+", "", h) for h in found]
+
+
+def has_section(doc: Path, title: str) -> bool:
+    """A heading of ``doc`` is ``title``, or starts with it and goes on after a word
+    (``### After installing: `dlq-pipeline setup```)."""
+    return doc.is_file() and any(
+        h == title or (h.startswith(title) and not h[len(title)].isalnum()) for h in headings(doc)
+    )
+
+
+def cited_title(raw: str) -> str:
+    """A quoted title as one line: a title wrapped over lines of a comment (``#``) or of a
+    Python list of strings (``',`` ... ``'``) is joined."""
+    joined = " ".join(re.sub(r"['\"],\s*['\"]", " ", raw).replace("#", " ").split())
+    return re.sub(r"^\d+\.\s+", "", joined)
+
+
+def file_problem(path: str) -> str | None:
+    """Why a cited file path names no file: relative to the repository, or (a bare
+    ``x/y.py``) to the package, or (a bare ``y.py``) the name of some file of the repository."""
+    if (REPO / path).exists() or (ROOT / path).exists():
+        return None
+    if "/" not in path and any(any((REPO / d).glob(f"**/{path}")) for d in PROJECT_DIRS):
+        return None
+    return f"{path}: no such file"
+
+
+def option_names() -> set[str]:
+    """Every configuration option as ``section.key`` (``mq.qmgrs`` included), the names docs
+    cite settings by."""
+    from dlq_pipeline.config import OPTIONS
+
+    return {f"{section}.{key}" for section, keys in OPTIONS.items() for key in keys} | {"mq.qmgrs"}
+
+
+# Settings of Hadoop and Spark a page may cite, whose first part reads like a module's name.
+OUTSIDE_SETTINGS = ("fs.defaultFS",)
+FILE_NAME = re.compile(r"\.(?:py|md|toml|json|txt|jar|java)$")
+
+
+def reference_problems(where: str, text: str) -> list[str]:
+    found = []
+    options = option_names()
+    for name in dict.fromkeys(references(text)):
+        if FILE_NAME.search(name) or name in OUTSIDE_SETTINGS:
+            continue
+        if ".".join(name.split(".")[:2]) in options:
+            continue
+        module, attributes = module_of(name)
+        obj = importlib.import_module(f"{PACKAGE}.{module}") if module else None
+        for i, attribute in enumerate(attributes):
+            if obj is None or not hasattr(obj, attribute):
+                found.append(f"{where}: `{name}`: {PACKAGE}.{module} has no {'.'.join(attributes[: i + 1])}")
+                break
+            obj = getattr(obj, attribute)
+    for path in dict.fromkeys(FILE_PATH.findall(text) + BACKTICKED_FILE.findall(text)):
+        if problem_ := file_problem(path):
+            found.append(f"{where}: {problem_}")
+    for path, test in dict.fromkeys(TEST_NAME.findall(text)):
+        files = [REPO / path] if path.startswith("tests/") else list((REPO / "tests").glob(f"**/{path}"))
+        if files and not any(
+            re.search(rf"^(?:async )?def {test}\b", f.read_text(encoding="utf-8"), re.M) for f in files if f.is_file()
+        ):
+            found.append(f"{where}: {path}::{test}: no such test")
+    for page, raw in dict.fromkeys(SECTION.findall(text)):
+        title = cited_title(raw)
+        docs = [REPO / page] if page.startswith("docs/") else list((REPO / "docs").glob(f"*{page}"))
+        if not any(has_section(d, title) for d in docs):
+            found.append(f'{where}: {page}, "{title}": no such section')
+    return found
+
+
+def test_the_reference_reader_finds_what_is_cited():
+    text = 'see `warehouse.ledger.not_ended`, `mq/nothing.py`, docs/replay.md, "No such title", ``compiler.py``'
+    problems = reference_problems("x", text)
+    assert [p.split(": ")[1] for p in problems] == ["mq/nothing.py", "compiler.py", 'docs/replay.md, "No such title"']
+    assert reference_problems("x", '`warehouse.ledger.nothing` docs/replay.md, "Expiry"') == [
+        "x: `warehouse.ledger.nothing`: dlq_pipeline.warehouse.ledger has no nothing"
+    ]
+
+
+def test_every_name_path_and_section_the_docs_and_the_package_cite_exists():
+    """A backticked ``module.name`` (relative to the package), a file path, a test
+    (``test_x.py::test_y``) and a section (``docs/x.md, "Title"``) cited by a page of docs/, the
+    README or a module's docstrings and comments is there."""
+    problems = [p for where, text in cited_texts() for p in reference_problems(where, text)]
+    assert problems == []

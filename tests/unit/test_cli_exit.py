@@ -11,10 +11,9 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from dlq_pipeline import jobs
+from dlq_pipeline import exitcodes, jobs
 from dlq_pipeline.cli import cli
 from dlq_pipeline.cli.common import NO_PYSPARK, Command, Group, exit_status
-from dlq_pipeline.runtime import exitcodes
 from tests.support import REPO
 
 

@@ -1,7 +1,9 @@
 import pytest
 
-from dlq_pipeline.config import OPTIONS, ConfigError, defaults, load_config, secret
+from dlq_pipeline.config import OPTIONS, defaults, load_config
 from dlq_pipeline.config.options import options_table, qmgr_keys_table
+from dlq_pipeline.errors import ConfigError
+from dlq_pipeline.runtime.secrets import secret
 from tests.support import REPO
 
 

@@ -70,7 +70,7 @@ def test_the_build_for_the_next_run_starts_detached_as_the_process_exits(archive
     ((fn, args),) = registered
     fn(*args)
     ((command, kwargs),) = started
-    assert command[1:] == ["-m", "dlq_pipeline.engine.class_archive_dump", "delta", "--claim", str(held.path), "--s3a"]
+    assert command[1:] == ["-m", "dlq_pipeline.class_archive_dump", "delta", "--claim", str(held.path), "--s3a"]
     assert kwargs["start_new_session"] and kwargs["stdin"] is not None
 
 
@@ -88,7 +88,7 @@ def test_setup_offline_says_so_in_one_line_and_sets_up_the_rest(monkeypatch, tmp
     """The jars cannot be fetched: one error line naming what and how to retry, Ivy's own
     lines indented below it, the class archive still built, exit 1."""
     from dlq_pipeline.cli import setup as setup_module
-    from dlq_pipeline.warehouse import delta
+    from dlq_pipeline.engine import delta
 
     monkeypatch.delenv("DATABRICKS_RUNTIME_VERSION", raising=False)
     monkeypatch.setattr(delta, "cached_jars", lambda version=None: [])

@@ -1,9 +1,10 @@
 """The package's layering, read from the source with `ast` (nothing is imported):
 
 - pyspark (or py4j, delta) is imported only where Spark is the point: the ``engine/`` and
-  ``warehouse/`` packages, ``pipeline.py`` (the run's sequencing), and each concept's
-  ``spark.py`` (``mq/spark.py``, ``ingest/spark.py``, ``rules/spark.py`` ...), at module
-  level or inside a function (imports for type checkers only do not count);
+  ``warehouse/`` packages, ``pipeline.py`` (the run's sequencing), ``class_archive_dump.py``
+  (the run a class archive is recorded from) and each concept's ``spark.py``
+  (``mq/spark.py``, ``ingest/spark.py``, ``rules/spark.py`` ...), at module level or inside
+  a function (imports for type checkers only do not count);
 - the command-line edge (``dlq_pipeline/cli/``, ``dlq_pipeline/jobs.py``) imports a module
   that reaches pyspark only inside the function of a command that runs Spark, so
   ``inspect``, ``generate`` and ``rules`` start without Java; no other module outside those
@@ -15,6 +16,8 @@
   imported module (``module._x``);
 - the modules import each other without a cycle (lazy imports inside functions included: a
   cycle broken only by import order is still two modules that need each other);
+- the packages sit in one order (`LAYERS`), a concept's ``spark.py`` above the warehouse and
+  its meaning below it, and a module imports only from its own layer or those below;
 - the benchmarks (``benchmarks/``) keep the last two rules as well.
 """
 
@@ -34,7 +37,12 @@ SPARK_LIBRARIES = ("pyspark", "py4j", "delta")
 MQ_LIBRARIES = ("ibmmq", "pymqi")
 EDGE = ("dlq_pipeline.cli", "dlq_pipeline.jobs")
 CONFIG_READERS = (*EDGE, "dlq_pipeline.config")
-SPARK_PACKAGES = ("dlq_pipeline.engine", "dlq_pipeline.warehouse", "dlq_pipeline.pipeline")
+SPARK_PACKAGES = (
+    "dlq_pipeline.engine",
+    "dlq_pipeline.warehouse",
+    "dlq_pipeline.pipeline",
+    "dlq_pipeline.class_archive_dump",
+)
 
 
 def spark_home(module: str) -> bool:
@@ -158,7 +166,7 @@ def test_the_scan_sees_the_package():
     assert spark_imports and not any(i.lazy for i in spark_imports)
     assert any(i.lazy and i.target in REACHES_SPARK for i in IMPORTS["dlq_pipeline.cli.stages"])
     assert {"dlq_pipeline.pipeline", "dlq_pipeline.engine.session"} <= REACHES_SPARK
-    assert "dlq_pipeline.warehouse.tables" not in REACHES_SPARK  # a pure module of a Spark package
+    assert "dlq_pipeline.tables" not in REACHES_SPARK  # a pure module of a Spark package
 
 
 def test_only_the_spark_homes_import_pyspark():
@@ -320,3 +328,68 @@ def test_no_import_cycles_between_modules(scan):
     modules, found = SCANS[scan]
     graph = {m: {i.target for i in imports if i.target in modules and i.target != m} for m, imports in found.items()}
     assert _cycles(graph) == []
+
+
+# The package's layers, lowest first. A module's layer is its package (``dlq_pipeline.X``),
+# a root module's its own name, and a concept's ``spark.py`` (``X/spark.py``) a layer of its
+# own: a concept's meaning sits low, where the warehouse can store it, and the Spark stage
+# that reads and writes its tables sits above the warehouse. The facade (the root
+# ``__init__``), which exports everything lazily, is the top.
+LAYERS = (
+    "exitcodes",
+    "errors",
+    "runtime",
+    "fs",
+    "mq",
+    "report",
+    "dumps",
+    "tables",
+    "ingest",
+    "config",
+    "rules",
+    "replay",
+    "engine",
+    "warehouse",
+    "live",
+    "mq.spark",
+    "dumps.spark",
+    "rules.spark",
+    "classify",
+    "classify.spark",
+    "ingest.spark",
+    "replay.spark",
+    "live.spark",
+    "report.spark",
+    "triage",
+    "triage.spark",
+    "pipeline",
+    "class_archive_dump",
+    "cli",
+    "jobs",
+    "",
+)
+
+
+def layer(module: str) -> str:
+    """The layer ``module`` belongs to (see `LAYERS`)."""
+    parts = module.split(".")[1:]
+    if len(parts) == 2 and parts[1] == "spark":
+        return f"{parts[0]}.spark"
+    return parts[0] if parts else ""
+
+
+def test_every_module_has_a_layer():
+    assert sorted({layer(m) for m in MODULES} - set(LAYERS)) == []
+
+
+def test_a_layer_imports_only_layers_below_it():
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    bad = [
+        f"{_where(i)} ({layer(i.module)} imports {layer(i.target)})"
+        for imports in IMPORTS.values()
+        for i in imports
+        if _under(i.target, PACKAGE)
+        and not (i.target == PACKAGE and i.name == "__version__")  # the facade's constant
+        and rank.get(layer(i.target), -1) > rank.get(layer(i.module), -1)
+    ]
+    assert bad == []

@@ -20,7 +20,7 @@ from dlq_pipeline.replay.checkpoints import Checkpoint
 from dlq_pipeline.replay.rebuild import exact_target
 from dlq_pipeline.replay.targets import LOCAL_QMGR_DIR, open_target
 from dlq_pipeline.replay.writer import ReplaySettings, WorkItem, replay_partition
-from dlq_pipeline.warehouse.tables import MD_COLUMNS, char_bytes, exact_md, message_row, stored_md
+from dlq_pipeline.tables import MD_COLUMNS, char_bytes, exact_md, message_row, stored_md
 from tests.profiles import examples
 
 NOW = dt.datetime(2026, 3, 1, 12, tzinfo=dt.UTC)

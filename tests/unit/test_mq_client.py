@@ -276,7 +276,7 @@ def test_errors_carry_the_reason_and_never_the_password(monkeypatch):
 def test_missing_password_variable_names_the_setting_never_the_variable(monkeypatch):
     """The variable's name may be a pasted password: the error names the setting."""
     monkeypatch.delenv("TEST_MQ_PW", raising=False)
-    from dlq_pipeline.config import ConfigError
+    from dlq_pipeline.errors import ConfigError
 
     with pytest.raises(ConfigError) as caught:
         ClientConnection("QM1", SETTINGS, library=fake_library([], {}))

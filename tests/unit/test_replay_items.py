@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from dlq_pipeline.mq.mqmd import MQMD_CHAR_LENGTHS
 from dlq_pipeline.replay.spark import _MD_PLAN, PIECE_COLUMN, arrow_items, row_to_item
+from dlq_pipeline.tables import CHAR_BYTES_COLUMN
 from dlq_pipeline.warehouse.schemas import arrow_schema
-from dlq_pipeline.warehouse.tables import CHAR_BYTES_COLUMN
 from tests.profiles import examples
 
 _DECISION = arrow_schema("decisions")

@@ -22,7 +22,7 @@ from dlq_pipeline.rules.matcher import decide
 from dlq_pipeline.rules.parser import parse_rules
 from dlq_pipeline.rules.suggest import HOLD_QUEUES, Seen, SuggestOptions, seen_groups, suggest
 from dlq_pipeline.rules.view import match_view
-from dlq_pipeline.warehouse.tables import stored_md
+from dlq_pipeline.tables import stored_md
 from tests.profiles import examples
 from tests.support import REPO
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from dlq_pipeline.config import ConfigError, load_config
+from dlq_pipeline.config import load_config
 from dlq_pipeline.config.settings import (
     ClassifySettings,
     DrainSettings,
@@ -19,6 +19,7 @@ from dlq_pipeline.config.settings import (
     StorageSettings,
     mq_qmgrs,
 )
+from dlq_pipeline.errors import ConfigError
 
 STAGE_SETTINGS = [
     StorageSettings,

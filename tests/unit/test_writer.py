@@ -19,7 +19,7 @@ from dlq_pipeline.replay.checkpoints import Checkpoint
 from dlq_pipeline.replay.rebuild import rebuild
 from dlq_pipeline.replay.targets import DryRunConnection
 from dlq_pipeline.replay.writer import TokenBucket, WorkItem, replay_partition, utc_from_epoch
-from dlq_pipeline.warehouse.tables import LEDGER_COLUMNS
+from dlq_pipeline.tables import LEDGER_COLUMNS
 
 START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 NOW = utc_from_epoch(START)

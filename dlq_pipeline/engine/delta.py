@@ -1,6 +1,6 @@
 """Delta Lake's jars for a locally started Spark: which release fits this pyspark, kept in the
 jar cache of `dlq_pipeline.engine.jars` (``<cache>/delta-<release>-spark<major.minor>/``)
-and fetched once by ``python -m dlq_pipeline.warehouse.delta`` (``make delta-jars``).
+and fetched once by ``python -m dlq_pipeline.engine.delta`` (``make delta-jars``).
 
 Databricks (and a cluster started with ``--packages io.delta:...``) has Delta on its
 classpath already.
@@ -63,7 +63,7 @@ def cached_jars(version: str | None = None) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     return jars.command(
         argv,
-        prog="python -m dlq_pipeline.warehouse.delta",
+        prog="python -m dlq_pipeline.engine.delta",
         what="Delta Lake's jars",
         package=package_for,
         folder=jar_dir,

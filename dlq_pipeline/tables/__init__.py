@@ -15,13 +15,13 @@ import re
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
-from typing import Any, overload
+from typing import Any
 
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.errors import DlqPipelineError
 from dlq_pipeline.mq.dlh_decoder import dlh_head
-from dlq_pipeline.mq.mqmd import MQMD, MQMD_CHAR_LENGTHS, MQMD_FIELDS, bytes_to_text, text_to_bytes
-from dlq_pipeline.warehouse.identity import data_digest, message_key
+from dlq_pipeline.mq.mqmd import MQMD, MQMD_CHAR_LENGTHS, MQMD_FIELDS, bytes_to_text, stored_text, text_to_bytes
+from dlq_pipeline.tables.identity import data_digest, message_key
 
 TABLES = ("messages", "decisions", "ledger", "quarantine", "files", "landings", "keys", "decoded", "leases")
 STORED_TABLES = ("messages", "decisions", "ledger", "quarantine", "files", "landings", "keys", "leases")
@@ -109,22 +109,6 @@ CHAR_BYTES_COLUMN = "md_char_bytes"
 # The `messages` column holding what the MQDLH decoder reads of `data` (`dlh_decoder.dlh_head`):
 # decode and classify read it instead of `data`, which may be 100 MB.
 HEAD_COLUMN = "data_head"
-
-
-@overload
-def stored_text(text: str) -> str: ...
-@overload
-def stored_text(text: None) -> None: ...
-def stored_text(text: str | None) -> str | None:
-    """``text`` as the tables store it (valid UTF-8, as Spark strings must be): each byte that
-    was not UTF-8 in the dump (kept by ``MQMD_TEXT`` (mq.mqmd) as a surrogate escape) becomes U+FFFD."""
-    if text is None:
-        return None
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def stored_md(md: MQMD) -> MQMD:

@@ -1,5 +1,5 @@
 """The run a class archive is made from (`dlq_pipeline.engine.class_archive.build` starts it
-in a child process, ``python -m dlq_pipeline.engine.class_archive_dump FORMAT [--s3a]
+in a child process, ``python -m dlq_pipeline.class_archive_dump FORMAT [--s3a]
 [--force]``, and so does a command that found none, detached, with ``--claim``): a small
 pipeline on a generated DLQ, stored in FORMAT, loads the classes of ingest, decode,
 classify, the table writes and replay; then the JVM exits and writes every class it loaded
@@ -71,7 +71,7 @@ def dump(storage_format: str, force: bool, s3a: bool = False) -> Path | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dlq_pipeline.engine.class_archive_dump")
+    parser = argparse.ArgumentParser(prog="python -m dlq_pipeline.class_archive_dump")
     parser.add_argument("format", choices=["parquet", "delta"])
     parser.add_argument("--s3a", action="store_true", help="with Hadoop's S3A jars on the class path")
     parser.add_argument("--force", action="store_true")
