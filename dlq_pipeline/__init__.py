@@ -20,7 +20,6 @@ importable from here and from `dlq_pipeline.errors`.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from dlq_pipeline import errors
@@ -81,12 +80,7 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dlq_pipeline' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return errors.lazy_attribute(globals(), _PUBLIC, name)
 
 
 def __dir__() -> list[str]:

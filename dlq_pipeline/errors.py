@@ -14,6 +14,7 @@ Importing this module imports nothing else of the package. docs/api.md draws the
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from dlq_pipeline import exitcodes
@@ -125,13 +126,19 @@ if TYPE_CHECKING:
     from dlq_pipeline.warehouse.storage import StorageError, WarehouseMismatch
 
 
-def __getattr__(name: str) -> Any:
-    module = DEFINED_IN.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dlq_pipeline.errors' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
+def lazy_attribute(namespace: dict[str, Any], homes: Mapping[str, str], name: str) -> Any:
+    """A module's ``__getattr__``: ``name`` taken from the module ``homes`` gives it, imported
+    on first use and kept in ``namespace`` (the module's globals) from then on."""
+    home = homes.get(name)
+    if home is None:
+        raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    namespace[name] = value
     return value
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(globals(), DEFINED_IN, name)
 
 
 def __dir__() -> list[str]:

@@ -300,7 +300,7 @@ def check_target(target: str, config: Config) -> None:
         target,
         warehouse=storage.path,
         qmgrs=mq_qmgrs(config),
-        webhdfs=storage.webhdfs,
+        webhdfs=storage.hdfs.webhdfs,
         file_mode=replay.dir_mode,
         sim_dir=replay.sim_dir,
     ).preflight()

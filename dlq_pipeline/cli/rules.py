@@ -111,7 +111,7 @@ def show_cmd(file: str, as_json: bool) -> int:
     control data, continuation with '+' to stay within 72 characters. A comment line
     before each rule gives its number and the line it came from.
 
-    An invalid table is not shown: its problems are printed on stderr (exit 1).
+    An invalid table is not shown: its problems are printed on stderr (exit 2).
     Warnings are printed on stderr and do not stop the output.
 
     \b

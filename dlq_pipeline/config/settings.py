@@ -93,11 +93,6 @@ class StorageSettings(Settings):
     lease_wait: float = setting("storage", "lease_wait", float)
     hdfs: HdfsSettings = part(HdfsSettings)
 
-    @property
-    def webhdfs(self) -> str:
-        """``hdfs.webhdfs``, for the warehouse's files on ``hdfs://``."""
-        return self.hdfs.webhdfs
-
 
 @dataclass(frozen=True)
 class IngestSettings(Settings):
@@ -117,11 +112,6 @@ class IngestSettings(Settings):
     clean_source: str = setting("ingest", "clean_source")
     archive_dir: str = setting("ingest", "archive_dir")
     clean_quarantined: bool = setting("ingest", "clean_quarantined")
-
-    @property
-    def webhdfs(self) -> str:
-        """``hdfs.webhdfs``, for ``hdfs://`` inputs."""
-        return self.hdfs.webhdfs
 
 
 @dataclass(frozen=True)

@@ -865,14 +865,14 @@ def ingest(
     plan, read progress and per-file counts as lines."""
     when = _timestamp(landed_at)
     if settings.clean_source == "archive":
-        archive = fs.files_uri(settings.archive_dir, settings.webhdfs)
+        archive = fs.files_uri(settings.archive_dir, settings.hdfs.webhdfs)
         for given in paths:
-            if inside(archive, fs.files_uri(os.fspath(given), settings.webhdfs)):
+            if inside(archive, fs.files_uri(os.fspath(given), settings.hdfs.webhdfs)):
                 raise UsageError(
                     f"ingest.archive_dir {settings.archive_dir!r} is inside the input {given!r}: "
                     "archived files would be listed again; choose a folder outside every input"
                 )
-    listed = list_inputs(paths, settings.webhdfs)
+    listed = list_inputs(paths, settings.hdfs.webhdfs)
     landed_before = landed_files(storage)
     plan = plan_inputs(listed, landed_before, now=when, settle_seconds=settings.settle_seconds, reread=settings.reread)
     if progress:
@@ -891,7 +891,7 @@ def ingest(
             max_message_bytes=settings.max_message_bytes,
             persist=True,
             progress=progress,
-            webhdfs=settings.webhdfs,
+            webhdfs=settings.hdfs.webhdfs,
             reader=settings.reader,
             unreadable=plan.unreadable,
             dump_time_zone=settings.dump_time_zone,
@@ -990,7 +990,7 @@ def _clean(storage, plan: InputPlan, settings: IngestSettings) -> dict[str, str]
         [f for f in candidates if f.name not in plan.deferred and f.name not in plan.unreadable],
         landed_files(storage),
         mode=settings.clean_source,
-        archive_dir=fs.files_uri(settings.archive_dir, settings.webhdfs) if settings.archive_dir else "",
+        archive_dir=fs.files_uri(settings.archive_dir, settings.hdfs.webhdfs) if settings.archive_dir else "",
         quarantined_too=settings.clean_quarantined,
     )
 

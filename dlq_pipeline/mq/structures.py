@@ -613,10 +613,6 @@ def encode_dlh(dlh: DeadLetterHeader, encoding: int, ccsid: int) -> bytes:
     return _encode_simple(DLH_LAYOUT, dlh, encoding, ccsid)
 
 
-def _decode_dlh_strict(raw: BytesLike, encoding: int | None, ccsid: int | None) -> DeadLetterHeader:
-    return _decode_simple(DLH_LAYOUT, DeadLetterHeader, raw, encoding, ccsid)
-
-
 # ---------------------------------------------------------------------------------------
 # The MQDLH's fields by kind and offset, what the MQDLH decoders read
 

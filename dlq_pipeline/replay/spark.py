@@ -523,7 +523,7 @@ def unit_placements(storage: Storage, decisions: DataFrame) -> DataFrame | None:
     flags = F.col("msg_flags")
     dead = F.rtrim(F.col("format")) == "MQDEAD"
     found = (
-        open_messages(storage, state)
+        open_messages(storage, state, names)
         .where((flags > MQMF_SEGMENTATION_ALLOWED) & (flags.bitwiseAND(F.lit(UNIT_FLAGS)) != 0))
         .select(
             "message_key",

@@ -175,13 +175,14 @@ def open_message_files(storage: Storage, state: LandingState | None = None) -> l
     return None if present is None else files_to_read(present, state.files, state.open)
 
 
-def open_messages(storage: Storage, state: LandingState | None = None) -> DataFrame:
+def open_messages(storage: Storage, state: LandingState | None = None, files: list[str] | None = None) -> DataFrame:
     """The rows of ``messages`` of the landings not settled (``state``: `landing_state`, when
-    known), from only the data files that can hold them where the warehouse names its files."""
+    known), from only the data files that can hold them where the warehouse names its files
+    (``files``: `open_message_files`, when known)."""
     state = landing_state(storage) if state is None else state
     if not state.open:
         return storage.read("messages").where(F.lit(False))
-    chosen = open_message_files(storage, state)
+    chosen = open_message_files(storage, state) if files is None else files
     if chosen is None:
         return storage.read("messages").where(F.col("run_id").isin(*state.open))
     return storage.read_files("messages", chosen).where(F.col("run_id").isin(*state.open))

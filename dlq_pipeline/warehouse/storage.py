@@ -736,7 +736,7 @@ def open_storage(spark: SparkSession, settings: StorageSettings) -> Storage:
         path=settings.path,
         catalog=settings.catalog,
         schema=settings.schema,
-        webhdfs=settings.webhdfs,
+        webhdfs=settings.hdfs.webhdfs,
     )
 
 

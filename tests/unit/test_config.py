@@ -197,7 +197,7 @@ def test_dir_mode_is_checked_and_reaches_the_replay_and_storage_settings():
             load_config(overrides={"replay": {"dir_mode": bad}})
         assert caught.value.problems == [f"<defaults>: 'replay.dir_mode' {problem}"]
     webhdfs = load_config(overrides={"hdfs": {"webhdfs": "http://nn:50070"}})
-    assert StorageSettings.from_config(webhdfs).webhdfs == "http://nn:50070"  # the warehouse's files go there too
+    assert StorageSettings.from_config(webhdfs).hdfs.webhdfs == "http://nn:50070"  # the warehouse's files go there too
 
 
 def test_one_webhdfs_address_serves_the_warehouse_and_the_inputs():
@@ -205,8 +205,8 @@ def test_one_webhdfs_address_serves_the_warehouse_and_the_inputs():
 
     run = RunSettings.from_config(load_config(overrides={"hdfs": {"webhdfs": "http://nn:50070"}}))
     assert run.storage.hdfs == run.ingest.hdfs == HdfsSettings(webhdfs="http://nn:50070")
-    assert (run.storage.webhdfs, run.ingest.webhdfs) == ("http://nn:50070", "http://nn:50070")
-    assert IngestSettings().webhdfs == ""
+    assert (run.storage.hdfs.webhdfs, run.ingest.hdfs.webhdfs) == ("http://nn:50070", "http://nn:50070")
+    assert IngestSettings().hdfs.webhdfs == ""
 
 
 def test_async_put_is_on_by_default_and_can_be_turned_off():
