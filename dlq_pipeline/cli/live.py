@@ -26,6 +26,7 @@ from dlq_pipeline.cli.common import (
     writing,
 )
 from dlq_pipeline.config import Config
+from dlq_pipeline.config.options import DRAIN_MODES
 from dlq_pipeline.config.settings import DrainSettings, ReplaySettings, mq_qmgrs
 from dlq_pipeline.errors import UsageError
 from dlq_pipeline.runtime.progress import stage, to_stderr
@@ -62,7 +63,7 @@ def _live(config: Config, source, queue, qmgr, rules_path):
 @_source_options
 @click.option(
     "--mode",
-    type=click.Choice(["browse", "move"]),
+    type=click.Choice(DRAIN_MODES),
     default=None,
     help="browse: land a copy, leave the queue as it is (default: drain.mode); "
     "move: destructive gets under syncpoint, committed after the rows are written.",

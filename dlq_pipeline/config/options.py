@@ -30,6 +30,7 @@ from dlq_pipeline.runtime import logs
 from dlq_pipeline.runtime.clock import time_zone
 
 STORAGE_FORMATS = ("parquet", "delta")
+DRAIN_MODES = ("browse", "move")  # drain.mode: MQ browse, or a destructive get under syncpoint
 
 
 def alternatives(words: Sequence[str]) -> str:
@@ -407,7 +408,7 @@ DECLARED: tuple[Option, ...] = (
         (str,),
         "browse",
         "browse: non-destructive; move: destructive get under syncpoint",
-        choices=("browse", "move"),
+        choices=DRAIN_MODES,
     ),
     Option("drain", "queue", (str,), "", "DLQ to drain; default: INPUTQ from the rules table, else the QM's DEADQ"),
     Option("drain", "qmgr", (str,), "", "queue manager; default: INPUTQM from the rules table"),

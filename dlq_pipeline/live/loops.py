@@ -56,6 +56,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from dlq_pipeline.config.options import DRAIN_MODES
 from dlq_pipeline.dumps.records import DumpedMessage
 from dlq_pipeline.errors import DlqPipelineError
 from dlq_pipeline.mq import reasons
@@ -280,7 +281,7 @@ def drain_queue(
     is called in move mode with ``"landed"`` after a batch is durable and before MQCMIT, and
     ``"committed"`` after it (tests inject failures there). ``progress`` gets the count of
     messages read (browse) or moved and committed (`dlq_pipeline.runtime.progress`)."""
-    if mode not in ("browse", "move"):
+    if mode not in DRAIN_MODES:
         raise ValueError(f"drain mode must be browse or move, not {mode!r}")
     live.target.preflight()
     landed_at = as_utc(landed_at) or utc_now()  # aware UTC, as ingest stamps it
