@@ -66,7 +66,7 @@ def test_a_plain_pip_wheel_carries_the_jvm_reader_and_runs_installed(spark, tmp_
         if (REPO / name).is_file():
             (clone / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, clone / name)
-    assert not list((clone / "dlq_pipeline" / "engine" / "jvm").glob("*.jar"))
+    assert not list((clone / "dlq_pipeline" / "ingest" / "jvm").glob("*.jar"))
 
     # the build environment's packages at the tested tier's versions (pip's cache has them)
     build_env = {**clean_env(), "PIP_CONSTRAINT": str(REPO / "constraints" / "spark-4.2.txt")}
@@ -99,7 +99,7 @@ def test_a_plain_pip_wheel_carries_the_jvm_reader_and_runs_installed(spark, tmp_
     with locked(root):
         pip(root, "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel))
         installed = site / "dlq_pipeline"
-        jars = sorted(p.name for p in (installed / "engine" / "jvm").glob("*.jar"))
+        jars = sorted(p.name for p in (installed / "ingest" / "jvm").glob("*.jar"))
         assert jars == [jvm_reader.jar_path().name]  # built from these sources
         before = package_files(installed)
         setup = subprocess.run(

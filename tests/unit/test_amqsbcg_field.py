@@ -143,7 +143,7 @@ MAIL_MD = MQMD(
 MAIL_DLH = dlh(">", 2085, b"ASDF2", b"MQADMIN4", 546, 850, b"MQSTR   ", 6, b"amqcrsta", b"20030109", b"08580248")
 MAIL_DATA = MAIL_DLH + b"hello world!"  # 184 bytes; the body is beyond the cut
 
-# An AIX runmqtrm dead letter (MQFB_APPL_CANNOT_BE_STARTED, 265) as the issue reports it:
+# An AIX runmqtrm dead letter (MQFB_APPL_CANNOT_BE_STARTED, 265) as it was reported:
 # listed by an older amqsbcg (hex lines indented by a blank, a blank line after
 # 'length - 856 bytes') and pasted only up to byte 384. Built from IBM's MQDLH and MQTM
 # layouts: no such listing is published.
